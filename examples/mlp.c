@@ -1,0 +1,2 @@
+/* mlp.c - placeholder */
+int main(void) { return 0; }

@@ -1,0 +1,2 @@
+/* transformer_block.c - placeholder */
+int main(void) { return 0; }

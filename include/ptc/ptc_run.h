@@ -1,0 +1,132 @@
+/* ptc_run.h - tensors at the boundary (DLPack-compatible descriptors),
+ * compiling a graph into an executable, running it, and the backend list.
+ */
+#ifndef PTC_RUN_H
+#define PTC_RUN_H
+
+#include "ptc_core.h"
+#include "ptc_graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- tensors: layout-identical to DLPack's DLDevice / DLDataType / DLTensor */
+/** DLPack device type codes used by libptc. */
+enum { PTC_DEVICE_CPU = 1, PTC_DEVICE_CUDA = 2 };
+/** Layout of DLDevice. */
+typedef struct ptc_device {
+  int32_t device_type;
+  int32_t device_id;
+} ptc_device;
+/** Layout of DLDataType: code 0 int, 1 uint, 2 float, 4 bfloat, 6 bool. */
+typedef struct ptc_dl_dtype {
+  uint8_t code;
+  uint8_t bits;
+  uint16_t lanes;
+} ptc_dl_dtype;
+/** Layout of DLTensor: a borrowed view of memory. `strides` (in elements) may
+ * be NULL for contiguous. A `DLTensor*` can be passed where a
+ * `const ptc_tensor*` is expected. */
+typedef struct ptc_tensor {
+  void* data;
+  ptc_device device;
+  int32_t ndim;
+  ptc_dl_dtype dtype;
+  int64_t* shape;
+  int64_t* strides;
+  uint64_t byte_offset;
+} ptc_tensor;
+
+/** DLPack dtype of a ptc dtype; {0,0,0} for an invalid one. Thread-safe. */
+PTC_API ptc_dl_dtype ptc_dtype_to_dl(int32_t dtype);
+/** ptc dtype of a DLPack dtype (lanes must be 1), or -1. Thread-safe. */
+PTC_API int32_t ptc_dtype_from_dl(ptc_dl_dtype dt);
+
+/* ---- backends ---------------------------------------------------------------- */
+/** Number of registered backends ("ref" is always present). Thread-safe. */
+PTC_API size_t ptc_backend_count(void);
+/** Name of backend `i` or NULL. Static string. Thread-safe. */
+PTC_API const char* ptc_backend_name(size_t i);
+/** Whether backend `name` can run here; if not, a static reason is stored in
+ * `*reason` (may be NULL). Returns 0 for unknown names. Thread-safe. */
+PTC_API int ptc_backend_available(const char* name, const char** reason);
+
+/* ---- compile ----------------------------------------------------------------- */
+/** An executable: an immutable, compiled form of a graph (a snapshot: later
+ * changes to the graph do not affect it). Reference counted. Thread-safe:
+ * ptc_executable_run may be called from many threads at once. */
+typedef struct ptc_executable ptc_executable;
+
+/** Compile options. */
+typedef struct ptc_compile_options {
+  size_t struct_size;
+  /** "ref" (reference interpreter, also called "eager"); default "ref". */
+  const char* backend;
+  /** "default" or "max-autotune" (reserved); NULL = default. */
+  const char* mode;
+  /** Folder for debug dumps (graph text); NULL = none. */
+  const char* debug_dir;
+} ptc_compile_options;
+/** Fills defaults. Never fails. */
+PTC_API void ptc_compile_options_init(ptc_compile_options* opts);
+
+/** Compiles `g` for a backend. The executable holds a snapshot of the graph
+ * (borrowed constants stay borrowed) and retains `ctx`. `opts` may be NULL.
+ * Errors: INVALID_ARGUMENT (graph without outputs, NULL args), NOT_FOUND
+ * (unknown backend), UNAVAILABLE (backend absent here, with the reason),
+ * UNIMPLEMENTED (an op the backend lacks, named), RESOURCE_EXHAUSTED.
+ * The caller owns `*out` (ptc_executable_release). */
+PTC_API PTC_MUST_USE ptc_status ptc_compile(ptc_context* ctx, const ptc_graph* g,
+                                            const ptc_compile_options* opts,
+                                            ptc_executable** out);
+/** Adds a reference; returns `exe`. Accepts NULL. Thread-safe. */
+PTC_API ptc_executable* ptc_executable_retain(ptc_executable* exe);
+/** Drops a reference. Accepts NULL. Thread-safe. */
+PTC_API void ptc_executable_release(ptc_executable* exe);
+/** Number of inputs / outputs the executable expects. */
+PTC_API size_t ptc_executable_num_inputs(const ptc_executable* exe);
+PTC_API size_t ptc_executable_num_outputs(const ptc_executable* exe);
+
+/** Run options. */
+typedef struct ptc_run_options {
+  size_t struct_size;
+  /** Seed of the counter-based RNG used by rand/randn/bernoulli nodes that
+   * have no "seed" attribute. Default 0. */
+  uint64_t seed;
+} ptc_run_options;
+/** Fills defaults. Never fails. */
+PTC_API void ptc_run_options_init(ptc_run_options* opts);
+
+/** Runs with caller-provided outputs: each `outputs[i]` must describe memory
+ * of the right dtype and shape (strides may be NULL = contiguous). Inputs are
+ * checked against the executable's guards on every run: a mismatch is an
+ * INVALID_ARGUMENT status such as "input 0 dim 1: expected 128, got 64".
+ * Errors: INVALID_ARGUMENT, UNIMPLEMENTED (unsupported device), op errors
+ * (e.g. an index out of range in gather), RESOURCE_EXHAUSTED. Thread-safe. */
+PTC_API PTC_MUST_USE ptc_status ptc_executable_run(const ptc_executable* exe,
+                                                   const ptc_tensor* inputs, size_t n_inputs,
+                                                   const ptc_tensor* outputs, size_t n_outputs,
+                                                   const ptc_run_options* opts);
+
+/** Outputs allocated by the library for one run. */
+typedef struct ptc_results ptc_results;
+/** Runs and allocates the outputs (contiguous, with the context's allocator);
+ * the caller owns `*out` and frees it with ptc_results_destroy(). Errors as
+ * ptc_executable_run. Thread-safe. */
+PTC_API PTC_MUST_USE ptc_status ptc_executable_run_alloc(const ptc_executable* exe,
+                                                         const ptc_tensor* inputs,
+                                                         size_t n_inputs,
+                                                         const ptc_run_options* opts,
+                                                         ptc_results** out);
+/** Number of tensors in `r` (0 for NULL). */
+PTC_API size_t ptc_results_count(const ptc_results* r);
+/** Tensor `i` of `r`, owned by `r`; NULL if out of range. */
+PTC_API const ptc_tensor* ptc_results_get(const ptc_results* r, size_t i);
+/** Frees `r` and its tensors. Accepts NULL. */
+PTC_API void ptc_results_destroy(ptc_results* r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PTC_RUN_H */

@@ -1,0 +1,2 @@
+/* clone.c - placeholder, being written. */
+extern int ptc_placeholder_clone;

@@ -1,0 +1,2 @@
+/* json_save.c - placeholder, being written. */
+extern int ptc_placeholder_json_save;

@@ -1,0 +1,2 @@
+/* print.c - placeholder, being written. */
+extern int ptc_placeholder_print;

@@ -1,0 +1,2 @@
+/* bind.c - placeholder, being written. */
+extern int ptc_placeholder_bind;

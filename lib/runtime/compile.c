@@ -1,0 +1,2 @@
+/* compile.c - placeholder, being written. */
+extern int ptc_placeholder_compile;

@@ -1,0 +1,2 @@
+/* sym_text.c - placeholder, being written. */
+extern int ptc_placeholder_sym_text;
