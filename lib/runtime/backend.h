@@ -13,10 +13,12 @@ typedef struct backend_vtable {
   /** Prepares `g` (owned by the executable, immutable from now on) and
    * returns backend state in *state. */
   ptc_status (*prepare)(ptc_context* ctx, const ptc_graph* g, void** state);
-  /** Runs with concrete tensors; `outputs` are preallocated descriptors.
-   * Must be reentrant. */
+  /** Runs with concrete tensors already checked by runtime_bind_inputs
+   * (sym_values[i] = value of symbol i this run); `outputs` are
+   * preallocated descriptors of the right dtype and shape. Reentrant. */
   ptc_status (*run)(void* state, const ptc_graph* g, const ptc_tensor* inputs,
-                    size_t n_in, const ptc_tensor* outputs, size_t n_out, uint64_t seed);
+                    size_t n_in, const ptc_tensor* outputs, size_t n_out,
+                    const int64_t* sym_values, size_t n_syms, uint64_t seed);
   void (*destroy)(void* state);
 } backend_vtable;
 
@@ -28,11 +30,14 @@ const backend_vtable* backend_at(size_t i);
 /** The reference backend's table (backends/ref/ref_exec.c). */
 extern const backend_vtable ptc_ref_backend;
 
-/** Computes the concrete output shapes of `g` for the given inputs: checks
- * the inputs against the graph (rank, dtype, static sizes, guards) and fills
- * sym_values[num symbols]. Error messages name the input and dim:
+/** Checks the inputs against the graph (count, device, rank, dtype, static
+ * sizes, symbol consistency, guards) and fills sym_values[n_syms] (n_syms =
+ * sym_num_vars(g->env)). Error messages name the input and dim:
  * "input 0 dim 1: expected 128, got 64". */
 ptc_status runtime_bind_inputs(const ptc_graph* g, const ptc_tensor* inputs, size_t n_in,
                                int64_t* sym_values, size_t n_syms);
+/** Evaluates value v's shape with the bound symbols into shape[rank]. */
+ptc_status runtime_value_shape(const ptc_graph* g, ptc_value v, const int64_t* sym_values,
+                               size_t n_syms, int64_t* shape);
 
 #endif /* PTC_LIB_RUNTIME_BACKEND_H */

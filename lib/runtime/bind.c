@@ -1,2 +1,119 @@
-/* bind.c - placeholder, being written. */
-extern int ptc_placeholder_bind;
+/* bind.c - checks run-time inputs against a graph's input metadata and
+ * guards, and binds size symbols to concrete values. */
+#include "backend.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define UNBOUND INT64_MIN
+
+static ptc_status check_one(const ptc_graph* g, size_t i, const gvalue* v, const ptc_tensor* t) {
+  if (!t) return PTC_ERR(INVALID_ARGUMENT, "input %zu (%s): NULL tensor", i, v->name);
+  if (t->device.device_type != PTC_DEVICE_CPU)
+    return PTC_ERR(UNIMPLEMENTED, "input %zu (%s): device type %d is not supported by this "
+                   "backend (cpu memory expected)", i, v->name, (int)t->device.device_type);
+  int32_t dt = ptc_dtype_from_dl(t->dtype);
+  if (dt != v->dtype)
+    return PTC_ERR(INVALID_ARGUMENT, "input %zu (%s): expected dtype %s, got %s", i, v->name,
+                   ptc_dtype_name(v->dtype), dt < 0 ? "an unsupported DLPack dtype" : ptc_dtype_name(dt));
+  if (t->ndim < 0 || (uint32_t)t->ndim != v->rank)
+    return PTC_ERR(INVALID_ARGUMENT, "input %zu (%s): expected rank %u, got %d", i, v->name,
+                   v->rank, (int)t->ndim);
+  if (t->ndim > 0 && !t->shape)
+    return PTC_ERR(INVALID_ARGUMENT, "input %zu (%s): shape is NULL", i, v->name);
+  if (!t->data) {
+    bool empty = false;
+    for (int32_t d = 0; d < t->ndim; d++) empty |= t->shape[d] == 0;
+    if (!empty) return PTC_ERR(INVALID_ARGUMENT, "input %zu (%s): data is NULL", i, v->name);
+  }
+  for (int32_t d = 0; d < t->ndim; d++) {
+    if (t->shape[d] < 0)
+      return PTC_ERR(INVALID_ARGUMENT, "input %zu dim %d: negative size %lld", i, (int)d,
+                     (long long)t->shape[d]);
+    if (t->strides && t->strides[d] < 0)
+      return PTC_ERR(INVALID_ARGUMENT, "input %zu dim %d: negative strides are not supported", i,
+                     (int)d);
+  }
+  (void)g;
+  return PTC_OK;
+}
+
+ptc_status runtime_bind_inputs(const ptc_graph* g, const ptc_tensor* inputs, size_t n_in,
+                               int64_t* vals, size_t n_syms) {
+  if (n_in != g->inputs.len)
+    return PTC_ERR(INVALID_ARGUMENT, "expected %zu inputs, got %zu", g->inputs.len, n_in);
+  if (n_in && !inputs) return PTC_ERR(INVALID_ARGUMENT, "inputs is NULL");
+  for (size_t k = 0; k < n_syms; k++) vals[k] = UNBOUND;
+  /* first pass: metadata, static sizes, bare symbols */
+  for (size_t i = 0; i < n_in; i++) {
+    const gvalue* v = graph_value(g, PTC_VEC_AT(&g->inputs, ptc_value, i));
+    const ptc_tensor* t = &inputs[i];
+    PTC_TRY(check_one(g, i, v, t));
+    for (uint32_t d = 0; d < v->rank; d++) {
+      const sym_expr* e = v->shape[d];
+      int64_t c, got = t->shape[d];
+      if (sym_is_const(e, &c)) {
+        if (c != got)
+          return PTC_ERR(INVALID_ARGUMENT, "input %zu dim %u: expected %lld, got %lld", i, d,
+                         (long long)c, (long long)got);
+      } else if (e->kind == SYM_VAR && (size_t)e->value < n_syms) {
+        int64_t* slot = &vals[e->value];
+        if (*slot == UNBOUND) {
+          *slot = got;
+        } else if (*slot != got) {
+          return PTC_ERR(INVALID_ARGUMENT,
+                         "input %zu dim %u: expected %s = %lld (bound by an earlier input), got %lld",
+                         i, d, sym_var_name(g->env, (size_t)e->value), (long long)*slot,
+                         (long long)got);
+        }
+      }
+    }
+  }
+  /* second pass: compound expressions */
+  for (size_t i = 0; i < n_in; i++) {
+    const gvalue* v = graph_value(g, PTC_VEC_AT(&g->inputs, ptc_value, i));
+    for (uint32_t d = 0; d < v->rank; d++) {
+      const sym_expr* e = v->shape[d];
+      int64_t c;
+      if (sym_is_const(e, &c) || e->kind == SYM_VAR) continue;
+      int64_t want = 0;
+      ptc_status s = sym_eval(e, vals, n_syms, &want);
+      if (s) {
+        ptc_status_destroy(s);
+        char buf[128];
+        sym_format(g->env, e, buf, sizeof buf);
+        return PTC_ERR(INVALID_ARGUMENT,
+                       "input %zu dim %u: size %s uses a symbol that no input dimension binds",
+                       i, d, buf);
+      }
+      if (want != inputs[i].shape[d]) {
+        char buf[128];
+        sym_format(g->env, e, buf, sizeof buf);
+        return PTC_ERR(INVALID_ARGUMENT, "input %zu dim %u: expected %s = %lld, got %lld", i, d,
+                       buf, (long long)want, (long long)inputs[i].shape[d]);
+      }
+    }
+  }
+  for (size_t k = 0; k < n_syms; k++)
+    if (vals[k] == UNBOUND) {
+      /* a symbol no input binds (e.g. only in an attribute): use its hint */
+      int64_t h = sym_var_hint(g->env, k);
+      if (h == SYM_NO_HINT)
+        return PTC_ERR(INVALID_ARGUMENT, "symbol %s is not bound by any input dimension",
+                       sym_var_name(g->env, k));
+      vals[k] = h;
+    }
+  return sym_check_guards(g->env, vals, n_syms);
+}
+
+ptc_status runtime_value_shape(const ptc_graph* g, ptc_value v, const int64_t* vals,
+                               size_t n_syms, int64_t* shape) {
+  const gvalue* gv = graph_value(g, v);
+  for (uint32_t d = 0; d < gv->rank; d++) {
+    PTC_TRY(sym_eval(gv->shape[d], vals, n_syms, &shape[d]));
+    if (shape[d] < 0)
+      return PTC_ERR(INVALID_ARGUMENT, "value %s dim %u evaluates to a negative size %lld",
+                     gv->name, d, (long long)shape[d]);
+  }
+  return PTC_OK;
+}
