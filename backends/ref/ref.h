@@ -4,9 +4,9 @@
  * kernel in one of the family tables (ref_kernels_<family>[] in
  * ref_<family>.c). Before a kernel runs, the executor has evaluated the
  * node's output shapes from the meta shapes with the run's concrete symbol
- * values and allocated contiguous outputs - except for OP_VIEW ops, whose
- * kernels set out->data and out->strides to alias input 0 (the executor
- * keeps every buffer alive until the run ends).
+ * values and allocated every output contiguous - view ops included: graphs
+ * are functional (no op mutates its inputs), so a view kernel writes a copy.
+ * The executor frees each buffer after its last use.
  *
  * Kernels read elements through the typed load/store helpers, which convert
  * between storage dtypes and the compute types: floating values are computed
@@ -35,7 +35,7 @@ typedef struct ref_call {
   size_t n_in;
   const ref_tensor* const* in;  /* in[i] NULL for an absent optional input */
   size_t n_out;
-  ref_tensor* out;              /* out[0..n_out): allocated unless OP_VIEW */
+  ref_tensor* out;              /* out[0..n_out): allocated, contiguous */
   uint64_t seed;                /* run seed (rand ops without a seed attr) */
   uint64_t node_index;          /* node position: RNG stream offset */
   const int64_t* sym_values;    /* concrete value of each symbol this run */

@@ -270,7 +270,7 @@ ptc_status ptc_graph_add_constant(ptc_graph* g, const char* name, int32_t dtype,
   }
   gvalue* gv = graph_value(g, v);
   gv->owned = owned;
-  gv->data = owned ? owned : data;
+  gv->data = flags == PTC_CONSTANT_COPY ? owned : data;
   gv->nbytes = (size_t)nbytes;
   *out = v;
   return PTC_OK;

@@ -93,6 +93,11 @@ ptc_status graph_clone(const ptc_graph* g, ptc_graph** out);
  * keep_value[v] true keeps value v. Renumbers ids densely. */
 ptc_status graph_compact(ptc_graph* g, const bool* keep_value, const bool* keep_node);
 
+/** Rewrites every use (node inputs, graph outputs) of value v < n_repl to
+ * repl[v] (pass_cse.c); an allocation failure leaves the graph unchanged.
+ * Shared by CSE and constant folding. */
+ptc_status graph_replace_uses(ptc_graph* g, const ptc_value* repl, size_t n_repl);
+
 /** Stored-attribute lookup by name (NULL if absent). */
 const gattr* gattrs_find(const gattrs* a, const char* name);
 

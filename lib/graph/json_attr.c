@@ -1,7 +1,10 @@
 /* json_attr.c - typed attribute <-> JSON codec (see json_attr.h). */
 #include "json_attr.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 bool json_number(const cJSON* v, double* out) {
@@ -19,7 +22,18 @@ bool json_number(const cJSON* v, double* out) {
   return false;
 }
 
+/* Integers beyond 2^53 travel as decimal strings (doubles would round). */
+#define EXACT_LIMIT 9007199254740992.0
+
 static bool json_int(const cJSON* v, int64_t* out) {
+  if (cJSON_IsString(v)) {
+    char* end = NULL;
+    errno = 0;
+    long long x = strtoll(v->valuestring, &end, 10);
+    if (errno || end == v->valuestring || *end) return false;
+    *out = x;
+    return true;
+  }
   if (!cJSON_IsNumber(v)) return false;
   double d = v->valuedouble;
   if (!(d >= -9007199254740992.0 && d <= 9007199254740992.0) || d != floor(d)) return false;
@@ -27,16 +41,16 @@ static bool json_int(const cJSON* v, int64_t* out) {
   return true;
 }
 
-static ptc_status parse_sym(ptc_graph* g, const char* name, const char* text, ptc_sym* out) {
+/* Parses an expression string: a constant goes to *c (and *out = 0),
+ * anything symbolic gets a public id in *out. */
+static ptc_status parse_sym(ptc_graph* g, const char* name, const char* text, ptc_sym* out,
+                            int64_t* c) {
   const sym_expr* e = NULL;
   ptc_status s = sym_parse(g->env, text, strlen(text), &e);
   if (s) return ptc_status_prefix(s, "attribute '%s'", name);
   bool oom = false;
-  int64_t c;
-  if (sym_is_const(e, &c)) {
-    *out = 0;
-    return PTC_ERR(INVALID_ARGUMENT, "attribute '%s': internal: constant symbol", name);
-  }
+  *out = 0;
+  if (sym_is_const(e, c)) return PTC_OK;
   *out = graph_sym_id(g, e, &oom);
   return oom ? ptc_status_oom() : PTC_OK;
 }
@@ -81,7 +95,8 @@ ptc_status json_attr_parse(ptc_graph* g, const cJSON* item, ptc_arena* scratch,
     if (!cJSON_IsString(v))
       return PTC_ERR(INVALID_ARGUMENT, "attribute '%s': \"sym\" needs an expression string",
                      name);
-    PTC_TRY(parse_sym(g, name, v->valuestring, &a.sym));
+    PTC_TRY(parse_sym(g, name, v->valuestring, &a.sym, &a.i));
+    if (!a.sym) a.type = PTC_ATTR_INT; /* a constant expression is a plain int */
   } else if (strcmp(type, "ints") == 0 || strcmp(type, "floats") == 0) {
     bool ints = type[0] == 'i';
     if (!cJSON_IsArray(v))
@@ -97,8 +112,8 @@ ptc_status json_attr_parse(ptc_graph* g, const cJSON* item, ptc_arena* scratch,
     bool any_sym = false;
     for (const cJSON* e = v->child; e; e = e->next, k++) {
       if (ints && cJSON_IsString(e)) {
-        PTC_TRY(parse_sym(g, name, e->valuestring, &sv[k]));
-        any_sym = true;
+        PTC_TRY(parse_sym(g, name, e->valuestring, &sv[k], &iv[k]));
+        any_sym |= sv[k] != 0;
       } else if (ints ? !json_int(e, &iv[k]) : !json_number(e, &fv[k])) {
         return PTC_ERR(INVALID_ARGUMENT, "attribute '%s': element %zu is not %s", name, k,
                        ints ? "an integer or expression string" : "a number");
@@ -123,9 +138,18 @@ static cJSON* num_json(double d) {
   return cJSON_CreateNumber(d);
 }
 
+static cJSON* int_json(int64_t c) {
+  if ((double)c > EXACT_LIMIT || (double)c < -EXACT_LIMIT) {
+    char buf[32];
+    snprintf(buf, sizeof buf, "%lld", (long long)c);
+    return cJSON_CreateString(buf);
+  }
+  return cJSON_CreateNumber((double)c);
+}
+
 static cJSON* expr_json(const ptc_graph* g, const sym_expr* e) {
   int64_t c;
-  if (sym_is_const(e, &c)) return cJSON_CreateNumber((double)c);
+  if (sym_is_const(e, &c)) return int_json(c);
   ptc_strbuf sb;
   ptc_sb_init(&sb);
   sym_format_sb(g->env, e, &sb);
@@ -140,7 +164,7 @@ bool json_attr_emit(const ptc_graph* g, const gattr* a, cJSON* obj) {
   cJSON* v = NULL;
   const char* key = "int";
   switch (a->type) {
-    case PTC_ATTR_INT: v = cJSON_CreateNumber((double)a->i); break;
+    case PTC_ATTR_INT: v = int_json(a->i); break;
     case PTC_ATTR_FLOAT: key = "float"; v = num_json(a->f); break;
     case PTC_ATTR_BOOL: key = "bool"; v = cJSON_CreateBool(a->i != 0); break;
     case PTC_ATTR_STRING: key = "string"; v = cJSON_CreateString(a->s); break;

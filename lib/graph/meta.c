@@ -235,6 +235,7 @@ ptc_status meta_expect_dtype(const meta_ctx* m, size_t input, const char* argnam
       if (want[0]) strcat(want, " or ");
       strcat(want, names[i]);
     }
-  return meta_fail(m, "argument '%s' must be a %s tensor, got %s", argname, want,
-                   ptc_dtype_name(t->dtype));
+  bool vowel = want[0] == 'i';
+  return meta_fail(m, "argument '%s' must be %s %s tensor, got %s", argname, vowel ? "an" : "a",
+                   want, ptc_dtype_name(t->dtype));
 }

@@ -38,6 +38,38 @@ static ptc_status check_one(const ptc_graph* g, size_t i, const gvalue* v, const
   return PTC_OK;
 }
 
+/* The only unbound symbol of `e`, or -1 if there are none or several. */
+static long sole_unbound(const sym_expr* e, const int64_t* vals, size_t n_syms, long found) {
+  if (found == -2) return -2;
+  if (e->kind == SYM_VAR) {
+    if ((size_t)e->value >= n_syms || vals[e->value] != UNBOUND) return found;
+    if (found >= 0 && found != (long)e->value) return -2;
+    return (long)e->value;
+  }
+  for (uint32_t i = 0; i < e->n; i++) found = sole_unbound(e->args[i], vals, n_syms, found);
+  return found;
+}
+
+/* Binds the one unbound symbol u of a size expression linear in u (such as
+ * 2*u or u + 3) from the observed size; leaves it unbound otherwise. */
+static void solve_linear(const sym_expr* e, int64_t* vals, size_t n_syms, int64_t size) {
+  long u = sole_unbound(e, vals, n_syms, -1);
+  if (u < 0) return;
+  int64_t f2, f3;
+  vals[u] = 2;
+  ptc_status s2 = sym_eval(e, vals, n_syms, &f2);
+  vals[u] = 3;
+  ptc_status s3 = sym_eval(e, vals, n_syms, &f3);
+  vals[u] = UNBOUND;
+  if (s2 || s3) {
+    ptc_status_destroy(s2);
+    ptc_status_destroy(s3);
+    return;
+  }
+  int64_t a = f3 - f2, b = f2 - 2 * a;
+  if (a != 0 && (size - b) % a == 0) vals[u] = (size - b) / a; /* checked by the caller */
+}
+
 ptc_status runtime_bind_inputs(const ptc_graph* g, const ptc_tensor* inputs, size_t n_in,
                                int64_t* vals, size_t n_syms) {
   if (n_in != g->inputs.len)
@@ -76,8 +108,11 @@ ptc_status runtime_bind_inputs(const ptc_graph* g, const ptc_tensor* inputs, siz
       const sym_expr* e = v->shape[d];
       int64_t c;
       if (sym_is_const(e, &c) || e->kind == SYM_VAR) continue;
+      solve_linear(e, vals, n_syms, inputs[i].shape[d]);
       int64_t want = 0;
-      ptc_status s = sym_eval(e, vals, n_syms, &want);
+      ptc_status s = sole_unbound(e, vals, n_syms, -1) != -1
+                         ? PTC_ERR(INVALID_ARGUMENT, "unbound")
+                         : sym_eval(e, vals, n_syms, &want);
       if (s) {
         ptc_status_destroy(s);
         char buf[128];

@@ -5,7 +5,7 @@ Family modules (cases_<family>.py) define `def cases(C)` and call
 tests/data/ops_<family>.json in the format read by tests/test_ops_torch.c:
 
   {"cases": [{"name", "op", "attrs": {name: {type: value}},
-              "inputs": [ {dtype, shape, strides, offset, storage} | null ],
+              "inputs": [ {dtype, shape, strides, storage} | null ],
               "outputs": [ {dtype, shape, data} ],
               "rtol", "atol", "check"} ]}
 
@@ -73,13 +73,13 @@ class A:
     @staticmethod
     def int(v): return {"int": int(v)}
     @staticmethod
-    def float(v): return {"float": float(v)}
+    def float(v): return {"float": _num(float(v))}
     @staticmethod
     def bool(v): return {"bool": bool(v)}
     @staticmethod
     def ints(v): return {"ints": [int(x) for x in v]}
     @staticmethod
-    def floats(v): return {"floats": [float(x) for x in v]}
+    def floats(v): return {"floats": [_num(float(x)) for x in v]}
     @staticmethod
     def string(v): return {"string": str(v)}
     @staticmethod
