@@ -376,6 +376,51 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
 
+  /* guards decided from the hints hold at the hints; sym_check_guards agrees
+   * with the naive relations on every assignment */
+  int gi[4], gj[4];
+  sym_rel grel[4];
+  bool gres[4];
+  int ng = 0;
+  for (int i = nn - 1; i >= 1 && ng < 4 && !oom; i -= 2) {
+    int j = (i * 7 + 3) % i;
+    if (!simp[i] || !simp[j] || mag[i] >= MAG_LIMIT || mag[j] >= MAG_LIMIT) continue;
+    sym_rel rel = (sym_rel)((size_t)(i + j) % 6);
+    bool res = false;
+    ptc_status s = sym_guard(env, rel, simp[i], simp[j], &res);
+    if (s) {
+      int32_t code = ptc_status_code(s);
+      ptc_status_destroy(s);
+      /* only an arithmetic error at the hints (or OOM) may refuse */
+      if (code != PTC_CODE_INVALID_ARGUMENT && code != PTC_CODE_RESOURCE_EXHAUSTED)
+        FAIL(simp[i], simp[j], "sym_guard failed");
+      continue;
+    }
+    gi[ng] = i;
+    gj[ng] = j;
+    grel[ng] = rel;
+    gres[ng] = res;
+    ng++;
+  }
+  if (ng > 0 && !oom) {
+    int64_t hints[N_VARS];
+    for (int v = 0; v < N_VARS; v++) hints[v] = sym_var_hint(env, (size_t)v);
+    ptc_status s = sym_check_guards(env, hints, N_VARS);
+    if (s) FAIL(NULL, NULL, ptc_status_message(s));
+    for (int a = 0; a < N_ASSIGN; a++) {
+      bool all_ok = true, expect = true;
+      for (int g = 0; g < ng; g++) {
+        if (!ok[gi[g]][a] || !ok[gj[g]][a]) all_ok = false;
+        else if (rel_holds(grel[g], val[gi[g]][a], val[gj[g]][a]) != gres[g]) expect = false;
+      }
+      if (!all_ok) continue;
+      s = sym_check_guards(env, assign[a], N_VARS);
+      bool passed = s == NULL;
+      ptc_status_destroy(s);
+      if (passed != expect) FAIL(NULL, NULL, "sym_check_guards disagrees");
+    }
+  }
+
   /* hash-consing: commuted builds give the same pointer */
   if (nn >= 2 && simp[nn - 1] && simp[nn - 2] && !oom) {
     const sym_expr* x = simp[nn - 1];

@@ -40,8 +40,10 @@ static void ref_destroy(void* p) {
   free(s);
 }
 
-static ptc_status ref_prepare(ptc_context* ctx, const ptc_graph* g, void** out) {
+static ptc_status ref_prepare(ptc_context* ctx, const ptc_graph* g,
+                              const ptc_compile_options* opts, void** out) {
   (void)ctx;
+  (void)opts;
   ref_state* s = calloc(1, sizeof *s);
   if (!s) return ptc_status_oom();
   s->kernels = calloc(g->nodes.len + 1, sizeof *s->kernels);
@@ -203,6 +205,16 @@ static ptc_status ref_run(void* state, const ptc_graph* g, const ptc_tensor* inp
 
 static const char* ref_unavailable(void) { return NULL; }
 
+static void ref_describe(const void* state, const ptc_graph* g, ptc_strbuf* sb) {
+  (void)state;
+  ptc_sb_printf(sb, "ref: interprets %zu nodes one by one (no fusion)\n", g->nodes.len);
+}
+
+static size_t ref_num_kernels(const void* state, const ptc_graph* g) {
+  (void)state;
+  return g->nodes.len;
+}
+
 const backend_vtable ptc_ref_backend = {
-    "ref", ref_unavailable, ref_prepare, ref_run, ref_destroy,
+    "ref", ref_unavailable, ref_prepare, ref_run, ref_destroy, ref_describe, ref_num_kernels,
 };

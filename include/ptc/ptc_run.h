@@ -58,15 +58,32 @@ PTC_API int ptc_backend_available(const char* name, const char** reason);
  * ptc_executable_run may be called from many threads at once. */
 typedef struct ptc_executable ptc_executable;
 
+/** An input dimension to compile as dynamic (a size argument). */
+typedef struct ptc_dynamic_dim {
+  uint32_t input; /**< graph input index */
+  uint32_t dim;   /**< dimension of that input */
+} ptc_dynamic_dim;
+
 /** Compile options. */
 typedef struct ptc_compile_options {
   size_t struct_size;
-  /** "ref" (reference interpreter, also called "eager"); default "ref". */
+  /** "ref" (reference interpreter, also called "eager") or "cpu" (fused C +
+   * OpenMP kernels); default "ref". */
   const char* backend;
   /** "default" or "max-autotune" (reserved); NULL = default. */
   const char* mode;
-  /** Folder for debug dumps (graph text); NULL = none. */
+  /** Folder for debug dumps, created if missing: the graph, the decomposed
+   * graph, the IR, every fusion decision, the generated sources; NULL = none
+   * (the environment variable PTC_DEBUG_DIR sets a default). */
   const char* debug_dir;
+  /** Input dims that become symbolic although the graph has them static
+   * (sizes 0 and 1 stay static). A node whose attributes bake such a size
+   * makes ptc_compile fail with a message naming the node. */
+  const ptc_dynamic_dim* dynamic_dims;
+  size_t n_dynamic_dims;
+  /** Non-zero: one kernel per op (no fusion, no inlining); for comparisons. */
+  uint32_t disable_fusion;
+  uint32_t reserved;
 } ptc_compile_options;
 /** Fills defaults. Never fails. */
 PTC_API void ptc_compile_options_init(ptc_compile_options* opts);
@@ -84,6 +101,15 @@ PTC_API PTC_MUST_USE ptc_status ptc_compile(ptc_context* ctx, const ptc_graph* g
 PTC_API ptc_executable* ptc_executable_retain(ptc_executable* exe);
 /** Drops a reference. Accepts NULL. Thread-safe. */
 PTC_API void ptc_executable_release(ptc_executable* exe);
+/** Text report of what was compiled: backend, kernels with the graph nodes
+ * each one fuses, extern calls, memory plan and the generated sources' paths.
+ * Two-call convention: `*needed` gets the length without the NUL; OUT_OF_RANGE
+ * when cap is too small. Errors: INVALID_ARGUMENT. Thread-safe. */
+PTC_API PTC_MUST_USE ptc_status ptc_executable_format(const ptc_executable* exe, char* buf,
+                                                      size_t cap, size_t* needed);
+/** Number of compiled kernels plus extern calls of the run plan (the ref
+ * backend reports one per node). 0 for NULL. Thread-safe. */
+PTC_API size_t ptc_executable_num_kernels(const ptc_executable* exe);
 /** Number of inputs / outputs the executable expects. */
 PTC_API size_t ptc_executable_num_inputs(const ptc_executable* exe);
 PTC_API size_t ptc_executable_num_outputs(const ptc_executable* exe);

@@ -89,6 +89,12 @@ bool graph_contiguous_strides(sym_env* env, uint32_t rank, const sym_expr* const
                               const sym_expr** out);
 /** Deep copy (constants: copied if owned, borrowed if borrowed). */
 ptc_status graph_clone(const ptc_graph* g, ptc_graph** out);
+/** Replays `g` into a new graph in which the listed input dims are symbolic
+ * (new symbols with the static size as hint; sizes 0 and 1 stay static),
+ * re-running every meta function. Errors name the node whose attributes do
+ * not allow the dim to vary. (lib/decomp/replay.c) */
+ptc_status graph_make_dynamic(const ptc_graph* g, const ptc_dynamic_dim* dims, size_t n,
+                              ptc_graph** out);
 /** Builds a graph from a table of kept node indices / values (used by DCE):
  * keep_value[v] true keeps value v. Renumbers ids densely. */
 ptc_status graph_compact(ptc_graph* g, const bool* keep_value, const bool* keep_node);

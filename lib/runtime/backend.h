@@ -12,7 +12,8 @@ typedef struct backend_vtable {
   const char* (*unavailable_reason)(void);
   /** Prepares `g` (owned by the executable, immutable from now on) and
    * returns backend state in *state. */
-  ptc_status (*prepare)(ptc_context* ctx, const ptc_graph* g, void** state);
+  ptc_status (*prepare)(ptc_context* ctx, const ptc_graph* g, const ptc_compile_options* opts,
+                        void** state);
   /** Runs with concrete tensors already checked by runtime_bind_inputs
    * (sym_values[i] = value of symbol i this run); `outputs` are
    * preallocated descriptors of the right dtype and shape. Reentrant. */
@@ -20,6 +21,10 @@ typedef struct backend_vtable {
                     size_t n_in, const ptc_tensor* outputs, size_t n_out,
                     const int64_t* sym_values, size_t n_syms, uint64_t seed);
   void (*destroy)(void* state);
+  /** Appends a readable description (kernels, fusion, sources) to sb. */
+  void (*describe)(const void* state, const ptc_graph* g, ptc_strbuf* sb);
+  /** Kernels + extern calls per run. */
+  size_t (*num_kernels)(const void* state, const ptc_graph* g);
 } backend_vtable;
 
 /** Built-in backends (NULL-terminated lookup). */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 struct ptc_executable {
   _Atomic long refs;
@@ -65,11 +66,21 @@ ptc_status ptc_compile(ptc_context* ctx, const ptc_graph* g, const ptc_compile_o
   if (o.mode && strcmp(o.mode, "default") && strcmp(o.mode, "max-autotune"))
     return PTC_ERR(INVALID_ARGUMENT, "ptc_compile: unknown mode '%s' (default, max-autotune)", o.mode);
   if (g->outputs.len == 0) return PTC_ERR(INVALID_ARGUMENT, "ptc_compile: the graph has no outputs");
-  if (o.debug_dir) PTC_TRY(dump_debug(g, o.debug_dir));
+  if (!o.debug_dir) o.debug_dir = getenv("PTC_DEBUG_DIR");
+  if (o.debug_dir && *o.debug_dir) {
+    mkdir(o.debug_dir, 0777); /* may exist already; the dump reports real failures */
+    PTC_TRY(dump_debug(g, o.debug_dir));
+  } else {
+    o.debug_dir = NULL;
+  }
+  if (o.n_dynamic_dims && !o.dynamic_dims)
+    return PTC_ERR(INVALID_ARGUMENT, "ptc_compile: dynamic_dims is NULL");
   ptc_executable* e = calloc(1, sizeof *e);
   if (!e) return ptc_status_oom();
-  ptc_status s = graph_clone(g, &e->graph);
-  if (!s) s = b->prepare(ctx, e->graph, &e->state);
+  ptc_status s = o.n_dynamic_dims
+                     ? graph_make_dynamic(g, o.dynamic_dims, o.n_dynamic_dims, &e->graph)
+                     : graph_clone(g, &e->graph);
+  if (!s) s = b->prepare(ctx, e->graph, &o, &e->state);
   if (s) {
     ptc_graph_destroy(e->graph);
     free(e);
@@ -94,6 +105,30 @@ void ptc_executable_release(ptc_executable* e) {
   ptc_graph_destroy(e->graph);
   ptc_context_release(e->ctx);
   free(e);
+}
+
+ptc_status ptc_executable_format(const ptc_executable* e, char* buf, size_t cap, size_t* needed) {
+  if (!e) return PTC_ERR(INVALID_ARGUMENT, "ptc_executable_format: NULL executable");
+  ptc_strbuf sb;
+  ptc_sb_init(&sb);
+  ptc_sb_printf(&sb, "executable: backend %s, %zu inputs, %zu outputs, %zu graph nodes\n",
+                e->backend->name, e->graph->inputs.len, e->graph->outputs.len, e->graph->nodes.len);
+  if (e->backend->describe) e->backend->describe(e->state, e->graph, &sb);
+  if (sb.oom) {
+    ptc_sb_free(&sb);
+    return ptc_status_oom();
+  }
+  size_t n = ptc_copy_out(sb.data ? sb.data : "", buf, cap);
+  ptc_sb_free(&sb);
+  if (needed) *needed = n;
+  if (n + 1 > cap)
+    return PTC_ERR(OUT_OF_RANGE, "ptc_executable_format: %zu bytes needed", n + 1);
+  return PTC_OK;
+}
+
+size_t ptc_executable_num_kernels(const ptc_executable* e) {
+  if (!e) return 0;
+  return e->backend->num_kernels ? e->backend->num_kernels(e->state, e->graph) : 0;
 }
 
 size_t ptc_executable_num_inputs(const ptc_executable* e) { return e ? e->graph->inputs.len : 0; }
