@@ -193,9 +193,19 @@ static void test_symbolic_meta(void) {
   /* hints differ (5 vs 7): broadcasting is an error, decided by a guard */
   CHECK_ERR(ptc_graph_add_node(g, "add", pq, 2, NULL, 0, out, 1, &n), PTC_CODE_INVALID_ARGUMENT,
             "cannot broadcast");
+  CHECK(ptc_graph_num_guards(g) == 0); /* the failed node leaves no guard behind */
+  /* equal hints: broadcasting succeeds under the guard s0 == s2 */
+  ptc_sym s2;
+  o.hint = 5;
+  CHECK_OK(ptc_graph_add_symbol(g, "s2", &o, &s2));
+  ptc_dim e2[1] = {{5, s2, 0}};
+  ptc_value r;
+  CHECK_OK(ptc_graph_add_input(g, "r", PTC_F32, e2, 1, NULL, &r));
+  ptc_value pr[2] = {p, r};
+  CHECK_OK(ptc_graph_add_node(g, "add", pr, 2, NULL, 0, out, 1, &n));
   CHECK(ptc_graph_num_guards(g) == 1);
   ptc_graph_guard_format(g, 0, buf, sizeof buf);
-  CHECK(strstr(buf, "s0") && strstr(buf, "s1"));
+  CHECK(strstr(buf, "s0") && strstr(buf, "s2") && strstr(buf, "=="));
   printf("  guard recorded: %s\n", buf);
   ptc_graph_destroy(g);
 }

@@ -80,4 +80,80 @@ ptc_status cpu_plan_run(const cpu_plan* plan, const ptc_tensor* inputs, size_t n
 size_t cpu_plan_num_kernels(const cpu_plan* plan);
 const char* cpu_plan_kernel_name(const cpu_plan* plan, size_t i);
 
+/* ---- convolution (cpu_conv.c; appended by the GEMM/conv job) --------------------- */
+/** Geometry and epilogue of one 2-D convolution; conv1d is the case
+ * h = kh = out_h = 1 (stride/pad/dil index 0 unused). Input x is
+ * [n, c_in, h, w], weight [c_out, c_in / groups, kh, kw], bias [c_out],
+ * output [n, c_out, out_h, out_w]; each with arbitrary element strides
+ * (index order as listed; 0 allowed for broadcast input dims). pad is the
+ * leading padding of (h, w); the trailing padding is whatever out_h/out_w
+ * imply (so padding='same' with an even kernel is expressible); input
+ * positions outside [0, h) x [0, w) read as zero. */
+typedef struct cpu_conv_geom {
+  int64_t n, c_in, h, w;
+  int64_t c_out, kh, kw;
+  int64_t out_h, out_w;
+  int64_t stride[2], pad[2], dil[2]; /* (h, w) */
+  int64_t groups;
+  int64_t x_strides[4], w_strides[4], out_strides[4], bias_stride;
+  double alpha, beta;                /* out = act(alpha*conv + beta*bias) */
+  int32_t activation;                /* ir_activation */
+} cpu_conv_geom;
+
+/** Output size of one spatial dim: (in + 2*pad - dil*(k-1) - 1) / stride + 1
+ * (floor; may be <= 0 when the dilated kernel exceeds the padded input). */
+int64_t cpu_conv_out_size(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t dil);
+
+/** out[n, co, oh, ow] = act(alpha * sum_{ci, i, j} x[n, gi*cig + ci, oh*stride[0] - pad[0] +
+ * i*dil[0], ow*stride[1] - pad[1] + j*dil[1]] * w[co, ci, i, j] + beta * bias[co]) with
+ * gi = co / (c_out / groups), cig = c_in / groups; bias may be NULL. Runs as
+ * im2col (per batch element and group, in bounded row chunks; 1x1 stride-1
+ * convolutions read x directly) + cpu_gemm, OpenMP-parallel inside the GEMM
+ * or across (batch, group) jobs when each is small. Errors:
+ * INVALID_ARGUMENT naming the field for a bad geometry (negative sizes,
+ * groups not dividing c_in/c_out, stride/dil < 1, pad < 0),
+ * RESOURCE_EXHAUSTED when the im2col buffer cannot be allocated. out must
+ * not overlap the inputs. Thread-safe. */
+ptc_status cpu_conv2d_f32(const cpu_conv_geom* geom, const float* x, const float* w,
+                          const float* bias, float* out);
+/** Same for f64. */
+ptc_status cpu_conv2d_f64(const cpu_conv_geom* geom, const double* x, const double* w,
+                          const double* bias, double* out);
+
+/* ---- kernel context (appended by the codegen, issue 3) -----------------------
+ * Every generated kernel takes one pointer more than its buffers:
+ *     bufs[n_bufs] = (cpu_kernel_ctx*)ctx
+ * The run plan zeroes `error` before each launch, sets `seed` to the run's
+ * seed (IR_RAND/IR_RANDN draw Philox(seed, op.i, index) exactly as
+ * backends/ref/ref_random.c), and after the kernel returns checks `error`:
+ * the first failing element wins (atomic compare-exchange from 0) and fills
+ * error_node (ir node index), error_value and error_bound:
+ *   CPU_KERR_INDIRECT  an IR_INDIRECT index out of range: error_value is the
+ *                      index as computed (before wrapping negatives),
+ *                      error_bound the dim size;
+ *   CPU_KERR_DIV_ZERO  integer division or remainder by zero: error_value is
+ *                      the dividend, error_bound 0;
+ *   CPU_KERR_EMPTY     max/min/argmax/argmin over zero elements: error_value
+ *                      is the number of outer points, error_bound 0.
+ * After an error the outputs are unspecified; the kernel never reads or
+ * writes out of bounds because of it (a bad index is replaced by 0).
+ * Buffer pointers point at element 0 of each buffer's storage (ir load/store
+ * indices are flat storage offsets). They are declared `restrict` unless two
+ * of the kernel's buffers share a workspace slot (in-place updates), so the
+ * plan must not pass overlapping memory for distinct buffers otherwise. */
+typedef struct cpu_kernel_ctx {
+  uint64_t seed;
+  int32_t error;        /* cpu_kernel_error, 0 = ok */
+  int32_t error_node;
+  int64_t error_value;
+  int64_t error_bound;
+} cpu_kernel_ctx;
+
+typedef enum cpu_kernel_error {
+  CPU_KERR_NONE = 0,
+  CPU_KERR_INDIRECT = 1,
+  CPU_KERR_DIV_ZERO = 2,
+  CPU_KERR_EMPTY = 3
+} cpu_kernel_error;
+
 #endif /* PTC_BACKENDS_CPU_H */

@@ -31,6 +31,24 @@ ref_kernel_fn ref_find_kernel(const char* op) {
   return NULL;
 }
 
+/* Host-registered ops (ptc_register_extern_op) run through the runtime's
+ * libffi caller, like on every backend. */
+static ptc_status ref_custom(ref_call* c) {
+  runtime_tensor t[128];
+  if (c->n_in + c->n_out > 128) return PTC_ERR(INTERNAL, "custom op: too many tensors");
+  for (size_t k = 0; k < c->n_in + c->n_out; k++) {
+    const ref_tensor* r = k < c->n_in ? c->in[k] : &c->out[k - c->n_in];
+    memset(&t[k], 0, sizeof t[k]);
+    if (!r) continue;
+    t[k].data = r->data;
+    t[k].dtype = r->dtype;
+    t[k].rank = r->rank;
+    memcpy(t[k].shape, r->shape, sizeof t[k].shape);
+    memcpy(t[k].strides, r->strides, sizeof t[k].strides);
+  }
+  return runtime_custom_run(c->ctx, c->node, t, c->n_in, t + c->n_in, c->n_out);
+}
+
 static void ref_destroy(void* p) {
   ref_state* s = p;
   if (!s) return;
@@ -55,7 +73,7 @@ static ptc_status ref_prepare(ptc_context* ctx, const ptc_graph* g,
   }
   for (size_t i = 0; i < g->nodes.len; i++) {
     const gnode* n = graph_node(g, i);
-    s->kernels[i] = ref_find_kernel(n->op->name);
+    s->kernels[i] = runtime_is_custom_op(n->op) ? ref_custom : ref_find_kernel(n->op->name);
     if (!s->kernels[i]) {
       ref_destroy(s);
       return PTC_ERR(UNIMPLEMENTED, "ref backend: no kernel for op '%s'", n->op->name);

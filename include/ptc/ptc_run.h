@@ -152,6 +152,109 @@ PTC_API const ptc_tensor* ptc_results_get(const ptc_results* r, size_t i);
 /** Frees `r` and its tensors. Accepts NULL. */
 PTC_API void ptc_results_destroy(ptc_results* r);
 
+/* ---- host-registered extern ops (custom ops) -------------------------------------
+ * A host can add its own C function as an op of a context: graphs of that
+ * context then use it by name with ptc_graph_add_node like a built-in op,
+ * and every backend calls the function (through libffi) when the graph
+ * runs. The function's C signature is described at registration as a list
+ * of arguments, each one taken from the node: a data pointer of an input or
+ * output, an element count, a dim size, an attribute, or the user pointer.
+ * Example - `void my_scale(const float* x, float* out, int64_t n, double a)`:
+ *   ptc_extern_arg args[] = {{PTC_EXTERN_ARG_INPUT, 0, 0, NULL},
+ *                            {PTC_EXTERN_ARG_OUTPUT, 0, 0, NULL},
+ *                            {PTC_EXTERN_ARG_NUMEL, 0, 0, NULL},
+ *                            {PTC_EXTERN_ARG_ATTR_FLOAT, 0, 0, "alpha"}};
+ *   ptc_extern_output out = {0, -1};   (shape and dtype of input 0)
+ *   desc.name = "my_scale"; desc.fn = (void (*)(void))my_scale;
+ *   desc.n_inputs = 1; desc.n_outputs = 1; desc.outputs = &out;
+ *   desc.n_args = 4; desc.args = args;
+ * The function must be a pure function of its inputs (graph passes may merge
+ * two identical calls or evaluate a call on constant inputs at compile time)
+ * and may be called from several threads at once (concurrent runs). */
+
+/** What one argument of a custom op's C function receives. */
+typedef enum ptc_extern_arg_kind {
+  /** `const void*`: the data of input `index`, contiguous row-major (the
+   * library copies a strided input first). */
+  PTC_EXTERN_ARG_INPUT = 0,
+  /** `void*`: the data of output `index`, contiguous row-major; the
+   * function must write every element. */
+  PTC_EXTERN_ARG_OUTPUT = 1,
+  /** `int64_t`: the number of elements of input `index`. */
+  PTC_EXTERN_ARG_NUMEL = 2,
+  /** `int64_t`: the size of dim `dim` of input `index` (a negative dim
+   * counts from the end; checked against the input's rank when a node is
+   * added). */
+  PTC_EXTERN_ARG_DIM = 3,
+  /** `int64_t`: the node's integer attribute `name` (required on every
+   * node of the op). */
+  PTC_EXTERN_ARG_ATTR_INT = 4,
+  /** `double`: the node's float attribute `name` (required; an integer
+   * attribute value is accepted and converted). */
+  PTC_EXTERN_ARG_ATTR_FLOAT = 5,
+  /** `void*`: the descriptor's `user` pointer. */
+  PTC_EXTERN_ARG_USER = 6
+} ptc_extern_arg_kind;
+
+/** One argument of the function, in C parameter order. */
+typedef struct ptc_extern_arg {
+  int32_t kind;     /**< ptc_extern_arg_kind */
+  int32_t index;    /**< INPUT, NUMEL, DIM: input index; OUTPUT: output index */
+  int32_t dim;      /**< DIM: the dim */
+  const char* name; /**< ATTR_INT, ATTR_FLOAT: attribute name (an identifier) */
+} ptc_extern_arg;
+
+/** How one output's dtype and shape follow from the inputs. */
+typedef struct ptc_extern_output {
+  /** The output has the shape of this input. */
+  int32_t shape_of_input;
+  /** A ptc_dtype, or -1 for the dtype of input `shape_of_input`. */
+  int32_t dtype;
+} ptc_extern_output;
+
+/** Describes a custom op. Initialise with ptc_extern_op_desc_init. Every
+ * pointer is read during ptc_register_extern_op only (the library copies
+ * what it keeps), except `fn` and `user`, which must stay valid as long as
+ * the context lives. */
+typedef struct ptc_extern_op_desc {
+  size_t struct_size;
+  /** Op name: 1 to 63 characters of [A-Za-z0-9_.:], starting with a letter
+   * or '_'; must not be a built-in op (see ptc_op_name) or an op already
+   * registered on the context. */
+  const char* name;
+  /** The C function; its return type must be void. */
+  void (*fn)(void);
+  /** Number of tensor inputs of every node (0 to 64). */
+  uint32_t n_inputs;
+  /** NULL = any dtypes; else `n_inputs` entries, each a ptc_dtype the input
+   * must have or -1 for any (checked when a node is added). */
+  const int32_t* input_dtypes;
+  /** Number of outputs (1 to 64) and their rules (`n_outputs` entries). */
+  uint32_t n_outputs;
+  const ptc_extern_output* outputs;
+  /** The function's parameters, in order (0 to 64); every output must be
+   * passed at least once. */
+  uint32_t n_args;
+  const ptc_extern_arg* args;
+  /** Passed where an argument is PTC_EXTERN_ARG_USER; never dereferenced
+   * by the library. */
+  void* user;
+} ptc_extern_op_desc;
+
+/** Fills defaults (everything zero/NULL, struct_size set). Never fails. */
+PTC_API void ptc_extern_op_desc_init(ptc_extern_op_desc* desc);
+
+/** Registers a custom op on `ctx`; it lives as long as the context. Graphs
+ * created in `ctx` (and executables compiled from them, on any backend) can
+ * then use it. Errors: INVALID_ARGUMENT (NULL arguments, a bad name, struct
+ * size, count, index, dtype or attribute name - the message names the
+ * field), ALREADY_EXISTS (a built-in op or an op already registered on ctx
+ * has this name), RESOURCE_EXHAUSTED, INTERNAL (libffi refused the
+ * signature). Thread-safe: registration and graph building may happen
+ * concurrently from several threads. */
+PTC_API PTC_MUST_USE ptc_status ptc_register_extern_op(ptc_context* ctx,
+                                                       const ptc_extern_op_desc* desc);
+
 #ifdef __cplusplus
 }
 #endif

@@ -57,6 +57,7 @@ ptc_status ptc_context_create(const ptc_context_options* opts, ptc_context** out
   if (!c) return ptc_status_oom();
   memset(c, 0, sizeof *c);
   atomic_init(&c->refs, 1);
+  atomic_init(&c->ext_ops, NULL);
   c->alloc = o.allocator;
   c->log_fn = o.log_fn;
   c->log_user = o.log_user;
@@ -73,6 +74,8 @@ ptc_context* ptc_context_retain(ptc_context* ctx) {
 void ptc_context_release(ptc_context* ctx) {
   if (!ctx) return;
   if (atomic_fetch_sub(&ctx->refs, 1) == 1) {
+    ptc_ctx_ext* ext = atomic_load(&ctx->ext_ops);
+    if (ext) ext->destroy(ext);
     ptc_allocator a = ctx->alloc;
     a.free(a.user, ctx, sizeof *ctx, 16);
   }

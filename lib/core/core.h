@@ -39,12 +39,22 @@ ptc_status ptc_status_prefix(ptc_status s, const char* fmt, ...) PTC_PRINTF(2, 3
 #define PTC_ERR(code, ...) ptc_status_new(PTC_CODE_##code, __VA_ARGS__)
 
 /* ---- context ------------------------------------------------------------ */
+/** An object hung on a context by a higher layer and destroyed with it (the
+ * core layer only calls `destroy`). */
+typedef struct ptc_ctx_ext {
+  void (*destroy)(struct ptc_ctx_ext* self);
+} ptc_ctx_ext;
+
 struct ptc_context {
   _Atomic long refs;
   ptc_allocator alloc;
   ptc_log_fn log_fn;
   void* log_user;
   int32_t log_level;
+  /** Ops registered on this context (ptc_register_extern_op; the table is
+   * lib/graph/op_lookup.c's): NULL until the first registration, set once
+   * with a compare-and-swap, destroyed when the context is. */
+  ptc_ctx_ext* _Atomic ext_ops;
 };
 /** Allocation through the context's hook (16-byte aligned); NULL on failure.
  * `ctx` may be NULL (system allocator). ptc_cfree needs the same size. */

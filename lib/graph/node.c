@@ -193,7 +193,7 @@ ptc_status ptc_graph_add_node(ptc_graph* g, const char* opname, const ptc_value*
   if (max_outputs && !outputs)
     return PTC_ERR(INVALID_ARGUMENT, "%s: outputs is NULL with max_outputs %zu", opname,
                    max_outputs);
-  const op_def* op = op_find(opname);
+  const op_def* op = graph_find_op(g, opname);
   if (!op) return PTC_ERR(NOT_FOUND, "unknown op '%s'", opname);
   if ((int64_t)n_inputs < op->min_in || (op->max_in >= 0 && (int64_t)n_inputs > op->max_in)) {
     if (op->max_in < 0)
@@ -212,6 +212,7 @@ ptc_status ptc_graph_add_node(ptc_graph* g, const char* opname, const ptc_value*
   meta_tensor* mt = calloc(n_inputs + 1, sizeof *mt);
   const meta_tensor** mp = calloc(n_inputs + 1, sizeof *mp);
   ptc_status st = PTC_OK;
+  size_t guards_before = sym_num_guards(g->env);
   if (!m || !mt || !mp) {
     st = ptc_status_oom();
     goto done;
@@ -240,6 +241,7 @@ ptc_status ptc_graph_add_node(ptc_graph* g, const char* opname, const ptc_value*
   m->n_in = n_inputs;
   m->in = mp;
   m->attrs = &ga;
+  guards_before = sym_num_guards(g->env);
   st = op->meta(m);
   if (st) goto done;
   st = check_outputs(g, m);
@@ -290,6 +292,7 @@ ptc_status ptc_graph_add_node(ptc_graph* g, const char* opname, const ptc_value*
   ptc_vec_push(&g->nodes, &nd);
   for (size_t o = 0; o < m->n_out; o++) outputs[o] = outs[o];
 done:
+  if (st) sym_truncate_guards(g->env, guards_before); /* failed: leave no guards */
   free(m);
   free(mt);
   free(mp);

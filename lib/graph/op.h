@@ -20,7 +20,9 @@ enum {
   OP_VIEW = 1u << 2,          /* outputs alias input 0's storage (strided view) */
   OP_RANDOM = 1u << 3,        /* nondeterministic given inputs: never CSE'd/folded */
   OP_MULTI_OUT = 1u << 4,     /* number of outputs decided by the meta function */
-  OP_CREATION = 1u << 5       /* no tensor inputs needed (full, arange, rand...) */
+  OP_CREATION = 1u << 5,      /* no tensor inputs needed (full, arange, rand...) */
+  OP_CUSTOM = 1u << 6         /* host-registered on a context (ptc_register_extern_op);
+                                 run by lib/runtime/custom_op.c, never lowered */
 };
 
 /** Attribute schema entry. `type` is PTC_ATTR_*; an INTS attribute also
@@ -75,6 +77,20 @@ typedef struct op_def {
 const op_def* op_find(const char* name);
 size_t op_registry_count(void);
 const op_def* op_registry_at(size_t i);
+
+/* ---- per-context ops (op_lookup.c) ---------------------------------------------
+ * Ops registered on a context (host custom ops) are found by graphs of that
+ * context after the built-in registry. The op_def (and what its fields point
+ * to) must stay valid until the context is destroyed: `owner` is released
+ * then with `free_owner`. */
+/** Built-in op `name`, else one registered on g's context; NULL if neither.
+ * Thread-safe. */
+const op_def* graph_find_op(const ptc_graph* g, const char* name);
+/** Registers `def` on ctx. Errors: ALREADY_EXISTS when the name is a
+ * built-in op or already registered on ctx; RESOURCE_EXHAUSTED. On error
+ * the caller keeps `owner`. Thread-safe. */
+ptc_status graph_register_op(ptc_context* ctx, const op_def* def, void* owner,
+                             void (*free_owner)(void* owner));
 
 /* Family tables (each defined in its ops_<family>.c). */
 extern const op_def ptc_ops_elementwise[];

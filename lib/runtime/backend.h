@@ -34,6 +34,9 @@ const backend_vtable* backend_at(size_t i);
 
 /** The reference backend's table (backends/ref/ref_exec.c). */
 extern const backend_vtable ptc_ref_backend;
+/** The CPU backend's table (backends/cpu/cpu_backend.c): fused C + OpenMP
+ * kernels compiled with the system C compiler. */
+extern const backend_vtable ptc_cpu_backend;
 
 /** Checks the inputs against the graph (count, device, rank, dtype, static
  * sizes, symbol consistency, guards) and fills sym_values[n_syms] (n_syms =
@@ -44,5 +47,48 @@ ptc_status runtime_bind_inputs(const ptc_graph* g, const ptc_tensor* inputs, siz
 /** Evaluates value v's shape with the bound symbols into shape[rank]. */
 ptc_status runtime_value_shape(const ptc_graph* g, ptc_value v, const int64_t* sym_values,
                                size_t n_syms, int64_t* shape);
+
+/* ---- node calls on concrete memory (fallback.c, custom_op.c) ----------------
+ * Backends that run most of a graph their own way call these for single
+ * graph nodes: ops without a lowering (IR_EXT_FALLBACK) and host-registered
+ * custom ops (IR_EXT_CUSTOM). */
+
+/** A concrete strided view of memory for one run. */
+typedef struct runtime_tensor {
+  void* data;                    /* element 0 (offset applied); NULL = absent input */
+  int32_t dtype;
+  int32_t rank;
+  int64_t shape[PTC_MAX_RANK];
+  int64_t strides[PTC_MAX_RANK]; /* elements (0 for broadcast dims) */
+} runtime_tensor;
+
+/** Contiguous row-major strides for t->shape into t->strides. */
+void runtime_tensor_contiguous(runtime_tensor* t);
+/** True when t's strides are the contiguous ones (size-1 dims ignored). */
+bool runtime_tensor_is_contiguous(const runtime_tensor* t);
+/** Copies src's elements into dst's memory (same dtype and shape, any
+ * strides; dst->data is written). */
+void runtime_tensor_copy(const runtime_tensor* src, const runtime_tensor* dst);
+
+/** Runs graph node `node` of `g` on concrete memory: with its ref kernel
+ * (backends/ref), or through runtime_custom_run for a host-registered op.
+ * `in[k]` describes node input k (data NULL for an absent optional input),
+ * `out[k]` output k with the shapes already evaluated; outputs may have any
+ * strides (a contiguous temporary is used when needed). `sym_values` are
+ * the graph's symbol values, `seed` the run seed. Errors are prefixed with
+ * the node name. Reentrant. */
+ptc_status runtime_fallback_run(ptc_context* ctx, const ptc_graph* g, uint32_t node,
+                                const runtime_tensor* in, size_t n_in,
+                                const runtime_tensor* out, size_t n_out,
+                                const int64_t* sym_values, size_t n_syms, uint64_t seed);
+
+/** True if `op` is a host-registered op (ptc_register_extern_op). */
+bool runtime_is_custom_op(const struct op_def* op);
+/** Calls the host function of custom node `n` through libffi with the
+ * argument list of its registration. Inputs are made contiguous (copies)
+ * when they are not; outputs that are not contiguous are written through a
+ * temporary. Reentrant (the call interface is prepared at registration). */
+ptc_status runtime_custom_run(ptc_context* ctx, const gnode* n, const runtime_tensor* in,
+                              size_t n_in, const runtime_tensor* out, size_t n_out);
 
 #endif /* PTC_LIB_RUNTIME_BACKEND_H */

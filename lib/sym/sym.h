@@ -126,6 +126,9 @@ ptc_status sym_add_guard(sym_env* env, sym_rel rel, const sym_expr* a, const sym
 
 /* ---- guards ----------------------------------------------------------------------- */
 size_t sym_num_guards(const sym_env* env);
+/** Drops guards recorded after the first n (rolls back a failed decision,
+ * e.g. a node whose meta function failed). */
+void sym_truncate_guards(sym_env* env, size_t n);
 /** Text of guard i ("s0 == s1"), two-call buffer convention. */
 size_t sym_guard_format(const sym_env* env, size_t i, char* buf, size_t cap);
 /** Evaluates all guards with concrete symbol values; on the first failure

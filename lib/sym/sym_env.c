@@ -701,6 +701,10 @@ ptc_status sym_add_guard(sym_env* env, sym_rel rel, const sym_expr* a, const sym
 
 size_t sym_num_guards(const sym_env* env) { return env ? env->nguards : 0; }
 
+void sym_truncate_guards(sym_env* env, size_t n) {
+  if (env && n < env->nguards) env->nguards = n;
+}
+
 ptc_status sym_check_guards(const sym_env* env, const int64_t* values, size_t n_values) {
   if (!env || (!values && n_values)) return PTC_ERR(INVALID_ARGUMENT, "sym_check_guards: NULL argument");
   if (n_values < env->nvars)

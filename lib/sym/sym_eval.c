@@ -106,7 +106,7 @@ static bool eval_rec(eval_ctx* c, const sym_expr* e, int depth, int64_t* out) {
     *out = c->values[e->value];
     return true;
   }
-  int64_t small[8];
+  int64_t small[8] = {0};
   int64_t* v = e->n <= 8 ? small : malloc((size_t)e->n * sizeof *v);
   if (!v) {
     c->err = ptc_status_oom();
@@ -161,7 +161,7 @@ static int foreign_hint(const sym_env* env, const sym_expr* e, int depth, int64_
     *out = h;
     return 1;
   }
-  int64_t small[8];
+  int64_t small[8] = {0};
   int64_t* v = e->n <= 8 ? small : malloc((size_t)e->n * sizeof *v);
   if (!v) return -1;
   int r = 1;

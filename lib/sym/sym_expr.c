@@ -53,7 +53,7 @@ static void node_hint(const sym_env* env, sym_kind kind, int64_t value,
     else out->hint = h;
     return;
   }
-  int64_t small[8];
+  int64_t small[8] = {0};
   int64_t* v = n <= 8 ? small : malloc((size_t)n * sizeof *v);
   if (!v) {
     out->hint_state = SYM_HINT_ERROR;

@@ -291,7 +291,7 @@ const sym_expr* sym_const(sym_env* env, int64_t v) {
 
 const sym_expr* sym_add(sym_env* env, const sym_expr* a, const sym_expr* b) {
   if (!env || !a || !b) return NULL;
-  int64_t av, bv;
+  int64_t av = 0, bv = 0;
   bool ac = is_const(a, &av), bc = is_const(b, &bv);
   if (ac && bc) {
     int64_t v;
@@ -315,7 +315,7 @@ const sym_expr* sym_sub(sym_env* env, const sym_expr* a, const sym_expr* b) {
 
 const sym_expr* sym_mul(sym_env* env, const sym_expr* a, const sym_expr* b) {
   if (!env || !a || !b) return NULL;
-  int64_t av, bv;
+  int64_t av = 0, bv = 0;
   if (is_const(a, &av)) return scale(env, b, av);
   if (is_const(b, &bv)) return scale(env, a, bv);
   int64_t coef;
@@ -522,7 +522,7 @@ static const sym_expr* div_build(sym_env* env, divop op, const sym_expr* a, cons
 }
 
 static const sym_expr* div_common(sym_env* env, divop op, const sym_expr* a, const sym_expr* b) {
-  int64_t av, bv;
+  int64_t av = 0, bv = 0;
   bool ac = is_const(a, &av), bc = is_const(b, &bv);
   if (bc) {
     if (bv == 0) return NULL;
@@ -619,7 +619,7 @@ static const sym_expr* div_common(sym_env* env, divop op, const sym_expr* a, con
 
 const sym_expr* sym_mod(sym_env* env, const sym_expr* a, const sym_expr* b) {
   if (!env || !a || !b) return NULL;
-  int64_t av, bv;
+  int64_t av = 0, bv = 0;
   bool ac = is_const(a, &av), bc = is_const(b, &bv);
   if (bc) {
     if (bv == 0) return NULL;
@@ -770,7 +770,7 @@ static const sym_expr* minmax_list(sym_env* env, sym_kind kind, const sym_expr* 
 static const sym_expr* minmax(sym_env* env, sym_kind kind, const sym_expr* a, const sym_expr* b) {
   if (!env || !a || !b) return NULL;
   if (a == b) return a;
-  int64_t av, bv;
+  int64_t av = 0, bv = 0;
   if (is_const(a, &av) && is_const(b, &bv))
     return sym_const(env, kind == SYM_MIN ? (av < bv ? av : bv) : (av > bv ? av : bv));
   const sym_expr* xs[2] = {a, b};

@@ -303,7 +303,8 @@ static const sym_expr* parse_call(parser* p, size_t start, size_t n) {
   const sym_expr* acc = NULL;
   size_t count = 0;
   for (;;) {
-    size_t apos = (peek(p), p->pos);
+    peek(p);
+    size_t apos = p->pos;
     const sym_expr* a = parse_expr(p);
     if (!a) return NULL;
     if (kind == SYM_MIN || kind == SYM_MAX) {

@@ -1,0 +1,683 @@
+/* cpu_codegen_body.c - C statements for the body of one member node.
+ *
+ * A body is a DAG in execution order; each live op becomes one statement
+ * assigning a const temporary `t<member>_<op>` (so common subexpressions
+ * are computed once). Reduction members are split into stages: ops that do
+ * not depend on a reduction var run before the inner loop (hoisted), ops
+ * that do run inside it, IR_REDUCE folds into an accumulator there, and
+ * ops using a reduced value run after the loop. Kernel-local buffers
+ * (SCHED_HOME_LOCAL) are C variables named after the buffer: the store
+ * defines them, loads read them.
+ *
+ * Accumulators: `a<m>_<i>` (+ `ai<m>_<i>` holding the index of argmax/
+ * argmin); split reductions also use per-thread partial arrays `p<m>_<i>` /
+ * `pi<m>_<i>` and combined values `c<m>_<i>` / `ci<m>_<i>`, merged in thread
+ * order so results do not depend on timing.
+ */
+#include "cpu_codegen_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- member analysis ------------------------------------------------------------------- */
+
+static ptc_status member_shape_ok(const cg* g, const cg_member* mb) {
+  const ir_node* n = mb->node;
+  const sched_kernel* k = g->k;
+  uint32_t want_outer = mb->kind == CG_MEM_INNER ? k->n_ranges + k->n_rranges : k->n_ranges;
+  bool ok = n->n_ranges == want_outer &&
+            (mb->kind != CG_MEM_REDUCTION || n->n_rranges == k->n_rranges);
+  if (ok && ir_body_ok(&n->body)) return PTC_OK;
+  return PTC_ERR(INTERNAL, "cpu codegen: node %d does not fit the loops of kernel %s",
+                 mb->node_index, k->name);
+}
+
+/* Liveness: stores and indirect checks are roots; args of live ops are live. */
+static void mark_live(const ir_body* b, uint8_t* live) {
+  for (uint32_t i = b->n; i-- > 0;) {
+    const ir_op* op = &b->ops[i];
+    if (op->opcode == IR_STORE || op->opcode == IR_INDIRECT) live[i] = 1;
+    if (!live[i]) continue;
+    for (int a = 0; a < 3; a++)
+      if (op->args[a] >= 0 && (uint32_t)op->args[a] < i) live[op->args[a]] = 1;
+  }
+}
+
+typedef struct stage_walk {
+  const cg* g;
+  const ir_body* b;
+  const uint8_t* val_stage; /* stage of each op's value (REDUCE: POST) */
+  uint32_t upto;
+  uint8_t st;
+} stage_walk;
+
+/* Raises the stage to that of the indirect op defining symbol `var`. */
+static void stage_of_var(void* u, size_t var) {
+  stage_walk* w = u;
+  for (uint32_t j = 0; j < w->upto; j++) {
+    const ir_op* d = &w->b->ops[j];
+    if (d->opcode == IR_INDIRECT && d->sym && (size_t)d->sym->value == var &&
+        w->val_stage[j] > w->st)
+      w->st = w->val_stage[j];
+  }
+}
+
+/* Stages of a reduction member's ops; fails on an inner op that needs a
+ * reduced value (it would need a second loop). */
+static ptc_status reduction_stages(const cg* g, cg_member* mb) {
+  const ir_body* b = &mb->node->body;
+  uint8_t* val = calloc(b->n ? b->n : 1, 1);
+  if (!val) return ptc_status_oom();
+  ptc_status s = PTC_OK;
+  for (uint32_t i = 0; i < b->n && !s; i++) {
+    const ir_op* op = &b->ops[i];
+    stage_walk w = {g, b, val, i, op->inner ? CG_LOOP : CG_PRE};
+    for (int a = 0; a < 3; a++)
+      if (op->args[a] >= 0 && val[op->args[a]] > w.st) w.st = val[op->args[a]];
+    cg_index_vars(op->index, stage_of_var, &w);
+    cg_index_vars(op->bound_expr, stage_of_var, &w);
+    if (op->opcode == IR_REDUCE) {
+      mb->stage[i] = CG_LOOP;
+      val[i] = CG_POST;
+      if (w.st == CG_POST)
+        s = PTC_ERR(INTERNAL, "cpu codegen: node %d reduces a reduced value", mb->node_index);
+      continue;
+    }
+    if (op->inner && w.st == CG_POST && mb->live[i])
+      s = PTC_ERR(INTERNAL, "cpu codegen: node %d uses a reduced value inside its reduction loop",
+                  mb->node_index);
+    mb->stage[i] = val[i] = w.st;
+  }
+  free(val);
+  return s;
+}
+
+static ptc_status member_init(cg* g, uint32_t m, cg_member* mb) {
+  const sched_kernel* k = g->k;
+  if (k->nodes[m] >= g->p->nodes.len)
+    return PTC_ERR(INTERNAL, "cpu codegen: kernel %s names node %u of %zu", k->name, k->nodes[m],
+                   g->p->nodes.len);
+  mb->node = ir_node_at(g->p, k->nodes[m]);
+  mb->node_index = (int32_t)k->nodes[m];
+  if (mb->node->kind == IR_REDUCTION)
+    mb->kind = CG_MEM_REDUCTION;
+  else if (mb->node->kind == IR_POINTWISE)
+    mb->kind = k->node_inner && k->node_inner[m] && k->n_rranges ? CG_MEM_INNER : CG_MEM_OUTER;
+  else
+    return PTC_ERR(INTERNAL, "cpu codegen: extern node %d inside kernel %s", mb->node_index,
+                   k->name);
+  PTC_TRY(member_shape_ok(g, mb));
+  uint32_t n = mb->node->body.n;
+  mb->stage = calloc(n ? n : 1, 1);
+  mb->live = calloc(n ? n : 1, 1);
+  if (!mb->stage || !mb->live) return ptc_status_oom();
+  mark_live(&mb->node->body, mb->live);
+  if (mb->kind == CG_MEM_REDUCTION) return reduction_stages(g, mb);
+  memset(mb->stage, mb->kind == CG_MEM_INNER ? CG_LOOP : CG_PRE, n);
+  return PTC_OK;
+}
+
+ptc_status cg_members_init(cg* g) {
+  g->members = calloc(g->k->n_nodes ? g->k->n_nodes : 1, sizeof *g->members);
+  if (!g->members) return ptc_status_oom();
+  for (uint32_t m = 0; m < g->k->n_nodes; m++) PTC_TRY(member_init(g, m, &g->members[m]));
+  return PTC_OK;
+}
+
+void cg_members_free(cg* g) {
+  if (!g->members) return;
+  for (uint32_t m = 0; m < g->k->n_nodes; m++) {
+    free(g->members[m].stage);
+    free(g->members[m].live);
+  }
+  free(g->members);
+  g->members = NULL;
+}
+
+void cg_member_begin(cg* g, uint32_t m) {
+  g->member = m;
+  g->cur = &g->members[m];
+  g->node_index = g->cur->node_index;
+  g->rename_x = g->cur->kind == CG_MEM_INNER;
+}
+
+/* ---- statements ------------------------------------------------------------------------ */
+
+static const ir_op* op_at(const cg* g, ir_val v) { return &g->cur->node->body.ops[v]; }
+
+static void tname(const cg* g, ir_val v, char* out, size_t cap) {
+  snprintf(out, cap, "t%u_%d", g->member, (int)v);
+}
+
+/* Starts "const <ctype> t<m>_<i> = " for op i. */
+static void decl_begin(cg* g, ptc_strbuf* sb, ir_val i, int32_t dtype) {
+  char t[32];
+  tname(g, i, t, sizeof t);
+  for (int d = 0; d < g->indent; d++) ptc_sb_append(sb, "  ");
+  ptc_sb_printf(sb, "const %s %s = ", cg_ctype(cg_cls_of(dtype)), t);
+}
+
+static void buf_ptr_name(const cg* g, int32_t buf, char* out, size_t cap) {
+  snprintf(out, cap, "%s", ir_buf(g->p, buf)->name);
+}
+
+static bool is_local(const cg* g, int32_t buf) {
+  return g->s->buf_home[buf] == SCHED_HOME_LOCAL;
+}
+
+/* The value of a load (unmasked part). */
+static void load_value(cg* g, ptc_strbuf* sb, const ir_op* op) {
+  const ir_buffer* b = ir_buf(g->p, op->buf);
+  char name[32];
+  buf_ptr_name(g, op->buf, name, sizeof name);
+  ptc_strbuf raw;
+  ptc_sb_init(&raw);
+  if (is_local(g, op->buf)) {
+    if (!g->local_defined[op->buf])
+      cg_fail(g, PTC_ERR(INTERNAL, "cpu codegen: kernel-local %s is read before it is written",
+                         b->name));
+    ptc_sb_append(&raw, name);
+  } else {
+    ptc_strbuf idx;
+    ptc_sb_init(&idx);
+    cg_index(g, &idx, op->index);
+    cg_load(&raw, b->dtype, name, idx.data ? idx.data : "0");
+    ptc_sb_free(&idx);
+  }
+  cg_conv(sb, b->dtype, op->dtype, raw.data ? raw.data : "0");
+  ptc_sb_free(&raw);
+}
+
+static void literal_of(ptc_strbuf* sb, int32_t dtype, double f, int64_t i) {
+  cg_cls c = cg_cls_of(dtype);
+  if (c == CG_F32 || c == CG_F64) {
+    ir_op k;
+    memset(&k, 0, sizeof k);
+    k.dtype = dtype;
+    k.f = f;
+    cg_const(sb, &k);
+  } else {
+    cg_int_lit(sb, c == CG_BOOL ? (f != 0 || i != 0) : i);
+  }
+}
+
+static void emit_load(cg* g, ptc_strbuf* sb, ir_val i, const ir_op* op) {
+  decl_begin(g, sb, i, op->dtype);
+  if (op->args[0] >= 0) {
+    char m[32];
+    tname(g, op->args[0], m, sizeof m);
+    ptc_sb_printf(sb, "%s ? ", m);
+    load_value(g, sb, op);
+    ptc_sb_append(sb, " : ");
+    literal_of(sb, op->dtype, op->f, op->i);
+  } else {
+    load_value(g, sb, op);
+  }
+  ptc_sb_append(sb, ";\n");
+}
+
+/* Mantissa scale of rand for a dtype (ref_elementwise.c mantissa_scale). */
+static const char* rand_scale(int32_t dt) {
+  switch (dt) {
+    case PTC_F64: return "9007199254740992.0";
+    case PTC_F16: return "2048.0";
+    case PTC_BF16: return "256.0";
+    default: return "16777216.0";
+  }
+}
+
+static void emit_rand(cg* g, ptc_strbuf* sb, ir_val i, const ir_op* op) {
+  ptc_strbuf e;
+  ptc_sb_init(&e);
+  if (op->opcode == IR_RAND)
+    ptc_sb_printf(&e, "ptc_rand(kctx->seed, INT64_C(%lld), ", (long long)op->i);
+  else
+    ptc_sb_printf(&e, "ptc_randn(kctx->seed, INT64_C(%lld), ", (long long)op->i);
+  cg_index(g, &e, op->index);
+  if (op->opcode == IR_RAND) ptc_sb_printf(&e, ", %s", rand_scale(op->dtype));
+  ptc_sb_append(&e, ")");
+  decl_begin(g, sb, i, op->dtype);
+  cg_conv(sb, PTC_F64, op->dtype, e.data ? e.data : "0");
+  ptc_sb_append(sb, ";\n");
+  ptc_sb_free(&e);
+  g->uses_ctx = true;
+}
+
+static void emit_index_expr(cg* g, ptc_strbuf* sb, ir_val i, const ir_op* op) {
+  ptc_strbuf e;
+  ptc_sb_init(&e);
+  cg_index(g, &e, op->index);
+  decl_begin(g, sb, i, op->dtype);
+  cg_conv(sb, PTC_I64, op->dtype, e.data ? e.data : "0");
+  ptc_sb_append(sb, ";\n");
+  ptc_sb_free(&e);
+}
+
+/* Bound of an indirect op as C text. */
+static void indirect_bound(cg* g, ptc_strbuf* sb, const ir_op* op) {
+  if (op->bound_expr)
+    cg_index(g, sb, op->bound_expr);
+  else
+    cg_int_lit(sb, op->bound);
+}
+
+static void emit_indirect(cg* g, ptc_strbuf* sb, ir_val i, const ir_op* op) {
+  char t[32], a[32];
+  tname(g, i, t, sizeof t);
+  tname(g, op->args[0], a, sizeof a);
+  ptc_strbuf bnd;
+  ptc_sb_init(&bnd);
+  indirect_bound(g, &bnd, op);
+  const char* B = bnd.data ? bnd.data : "0";
+  cg_line(g, sb, "const int64_t %sr = (int64_t)%s;", t, a);
+  cg_line(g, sb, "int64_t %s = %sr < 0 ? ptc_iadd(%sr, %s) : %sr;", t, t, t, B, t);
+  cg_line(g, sb, "if ((uint64_t)%s >= (uint64_t)%s) {", t, B);
+  cg_line(g, sb, "  ptc_fail(kctx, PTC_KERR_INDIRECT, %d, %sr, %s);", g->node_index, t, B);
+  cg_line(g, sb, "  %s = 0;", t);
+  cg_line(g, sb, "}");
+  cg_line(g, sb, "(void)%s;", t);
+  ptc_sb_free(&bnd);
+  g->uses_ctx = true;
+  if (op->sym && (size_t)op->sym->value < g->n_vars) {
+    cg_var* v = &g->vars[op->sym->value];
+    v->role = CG_VAR_INDIRECT;
+    snprintf(v->name, sizeof v->name, "%s", t);
+  }
+}
+
+static void emit_store(cg* g, ptc_strbuf* sb, const ir_op* op) {
+  const ir_buffer* b = ir_buf(g->p, op->buf);
+  const ir_op* v = op_at(g, op->args[0]);
+  char val[32], name[32];
+  tname(g, op->args[0], val, sizeof val);
+  buf_ptr_name(g, op->buf, name, sizeof name);
+  for (int d = 0; d < g->indent; d++) ptc_sb_append(sb, "  ");
+  if (is_local(g, op->buf)) {
+    ptc_sb_printf(sb, "const %s %s = ", cg_ctype(cg_cls_of(b->dtype)), name);
+    cg_conv(sb, v->dtype, b->dtype, val);
+    ptc_sb_append(sb, ";\n");
+    g->local_defined[op->buf] = true;
+    return;
+  }
+  /* f16/bf16: convert to float, then one rounding by the storage encoder */
+  int32_t via = (b->dtype == PTC_F16 || b->dtype == PTC_BF16) ? PTC_F32 : b->dtype;
+  ptc_strbuf conv;
+  ptc_sb_init(&conv);
+  cg_conv(&conv, v->dtype, via, val);
+  ptc_sb_append(sb, name);
+  ptc_sb_append(sb, "[");
+  cg_index(g, sb, op->index);
+  ptc_sb_append(sb, "] = ");
+  cg_encode(sb, b->dtype, conv.data ? conv.data : "0");
+  ptc_sb_append(sb, ";\n");
+  ptc_sb_free(&conv);
+}
+
+static void emit_math(cg* g, ptc_strbuf* sb, ir_val i, const ir_op* op) {
+  char names[3][32];
+  const char* args[3] = {"", "", ""};
+  int32_t dts[3] = {op->dtype, op->dtype, op->dtype};
+  for (int a = 0; a < 3; a++) {
+    if (op->args[a] < 0) continue;
+    tname(g, op->args[a], names[a], sizeof names[a]);
+    args[a] = names[a];
+    dts[a] = op_at(g, op->args[a])->dtype;
+  }
+  char ctx_arg[48];
+  snprintf(ctx_arg, sizeof ctx_arg, "kctx, %d", g->node_index);
+  ptc_strbuf e;
+  ptc_sb_init(&e);
+  bool ok;
+  if (op->opcode == IR_TO_DTYPE) {
+    cg_conv(&e, dts[0], op->dtype, args[0]);
+    ok = true;
+  } else {
+    ok = cg_math(&e, op, args, dts, ctx_arg, &g->uses_ctx);
+  }
+  if (!ok)
+    cg_fail(g, PTC_ERR(UNIMPLEMENTED, "cpu codegen: node %d: %s is not supported for %s",
+                       g->node_index, ir_opcode_name((ir_opcode)op->opcode),
+                       ptc_dtype_name(dts[0])));
+  decl_begin(g, sb, i, op->dtype);
+  ptc_sb_append(sb, e.data ? e.data : "0");
+  ptc_sb_append(sb, ";\n");
+  ptc_sb_free(&e);
+}
+
+static void emit_op(cg* g, ptc_strbuf* sb, ir_val i) {
+  const ir_op* op = op_at(g, i);
+  switch (op->opcode) {
+    case IR_LOAD: emit_load(g, sb, i, op); return;
+    case IR_CONST:
+      decl_begin(g, sb, i, op->dtype);
+      cg_const(sb, op);
+      ptc_sb_append(sb, ";\n");
+      return;
+    case IR_INDEX_EXPR: emit_index_expr(g, sb, i, op); return;
+    case IR_RAND:
+    case IR_RANDN: emit_rand(g, sb, i, op); return;
+    case IR_INDIRECT: emit_indirect(g, sb, i, op); return;
+    case IR_STORE: emit_store(g, sb, op); return;
+    case IR_REDUCE: return; /* accumulators: see below */
+    default: emit_math(g, sb, i, op); return;
+  }
+}
+
+void cg_emit_stage(cg* g, ptc_strbuf* sb, cg_stage stage) {
+  const ir_body* b = &g->cur->node->body;
+  for (uint32_t i = 0; i < b->n; i++)
+    if (g->cur->live[i] && g->cur->stage[i] == stage) emit_op(g, sb, (ir_val)i);
+}
+
+bool cg_stage_simd_ok(const cg* g, cg_stage stage) {
+  const ir_body* b = &g->cur->node->body;
+  for (uint32_t i = 0; i < b->n; i++)
+    if (g->cur->live[i] && g->cur->stage[i] == stage && cg_op_blocks_simd(&b->ops[i]))
+      return false;
+  return true;
+}
+
+/* ---- reductions ------------------------------------------------------------------------ */
+
+/* Accumulator C type of a reduction op. */
+static const char* acc_type(const cg* g, const ir_op* op) {
+  cg_cls rc = cg_cls_of(op->dtype);
+  switch (op->rtype) {
+    case IR_R_SUM:
+    case IR_R_PROD: return rc == CG_F32 ? "float" : rc == CG_F64 ? "double" : "uint64_t";
+    case IR_R_MAX:
+    case IR_R_MIN: return rc == CG_F32 ? "float" : rc == CG_F64 ? "double" : "int64_t";
+    case IR_R_ARGMAX:
+    case IR_R_ARGMIN: {
+      cg_cls vc = cg_cls_of(op_at(g, op->args[0])->dtype);
+      return vc == CG_F32 ? "float" : vc == CG_F64 ? "double" : "int64_t";
+    }
+    default: return "uint8_t";
+  }
+}
+
+static bool acc_is_float(const char* type) { return type[0] == 'f' || type[0] == 'd'; }
+
+static const char* acc_init(const ir_op* op, const char* type) {
+  bool fl = acc_is_float(type);
+  switch (op->rtype) {
+    case IR_R_SUM: return "0";
+    case IR_R_PROD: return "1";
+    case IR_R_MAX: return fl ? "-INFINITY" : "INT64_MIN";
+    case IR_R_MIN: return fl ? "INFINITY" : "INT64_MAX";
+    case IR_R_ALL: return "1";
+    default: return "0";
+  }
+}
+
+static bool is_arg(const ir_op* op) {
+  return op->rtype == IR_R_ARGMAX || op->rtype == IR_R_ARGMIN;
+}
+
+/* Accumulator names: prefix "a" (in-loop), "c" (combined), "p" (partials). */
+static void acc_name(const cg* g, char prefix, bool idx, ir_val i, char* out, size_t cap) {
+  snprintf(out, cap, "%c%s%u_%d", prefix, idx ? "i" : "", g->member, (int)i);
+}
+
+typedef void (*reduce_fn)(cg* g, ptc_strbuf* sb, ir_val i, const ir_op* op, void* u);
+
+static void for_each_reduce(cg* g, ptc_strbuf* sb, reduce_fn fn, void* u) {
+  const ir_body* b = &g->cur->node->body;
+  for (uint32_t i = 0; i < b->n; i++)
+    if (g->cur->live[i] && b->ops[i].opcode == IR_REDUCE) fn(g, sb, (ir_val)i, &b->ops[i], u);
+}
+
+static void decl_acc(cg* g, ptc_strbuf* sb, ir_val i, const ir_op* op, char prefix) {
+  const char* type = acc_type(g, op);
+  char a[32];
+  acc_name(g, prefix, false, i, a, sizeof a);
+  cg_line(g, sb, "%s %s = %s;", type, a, acc_init(op, type));
+  if (is_arg(op)) {
+    acc_name(g, prefix, true, i, a, sizeof a);
+    cg_line(g, sb, "int64_t %s = -1;", a);
+  }
+}
+
+static void decl_combined(cg* g, ptc_strbuf* sb, ir_val i, const ir_op* op, void* u) {
+  bool split = *(const bool*)u;
+  decl_acc(g, sb, i, op, split ? 'c' : 'a');
+  if (!split) return;
+  char p[32];
+  acc_name(g, 'p', false, i, p, sizeof p);
+  cg_line(g, sb, "%s %s[PTC_MAX_THREADS];", acc_type(g, op), p);
+  if (is_arg(op)) {
+    acc_name(g, 'p', true, i, p, sizeof p);
+    cg_line(g, sb, "int64_t %s[PTC_MAX_THREADS];", p);
+  }
+}
+
+void cg_emit_acc_decls(cg* g, ptc_strbuf* sb, bool split) { for_each_reduce(g, sb, decl_combined, &split); }
+
+static void decl_thread(cg* g, ptc_strbuf* sb, ir_val i, const ir_op* op, void* u) {
+  (void)u;
+  decl_acc(g, sb, i, op, 'a');
+}
+
+void cg_emit_acc_thread_decls(cg* g, ptc_strbuf* sb) { for_each_reduce(g, sb, decl_thread, NULL); }
+
+static void save_thread(cg* g, ptc_strbuf* sb, ir_val i, const ir_op* op, void* u) {
+  (void)u;
+  char a[32], p[32];
+  for (int idx = 0; idx <= (is_arg(op) ? 1 : 0); idx++) {
+    acc_name(g, 'a', idx, i, a, sizeof a);
+    acc_name(g, 'p', idx, i, p, sizeof p);
+    cg_line(g, sb, "%s[tid] = %s;", p, a);
+  }
+}
+
+void cg_emit_acc_thread_save(cg* g, ptc_strbuf* sb) { for_each_reduce(g, sb, save_thread, NULL); }
+
+/* The folded value: arg0 converted for the accumulator. */
+static void reduce_input(cg* g, ptc_strbuf* sb, const ir_op* op) {
+  const ir_op* x = op_at(g, op->args[0]);
+  char t[32];
+  tname(g, op->args[0], t, sizeof t);
+  switch (op->rtype) {
+    case IR_R_ANY:
+    case IR_R_ALL: ptc_sb_printf(sb, "(uint8_t)(%s != 0)", t); return;
+    case IR_R_ARGMAX:
+    case IR_R_ARGMIN: ptc_sb_append(sb, t); return;
+    default: {
+      cg_cls rc = cg_cls_of(op->dtype);
+      int32_t to = rc == CG_BOOL ? PTC_I64 : op->dtype;
+      if (op->rtype <= IR_R_PROD && (rc == CG_INT || rc == CG_BOOL)) {
+        ptc_sb_append(sb, "(uint64_t)");
+        to = PTC_I64;
+      }
+      cg_conv(sb, x->dtype, to, t);
+      return;
+    }
+  }
+}
+
+/* "acc = fold(acc, v)" for value text v (and index text vi for arg ops);
+ * `guard` prefixes the arg condition (combine: the partial is non-empty). */
+static void fold(cg* g, ptc_strbuf* sb, const ir_op* op, const char* acc, const char* acci,
+                 const char* v, const char* vi, const char* guard) {
+  const char* type = acc_type(g, op);
+  bool fl = acc_is_float(type);
+  const char* S = type[0] == 'f' ? "f32" : "f64";
+  switch (op->rtype) {
+    case IR_R_SUM: cg_line(g, sb, "%s += %s;", acc, v); return;
+    case IR_R_PROD: cg_line(g, sb, "%s *= %s;", acc, v); return;
+    case IR_R_ANY: cg_line(g, sb, "%s |= %s;", acc, v); return;
+    case IR_R_ALL: cg_line(g, sb, "%s &= %s;", acc, v); return;
+    case IR_R_MAX:
+    case IR_R_MIN: {
+      bool mx = op->rtype == IR_R_MAX;
+      if (fl)
+        cg_line(g, sb, "%s = ptc_%s_%s(%s, %s);", acc, mx ? "max" : "min", S, acc, v);
+      else
+        cg_line(g, sb, "%s = %s %s %s ? %s : %s;", acc, v, mx ? ">" : "<", acc, v, acc);
+      return;
+    }
+    default: {
+      bool mx = op->rtype == IR_R_ARGMAX;
+      if (fl)
+        cg_line(g, sb, "if (%s(%s < 0 || ptc_beats_%s_%s(%s, %s))) {", guard, acci,
+                mx ? "max" : "min", S, v, acc);
+      else
+        cg_line(g, sb, "if (%s(%s < 0 || %s %s %s)) {", guard, acci, v, mx ? ">" : "<", acc);
+      cg_line(g, sb, "  %s = %s;", acc, v);
+      cg_line(g, sb, "  %s = %s;", acci, vi);
+      cg_line(g, sb, "}");
+      return;
+    }
+  }
+}
+
+static void update_one(cg* g, ptc_strbuf* sb, ir_val i, const ir_op* op, void* u) {
+  (void)u;
+  char a[32], ai[32], vi[32];
+  acc_name(g, 'a', false, i, a, sizeof a);
+  acc_name(g, 'a', true, i, ai, sizeof ai);
+  ptc_strbuf v;
+  ptc_sb_init(&v);
+  reduce_input(g, &v, op);
+  if (is_arg(op)) tname(g, op->args[1], vi, sizeof vi);
+  fold(g, sb, op, a, ai, v.data ? v.data : "0", is_arg(op) ? vi : "0", "");
+  ptc_sb_free(&v);
+}
+
+void cg_emit_acc_updates(cg* g, ptc_strbuf* sb) { for_each_reduce(g, sb, update_one, NULL); }
+
+static void combine_one(cg* g, ptc_strbuf* sb, ir_val i, const ir_op* op, void* u) {
+  const char* t = u;
+  char c[32], ci[32], p[64], pi[64], guard[96];
+  acc_name(g, 'c', false, i, c, sizeof c);
+  acc_name(g, 'c', true, i, ci, sizeof ci);
+  acc_name(g, 'p', false, i, p, sizeof p);
+  acc_name(g, 'p', true, i, pi, sizeof pi);
+  size_t n = strlen(p);
+  snprintf(p + n, sizeof p - n, "[%s]", t);
+  n = strlen(pi);
+  snprintf(pi + n, sizeof pi - n, "[%s]", t);
+  snprintf(guard, sizeof guard, "%s >= 0 && ", pi);
+  fold(g, sb, op, c, ci, p, pi, guard);
+}
+
+void cg_emit_acc_combine(cg* g, ptc_strbuf* sb, const char* t) {
+  for_each_reduce(g, sb, combine_one, (void*)t);
+}
+
+static void finalize_one(cg* g, ptc_strbuf* sb, ir_val i, const ir_op* op, void* u) {
+  char a[32], ai[32], t[32];
+  char prefix = *(const bool*)u ? 'c' : 'a';
+  acc_name(g, prefix, false, i, a, sizeof a);
+  acc_name(g, prefix, true, i, ai, sizeof ai);
+  tname(g, i, t, sizeof t);
+  ptc_strbuf v;
+  ptc_sb_init(&v);
+  cg_cls rc = cg_cls_of(op->dtype);
+  if (is_arg(op)) {
+    cg_conv(&v, PTC_I64, op->dtype, ai);
+  } else if (op->rtype == IR_R_ANY || op->rtype == IR_R_ALL) {
+    cg_conv(&v, PTC_BOOL, op->dtype, a);
+  } else if (rc == CG_INT || rc == CG_BOOL) {
+    char w[48];
+    snprintf(w, sizeof w, "(int64_t)%s", a);
+    cg_conv(&v, PTC_I64, op->dtype, w);
+  } else {
+    ptc_sb_append(&v, a);
+  }
+  cg_line(g, sb, "const %s %s = %s;", cg_ctype(rc), t, v.data ? v.data : "0");
+  ptc_sb_free(&v);
+}
+
+void cg_emit_acc_finalize(cg* g, ptc_strbuf* sb, bool split) {
+  for_each_reduce(g, sb, finalize_one, &split);
+}
+
+static void simd_clause(cg* g, ptc_strbuf* sb, ir_val i, const ir_op* op, void* u) {
+  bool* ok = u;
+  static const char* const ops[] = {[IR_R_SUM] = "+", [IR_R_PROD] = "*", [IR_R_MAX] = NULL,
+                                    [IR_R_MIN] = NULL, [IR_R_ARGMAX] = NULL,
+                                    [IR_R_ARGMIN] = NULL, [IR_R_ANY] = "|", [IR_R_ALL] = "&"};
+  const char* o = op->rtype < sizeof ops / sizeof ops[0] ? ops[op->rtype] : NULL;
+  if (!o) {
+    *ok = false;
+    return;
+  }
+  char a[32];
+  acc_name(g, 'a', false, i, a, sizeof a);
+  ptc_sb_printf(sb, " reduction(%s:%s)", o, a);
+}
+
+bool cg_simd_clauses(cg* g, ptc_strbuf* sb) {
+  bool ok = true;
+  for_each_reduce(g, sb, simd_clause, &ok);
+  return ok;
+}
+
+/* ---- member queries ------------------------------------------------------------------------ */
+
+bool cg_member_reads(const cg* g, uint32_t m, int32_t buf) {
+  const cg_member* mb = &g->members[m];
+  const ir_body* b = &mb->node->body;
+  for (uint32_t i = 0; i < b->n; i++)
+    if (mb->live[i] && b->ops[i].opcode == IR_LOAD && b->ops[i].buf == buf) return true;
+  return false;
+}
+
+bool cg_member_needs_nonempty(const cg* g, uint32_t m) {
+  const cg_member* mb = &g->members[m];
+  const ir_body* b = &mb->node->body;
+  for (uint32_t i = 0; i < b->n; i++) {
+    const ir_op* op = &b->ops[i];
+    if (mb->live[i] && op->opcode == IR_REDUCE && op->rtype >= IR_R_MAX && op->rtype <= IR_R_ARGMIN)
+      return true;
+  }
+  return false;
+}
+
+/* Product of the kernel's outer ranges (and inner ones if `inner`) as C text. */
+void cg_numel(cg* g, ptc_strbuf* sb, bool outer, bool inner) {
+  ptc_sb_append(sb, "(INT64_C(1)");
+  for (uint32_t d = 0; outer && d < g->k->n_ranges; d++) {
+    ptc_sb_append(sb, "*");
+    cg_index(g, sb, g->k->ranges[d]);
+  }
+  for (uint32_t d = 0; inner && d < g->k->n_rranges; d++) {
+    ptc_sb_append(sb, "*");
+    cg_index(g, sb, g->k->rranges[d]);
+  }
+  ptc_sb_append(sb, ")");
+}
+
+/* An indirect op whose bound may be <= 0 can never index in range: fail
+ * before the loops if it would run at all. */
+static void indirect_check(cg* g, const ir_op* op, cg_stage stage) {
+  int64_t lo, hi;
+  if (op->bound_expr) {
+    sym_bounds(g->p->env, op->bound_expr, &lo, &hi);
+    if (lo > 0) return;
+  } else if (op->bound > 0) {
+    return;
+  }
+  ptc_strbuf b, n;
+  ptc_sb_init(&b);
+  ptc_sb_init(&n);
+  indirect_bound(g, &b, op);
+  cg_numel(g, &n, true, stage == CG_LOOP);
+  cg_line(g, &g->checks, "if (%s <= 0 && %s > 0) {", b.data, n.data);
+  cg_line(g, &g->checks, "  ptc_fail(kctx, PTC_KERR_INDIRECT, %d, 0, %s);", g->node_index, b.data);
+  cg_line(g, &g->checks, "  return;");
+  cg_line(g, &g->checks, "}");
+  ptc_sb_free(&b);
+  ptc_sb_free(&n);
+  g->uses_ctx = true;
+}
+
+void cg_member_indirect_checks(cg* g, uint32_t m) {
+  cg_member_begin(g, m);
+  const ir_body* b = &g->cur->node->body;
+  for (uint32_t i = 0; i < b->n; i++)
+    if (g->cur->live[i] && b->ops[i].opcode == IR_INDIRECT)
+      indirect_check(g, &b->ops[i], (cg_stage)g->cur->stage[i]);
+}

@@ -1,0 +1,197 @@
+/* cpu_codegen_internal.h - private interfaces of the CPU C code generator
+ * (cpu_codegen*.c, cpu_prelude.c): tunables, the generator state shared by
+ * the loop emitter, the body emitter and the index printer, the dtype and
+ * opcode tables.
+ *
+ * Structure of a generated kernel (see cpu_codegen.c):
+ *   prelude (cpu_prelude.c) | entry signature | declarations (context, size
+ *   symbols, typed buffer pointers) | up-front checks | loop nest.
+ * Per outer point the member nodes run in "groups": a group is a run of
+ * reduction / inner pointwise members sharing one inner loop; a member that
+ * reads the result of a reduction of the current group, or an outer
+ * pointwise member, closes the group (cpu_codegen.c, emit_outer_body).
+ */
+#ifndef PTC_BACKENDS_CPU_CODEGEN_INTERNAL_H
+#define PTC_BACKENDS_CPU_CODEGEN_INTERNAL_H
+
+#include "cpu.h"
+
+/* ---- tunables ------------------------------------------------------------- */
+/** Parallelise (OpenMP) when outer numel x inner numel reaches this. With
+ * symbolic sizes the test is emitted as an OpenMP `if` clause. */
+#define CPU_CG_PAR_MIN_WORK 32768
+/** Size hint of an unbacked symbol (no hint). */
+#define CPU_CG_UNBACKED_HINT 8192
+/** Outer dims are collapsed into the parallel loop until their product
+ * reaches this many iterations. */
+#define CPU_CG_PAR_MIN_ITERS 64
+/** Reductions with fewer outer points than this (and enough inner work)
+ * split the inner loop over threads instead (per-thread partials). */
+#define CPU_CG_MIN_OUTER_PAR 16
+/** Per-thread partial slots of split reductions (threads beyond are not used). */
+#define CPU_CG_MAX_THREADS 64
+
+/* ---- value classes: the C type a value of a dtype is computed in ---------- */
+typedef enum cg_cls {
+  CG_F32 = 0, /* f16, bf16, f32: float */
+  CG_F64,     /* f64: double */
+  CG_INT,     /* i8..i64, u8: int64_t, wrapped to the dtype after each op */
+  CG_BOOL     /* bool: uint8_t holding 0/1 */
+} cg_cls;
+
+/* ---- generator state -------------------------------------------------------- */
+typedef enum cg_var_role { CG_VAR_NONE = 0, CG_VAR_SIZE, CG_VAR_X, CG_VAR_R, CG_VAR_INDIRECT } cg_var_role;
+
+/* Placement of a body op of a reduction member relative to its inner loop. */
+typedef enum cg_stage { CG_PRE = 0, CG_LOOP, CG_POST } cg_stage;
+
+typedef struct cg_var {
+  uint8_t role;       /* cg_var_role */
+  bool used;          /* size symbol referenced (declared in the prologue) */
+  uint32_t k;         /* X/R: loop dim; SIZE: index into syms[] */
+  char name[48];      /* C name (SIZE, INDIRECT once defined) */
+} cg_var;
+
+typedef enum cg_mode {
+  CG_MODE_SERIAL = 0,   /* no parallel region */
+  CG_MODE_OUTER,        /* parallel for over (leading) outer dims */
+  CG_MODE_SPLIT         /* outer loops serial, inner loops split over threads */
+} cg_mode;
+
+typedef enum cg_par { CG_PAR_NO = 0, CG_PAR_YES, CG_PAR_IF } cg_par;
+
+typedef enum cg_member_kind {
+  CG_MEM_REDUCTION = 0, /* IR_REDUCTION with the kernel's ranges and rranges */
+  CG_MEM_INNER,         /* pointwise over ranges ++ rranges: runs in the inner loop */
+  CG_MEM_OUTER          /* pointwise over the kernel's ranges: once per outer point */
+} cg_member_kind;
+
+/* One member node of the kernel, analysed once. */
+typedef struct cg_member {
+  const ir_node* node;
+  int32_t node_index;
+  uint8_t kind;             /* cg_member_kind */
+  uint8_t* stage;           /* per op: cg_stage */
+  uint8_t* live;            /* per op: 1 if emitted (reaches a store or a check) */
+} cg_member;
+
+typedef struct cg {
+  const ir_program* p;
+  const sched_plan* s;
+  const sched_kernel* k;
+  uint32_t kidx;
+  ptc_strbuf body;          /* statements after the declarations */
+  ptc_strbuf checks;        /* up-front checks (empty reductions, indirect bounds) */
+  int indent;
+  ptc_status err;           /* first error; emission continues harmlessly */
+  /* buffers */
+  size_t n_buffers;
+  int32_t* arg_of;          /* buffer id -> argument index, -1 */
+  bool* stored;             /* buffer id -> stored by this kernel */
+  bool* local_defined;      /* LOCAL buffer id -> its C variable exists */
+  /* symbols */
+  size_t n_vars;
+  cg_var* vars;             /* env symbol index -> role and name */
+  /* members */
+  cg_member* members;
+  cg_member* cur;           /* member being emitted */
+  uint32_t member;
+  int32_t node_index;
+  bool rename_x;            /* inner pointwise: x_{n+k} prints as r_k */
+  /* schedule */
+  cg_mode mode;
+  cg_par par;
+  uint32_t collapse;        /* CG_MODE_OUTER: dims in the parallel loop */
+  uint32_t n_groups;        /* groups emitted so far (unique names) */
+  bool uses_ctx;            /* the kernel context pointer is referenced */
+} cg;
+
+/** Records the first error (later ones are dropped). */
+void cg_fail(cg* g, ptc_status s);
+/** Appends indentation then a printf-formatted line (newline added). */
+void cg_line(cg* g, ptc_strbuf* sb, const char* fmt, ...) PTC_PRINTF(3, 4);
+
+/* ---- prelude (cpu_prelude.c) ------------------------------------------------ */
+/** Appends the shared prelude: includes, kernel context, conversion and
+ * math helpers, Philox, error reporting. */
+void cg_prelude(ptc_strbuf* sb);
+
+/* ---- index expressions (cpu_codegen_index.c) --------------------------------- */
+/** Builds g->vars (roles and names of the env symbols). */
+ptc_status cg_vars_init(cg* g);
+/** Prints `e` as a C int64 expression (floor semantics for FloorDiv/Mod/
+ * ModularIndexing/CeilDiv; plain C ops where operands are provably
+ * non-negative). Marks size symbols used; unknown symbols fail. */
+void cg_index(cg* g, ptc_strbuf* sb, const sym_expr* e);
+/** Hint of a size expression (CPU_CG_UNBACKED_HINT per unbacked symbol). */
+int64_t cg_hint(const cg* g, const sym_expr* e);
+/** Calls fn(u, var) for every symbol occurrence in `e` (NULL: none). */
+void cg_index_vars(const sym_expr* e, void (*fn)(void* u, size_t var), void* u);
+
+/* ---- dtypes and the opcode table (cpu_codegen_ops.c) -------------------------- */
+cg_cls cg_cls_of(int32_t dtype);
+/** C type of a class ("float", "double", "int64_t", "uint8_t"). */
+const char* cg_ctype(cg_cls c);
+/** C type of a dtype's storage ("uint16_t" for f16/bf16). */
+const char* cg_storage_type(int32_t dtype);
+/** Appends `expr` (a value of dtype `from`) converted to dtype `to` with
+ * ATen semantics (float->int truncates, ->bool is != 0, narrow ints wrap,
+ * f16/bf16 round to nearest even); the result has class cg_cls_of(to). */
+void cg_conv(ptc_strbuf* sb, int32_t from, int32_t to, const char* expr);
+/** Appends the value of storage element `ptr[idx]` of dtype dt. */
+void cg_load(ptc_strbuf* sb, int32_t dt, const char* ptr, const char* idx);
+/** Appends the storage encoding of `val` (class of dt) for dtype dt. */
+void cg_encode(ptc_strbuf* sb, int32_t dt, const char* val);
+/** Appends a literal of class c for double v / int64 v. */
+void cg_float_lit(ptc_strbuf* sb, double v, cg_cls c);
+void cg_int_lit(ptc_strbuf* sb, int64_t v);
+/** Appends the constant of an IR_CONST op (value rounded to its dtype). */
+void cg_const(ptc_strbuf* sb, const ir_op* op);
+
+/** Appends the right-hand side of a table op (math, comparisons, logic,
+ * where). `args` are the C names of the arguments, `arg_dt` their dtypes,
+ * `ctx_arg` the text passed to error-reporting helpers ("kctx, 3").
+ * Returns false (and appends nothing) when the opcode/dtype pair has no row. */
+bool cg_math(ptc_strbuf* sb, const ir_op* op, const char* const* args, const int32_t* arg_dt,
+             const char* ctx_arg, bool* uses_ctx);
+/** Whether an op of this opcode/dtype blocks `omp simd` (error-reporting
+ * helpers, RNG, indirect checks). */
+bool cg_op_blocks_simd(const ir_op* op);
+
+/* ---- bodies (cpu_codegen_body.c) ---------------------------------------------- */
+/** Analyses every member (kind, fit to the kernel's loops, liveness, stages). */
+ptc_status cg_members_init(cg* g);
+void cg_members_free(cg* g);
+/** Makes member m current (names, renaming of x vars for inner pointwise). */
+void cg_member_begin(cg* g, uint32_t m);
+/** Emits the live ops of the current member whose stage is `stage` into sb
+ * (inner pointwise members: every op is CG_LOOP; outer ones: CG_PRE). */
+void cg_emit_stage(cg* g, ptc_strbuf* sb, cg_stage stage);
+/** Whether the current member's live ops in `stage` allow `omp simd`. */
+bool cg_stage_simd_ok(const cg* g, cg_stage stage);
+/** Reductions of the current member. Declarations of the accumulators
+ * (split: combined values and per-thread partial arrays), per-thread
+ * declarations and saves inside a split region, in-loop updates, the
+ * in-order combine of partials (index text `t`), and the finalisation into
+ * the IR_REDUCE op's temporary. */
+void cg_emit_acc_decls(cg* g, ptc_strbuf* sb, bool split);
+void cg_emit_acc_thread_decls(cg* g, ptc_strbuf* sb);
+void cg_emit_acc_thread_save(cg* g, ptc_strbuf* sb);
+void cg_emit_acc_updates(cg* g, ptc_strbuf* sb);
+void cg_emit_acc_combine(cg* g, ptc_strbuf* sb, const char* t);
+void cg_emit_acc_finalize(cg* g, ptc_strbuf* sb, bool split);
+/** Appends " reduction(+:a0_3)" clauses for the current member's
+ * reductions; returns false if one of them cannot use simd. */
+bool cg_simd_clauses(cg* g, ptc_strbuf* sb);
+/** Whether member m reads buffer `buf` (live loads). */
+bool cg_member_reads(const cg* g, uint32_t m, int32_t buf);
+/** Whether member m has a max/min/argmax/argmin reduction (no identity:
+ * an empty inner loop is an error). */
+bool cg_member_needs_nonempty(const cg* g, uint32_t m);
+/** Appends "(INT64_C(1)*X0*...)": the product of the outer and/or inner ranges. */
+void cg_numel(cg* g, ptc_strbuf* sb, bool outer, bool inner);
+/** Up-front checks (into g->checks) for member m's indirect ops whose bound
+ * may be <= 0. */
+void cg_member_indirect_checks(cg* g, uint32_t m);
+
+#endif /* PTC_BACKENDS_CPU_CODEGEN_INTERNAL_H */

@@ -1,0 +1,213 @@
+/* cpu_prelude.c - the text every generated CPU kernel starts with: includes,
+ * the kernel context (seed + error channel, mirroring cpu_kernel_ctx of
+ * cpu.h), half/bfloat16 conversions (round to nearest even, bit-exact with
+ * lib/core/half.c), integer helpers with Python floor semantics and
+ * wrap-around, NaN-propagating float helpers, float->int conversion as
+ * ATen/ref, and Philox4x32-10 addressed exactly as backends/ref/ref_random.c
+ * so random ops draw the same values on every backend.
+ *
+ * Every helper is `static inline` so unused ones cost nothing and raise no
+ * warnings under -Wall -Wextra.
+ */
+#include "cpu_codegen_internal.h"
+
+#include <stdio.h>
+
+static const char* const prelude_head =
+    "#include <math.h>\n"
+    "#include <stdint.h>\n"
+    "#include <string.h>\n"
+    "#ifdef _OPENMP\n"
+    "#include <omp.h>\n"
+    "#else\n"
+    "static inline int omp_get_thread_num(void) { return 0; }\n"
+    "static inline int omp_get_num_threads(void) { return 1; }\n"
+    "static inline int omp_get_max_threads(void) { return 1; }\n"
+    "#endif\n";
+
+/* Kernel context and error reporting (layout = cpu_kernel_ctx in cpu.h). */
+static const char* const prelude_ctx =
+    "typedef struct ptc_kctx {\n"
+    "  uint64_t seed;\n"
+    "  int32_t error;\n"
+    "  int32_t error_node;\n"
+    "  int64_t error_value;\n"
+    "  int64_t error_bound;\n"
+    "} ptc_kctx;\n"
+    "static inline void ptc_fail(ptc_kctx* c, int32_t code, int32_t node, int64_t v, int64_t b) {\n"
+    "  int32_t zero = 0;\n"
+    "  if (__atomic_compare_exchange_n(&c->error, &zero, code, 0, __ATOMIC_ACQ_REL,\n"
+    "                                  __ATOMIC_RELAXED)) {\n"
+    "    c->error_node = node;\n"
+    "    c->error_value = v;\n"
+    "    c->error_bound = b;\n"
+    "  }\n"
+    "}\n"
+    "static inline int ptc_nthreads(void) {\n"
+    "  int n = omp_get_max_threads();\n"
+    "  return n < PTC_MAX_THREADS ? n : PTC_MAX_THREADS;\n"
+    "}\n";
+
+/* binary16 / bfloat16 storage <-> float. */
+static const char* const prelude_half =
+    "static inline uint32_t ptc_f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }\n"
+    "static inline float ptc_u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }\n"
+    "static inline float ptc_f16_to_f32(uint16_t h) {\n"
+    "  uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff;\n"
+    "  if (e == 0x1f) return ptc_u2f(sign | 0x7f800000u | (m << 13));\n"
+    "  if (e == 0) {\n"
+    "    float v = (float)m * 5.9604644775390625e-8f;\n"
+    "    return sign ? -v : v;\n"
+    "  }\n"
+    "  return ptc_u2f(sign | ((e + 112) << 23) | (m << 13));\n"
+    "}\n"
+    "static inline uint16_t ptc_f32_to_f16(float f) {\n"
+    "  uint32_t u = ptc_f2u(f), a = u & 0x7fffffffu;\n"
+    "  uint16_t sign = (uint16_t)((u >> 16) & 0x8000);\n"
+    "  if (a >= 0x7f800000u)\n"
+    "    return (uint16_t)(sign | 0x7c00 | (a > 0x7f800000u ? 0x200 | ((a >> 13) & 0x3ff) : 0));\n"
+    "  if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00);\n"
+    "  if (a < 0x38800000u) {\n"
+    "    float s = ptc_u2f(a) * 16777216.0f;\n"
+    "    uint32_t m = (uint32_t)s;\n"
+    "    float fr = s - (float)m;\n"
+    "    if (fr > 0.5f || (fr == 0.5f && (m & 1))) m++;\n"
+    "    return (uint16_t)(sign | m);\n"
+    "  }\n"
+    "  uint32_t r = (((a >> 23) - 112) << 10) | ((a >> 13) & 0x3ff), rest = a & 0x1fff;\n"
+    "  if (rest > 0x1000 || (rest == 0x1000 && (r & 1))) r++;\n"
+    "  return (uint16_t)(sign | r);\n"
+    "}\n"
+    "static inline float ptc_bf16_to_f32(uint16_t h) { return ptc_u2f((uint32_t)h << 16); }\n"
+    "static inline uint16_t ptc_f32_to_bf16(float f) {\n"
+    "  uint32_t u = ptc_f2u(f);\n"
+    "  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);\n"
+    "  return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);\n"
+    "}\n"
+    "static inline float ptc_round_f16(float f) { return ptc_f16_to_f32(ptc_f32_to_f16(f)); }\n"
+    "static inline float ptc_round_bf16(float f) { return ptc_bf16_to_f32(ptc_f32_to_bf16(f)); }\n";
+
+/* Integers: index helpers (floor semantics, never trap), value helpers
+ * (wrap-around; division by zero reported through the context). */
+static const char* const prelude_int =
+    "static inline int64_t ptc_ineg(int64_t a) { return (int64_t)(0u - (uint64_t)a); }\n"
+    "static inline int64_t ptc_iadd(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }\n"
+    "static inline int64_t ptc_isub(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }\n"
+    "static inline int64_t ptc_imul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }\n"
+    "static inline int64_t ptc_iabs(int64_t a) { return a < 0 ? ptc_ineg(a) : a; }\n"
+    "static inline int64_t ptc_floordiv(int64_t a, int64_t b) {\n"
+    "  if (b == 0) return 0;\n"
+    "  if (b == -1) return ptc_ineg(a);\n"
+    "  int64_t q = a / b;\n"
+    "  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;\n"
+    "}\n"
+    "static inline int64_t ptc_mod(int64_t a, int64_t b) {\n"
+    "  if (b == 0 || b == -1) return 0;\n"
+    "  int64_t m = a % b;\n"
+    "  return (m != 0 && ((b < 0) != (m < 0))) ? m + b : m;\n"
+    "}\n"
+    "static inline int64_t ptc_ceildiv(int64_t a, int64_t b) { return ptc_ineg(ptc_floordiv(ptc_ineg(a), b)); }\n"
+    "static inline int64_t ptc_imin(int64_t a, int64_t b) { return a < b ? a : b; }\n"
+    "static inline int64_t ptc_imax(int64_t a, int64_t b) { return a > b ? a : b; }\n"
+    "static inline int64_t ptc_idiv_chk(ptc_kctx* c, int32_t node, int64_t a, int64_t b) {\n"
+    "  if (b == 0) { ptc_fail(c, PTC_KERR_DIV_ZERO, node, a, 0); return 0; }\n"
+    "  return b == -1 ? ptc_ineg(a) : a / b;\n"
+    "}\n"
+    "static inline int64_t ptc_floordiv_chk(ptc_kctx* c, int32_t node, int64_t a, int64_t b) {\n"
+    "  if (b == 0) { ptc_fail(c, PTC_KERR_DIV_ZERO, node, a, 0); return 0; }\n"
+    "  return ptc_floordiv(a, b);\n"
+    "}\n"
+    "static inline int64_t ptc_mod_chk(ptc_kctx* c, int32_t node, int64_t a, int64_t b) {\n"
+    "  if (b == 0) { ptc_fail(c, PTC_KERR_DIV_ZERO, node, a, 0); return 0; }\n"
+    "  return ptc_mod(a, b);\n"
+    "}\n"
+    "static inline int64_t ptc_ipow(int64_t a, int64_t b) {\n"
+    "  if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;\n"
+    "  uint64_t r = 1, base = (uint64_t)a;\n"
+    "  for (uint64_t e = (uint64_t)b; e; e >>= 1) {\n"
+    "    if (e & 1) r *= base;\n"
+    "    base *= base;\n"
+    "  }\n"
+    "  return (int64_t)r;\n"
+    "}\n"
+    "static inline int64_t ptc_f2i(double v) {\n"
+    "  if (v != v) return 0;\n"
+    "  if (v >= 9.2233720368547758e18 || v <= -9.2233720368547758e18) return INT64_MIN;\n"
+    "  return (int64_t)v;\n"
+    "}\n";
+
+/* Floating helpers, instantiated for float (f32) and double (f64). */
+static const char* const prelude_float =
+    "#define PTC_FLOAT_HELPERS(T, S, F) \\\n"
+    "  static inline T ptc_max_##S(T a, T b) { return (a != a || b != b) ? a + b : a > b ? a : b; } \\\n"
+    "  static inline T ptc_min_##S(T a, T b) { return (a != a || b != b) ? a + b : a < b ? a : b; } \\\n"
+    "  static inline int ptc_beats_max_##S(T x, T best) { return best == best && (x != x || x > best); } \\\n"
+    "  static inline int ptc_beats_min_##S(T x, T best) { return best == best && (x != x || x < best); } \\\n"
+    "  static inline T ptc_sign_##S(T a) { return (T)((a > 0) - (a < 0)); } \\\n"
+    "  static inline T ptc_relu_##S(T a) { return a < 0 ? (T)0 : a; } \\\n"
+    "  static inline T ptc_sigmoid_##S(T a) { return (T)1 / ((T)1 + exp##F(-a)); } \\\n"
+    "  static inline T ptc_mod_##S(T a, T b) { \\\n"
+    "    T m = fmod##F(a, b); \\\n"
+    "    if (m != 0 && ((b < 0) != (m < 0))) m += b; \\\n"
+    "    return m; \\\n"
+    "  } \\\n"
+    "  static inline T ptc_floordiv_##S(T a, T b) { \\\n"
+    "    if (b == 0) return a / b; \\\n"
+    "    T m = fmod##F(a, b), d = (a - m) / b; \\\n"
+    "    if (m != 0 && ((b < 0) != (m < 0))) d -= 1; \\\n"
+    "    if (d == 0) return copysign##F((T)0, a / b); \\\n"
+    "    T fl = floor##F(d); \\\n"
+    "    if (d - fl > (T)0.5) fl += 1; \\\n"
+    "    return fl; \\\n"
+    "  }\n"
+    "PTC_FLOAT_HELPERS(float, f32, f)\n"
+    "PTC_FLOAT_HELPERS(double, f64, )\n";
+
+/* Philox4x32-10: key = seed, counter = (index lo, index hi, stream lo, stream hi). */
+static const char* const prelude_rng =
+    "static inline void ptc_philox(uint64_t seed, uint64_t stream, uint64_t ctr, uint32_t o[4]) {\n"
+    "  uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);\n"
+    "  uint32_t c0 = (uint32_t)ctr, c1 = (uint32_t)(ctr >> 32);\n"
+    "  uint32_t c2 = (uint32_t)stream, c3 = (uint32_t)(stream >> 32);\n"
+    "  for (int r = 0; r < 10; r++) {\n"
+    "    if (r > 0) { k0 += 0x9E3779B9u; k1 += 0xBB67AE85u; }\n"
+    "    uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;\n"
+    "    uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;\n"
+    "    c1 = (uint32_t)p1;\n"
+    "    c3 = (uint32_t)p0;\n"
+    "    c0 = n0;\n"
+    "    c2 = n2;\n"
+    "  }\n"
+    "  o[0] = c0; o[1] = c1; o[2] = c2; o[3] = c3;\n"
+    "}\n"
+    "static inline double ptc_unit(uint32_t a, uint32_t b) {\n"
+    "  uint64_t bits = ((uint64_t)(a >> 5) << 26) | (b >> 6);\n"
+    "  return (double)bits * (1.0 / 9007199254740992.0);\n"
+    "}\n"
+    "/* uniform [0,1) truncated to `scale` = 2^mantissa bits of the dtype */\n"
+    "static inline double ptc_rand(uint64_t seed, int64_t stream, int64_t i, double scale) {\n"
+    "  uint32_t w[4];\n"
+    "  ptc_philox(seed, (uint64_t)stream, (uint64_t)i, w);\n"
+    "  return floor(ptc_unit(w[0], w[1]) * scale) / scale;\n"
+    "}\n"
+    "static inline double ptc_randn(uint64_t seed, int64_t stream, int64_t i) {\n"
+    "  uint32_t w[4];\n"
+    "  ptc_philox(seed, (uint64_t)stream, (uint64_t)i, w);\n"
+    "  double u1 = 1.0 - ptc_unit(w[0], w[1]), u2 = ptc_unit(w[2], w[3]);\n"
+    "  return sqrt(-2.0 * log(u1)) * cos(6.283185307179586476925 * u2);\n"
+    "}\n";
+
+void cg_prelude(ptc_strbuf* sb) {
+  ptc_sb_printf(sb, "/* libptc generated kernel (%s, ABI %d) */\n", PTC_CPU_CODEGEN_VERSION,
+                PTC_CPU_KERNEL_ABI);
+  ptc_sb_append(sb, prelude_head);
+  ptc_sb_printf(sb, "#define PTC_PAR_MIN_WORK %d\n#define PTC_MAX_THREADS %d\n",
+                CPU_CG_PAR_MIN_WORK, CPU_CG_MAX_THREADS);
+  ptc_sb_printf(sb, "#define PTC_KERR_INDIRECT %d\n#define PTC_KERR_DIV_ZERO %d\n#define PTC_KERR_EMPTY %d\n",
+                CPU_KERR_INDIRECT, CPU_KERR_DIV_ZERO, CPU_KERR_EMPTY);
+  ptc_sb_append(sb, prelude_ctx);
+  ptc_sb_append(sb, prelude_half);
+  ptc_sb_append(sb, prelude_int);
+  ptc_sb_append(sb, prelude_float);
+  ptc_sb_append(sb, prelude_rng);
+}

@@ -1,0 +1,167 @@
+/* lower_realize.c - turning values into buffers: the IR_POINTWISE node that
+ * stores a lazy value contiguously, alias buffers for views of inputs and
+ * constants passed to externs, and Inductor's realize rules (reads, op
+ * count, expensive ops, multiple users) measured by tracing a value's loader
+ * into a scratch body. */
+#include "lower_internal.h"
+
+#include <string.h>
+
+/* Loop indices for a shape: x vars for dims that are not statically 1
+ * (their sizes go to ranges[*n_ranges]), constant 0 for size-1 dims. */
+static void loop_index(lower_ctx* L, uint32_t rank, const sym_expr* const* shape,
+                       const sym_expr** idx, const sym_expr** ranges, uint32_t* n_ranges) {
+  uint32_t k = 0;
+  for (uint32_t d = 0; d < rank; d++) {
+    if (lower_is(shape[d], 1)) {
+      idx[d] = lower_const(L, 0);
+      continue;
+    }
+    ranges[k] = shape[d];
+    idx[d] = L->p->xvars[k++];
+  }
+  *n_ranges = k;
+}
+
+static ptc_status new_contig_buffer(lower_ctx* L, int32_t dtype, uint32_t rank,
+                                    const sym_expr* const* shape, int32_t* id) {
+  const sym_expr* st[PTC_MAX_RANK + 1];
+  ir_buffer b;
+  memset(&b, 0, sizeof b);
+  b.kind = IR_BUF_COMPUTED;
+  b.dtype = dtype;
+  b.rank = rank;
+  b.shape = (const sym_expr**)shape;
+  b.strides = st;
+  b.offset = lower_const(L, 0);
+  b.numel = lower_numel(L, rank, shape);
+  b.graph_input = -1;
+  b.graph_value = PTC_VALUE_NONE;
+  if (!lower_contig(L, rank, shape, st) || !b.offset || !b.numel) return ptc_status_oom();
+  return ir_add_buffer(L->p, &b, id);
+}
+
+/* New IR_POINTWISE node storing v contiguously into a new buffer *id. */
+static ptc_status store_node(lower_ctx* L, const lval* v, const char* origin, int32_t* id) {
+  PTC_TRY(new_contig_buffer(L, v->dtype, v->rank, v->shape, id));
+  const sym_expr *idx[PTC_MAX_RANK + 1], *ranges[PTC_MAX_RANK + 1];
+  ir_node n;
+  memset(&n, 0, sizeof n);
+  n.kind = IR_POINTWISE;
+  n.out_buf = *id;
+  n.ranges = ranges;
+  n.origin = origin;
+  loop_index(L, v->rank, v->shape, idx, ranges, &n.n_ranges);
+  ir_body* saved_body = L->body;
+  ir_val saved_mask = L->mask;
+  L->body = &n.body;
+  L->mask = -1;
+  ir_val x = lval_load(L, v, idx);
+  const ir_buffer* b = ir_buf(L->p, *id);
+  ir_ops_store(L->p, &n.body, *id, lower_dot(L, v->rank, idx, b->strides, b->offset), x);
+  L->body = saved_body;
+  L->mask = saved_mask;
+  return ir_add_node(L->p, &n, NULL);
+}
+
+static void as_whole_buffer(lower_ctx* L, lval* v, int32_t id) {
+  const ir_buffer* b = ir_buf(L->p, id);
+  v->kind = LV_BUF;
+  v->buf = id;
+  v->strides = b->strides;
+  v->offset = b->offset;
+  v->shape = b->shape;
+  v->load = NULL;
+  v->data = NULL;
+  v->ext_node = -1;
+}
+
+ptc_status lower_realize(lower_ctx* L, lval* v, bool copy, const char* origin) {
+  if (v->kind == LV_BUF && (!copy || lval_is_whole_buffer(L, v))) return PTC_OK;
+  int32_t id;
+  PTC_TRY(store_node(L, v, origin, &id));
+  as_whole_buffer(L, v, id);
+  return PTC_OK;
+}
+
+/* A buffer aliasing an input/constant buffer's storage with v's layout. */
+static ptc_status alias_buffer(lower_ctx* L, const lval* v, int32_t* id) {
+  ir_buffer b = *ir_buf(L->p, v->buf);
+  b.rank = v->rank;
+  b.shape = v->shape;
+  b.strides = v->strides;
+  b.offset = v->offset;
+  return ir_add_buffer(L->p, &b, id);
+}
+
+ptc_status lower_as_buffer(lower_ctx* L, lval* v, const char* origin, int32_t* buf) {
+  if (lval_is_whole_buffer(L, v)) {
+    *buf = v->buf;
+    return PTC_OK;
+  }
+  if (v->kind == LV_BUF && ir_buf(L->p, v->buf)->kind != IR_BUF_COMPUTED)
+    return alias_buffer(L, v, buf);
+  lval tmp = *v; /* a copy: the value itself stays as it is for its other users */
+  PTC_TRY(lower_realize(L, &tmp, true, origin));
+  if (v->kind == LV_LAZY) *v = tmp; /* realized once for every later user */
+  *buf = tmp.buf;
+  return PTC_OK;
+}
+
+/* ---- realize rules --------------------------------------------------------------------- */
+
+typedef struct lstats {
+  uint32_t reads, ops;
+  bool expensive;
+} lstats;
+
+static bool expensive_op(uint16_t op) {
+  static const uint16_t ops[] = {IR_EXP, IR_LOG, IR_TANH, IR_SIGMOID, IR_ERF,
+                                 IR_POW, IR_SIN, IR_COS};
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+    if (ops[i] == op) return true;
+  return false;
+}
+
+/* Distinct (buffer, index) loads, op count and expensive ops of v's loader. */
+static ptc_status trace(lower_ctx* L, const lval* v, lstats* st) {
+  const sym_expr *idx[PTC_MAX_RANK + 1], *ranges[PTC_MAX_RANK + 1];
+  uint32_t nr;
+  ir_body b;
+  memset(&b, 0, sizeof b);
+  memset(st, 0, sizeof *st);
+  loop_index(L, v->rank, v->shape, idx, ranges, &nr);
+  ir_body* saved = L->body;
+  ir_val saved_mask = L->mask;
+  L->body = &b;
+  L->mask = -1;
+  lval_load(L, v, idx);
+  L->body = saved;
+  L->mask = saved_mask;
+  bool ok = ir_body_ok(&b);
+  for (uint32_t i = 0; ok && i < b.n; i++) {
+    const ir_op* op = &b.ops[i];
+    st->expensive |= expensive_op(op->opcode);
+    if (op->opcode != IR_LOAD) continue;
+    bool seen = false;
+    for (uint32_t k = 0; k < i && !seen; k++)
+      seen = b.ops[k].opcode == IR_LOAD && b.ops[k].buf == op->buf && b.ops[k].index == op->index;
+    st->reads += !seen;
+  }
+  if (ok) st->ops = b.n;
+  ir_body_free(&b);
+  return ok ? PTC_OK : ptc_status_oom();
+}
+
+ptc_status lower_maybe_realize(lower_ctx* L, lval* v, ptc_value gv, const char* origin) {
+  if (v->kind != LV_LAZY) return PTC_OK;
+  if (!L->o.inline_pointwise) return lower_realize(L, v, false, origin);
+  lstats st;
+  PTC_TRY(trace(L, v, &st));
+  const ir_lower_options* o = &L->o;
+  bool reuse = L->users[gv] > 1 && (st.reads > o->realize_reads_threshold ||
+                                    st.ops > o->realize_opcount_threshold || st.expensive);
+  if (reuse || st.reads > o->realize_acc_reads_threshold || st.ops > o->max_inline_ops)
+    return lower_realize(L, v, false, origin);
+  return PTC_OK;
+}

@@ -1,0 +1,200 @@
+/* lower_util.c - shared helpers of the lowering: expression import and
+ * arithmetic in the program env, element loads of lvals (strided buffer
+ * loads or loaders, masked when inside a masked region), broadcasting,
+ * dtype conversion, constants, and node attributes. */
+#include "lower_internal.h"
+
+#include <string.h>
+
+/* ---- expressions ------------------------------------------------------------------------- */
+
+const sym_expr* lower_imp(lower_ctx* L, const sym_expr* e) {
+  return e ? sym_import(L->env, e) : NULL;
+}
+
+const sym_expr* lower_const(lower_ctx* L, int64_t v) { return sym_const(L->env, v); }
+
+void* lower_alloc(lower_ctx* L, size_t bytes) { return ptc_arena_alloc(&L->arena, bytes); }
+
+const sym_expr** lower_exprs(lower_ctx* L, uint32_t n) {
+  return lower_alloc(L, (n + 1) * sizeof(const sym_expr*));
+}
+
+bool lower_is(const sym_expr* e, int64_t c) {
+  int64_t v;
+  return e && sym_is_const(e, &v) && v == c;
+}
+
+bool lower_contig(lower_ctx* L, uint32_t rank, const sym_expr* const* shape,
+                  const sym_expr** out) {
+  return graph_contiguous_strides(L->env, rank, shape, out);
+}
+
+const sym_expr* lower_numel(lower_ctx* L, uint32_t rank, const sym_expr* const* shape) {
+  const sym_expr* n = lower_const(L, 1);
+  for (uint32_t d = 0; d < rank && n; d++) n = shape[d] ? sym_mul(L->env, n, shape[d]) : NULL;
+  return n;
+}
+
+const sym_expr* lower_dot(lower_ctx* L, uint32_t rank, const sym_expr* const* idx,
+                          const sym_expr* const* strides, const sym_expr* offset) {
+  const sym_expr* e = offset ? offset : lower_const(L, 0);
+  for (uint32_t d = 0; d < rank && e; d++) {
+    if (!idx[d] || !strides[d]) return NULL;
+    if (lower_is(idx[d], 0) || lower_is(strides[d], 0)) continue;
+    e = sym_add(L->env, e, sym_mul(L->env, idx[d], strides[d]));
+  }
+  return e;
+}
+
+ptc_status lower_decide(lower_ctx* L, sym_rel rel, const sym_expr* a, const sym_expr* b,
+                        bool* r) {
+  if (!a || !b) return ptc_status_oom();
+  ptc_status s = sym_guard(L->env, rel, a, b, r);
+  return s ? ptc_status_prefix(s, "lowering %s", L->node ? L->node->name : "?") : PTC_OK;
+}
+
+/* ---- emission ---------------------------------------------------------------------------- */
+
+ir_val lval_load(lower_ctx* L, const lval* v, const sym_expr* const* idx) {
+  if (v->kind == LV_LAZY) return v->load(L, v, idx);
+  if (v->kind != LV_BUF) return ir_ops_const_i(L->body, 0, -1); /* poisons */
+  const sym_expr* e = lower_dot(L, v->rank, idx, v->strides, v->offset);
+  if (L->mask >= 0) return ir_ops_load_masked(L->p, L->body, v->buf, e, L->mask, 0.0);
+  return ir_ops_load(L->p, L->body, v->buf, e);
+}
+
+ir_val lower_load_masked(lower_ctx* L, const lval* v, const sym_expr* const* idx, ir_val m) {
+  ir_val saved = L->mask;
+  L->mask = saved >= 0 ? ir_ops_binary(L->body, IR_AND, saved, m, PTC_BOOL) : m;
+  ir_val r = lval_load(L, v, idx);
+  L->mask = saved;
+  return r;
+}
+
+void lower_bcast_index(lower_ctx* L, const lval* in, uint32_t out_rank,
+                       const sym_expr* const* out_shape, const sym_expr* const* idx,
+                       const sym_expr** in_idx) {
+  uint32_t lead = out_rank - in->rank;
+  for (uint32_t j = 0; j < in->rank; j++) {
+    uint32_t i = j + lead;
+    bool bcast = lower_is(in->shape[j], 1) && !lower_is(out_shape[i], 1);
+    in_idx[j] = bcast ? lower_const(L, 0) : idx[i];
+  }
+}
+
+ir_val lower_convert(lower_ctx* L, ir_val x, int32_t from, int32_t to) {
+  return from == to ? x : ir_ops_to_dtype(L->body, x, to);
+}
+
+ir_val lower_emit_const(lower_ctx* L, ir_scalar s, int32_t dt) {
+  return ptc_dtype_is_float(dt) ? ir_ops_const_f(L->body, s.f, dt)
+                                : ir_ops_const_i(L->body, s.i, dt);
+}
+
+ir_val lower_index_cmp(lower_ctx* L, ir_opcode cmp, const sym_expr* a, const sym_expr* b) {
+  ir_val x = ir_ops_index_expr(L->p, L->body, a, PTC_I64);
+  ir_val y = ir_ops_index_expr(L->p, L->body, b, PTC_I64);
+  return ir_ops_binary(L->body, cmp, x, y, PTC_BOOL);
+}
+
+int32_t lower_opmath(int32_t dt) {
+  if (dt == PTC_F16 || dt == PTC_BF16) return PTC_F32;
+  if (dt == PTC_BOOL) return PTC_I64;
+  return dt;
+}
+
+void lval_lazy(lval* out, int32_t dtype, uint32_t rank, const sym_expr** shape, lval_load_fn fn,
+               const void* data) {
+  memset(out, 0, sizeof *out);
+  out->kind = LV_LAZY;
+  out->dtype = dtype;
+  out->rank = rank;
+  out->shape = shape;
+  out->buf = -1;
+  out->load = fn;
+  out->data = data;
+  out->ext_node = -1;
+}
+
+bool lval_is_whole_buffer(const lower_ctx* L, const lval* v) {
+  if (v->kind != LV_BUF) return false;
+  const ir_buffer* b = ir_buf(L->p, v->buf);
+  if (b->rank != v->rank || b->offset != v->offset) return false;
+  for (uint32_t d = 0; d < v->rank; d++)
+    if (b->shape[d] != v->shape[d] || b->strides[d] != v->strides[d]) return false;
+  return true;
+}
+
+/* ---- attributes -------------------------------------------------------------------------- */
+
+const gattr* lower_attr(const gnode* n, const char* name) { return gattrs_find(&n->attrs, name); }
+
+int64_t lower_attr_int(const gnode* n, const char* name, int64_t dflt) {
+  const gattr* a = lower_attr(n, name);
+  if (!a) return dflt;
+  if (a->type == PTC_ATTR_FLOAT) return (int64_t)a->f;
+  if (a->type == PTC_ATTR_SYM) {
+    int64_t v;
+    return a->sym && sym_is_const(a->sym, &v) ? v : dflt;
+  }
+  return a->i;
+}
+
+double lower_attr_float(const gnode* n, const char* name, double dflt) {
+  const gattr* a = lower_attr(n, name);
+  if (!a) return dflt;
+  return a->type == PTC_ATTR_FLOAT ? a->f : (double)lower_attr_int(n, name, 0);
+}
+
+bool lower_attr_bool(const gnode* n, const char* name, bool dflt) {
+  const gattr* a = lower_attr(n, name);
+  return a ? a->i != 0 : dflt;
+}
+
+const char* lower_attr_str(const gnode* n, const char* name, const char* dflt) {
+  const gattr* a = lower_attr(n, name);
+  return a && a->s ? a->s : dflt;
+}
+
+const sym_expr* lower_attr_expr(lower_ctx* L, const gnode* n, const char* name, int64_t dflt) {
+  const gattr* a = lower_attr(n, name);
+  if (a && a->type == PTC_ATTR_SYM && a->sym) return lower_imp(L, a->sym);
+  return lower_const(L, a ? lower_attr_int(n, name, dflt) : dflt);
+}
+
+int lower_attr_cat(const gnode* n, const char* name) {
+  const gattr* a = lower_attr(n, name);
+  if (!a) return -1;
+  return a->type == PTC_ATTR_FLOAT ? 2 : a->type == PTC_ATTR_BOOL ? 0 : 1;
+}
+
+uint32_t lower_norm_dim(int64_t d, uint32_t rank) {
+  int64_t r = rank == 0 ? 1 : rank;
+  if (d < 0) d += r;
+  return d < 0 ? 0 : (uint32_t)d;
+}
+
+lval* lower_in(lower_ctx* L, const gnode* n, uint32_t k) {
+  if (k >= n->n_in || n->in[k] == PTC_VALUE_NONE) return NULL;
+  return &L->vals[n->in[k]];
+}
+
+int32_t lower_result_type(const lower_ctx* L, const gnode* n, size_t first, int scalar_cat) {
+  meta_tensor mt[4];
+  const meta_tensor* mp[4];
+  meta_ctx m;
+  memset(&m, 0, sizeof m);
+  m.n_in = n->n_in < 4 ? n->n_in : 4;
+  for (size_t i = 0; i < m.n_in; i++) {
+    mp[i] = NULL;
+    if (n->in[i] == PTC_VALUE_NONE) continue;
+    const gvalue* v = graph_value(L->g, n->in[i]);
+    memset(&mt[i], 0, sizeof mt[i]);
+    mt[i].dtype = v->dtype;
+    mt[i].rank = v->rank;
+    mp[i] = &mt[i];
+  }
+  m.in = mp;
+  return meta_result_type(&m, first, scalar_cat);
+}
