@@ -17,6 +17,14 @@
 #include "../backends/cpu/cpu.h"
 #include "../backends/cpu/cpu_gemm_internal.h"
 
+static int max_threads(void) {
+#ifdef _OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -173,11 +181,7 @@ static double peak_gflops(size_t es, const char** why) {
   int fma_units = 2;
   /* generic (SSE, no FMA): separate mul + add per lane = 2 FLOPs/lane/cycle */
   int per_cycle = isa == CPU_GEMM_ISA_GENERIC ? 2 * lanes : fma_units * 2 * lanes;
-#ifdef _OPENMP
-  int cores = omp_get_max_threads();
-#else
-  int cores = 1;
-#endif
+  int cores = max_threads();
   snprintf(buf, sizeof buf,
            "%d cores x %.0f MHz (/proc/cpuinfo; turbo ignored) x %d FLOP/cycle (%s, %d lanes, "
            "%d FMA units x 2)",
@@ -195,7 +199,7 @@ int main(int argc, char** argv) {
   int reps = quick ? 3 : 7;
   const char* why;
   double peak32 = peak_gflops(4, &why);
-  printf("threads %d, kernel %s\n", omp_get_max_threads(),
+  printf("threads %d, kernel %s\n", max_threads(),
          cpu_gemm_kernel_for(4, cpu_gemm_best_isa())->name);
   printf("peak f32 ~ %.0f GFLOP/s: %s\n", peak32, why);
   double peak64 = peak_gflops(8, &why);

@@ -130,6 +130,19 @@ static void test_node_validation(void) {
   ptc_value bogus[2] = {a, 999};
   CHECK_ERR(ptc_graph_add_node(g, "add", bogus, 2, NULL, 0, out, 4, &n), PTC_CODE_INVALID_ARGUMENT,
             "unknown value id 999");
+  /* a leading size-1 dim against a lower-rank operand broadcasts */
+  int64_t s13[2] = {1, 3}, s3b[1] = {3};
+  ptc_value lead[2] = {input(g, PTC_F32, s13, 2), input(g, PTC_F32, s3b, 1)};
+  CHECK_OK(ptc_graph_add_node(g, "add", lead, 2, NULL, 0, out, 4, &n));
+  ptc_value_info li = {sizeof li, 0, 0, 0, 0, NULL, NULL, NULL};
+  CHECK_OK(ptc_graph_value_info(g, out[0], &li));
+  CHECK(li.rank == 2 && li.shape[0].value == 1 && li.shape[1].value == 3);
+  ptc_graph_destroy(g);
+  g = new_graph();
+  a = input(g, PTC_F32, s43, 2);
+  b = input(g, PTC_F32, s5, 1);
+  in[0] = a;
+  in[1] = b;
   size_t before = ptc_graph_num_values(g);
   CHECK(ptc_graph_num_nodes(g) == 0 && before == 2); /* failed adds leave no trace */
   ptc_value one[1] = {a};

@@ -107,13 +107,13 @@ int64_t cpu_conv_out_size(int64_t in, int64_t k, int64_t stride, int64_t pad, in
 /** out[n, co, oh, ow] = act(alpha * sum_{ci, i, j} x[n, gi*cig + ci, oh*stride[0] - pad[0] +
  * i*dil[0], ow*stride[1] - pad[1] + j*dil[1]] * w[co, ci, i, j] + beta * bias[co]) with
  * gi = co / (c_out / groups), cig = c_in / groups; bias may be NULL. Runs as
- * im2col (per batch element and group, in bounded row chunks; 1x1 stride-1
- * convolutions read x directly) + cpu_gemm, OpenMP-parallel inside the GEMM
- * or across (batch, group) jobs when each is small. Errors:
- * INVALID_ARGUMENT naming the field for a bad geometry (negative sizes,
- * groups not dividing c_in/c_out, stride/dil < 1, pad < 0),
- * RESOURCE_EXHAUSTED when the im2col buffer cannot be allocated. out must
- * not overlap the inputs. Thread-safe. */
+ * one GEMM per (batch element, group) with im2col fused into the packing of
+ * B (no column buffer; 1x1 stride-1 convolutions read x directly),
+ * OpenMP-parallel inside the GEMM or across (batch, group) jobs when each
+ * is small. Errors: INVALID_ARGUMENT naming the field for a bad geometry
+ * (negative sizes, groups not dividing c_in/c_out, stride/dil < 1,
+ * pad < 0), RESOURCE_EXHAUSTED when the GEMM's packing buffers cannot be
+ * allocated. out must not overlap the inputs. Thread-safe. */
 ptc_status cpu_conv2d_f32(const cpu_conv_geom* geom, const float* x, const float* w,
                           const float* bias, float* out);
 /** Same for f64. */

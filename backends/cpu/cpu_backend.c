@@ -171,7 +171,10 @@ static ptc_status cpu_prepare(ptc_context* ctx, const ptc_graph* g, const ptc_co
   bool fuse = !(opts && opts->disable_fusion);
   ir_program* p = NULL;
   sched_plan* s = NULL;
-  ptc_status e = decomp_graph(g, &st->dg);
+  decomp_options dopt;
+  memset(&dopt, 0, sizeof dopt);
+  dopt.borrow_constants = true; /* g (the executable's snapshot) outlives the state */
+  ptc_status e = decomp_graph_ex(g, &dopt, &st->dg);
   if (!e) e = lower_and_schedule(ctx, st->dg, fuse, &p, &s);
   if (!e && dir) e = dump_pre(dir, st->dg, p, s);
   if (e) {

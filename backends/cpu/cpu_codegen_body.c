@@ -9,10 +9,10 @@
  * (SCHED_HOME_LOCAL) are C variables named after the buffer: the store
  * defines them, loads read them.
  *
- * Accumulators: `a<m>_<i>` (+ `ai<m>_<i>` holding the index of argmax/
- * argmin); split reductions also use per-thread partial arrays `p<m>_<i>` /
- * `pi<m>_<i>` and combined values `c<m>_<i>` / `ci<m>_<i>`, merged in thread
- * order so results do not depend on timing.
+ * Accumulators: `a<m>_<i>` (+ `ai<m>_<i>`, the index of argmax/argmin, or
+ * `an<m>_<i>`, the NaN flag of float max/min); split reductions also use
+ * per-thread partial arrays `p..` and combined values `c..`, merged in
+ * thread order so results do not depend on timing.
  */
 #include "cpu_codegen_internal.h"
 
@@ -380,6 +380,18 @@ bool cg_stage_simd_ok(const cg* g, cg_stage stage) {
 
 /* ---- reductions ------------------------------------------------------------------------ */
 
+/* A reduction folds into a value accumulator and, for argmax/argmin, the
+ * index of the best value, or, for float max/min, a NaN flag (the value
+ * then folds with a plain compare-select, which vectorises; any NaN seen
+ * makes the result NaN). */
+typedef enum second_kind { SECOND_NONE = 0, SECOND_INDEX, SECOND_NAN } second_kind;
+
+static bool is_arg(const ir_op* op) {
+  return op->rtype == IR_R_ARGMAX || op->rtype == IR_R_ARGMIN;
+}
+
+static bool is_float_type(const char* type) { return type[0] == 'f' || type[0] == 'd'; }
+
 /* Accumulator C type of a reduction op. */
 static const char* acc_type(const cg* g, const ir_op* op) {
   cg_cls rc = cg_cls_of(op->dtype);
@@ -397,10 +409,14 @@ static const char* acc_type(const cg* g, const ir_op* op) {
   }
 }
 
-static bool acc_is_float(const char* type) { return type[0] == 'f' || type[0] == 'd'; }
+static second_kind second_of(const cg* g, const ir_op* op) {
+  if (is_arg(op)) return SECOND_INDEX;
+  bool mm = op->rtype == IR_R_MAX || op->rtype == IR_R_MIN;
+  return mm && is_float_type(acc_type(g, op)) ? SECOND_NAN : SECOND_NONE;
+}
 
 static const char* acc_init(const ir_op* op, const char* type) {
-  bool fl = acc_is_float(type);
+  bool fl = is_float_type(type);
   switch (op->rtype) {
     case IR_R_SUM: return "0";
     case IR_R_PROD: return "1";
@@ -411,13 +427,12 @@ static const char* acc_init(const ir_op* op, const char* type) {
   }
 }
 
-static bool is_arg(const ir_op* op) {
-  return op->rtype == IR_R_ARGMAX || op->rtype == IR_R_ARGMIN;
-}
-
-/* Accumulator names: prefix "a" (in-loop), "c" (combined), "p" (partials). */
-static void acc_name(const cg* g, char prefix, bool idx, ir_val i, char* out, size_t cap) {
-  snprintf(out, cap, "%c%s%u_%d", prefix, idx ? "i" : "", g->member, (int)i);
+/* Accumulator names: prefix 'a' (in-loop), 'c' (combined), 'p' (per-thread
+ * partials); second accumulators get an 'i' (index) or 'n' (NaN flag). */
+static void acc_name(const cg* g, char prefix, second_kind second, ir_val i, char* out,
+                     size_t cap) {
+  static const char* const tag[] = {"", "i", "n"};
+  snprintf(out, cap, "%c%s%u_%d", prefix, tag[second], g->member, (int)i);
 }
 
 typedef void (*reduce_fn)(cg* g, ptc_strbuf* sb, ir_val i, const ir_op* op, void* u);
@@ -428,35 +443,39 @@ static void for_each_reduce(cg* g, ptc_strbuf* sb, reduce_fn fn, void* u) {
     if (g->cur->live[i] && b->ops[i].opcode == IR_REDUCE) fn(g, sb, (ir_val)i, &b->ops[i], u);
 }
 
-static void decl_acc(cg* g, ptc_strbuf* sb, ir_val i, const ir_op* op, char prefix) {
+/* "<type> <prefix>..." declarations of a reduction's accumulators; `array`
+ * declares per-thread partial arrays instead (no initialiser). */
+static void decl_acc(cg* g, ptc_strbuf* sb, ir_val i, const ir_op* op, char prefix, bool array) {
   const char* type = acc_type(g, op);
+  second_kind sk = second_of(g, op);
   char a[32];
-  acc_name(g, prefix, false, i, a, sizeof a);
-  cg_line(g, sb, "%s %s = %s;", type, a, acc_init(op, type));
-  if (is_arg(op)) {
-    acc_name(g, prefix, true, i, a, sizeof a);
-    cg_line(g, sb, "int64_t %s = -1;", a);
-  }
+  acc_name(g, prefix, SECOND_NONE, i, a, sizeof a);
+  if (array)
+    cg_line(g, sb, "%s %s[PTC_MAX_THREADS];", type, a);
+  else
+    cg_line(g, sb, "%s %s = %s;", type, a, acc_init(op, type));
+  if (sk == SECOND_NONE) return;
+  acc_name(g, prefix, sk, i, a, sizeof a);
+  const char* t2 = sk == SECOND_INDEX ? "int64_t" : "uint8_t";
+  if (array)
+    cg_line(g, sb, "%s %s[PTC_MAX_THREADS];", t2, a);
+  else
+    cg_line(g, sb, "%s %s = %s;", t2, a, sk == SECOND_INDEX ? "-1" : "0");
 }
 
 static void decl_combined(cg* g, ptc_strbuf* sb, ir_val i, const ir_op* op, void* u) {
   bool split = *(const bool*)u;
-  decl_acc(g, sb, i, op, split ? 'c' : 'a');
-  if (!split) return;
-  char p[32];
-  acc_name(g, 'p', false, i, p, sizeof p);
-  cg_line(g, sb, "%s %s[PTC_MAX_THREADS];", acc_type(g, op), p);
-  if (is_arg(op)) {
-    acc_name(g, 'p', true, i, p, sizeof p);
-    cg_line(g, sb, "int64_t %s[PTC_MAX_THREADS];", p);
-  }
+  decl_acc(g, sb, i, op, split ? 'c' : 'a', false);
+  if (split) decl_acc(g, sb, i, op, 'p', true);
 }
 
-void cg_emit_acc_decls(cg* g, ptc_strbuf* sb, bool split) { for_each_reduce(g, sb, decl_combined, &split); }
+void cg_emit_acc_decls(cg* g, ptc_strbuf* sb, bool split) {
+  for_each_reduce(g, sb, decl_combined, &split);
+}
 
 static void decl_thread(cg* g, ptc_strbuf* sb, ir_val i, const ir_op* op, void* u) {
   (void)u;
-  decl_acc(g, sb, i, op, 'a');
+  decl_acc(g, sb, i, op, 'a', false);
 }
 
 void cg_emit_acc_thread_decls(cg* g, ptc_strbuf* sb) { for_each_reduce(g, sb, decl_thread, NULL); }
@@ -464,9 +483,12 @@ void cg_emit_acc_thread_decls(cg* g, ptc_strbuf* sb) { for_each_reduce(g, sb, de
 static void save_thread(cg* g, ptc_strbuf* sb, ir_val i, const ir_op* op, void* u) {
   (void)u;
   char a[32], p[32];
-  for (int idx = 0; idx <= (is_arg(op) ? 1 : 0); idx++) {
-    acc_name(g, 'a', idx, i, a, sizeof a);
-    acc_name(g, 'p', idx, i, p, sizeof p);
+  second_kind sk = second_of(g, op);
+  for (int k = 0; k < 2; k++) {
+    second_kind which = k ? sk : SECOND_NONE;
+    if (k && sk == SECOND_NONE) break;
+    acc_name(g, 'a', which, i, a, sizeof a);
+    acc_name(g, 'p', which, i, p, sizeof p);
     cg_line(g, sb, "%s[tid] = %s;", p, a);
   }
 }
@@ -496,70 +518,77 @@ static void reduce_input(cg* g, ptc_strbuf* sb, const ir_op* op) {
   }
 }
 
-/* "acc = fold(acc, v)" for value text v (and index text vi for arg ops);
- * `guard` prefixes the arg condition (combine: the partial is non-empty). */
-static void fold(cg* g, ptc_strbuf* sb, const ir_op* op, const char* acc, const char* acci,
-                 const char* v, const char* vi, const char* guard) {
+/* One folding step "acc = fold(acc, v)". acc2/v2 are the second
+ * accumulator and its input (argmax/argmin: index; float max/min: NaN
+ * flag); `guard` prefixes the arg condition (combine: partial non-empty). */
+static void fold(cg* g, ptc_strbuf* sb, const ir_op* op, const char* acc, const char* acc2,
+                 const char* v, const char* v2, const char* guard) {
   const char* type = acc_type(g, op);
-  bool fl = acc_is_float(type);
+  bool fl = is_float_type(type);
   const char* S = type[0] == 'f' ? "f32" : "f64";
+  bool mx = op->rtype == IR_R_MAX || op->rtype == IR_R_ARGMAX;
   switch (op->rtype) {
     case IR_R_SUM: cg_line(g, sb, "%s += %s;", acc, v); return;
     case IR_R_PROD: cg_line(g, sb, "%s *= %s;", acc, v); return;
     case IR_R_ANY: cg_line(g, sb, "%s |= %s;", acc, v); return;
     case IR_R_ALL: cg_line(g, sb, "%s &= %s;", acc, v); return;
     case IR_R_MAX:
-    case IR_R_MIN: {
-      bool mx = op->rtype == IR_R_MAX;
-      if (fl)
-        cg_line(g, sb, "%s = ptc_%s_%s(%s, %s);", acc, mx ? "max" : "min", S, acc, v);
-      else
-        cg_line(g, sb, "%s = %s %s %s ? %s : %s;", acc, v, mx ? ">" : "<", acc, v, acc);
+    case IR_R_MIN:
+      cg_line(g, sb, "%s = %s %s %s ? %s : %s;", acc, v, mx ? ">" : "<", acc, v, acc);
+      if (fl) cg_line(g, sb, "%s |= %s;", acc2, v2);
       return;
-    }
-    default: {
-      bool mx = op->rtype == IR_R_ARGMAX;
+    default:
       if (fl)
-        cg_line(g, sb, "if (%s(%s < 0 || ptc_beats_%s_%s(%s, %s))) {", guard, acci,
+        cg_line(g, sb, "if (%s(%s < 0 || ptc_beats_%s_%s(%s, %s))) {", guard, acc2,
                 mx ? "max" : "min", S, v, acc);
       else
-        cg_line(g, sb, "if (%s(%s < 0 || %s %s %s)) {", guard, acci, v, mx ? ">" : "<", acc);
+        cg_line(g, sb, "if (%s(%s < 0 || %s %s %s)) {", guard, acc2, v, mx ? ">" : "<", acc);
       cg_line(g, sb, "  %s = %s;", acc, v);
-      cg_line(g, sb, "  %s = %s;", acci, vi);
+      cg_line(g, sb, "  %s = %s;", acc2, v2);
       cg_line(g, sb, "}");
       return;
-    }
   }
 }
 
 static void update_one(cg* g, ptc_strbuf* sb, ir_val i, const ir_op* op, void* u) {
   (void)u;
-  char a[32], ai[32], vi[32];
-  acc_name(g, 'a', false, i, a, sizeof a);
-  acc_name(g, 'a', true, i, ai, sizeof ai);
-  ptc_strbuf v;
+  second_kind sk = second_of(g, op);
+  char a[32], a2[32];
+  acc_name(g, 'a', SECOND_NONE, i, a, sizeof a);
+  acc_name(g, 'a', sk, i, a2, sizeof a2);
+  ptc_strbuf v, v2;
   ptc_sb_init(&v);
+  ptc_sb_init(&v2);
   reduce_input(g, &v, op);
-  if (is_arg(op)) tname(g, op->args[1], vi, sizeof vi);
-  fold(g, sb, op, a, ai, v.data ? v.data : "0", is_arg(op) ? vi : "0", "");
+  const char* vt = v.data ? v.data : "0";
+  if (sk == SECOND_INDEX) {
+    char t[32];
+    tname(g, op->args[1], t, sizeof t);
+    cg_conv(&v2, op_at(g, op->args[1])->dtype, PTC_I64, t);
+  } else if (sk == SECOND_NAN) {
+    ptc_sb_printf(&v2, "(uint8_t)(%s != %s)", vt, vt);
+  }
+  fold(g, sb, op, a, a2, vt, v2.data ? v2.data : "0", "");
   ptc_sb_free(&v);
+  ptc_sb_free(&v2);
 }
 
 void cg_emit_acc_updates(cg* g, ptc_strbuf* sb) { for_each_reduce(g, sb, update_one, NULL); }
 
 static void combine_one(cg* g, ptc_strbuf* sb, ir_val i, const ir_op* op, void* u) {
   const char* t = u;
-  char c[32], ci[32], p[64], pi[64], guard[96];
-  acc_name(g, 'c', false, i, c, sizeof c);
-  acc_name(g, 'c', true, i, ci, sizeof ci);
-  acc_name(g, 'p', false, i, p, sizeof p);
-  acc_name(g, 'p', true, i, pi, sizeof pi);
+  second_kind sk = second_of(g, op);
+  char c[32], c2[32], p[64], p2[64], guard[96];
+  acc_name(g, 'c', SECOND_NONE, i, c, sizeof c);
+  acc_name(g, 'c', sk, i, c2, sizeof c2);
+  acc_name(g, 'p', SECOND_NONE, i, p, sizeof p);
+  acc_name(g, 'p', sk, i, p2, sizeof p2);
   size_t n = strlen(p);
   snprintf(p + n, sizeof p - n, "[%s]", t);
-  n = strlen(pi);
-  snprintf(pi + n, sizeof pi - n, "[%s]", t);
-  snprintf(guard, sizeof guard, "%s >= 0 && ", pi);
-  fold(g, sb, op, c, ci, p, pi, guard);
+  n = strlen(p2);
+  snprintf(p2 + n, sizeof p2 - n, "[%s]", t);
+  snprintf(guard, sizeof guard, "%s >= 0 && ", p2);
+  fold(g, sb, op, c, c2, p, p2, guard);
 }
 
 void cg_emit_acc_combine(cg* g, ptc_strbuf* sb, const char* t) {
@@ -567,20 +596,22 @@ void cg_emit_acc_combine(cg* g, ptc_strbuf* sb, const char* t) {
 }
 
 static void finalize_one(cg* g, ptc_strbuf* sb, ir_val i, const ir_op* op, void* u) {
-  char a[32], ai[32], t[32];
+  char a[32], a2[32], t[32], w[96];
   char prefix = *(const bool*)u ? 'c' : 'a';
-  acc_name(g, prefix, false, i, a, sizeof a);
-  acc_name(g, prefix, true, i, ai, sizeof ai);
+  second_kind sk = second_of(g, op);
+  acc_name(g, prefix, SECOND_NONE, i, a, sizeof a);
+  acc_name(g, prefix, sk, i, a2, sizeof a2);
   tname(g, i, t, sizeof t);
   ptc_strbuf v;
   ptc_sb_init(&v);
   cg_cls rc = cg_cls_of(op->dtype);
-  if (is_arg(op)) {
-    cg_conv(&v, PTC_I64, op->dtype, ai);
+  if (sk == SECOND_INDEX) {
+    cg_conv(&v, PTC_I64, op->dtype, a2);
+  } else if (sk == SECOND_NAN) {
+    ptc_sb_printf(&v, "%s ? (%s)NAN : %s", a2, acc_type(g, op), a);
   } else if (op->rtype == IR_R_ANY || op->rtype == IR_R_ALL) {
     cg_conv(&v, PTC_BOOL, op->dtype, a);
   } else if (rc == CG_INT || rc == CG_BOOL) {
-    char w[48];
     snprintf(w, sizeof w, "(int64_t)%s", a);
     cg_conv(&v, PTC_I64, op->dtype, w);
   } else {
@@ -594,19 +625,26 @@ void cg_emit_acc_finalize(cg* g, ptc_strbuf* sb, bool split) {
   for_each_reduce(g, sb, finalize_one, &split);
 }
 
+/* OpenMP reduction operators per rtype (NULL: no simd). */
+static const char* const simd_ops[] = {[IR_R_SUM] = "+",  [IR_R_PROD] = "*",
+                                       [IR_R_MAX] = "max", [IR_R_MIN] = "min",
+                                       [IR_R_ARGMAX] = NULL, [IR_R_ARGMIN] = NULL,
+                                       [IR_R_ANY] = "|",  [IR_R_ALL] = "&"};
+
 static void simd_clause(cg* g, ptc_strbuf* sb, ir_val i, const ir_op* op, void* u) {
   bool* ok = u;
-  static const char* const ops[] = {[IR_R_SUM] = "+", [IR_R_PROD] = "*", [IR_R_MAX] = NULL,
-                                    [IR_R_MIN] = NULL, [IR_R_ARGMAX] = NULL,
-                                    [IR_R_ARGMIN] = NULL, [IR_R_ANY] = "|", [IR_R_ALL] = "&"};
-  const char* o = op->rtype < sizeof ops / sizeof ops[0] ? ops[op->rtype] : NULL;
+  const char* o = op->rtype < sizeof simd_ops / sizeof simd_ops[0] ? simd_ops[op->rtype] : NULL;
   if (!o) {
     *ok = false;
     return;
   }
   char a[32];
-  acc_name(g, 'a', false, i, a, sizeof a);
+  acc_name(g, 'a', SECOND_NONE, i, a, sizeof a);
   ptc_sb_printf(sb, " reduction(%s:%s)", o, a);
+  if (second_of(g, op) == SECOND_NAN) {
+    acc_name(g, 'a', SECOND_NAN, i, a, sizeof a);
+    ptc_sb_printf(sb, " reduction(|:%s)", a);
+  }
 }
 
 bool cg_simd_clauses(cg* g, ptc_strbuf* sb) {

@@ -225,6 +225,15 @@ static void compile_parallel(job_queue* q) {
 
 /* ---- loading -------------------------------------------------------------------- */
 
+/* Keeps the OpenMP runtime a kernel pulled in loaded for good: unloading it
+ * with the last kernel would leave its worker threads without code (and
+ * leak its pool); loading it again per plan would rebuild the pool. */
+static void pin_openmp_runtime(void) {
+  static const char* const names[] = {"libgomp.so.1", "libomp.so", "libomp.so.5", "libiomp5.so"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (dlopen(names[i], RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE)) return; /* pinned */
+}
+
 /* Loads `path` and finds `symbol`; false (with the reason in why) if either fails. */
 static bool load_so(const char* path, const char* symbol, cpu_compiled* out, char* why,
                     size_t cap) {
@@ -240,6 +249,8 @@ static bool load_so(const char* path, const char* symbol, cpu_compiled* out, cha
     dlclose(h);
     return false;
   }
+  static pthread_once_t pinned = PTHREAD_ONCE_INIT;
+  pthread_once(&pinned, pin_openmp_runtime);
   out->handle = h;
   memcpy(&out->fn, &fn, sizeof fn); /* object -> function pointer (POSIX) */
   snprintf(out->path, sizeof out->path, "%s", path);

@@ -1,10 +1,13 @@
 /* cpu_conv.c - 2-D (and 1-D) convolution for the CPU backend: geometry
- * checks, im2col into bounded per-thread buffers, and one GEMM per (batch
- * element, group, chunk of output rows) through cpu_gemm_run with the bias
+ * checks and one GEMM per (batch element, group) through cpu_gemm_run, with
+ * im2col fused into the GEMM's packing of B (cpu_conv_pack.inc: no column
+ * buffer), 1x1 stride-1 convolutions reading x directly as B, and the bias
  * (per output channel = per GEMM row), alpha and activation fused into the
- * GEMM's epilogue. GEMM orientation: C[co, s] = W[co, k] * col[k, s] with
+ * GEMM's epilogue; groups of at most CONV_DIRECT_MAX_COG output channels
+ * (depthwise) run directly (cpu_conv_direct.inc). GEMM orientation: C[co, s] = W[co, k] * B[k, s] with
  * k = (ci, i, j) and s = (oh, ow), so C rows are output channels and C
  * columns the (contiguous) output positions. */
+#include <stdint.h>
 #include <string.h>
 
 #ifdef _OPENMP
@@ -15,100 +18,123 @@
 #include "cpu.h"
 #include "cpu_gemm_internal.h"
 
-/* Elements of one im2col buffer (per thread) at most, unless a single
- * output row needs more. */
-#define CONV_COL_CAP ((int64_t)1 << 22)
 /* Jobs (batch element x group) below this many flops each run in parallel
  * with each other (serial GEMMs) instead of one after another. */
 #define CONV_SMALL_JOB 1.0e8
-/* im2col work (elements) below which it is not split across threads. */
-#define CONV_PAR_IM2COL ((int64_t)1 << 16)
+/* At most this many output channels per group: direct convolution (a GEMM
+ * would pad its MR-row tiles), in rows of at most CONV_DIRECT_COLS. */
+#define CONV_DIRECT_MAX_COG 3
+#define CONV_DIRECT_COLS 256
+/* Kernel taps summed per pass of the direct convolution. */
+#define CONV_TAPS 32
+/* Total flops below which the direct convolution runs serially. */
+#define CONV_DIRECT_PAR 1.0e6
 
 typedef struct conv_ctx {
   const cpu_conv_geom* G;
   const cpu_gemm_kernel* kn;
   size_t es;
   const char* x;
-  const char* w; /* as a [c_out, K] matrix with strides w_sm, w_sk */
+  const char* wraw; /* the weights as given (strides G->w_strides) */
+  const char* w;    /* as a [c_out, K] matrix with strides w_sm, w_sk */
   int64_t w_sm, w_sk;
   const char* bias;
   char* out;
   int64_t cig, cog, K;
-  int64_t rows;       /* output rows per chunk */
-  bool direct_1x1;    /* B is x itself: no im2col */
+  int64_t rows;    /* output rows per GEMM (all, or 1 when they do not flatten) */
+  bool direct_1x1; /* B is x itself */
 } conv_ctx;
 
-/* ---- im2col ------------------------------------------------------------------------- */
-/* First ow >= 0 with ow*s + off >= 0, and the end (exclusive) of those with
- * ow*s + off < lim, clamped to [0, n). */
+/* What the packing callback needs for one GEMM. */
+typedef struct conv_pack_ctx {
+  const conv_ctx* c;
+  const char* xg; /* x at [n, first channel of the group] */
+  int64_t oh0;    /* first output row of this GEMM */
+} conv_pack_ctx;
+
+/* A panel's columns split into runs that stay in one output row. */
+typedef struct conv_segs {
+  int n;
+  int64_t c0[CPU_GEMM_MAX_NR], len[CPU_GEMM_MAX_NR], oh[CPU_GEMM_MAX_NR], ow0[CPU_GEMM_MAX_NR];
+} conv_segs;
+
+/* ---- packing ------------------------------------------------------------------------- */
+/* [lo, hi) of l in [0, n) with 0 <= off + l*s < lim (lo == hi when none). */
 static void valid_range(int64_t off, int64_t s, int64_t lim, int64_t n, int64_t* lo, int64_t* hi) {
-  int64_t a = off >= 0 ? 0 : (-off + s - 1) / s;
-  int64_t b = lim - off <= 0 ? 0 : (lim - off + s - 1) / s;
-  *lo = a < n ? a : n;
-  *hi = b < n ? b : n;
-  if (*hi < *lo) *hi = *lo;
-}
-
-/* Rows [k0, k1) of col (K x (oh1-oh0)*out_w) for input channel group at xg.
- * Elements are copied as bit patterns of their size (im2col moves, never
- * computes), so one body serves f32 (uint32_t) and f64 (uint64_t). */
-#define DEFINE_IM2COL(UT, sfx)                                                                  \
-  static void im2col_##sfx(const conv_ctx* c, const char* xg, int64_t oh0, int64_t oh1,        \
-                           int64_t k0, int64_t k1, char* colv) {                               \
-    const cpu_conv_geom* G = c->G;                                                              \
-    const UT* x = (const UT*)xg;                                                                \
-    const int64_t ow_n = G->out_w, ncur = (oh1 - oh0) * ow_n, sw = G->stride[1];              \
-    const int64_t xs1 = G->x_strides[1], xs2 = G->x_strides[2], xs3 = G->x_strides[3];         \
-    for (int64_t k = k0; k < k1; k++) {                                                         \
-      int64_t ci = k / (G->kh * G->kw), i = k / G->kw % G->kh, j = k % G->kw;                   \
-      UT* row = (UT*)colv + k * ncur;                                                           \
-      int64_t off_w = j * G->dil[1] - G->pad[1], lo, hi;                                        \
-      valid_range(off_w, sw, G->w, ow_n, &lo, &hi);                                             \
-      for (int64_t oh = oh0; oh < oh1; oh++, row += ow_n) {                                     \
-        int64_t ih = oh * G->stride[0] - G->pad[0] + i * G->dil[0];                             \
-        if (ih < 0 || ih >= G->h) {                                                             \
-          memset(row, 0, (size_t)ow_n * sizeof(UT));                                            \
-          continue;                                                                             \
-        }                                                                                       \
-        const UT* src = x + ci * xs1 + ih * xs2 + off_w * xs3;                                  \
-        memset(row, 0, (size_t)lo * sizeof(UT));                                                \
-        if (sw * xs3 == 1)                                                                      \
-          memcpy(row + lo, src + lo, (size_t)(hi - lo) * sizeof(UT));                           \
-        else                                                                                    \
-          for (int64_t ow = lo; ow < hi; ow++) row[ow] = src[ow * sw * xs3];                    \
-        memset(row + hi, 0, (size_t)(ow_n - hi) * sizeof(UT));                                  \
-      }                                                                                         \
-    }                                                                                           \
+  int64_t a, b;
+  if (s == 1) {
+    a = -off;
+    b = lim - off;
+  } else {
+    a = off >= 0 ? 0 : (-off + s - 1) / s;
+    b = lim - off <= 0 ? 0 : (lim - off + s - 1) / s;
   }
-DEFINE_IM2COL(uint32_t, b32)
-DEFINE_IM2COL(uint64_t, b64)
-
-static void im2col(const conv_ctx* c, const char* xg, int64_t oh0, int64_t oh1, int64_t k0,
-                   int64_t k1, char* col) {
-  if (c->es == 4)
-    im2col_b32(c, xg, oh0, oh1, k0, k1, col);
-  else
-    im2col_b64(c, xg, oh0, oh1, k0, k1, col);
+  *lo = a < 0 ? 0 : a < n ? a : n;
+  *hi = b < *lo ? *lo : b < n ? b : n;
 }
 
-/* im2col of all K rows, split across a new team when large. */
-static void im2col_all(const conv_ctx* c, const char* xg, int64_t oh0, int64_t oh1, char* col,
-                       bool parallel) {
-  int64_t work = c->K * (oh1 - oh0) * c->G->out_w;
-  bool par = parallel && work >= CONV_PAR_IM2COL;
-  int64_t chunks = c->K < 64 ? c->K : 64;
-#pragma omp parallel for schedule(static) if (par)
-  for (int64_t q = 0; q < chunks; q++)
-    im2col(c, xg, oh0, oh1, q * c->K / chunks, (q + 1) * c->K / chunks, col);
+static void conv_segments(const conv_pack_ctx* cp, int64_t j0, int64_t cols, conv_segs* sg) {
+  const int64_t ow_n = cp->c->G->out_w;
+  int64_t col = 0, s = j0;
+  sg->n = 0;
+  while (col < cols) {
+    int64_t ow = s % ow_n, len = ow_n - ow < cols - col ? ow_n - ow : cols - col;
+    sg->c0[sg->n] = col;
+    sg->len[sg->n] = len;
+    sg->oh[sg->n] = cp->oh0 + s / ow_n;
+    sg->ow0[sg->n] = ow;
+    sg->n++;
+    col += len;
+    s += len;
+  }
+}
+
+#define CT uint32_t
+#define CS(x) x##_b32
+#include "cpu_conv_pack.inc"
+#undef CT
+#undef CS
+#define CT uint64_t
+#define CS(x) x##_b64
+#include "cpu_conv_pack.inc"
+#undef CT
+#undef CS
+
+/* ---- direct path ----------------------------------------------------------------------- */
+#define CT float
+#define CS(x) x##_f32
+#include "cpu_conv_direct.inc"
+#undef CT
+#undef CS
+#define CT double
+#define CS(x) x##_f64
+#include "cpu_conv_direct.inc"
+#undef CT
+#undef CS
+
+static void run_direct(const conv_ctx* c, int nt) {
+  const cpu_conv_geom* G = c->G;
+  int64_t jobs = G->n * G->c_out;
+  double flops = 2.0 * (double)jobs * (double)c->K * (double)G->out_h * (double)G->out_w;
+  bool par = nt > 1 && flops >= CONV_DIRECT_PAR;
+  (void)par; /* used by the pragma only */
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (par)
+  for (int64_t j = 0; j < jobs; j++) {
+    if (c->es == 4)
+      direct_job_f32(c, j / G->c_out, j % G->c_out);
+    else
+      direct_job_f64(c, j / G->c_out, j % G->c_out);
+  }
 }
 
 /* ---- jobs ---------------------------------------------------------------------------- */
-/* Output rows [oh0, oh1) of batch element n, group gi. */
-static void conv_chunk(const conv_ctx* c, int64_t n, int64_t gi, int64_t oh0, int64_t oh1,
-                       char* col, bool inner_parallel) {
+/* Output rows [oh0, oh1) of batch element n, group gi: one GEMM. */
+static bool conv_gemm(const conv_ctx* c, int64_t n, int64_t gi, int64_t oh0, int64_t oh1,
+                      int max_threads) {
   const cpu_conv_geom* G = c->G;
   const size_t es = c->es;
-  const char* xg = c->x + (size_t)(n * G->x_strides[0] + gi * c->cig * G->x_strides[1]) * es;
+  conv_pack_ctx cp = {c, c->x + (size_t)(n * G->x_strides[0] + gi * c->cig * G->x_strides[1]) * es,
+                      oh0};
   cpu_gemm_args a;
   memset(&a, 0, sizeof a);
   a.m = c->cog;
@@ -120,14 +146,12 @@ static void conv_chunk(const conv_ctx* c, int64_t n, int64_t gi, int64_t oh0, in
   a.a_sm = c->w_sm;
   a.a_sk = c->w_sk;
   if (c->direct_1x1) {
-    a.b = xg + (size_t)(oh0 * G->x_strides[2]) * es;
+    a.b = cp.xg + (size_t)(oh0 * G->x_strides[2]) * es;
     a.b_sk = G->x_strides[1];
     a.b_sn = G->x_strides[3];
   } else {
-    im2col_all(c, xg, oh0, oh1, col, inner_parallel);
-    a.b = col;
-    a.b_sk = a.n;
-    a.b_sn = 1;
+    a.pack_b_fn = es == 4 ? conv_pack_b32 : conv_pack_b64;
+    a.pack_b_ctx = &cp;
   }
   a.bias = c->bias ? c->bias + (size_t)(gi * c->cog * G->bias_stride) * es : NULL;
   a.bias_sm = G->bias_stride;
@@ -137,15 +161,17 @@ static void conv_chunk(const conv_ctx* c, int64_t n, int64_t gi, int64_t oh0, in
   a.c_sm = G->out_strides[1];
   a.c_sn = G->out_strides[3];
   a.act = G->activation;
-  cpu_gemm_run(c->kn, &a, CPU_GEMM_PATH_AUTO, inner_parallel ? 0 : 1);
+  return cpu_gemm_run(c->kn, &a, CPU_GEMM_PATH_AUTO, max_threads);
 }
 
-static void conv_job(const conv_ctx* c, int64_t job, char* col, bool inner_parallel) {
+static bool conv_job(const conv_ctx* c, int64_t job, int max_threads) {
   int64_t n = job / c->G->groups, gi = job % c->G->groups;
-  for (int64_t oh0 = 0; oh0 < c->G->out_h; oh0 += c->rows) {
+  bool ok = true;
+  for (int64_t oh0 = 0; oh0 < c->G->out_h && ok; oh0 += c->rows) {
     int64_t oh1 = oh0 + c->rows < c->G->out_h ? oh0 + c->rows : c->G->out_h;
-    conv_chunk(c, n, gi, oh0, oh1, col, inner_parallel);
+    ok = conv_gemm(c, n, gi, oh0, oh1, max_threads);
   }
+  return ok;
 }
 
 /* ---- setup ----------------------------------------------------------------------------- */
@@ -232,60 +258,43 @@ static ptc_status weight_matrix(conv_ctx* c, const char* w, char** copy, size_t*
   return PTC_OK;
 }
 
-/* Chunking and the 1x1 shortcut. */
-static void plan_chunks(conv_ctx* c) {
+/* Rows per GEMM and the 1x1 shortcut. */
+static void plan_rows(conv_ctx* c) {
   const cpu_conv_geom* G = c->G;
   bool out_flat = G->out_h <= 1 || G->out_strides[2] == G->out_w * G->out_strides[3];
   bool x_flat = G->out_h <= 1 || G->x_strides[2] == G->out_w * G->x_strides[3];
   c->direct_1x1 = G->kh == 1 && G->kw == 1 && G->stride[0] == 1 && G->stride[1] == 1 &&
                   G->pad[0] == 0 && G->pad[1] == 0 && G->out_h <= G->h && G->out_w <= G->w;
-  int64_t per_row = c->K * G->out_w, rows = per_row ? CONV_COL_CAP / per_row : G->out_h;
-  if (c->direct_1x1) rows = x_flat ? G->out_h : 1;
-  if (!out_flat || rows < 1) rows = 1;
-  c->rows = rows < G->out_h ? rows : G->out_h;
-  if (c->rows < 1) c->rows = 1;
+  c->rows = out_flat && (x_flat || !c->direct_1x1) ? G->out_h : 1;
 }
 
 static ptc_status conv_run(const cpu_conv_geom* G, size_t es, const void* x, const void* w,
                            const void* bias, void* out) {
   PTC_TRY(check_geom(G));
   if (G->n == 0 || G->c_out == 0 || G->out_h == 0 || G->out_w == 0) return PTC_OK;
-  conv_ctx c = {G, cpu_gemm_kernel_for(es, cpu_gemm_best_isa()), es, x, NULL, 0, 0,
+  conv_ctx c = {G, cpu_gemm_kernel_for(es, cpu_gemm_best_isa()), es, x, w, NULL, 0, 0,
                 bias, out, G->c_in / G->groups, G->c_out / G->groups, 0, 0, false};
   c.K = c.cig * G->kh * G->kw;
+  int nt = conv_max_threads();
+  if (c.cog <= CONV_DIRECT_MAX_COG) {
+    run_direct(&c, nt);
+    return PTC_OK;
+  }
   char* wcopy = NULL;
   size_t wsize = 0;
   PTC_TRY(weight_matrix(&c, w, &wcopy, &wsize));
-  plan_chunks(&c);
+  plan_rows(&c);
   int64_t jobs = G->n * G->groups;
-  int nt = conv_max_threads();
   double job_flops = 2.0 * (double)c.cog * (double)c.K * (double)G->out_h * (double)G->out_w;
-  bool outer = nt > 1 && jobs >= nt && job_flops < CONV_SMALL_JOB;
-  int bufs = outer ? nt : 1;
-  size_t col_elems = c.direct_1x1 ? 0 : (size_t)(c.K * c.rows * G->out_w);
-  size_t col_size = col_elems * es + CPU_GEMM_ALIGN;
-  char* cols = ptc_alloc_ctx(NULL, col_size * (size_t)bufs, CPU_GEMM_ALIGN);
-  if (!cols) {
-    if (wcopy) ptc_free_ctx(NULL, wcopy, wsize, CPU_GEMM_ALIGN);
-    return ptc_status_oom();
-  }
-  if (outer) {
-#pragma omp parallel num_threads(nt)
-    {
-#ifdef _OPENMP
-      char* col = cols + col_size * (size_t)omp_get_thread_num();
-#else
-      char* col = cols;
-#endif
-#pragma omp for schedule(dynamic, 1)
-      for (int64_t j = 0; j < jobs; j++) conv_job(&c, j, col, false);
-    }
+  bool ok = true;
+  if (nt > 1 && jobs >= nt && job_flops < CONV_SMALL_JOB) {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) reduction(&& : ok)
+    for (int64_t j = 0; j < jobs; j++) ok = conv_job(&c, j, 1) && ok;
   } else {
-    for (int64_t j = 0; j < jobs; j++) conv_job(&c, j, cols, true);
+    for (int64_t j = 0; j < jobs && ok; j++) ok = conv_job(&c, j, 0);
   }
-  ptc_free_ctx(NULL, cols, col_size * (size_t)bufs, CPU_GEMM_ALIGN);
   if (wcopy) ptc_free_ctx(NULL, wcopy, wsize, CPU_GEMM_ALIGN);
-  return PTC_OK;
+  return ok ? PTC_OK : ptc_status_oom();
 }
 
 ptc_status cpu_conv2d_f32(const cpu_conv_geom* geom, const float* x, const float* w,

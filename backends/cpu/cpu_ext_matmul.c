@@ -2,8 +2,8 @@
  * beta * bias) with torch.matmul semantics (1-D operands, broadcast batch
  * dims), any strides. f32/f64 call cpu_gemm_f32/f64 once per batch entry
  * (the bias goes into the GEMM epilogue when it is per column, else a
- * separate pass adds it); f16/bf16 go through f32 temporaries; integer
- * dtypes use a plain loop with int64 accumulation. */
+ * separate pass adds it); f16/bf16 go through f32 temporaries. Integer
+ * matmul does not exist in the op set (its meta function rejects it). */
 #include "cpu_rt.h"
 
 #include <string.h>
@@ -116,30 +116,7 @@ static void gemm_block(const mm_geom* g, const mm_ptrs* p, const int64_t* off) {
   if (!fused) epilogue(g, p, off[2], off[3]);
 }
 
-/* One batch entry with a plain loop (integers: exact int64 accumulation). */
-static void loop_block(const mm_geom* g, const mm_ptrs* p, const int64_t* off) {
-  for (int64_t i = 0; i < g->m; i++)
-    for (int64_t j = 0; j < g->n; j++) {
-      int64_t acc = 0;
-      for (int64_t l = 0; l < g->k; l++)
-        acc += cpu_elem_load_i(p->a->dtype, p->a->data, off[0] + i * g->a_sm + l * g->a_sk) *
-               cpu_elem_load_i(p->b->dtype, p->b->data, off[1] + l * g->b_sk + j * g->b_sn);
-      int64_t co = off[2] + i * g->c_sm + j * g->c_sn;
-      double v = p->alpha * (double)acc;
-      if (g->has_bias)
-        v += p->beta * cpu_elem_load(p->bias->dtype, p->bias->data, off[3] + i * g->d_sm + j * g->d_sn);
-      if (p->alpha == 1 && (!g->has_bias || p->beta == 1)) {
-        int64_t b = g->has_bias ? cpu_elem_load_i(p->bias->dtype, p->bias->data,
-                                                  off[3] + i * g->d_sm + j * g->d_sn)
-                                : 0;
-        cpu_elem_store_i(p->c->dtype, p->c->data, co, acc + b);
-      } else {
-        cpu_elem_store(p->c->dtype, p->c->data, co, v);
-      }
-    }
-}
-
-static ptc_status mm_run(const mm_ptrs* p, void (*block)(const mm_geom*, const mm_ptrs*, const int64_t*)) {
+static ptc_status mm_run(const mm_ptrs* p) {
   mm_geom g;
   PTC_TRY(mm_geometry(p->a, p->b, p->bias, p->c, &g));
   if (g.m == 0 || g.n == 0) return PTC_OK;
@@ -154,7 +131,7 @@ static ptc_status mm_run(const mm_ptrs* p, void (*block)(const mm_geom*, const m
       off[2] += idx[i] * g.c_bs[i];
       off[3] += idx[i] * g.d_bs[i];
     }
-    block(&g, p, off);
+    gemm_block(&g, p, off);
   } while (cpu_next_index(g.nb, g.batch, idx));
   return PTC_OK;
 }
@@ -173,7 +150,7 @@ static ptc_status mm_half(ptc_context* ctx, const mm_ptrs* p) {
     q.b = &t[1].view;
     q.bias = p->bias ? &t[2].view : NULL;
     q.c = &t[3].view;
-    s = mm_run(&q, gemm_block);
+    s = mm_run(&q);
     if (!s) cpu_convert(&t[3].view, p->c);
   }
   for (int i = 0; i < 4; i++) cpu_temp_free(&t[i]);
@@ -192,9 +169,8 @@ ptc_status cpu_ext_matmul(const cpu_ext_call* c) {
   int32_t dt = p.c->dtype;
   if (p.a->dtype != dt || p.b->dtype != dt)
     return PTC_ERR(INTERNAL, "cpu backend: matmul operands of mixed dtypes");
-  if (dt == PTC_F32 || dt == PTC_F64) return mm_run(&p, gemm_block);
+  if (dt == PTC_F32 || dt == PTC_F64) return mm_run(&p);
   if (dt == PTC_F16 || dt == PTC_BF16) return mm_half(c->ctx, &p);
-  if (e->activation != IR_ACT_NONE)
-    return PTC_ERR(UNIMPLEMENTED, "cpu backend: matmul activation on %s", ptc_dtype_name(dt));
-  return mm_run(&p, loop_block);
+  return PTC_ERR(UNIMPLEMENTED, "cpu backend: matmul of %s tensors (floating types only)",
+                 ptc_dtype_name(dt));
 }

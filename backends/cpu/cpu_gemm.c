@@ -15,10 +15,14 @@
 
 /* Work below which one more thread does not pay for itself (flops). */
 #define GEMM_FLOPS_PER_THREAD 4.0e6
-/* Problems with at most this many multiply-adds, or fewer rows than
- * GEMM_DIRECT_MAX_M, take the unpacked path. */
-#define GEMM_DIRECT_MAX_MNK (24 * 24 * 24)
-#define GEMM_DIRECT_MAX_M 3
+/* Problems with at most GEMM_DIRECT_MAX_M rows, at most that many columns
+ * where the direct path's dot-product form applies, or at most
+ * GEMM_DIRECT_MAX_MNK multiply-adds with contiguous B rows take the
+ * unpacked path: packing B would cost more than the packed kernel saves
+ * (measured: the direct path wins up to ~20^3 and for m <= 8 at
+ * k = n = 512). */
+#define GEMM_DIRECT_MAX_MNK 8192
+#define GEMM_DIRECT_MAX_M 8
 /* Rows of A packed at once (bounds the A buffer at rows x KC elements). */
 #define GEMM_MAX_PACKED_ROWS 3072
 
@@ -100,6 +104,20 @@ static task_split split_tasks(int64_t mpan, int64_t npan, int64_t mc_pan, int nt
   return s;
 }
 
+/* Asks for the C tile's rows ahead of the micro-kernel, which takes long
+ * enough (KC steps) to hide the misses that the epilogue would otherwise
+ * wait for: a tile's rows are far apart, so hardware prefetchers miss them.
+ * Always inlined: GCC deems a function of prefetches alone const and
+ * deletes its calls. */
+static inline __attribute__((always_inline)) void prefetch_c(const cpu_gemm_args* g, int64_t i0, int64_t rows, int64_t j0, size_t es) {
+  const char* c = (const char*)g->c + (size_t)(i0 * g->c_sm + j0 * g->c_sn) * es;
+  for (int64_t r = 0; r < rows; r++) {
+    const char* row = c + (ptrdiff_t)(r * g->c_sm) * (ptrdiff_t)es;
+    __builtin_prefetch(row, 1, 2);
+    if (g->c_sn == 1) __builtin_prefetch(row + 64, 1, 2);
+  }
+}
+
 /* Tiles of row panels [rp0, rp1) x column panels [cp0, cp1) of the block:
  * each B micro-panel stays in L1 while the A micro-panels stream past. */
 static void compute_tiles(const packed_plan* P, const block_pos* b, int64_t rp0, int64_t rp1,
@@ -116,6 +134,7 @@ static void compute_tiles(const packed_plan* P, const block_pos* b, int64_t rp0,
     pos.j0 = b->jc + cq * nr;
     pos.cols = (int32_t)min64(nr, b->ncur - cq * nr);
     for (int64_t rq = rp0; rq < rp1; rq++) {
+      prefetch_c(P->g, b->ic + rq * mr, min64(mr, b->mcur - rq * mr), pos.j0, es);
       kn->ukernel(b->kcur, P->apack + (size_t)(rq * b->kcur * mr) * es, bp, tile);
       pos.i0 = b->ic + rq * mr;
       pos.rows = (int32_t)min64(mr, b->mcur - rq * mr);
@@ -124,14 +143,29 @@ static void compute_tiles(const packed_plan* P, const block_pos* b, int64_t rp0,
   }
 }
 
-/* Packs this block's rows of A, then computes its tiles (team-shared). */
-static void block_rows(const packed_plan* P, const block_pos* b, int64_t npan) {
+/* Packs this block's rows of A (and, for the first row block of a K
+ * slice, B's panels in the same loop: one barrier less), then computes its
+ * tiles. Team-shared. */
+static void block_rows(const packed_plan* P, const block_pos* b, int64_t npan, bool with_b) {
   const cpu_gemm_kernel* kn = P->kn;
-  const int64_t mr = kn->mr, mpan = ceil_div(b->mcur, mr);
+  const cpu_gemm_args* g = P->g;
+  const int64_t mr = kn->mr, nr = kn->nr, mpan = ceil_div(b->mcur, mr);
+  const int64_t nb = with_b ? npan : 0;
 #pragma omp for schedule(static)
-  for (int64_t q = 0; q < mpan; q++)
-    kn->pack_a(P->g, b->ic + q * mr, min64(mr, b->mcur - q * mr), b->pc, b->kcur,
-               P->apack + (size_t)(q * mr * b->kcur) * kn->esize);
+  for (int64_t q = 0; q < nb + mpan; q++) {
+    if (q < nb) {
+      int64_t j0 = b->jc + q * nr, cols = min64(nr, b->ncur - q * nr);
+      char* dst = P->bpack + (size_t)(q * b->kcur * nr) * kn->esize;
+      if (g->pack_b_fn)
+        g->pack_b_fn(g->pack_b_ctx, b->pc, b->kcur, j0, cols, (int32_t)nr, dst);
+      else
+        kn->pack_b(g, b->pc, b->kcur, j0, cols, dst);
+    } else {
+      int64_t qa = q - nb;
+      kn->pack_a(g, b->ic + qa * mr, min64(mr, b->mcur - qa * mr), b->pc, b->kcur,
+                 P->apack + (size_t)(qa * mr * b->kcur) * kn->esize);
+    }
+  }
   task_split s = split_tasks(mpan, npan, kn->mc / mr, team_size());
 #pragma omp for schedule(static)
   for (int64_t t = 0; t < s.mblocks * s.nsplit; t++) {
@@ -144,22 +178,16 @@ static void block_rows(const packed_plan* P, const block_pos* b, int64_t npan) {
 /* Run by every thread of the team; the `omp for` loops (with their implicit
  * barriers) share the packing and the tiles. Serially it is plain loops. */
 static void packed_body(const packed_plan* P) {
-  const cpu_gemm_kernel* kn = P->kn;
   const cpu_gemm_args* g = P->g;
-  const int64_t nr = kn->nr;
   block_pos b;
   for (b.jc = 0; b.jc < g->n; b.jc += P->nc) {
     b.ncur = min64(P->nc, g->n - b.jc);
-    int64_t npan = ceil_div(b.ncur, nr);
+    int64_t npan = ceil_div(b.ncur, P->kn->nr);
     for (b.pc = 0; b.pc < g->k; b.pc += P->kc) {
       b.kcur = min64(P->kc, g->k - b.pc);
-#pragma omp for schedule(static)
-      for (int64_t q = 0; q < npan; q++)
-        kn->pack_b(g, b.pc, b.kcur, b.jc + q * nr, min64(nr, b.ncur - q * nr),
-                   P->bpack + (size_t)(q * b.kcur * nr) * kn->esize);
       for (b.ic = 0; b.ic < g->m; b.ic += P->mb) {
         b.mcur = min64(P->mb, g->m - b.ic);
-        block_rows(P, &b, npan);
+        block_rows(P, &b, npan, b.ic == 0);
       }
     }
   }
@@ -193,33 +221,38 @@ static bool run_packed(const cpu_gemm_kernel* kn, const cpu_gemm_args* g, int nt
 
 /* ---- entry points ------------------------------------------------------------------- */
 static bool prefer_direct(const cpu_gemm_args* g) {
-  return g->k == 0 || g->m <= GEMM_DIRECT_MAX_M ||
-         (double)g->m * (double)g->n * (double)g->k <= GEMM_DIRECT_MAX_MNK;
+  bool dot_form = g->a_sk == 1 && g->b_sk == 1; /* contiguous A rows and B columns */
+  bool tiny = (double)g->m * (double)g->n * (double)g->k <= GEMM_DIRECT_MAX_MNK;
+  return g->k == 0 || g->m <= GEMM_DIRECT_MAX_M || (dot_form && g->n <= GEMM_DIRECT_MAX_M) ||
+         (tiny && g->b_sn == 1);
 }
 
-void cpu_gemm_run(const cpu_gemm_kernel* kn, const cpu_gemm_args* g, cpu_gemm_path path,
+bool cpu_gemm_run(const cpu_gemm_kernel* kn, const cpu_gemm_args* g, cpu_gemm_path path,
                   int max_threads) {
-  if (g->m <= 0 || g->n <= 0) return;
+  if (g->m <= 0 || g->n <= 0) return true;
   int nt = threads_for(2.0 * (double)g->m * (double)g->n * (double)g->k, max_threads);
-  bool direct = path == CPU_GEMM_PATH_DIRECT || g->k <= 0 ||
-                (path == CPU_GEMM_PATH_AUTO && prefer_direct(g));
-  if (direct || !run_packed(kn, g, nt)) run_direct(kn, g, nt);
+  bool direct = g->k <= 0 || (!g->pack_b_fn && (path == CPU_GEMM_PATH_DIRECT ||
+                                                (path == CPU_GEMM_PATH_AUTO && prefer_direct(g))));
+  if (!direct && run_packed(kn, g, nt)) return true;
+  if (g->pack_b_fn && g->k > 0) return false; /* B exists only through packing */
+  run_direct(kn, g, nt);
+  return true;
 }
 
 void cpu_gemm_f32(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t a_sm,
                   int64_t a_sk, const float* b, int64_t b_sk, int64_t b_sn, float beta,
                   const float* bias, int64_t bias_sn, float* c, int64_t c_sm, int64_t c_sn,
                   int32_t activation) {
-  cpu_gemm_args g = {m,     n, k,    alpha, beta, a, a_sm, a_sk,      b,
-                     b_sk,  b_sn, bias, 0,     bias_sn, c, c_sm, c_sn, activation};
-  cpu_gemm_run(cpu_gemm_kernel_for(4, cpu_gemm_best_isa()), &g, CPU_GEMM_PATH_AUTO, 0);
+  cpu_gemm_args g = {m,    n,    k,    alpha, beta,    a, a_sm, a_sk, b,          b_sk,
+                     b_sn, bias, 0,    bias_sn, c,     c_sm, c_sn, activation, NULL, NULL};
+  (void)cpu_gemm_run(cpu_gemm_kernel_for(4, cpu_gemm_best_isa()), &g, CPU_GEMM_PATH_AUTO, 0);
 }
 
 void cpu_gemm_f64(int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t a_sm,
                   int64_t a_sk, const double* b, int64_t b_sk, int64_t b_sn, double beta,
                   const double* bias, int64_t bias_sn, double* c, int64_t c_sm, int64_t c_sn,
                   int32_t activation) {
-  cpu_gemm_args g = {m,     n, k,    alpha, beta, a, a_sm, a_sk,      b,
-                     b_sk,  b_sn, bias, 0,     bias_sn, c, c_sm, c_sn, activation};
-  cpu_gemm_run(cpu_gemm_kernel_for(8, cpu_gemm_best_isa()), &g, CPU_GEMM_PATH_AUTO, 0);
+  cpu_gemm_args g = {m,    n,    k,    alpha, beta,    a, a_sm, a_sk, b,          b_sk,
+                     b_sn, bias, 0,    bias_sn, c,     c_sm, c_sn, activation, NULL, NULL};
+  (void)cpu_gemm_run(cpu_gemm_kernel_for(8, cpu_gemm_best_isa()), &g, CPU_GEMM_PATH_AUTO, 0);
 }

@@ -16,9 +16,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Largest micro-tile any kernel uses, in elements (tile buffers are sized
- * by it) and the alignment of packed buffers and tiles in bytes. */
+/* Largest micro-tile and micro-panel width any kernel uses, in elements
+ * (tile buffers are sized by them) and the alignment of packed buffers and tiles in bytes. */
 #define CPU_GEMM_MAX_TILE 512
+#define CPU_GEMM_MAX_NR 64
 #define CPU_GEMM_ALIGN 64
 
 /** One GEMM call, type-erased: C[i,j] = act(alpha * sum_p A[i,p]*B[p,j]
@@ -37,6 +38,13 @@ typedef struct cpu_gemm_args {
   void* c;
   int64_t c_sm, c_sn;
   int32_t act; /* ir_activation */
+  /** Optional: B is implicit and this packs one NR-wide micro-panel of it
+   * (same contract as cpu_gemm_kernel.pack_b, nr given); b, b_sk, b_sn are
+   * then unused. Convolution uses it to pack straight from the input
+   * (im2col fused into packing). Forces the packed path. */
+  void (*pack_b_fn)(const void* ctx, int64_t p0, int64_t kc, int64_t j0, int64_t cols,
+                    int32_t nr, void* dst);
+  const void* pack_b_ctx;
 } cpu_gemm_args;
 
 /** Where a tile lands and how it is merged (see cpu_gemm_kernel.store). */
@@ -78,6 +86,9 @@ typedef struct cpu_gemm_kernel {
    * (small problems, matrix-vector shapes, K = 0, and when packing buffers
    * cannot be allocated): needs no heap memory. */
   void (*direct)(const cpu_gemm_args* g, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+  /** acc[l] += sum_{t < n} w[t] * p[t][l] for l in [0, len), all contiguous
+   * (the direct convolution's inner loop: one tap per input row segment). */
+  void (*taps)(void* acc, int64_t len, const void* const* p, const void* w, int n);
 } cpu_gemm_kernel;
 
 /** Best ISA this machine runs (checked at run time). */
@@ -96,8 +107,10 @@ typedef enum cpu_gemm_path {
 /** Runs one GEMM with kernel table `kern`. max_threads <= 0: OpenMP's
  * default; the count actually used also depends on the amount of work
  * (small problems run serially). Thread-safe; called inside an OpenMP
- * parallel region it runs serially on the calling thread. */
-void cpu_gemm_run(const cpu_gemm_kernel* kern, const cpu_gemm_args* g, cpu_gemm_path path,
+ * parallel region it runs serially on the calling thread. Returns false
+ * only when g->pack_b_fn is set and the packing buffers cannot be
+ * allocated (without it, the direct path needs no memory). */
+bool cpu_gemm_run(const cpu_gemm_kernel* kern, const cpu_gemm_args* g, cpu_gemm_path path,
                   int max_threads);
 
 #endif /* PTC_BACKENDS_CPU_GEMM_INTERNAL_H */

@@ -15,30 +15,33 @@
 #define CPU_GEMM_X86 0
 #endif
 
+#include "../../lib/ir/ir.h"
+
 /* ---- per-type pieces ------------------------------------------------------------ */
 #define GT float
 #define GS(x) x##_f32
-#define GEXP expf
-#define GERF erff
-#define GTANH tanhf
 #include "cpu_gemm_type.inc"
 #undef GT
 #undef GS
-#undef GEXP
-#undef GERF
-#undef GTANH
 
 #define GT double
 #define GS(x) x##_f64
-#define GEXP exp
-#define GERF erf
-#define GTANH tanh
 #include "cpu_gemm_type.inc"
-#undef GEXP
-#undef GERF
-#undef GTANH
 #undef GT
 #undef GS
+
+/* f64 activations: libm per element, the formulas of backends/ref (f32
+ * ones are vectorised: cpu_gemm_vmath.inc). */
+static double act_relu_f64(double x) { return x < 0 ? 0.0 : x; } /* NaN stays NaN */
+static double act_gelu_f64(double x) { return 0.5 * x * (1.0 + erf(x * 0.70710678118654752440)); }
+static double act_gelu_tanh_f64(double x) {
+  return 0.5 * x * (1.0 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
+}
+static double act_silu_f64(double x) { return x / (1.0 + exp(-x)); }
+static double act_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }
+/* Indexed by ir_activation; index 0 (none) is never called. */
+static double (*const act_table_f64[])(double) = {
+    NULL, act_relu_f64, act_gelu_f64, act_gelu_tanh_f64, act_silu_f64, act_sigmoid_f64, tanh};
 
 /* ---- generic ISA: GCC vector extensions, 16 bytes (SSE2 / NEON / scalar) ------- */
 typedef float gen_v4f __attribute__((vector_size(16)));
@@ -65,15 +68,17 @@ GEN_LOADER(gen_v2d, double, f64)
 #define GT float
 #define GS(x) x##_f32
 #define US(x) x##_f32_generic
+#define UVACT
 #define UNAME "f32-generic"
 #define UV gen_v4f
 #define UVL 4
 #define UMR 6
 #define UNB 2
 #define UMC 120
-#define UKC 256
+#define UKC 512
 #define UNC 3072
 #include "cpu_gemm_ukr.inc"
+#undef UVACT
 #undef GT
 #undef GS
 #undef US
@@ -126,13 +131,14 @@ GEN_LOADER(gen_v2d, double, f64)
 #define GT float
 #define GS(x) x##_f32
 #define US(x) x##_f32_avx2
+#define UVACT
 #define UNAME "f32-avx2"
 #define UV __m256
 #define UVL 8
 #define UMR 6
 #define UNB 2
 #define UMC 120
-#define UKC 256
+#define UKC 512
 #define UNC 3072
 #define UZERO() _mm256_setzero_ps()
 #define ULOAD(p) _mm256_load_ps(p)
@@ -142,6 +148,7 @@ GEN_LOADER(gen_v2d, double, f64)
 #define UBCAST(p) _mm256_broadcast_ss(p)
 #define UFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
 #include "cpu_gemm_ukr.inc"
+#undef UVACT
 #undef GT
 #undef GS
 #undef US
@@ -206,13 +213,14 @@ GEN_LOADER(gen_v2d, double, f64)
 #define GT float
 #define GS(x) x##_f32
 #define US(x) x##_f32_avx512
+#define UVACT
 #define UNAME "f32-avx512"
 #define UV __m512
 #define UVL 16
 #define UMR 12
 #define UNB 2
 #define UMC 240
-#define UKC 256
+#define UKC 512
 #define UNC 3072
 #define UZERO() _mm512_setzero_ps()
 #define ULOAD(p) _mm512_load_ps(p)
@@ -222,6 +230,7 @@ GEN_LOADER(gen_v2d, double, f64)
 #define UBCAST(p) _mm512_set1_ps(*(p))
 #define UFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 #include "cpu_gemm_ukr.inc"
+#undef UVACT
 #undef GT
 #undef GS
 #undef US
@@ -249,7 +258,7 @@ GEN_LOADER(gen_v2d, double, f64)
 #define UVL 8
 #define UMR 12
 #define UNB 2
-#define UMC 120
+#define UMC 240
 #define UKC 256
 #define UNC 2048
 #define UZERO() _mm512_setzero_pd()

@@ -6,7 +6,9 @@
  * kernels and externs in order, checks each kernel's error word, copies the
  * outputs that were not written in place, and frees the run's memory.
  * All run state lives in a frame on the heap: concurrent runs share nothing
- * mutable. */
+ * mutable. Input and constant buffers (and their aliases: views of the
+ * same storage with their own layout) point into the caller's memory or
+ * the constant's data. */
 #include "cpu_plan_internal.h"
 
 #include <stdlib.h>
@@ -27,6 +29,8 @@ typedef struct run_frame {
   const cpu_plan* plan;
   ptc_context* ctx;
   buf_rt* b;
+  char** in_base;        /* per graph input: its storage this run */
+  size_t* in_bytes;      /* > 0: in_base is a copy of this size */
   char* ws;
   size_t ws_bytes;
   const int64_t* syms;
@@ -110,38 +114,64 @@ static bool layout_matches(const buf_rt* r, const int64_t* strides) {
   return true;
 }
 
-/* Binds external memory (caller input or constant) with `strides`; copies
- * it into the compiled layout when the strides differ. */
-static ptc_status bind_external(run_frame* f, size_t id, void* data, const int64_t* strides) {
-  buf_rt* r = &f->b[id];
-  if (layout_matches(r, strides)) {
-    set_base(r, data, esize(ir_buf(f->plan->p, (int32_t)id)));
+/* The storage of graph input i: the caller's memory when its strides are
+ * the graph input's (the layout every INPUT buffer of i - the input itself
+ * and its aliases, e.g. a transposed weight - was compiled against), else a
+ * copy in that layout. */
+static ptc_status bind_input_storage(run_frame* f, size_t i, const ptc_tensor* t) {
+  const ptc_graph* g = f->plan->p->graph;
+  const gvalue* gv = graph_value(g, PTC_VEC_AT(&g->inputs, ptc_value, i));
+  buf_rt layout;
+  memset(&layout, 0, sizeof layout);
+  layout.view.dtype = gv->dtype;
+  layout.view.rank = (int32_t)gv->rank;
+  for (uint32_t d = 0; d < gv->rank; d++) {
+    PTC_TRY(sym_eval(gv->shape[d], f->syms, f->n_syms, &layout.view.shape[d]));
+    PTC_TRY(sym_eval(gv->strides[d], f->syms, f->n_syms, &layout.view.strides[d]));
+  }
+  char* data = t->data ? (char*)t->data + t->byte_offset : NULL;
+  if (layout_matches(&layout, t->strides)) {
+    f->in_base[i] = data;
     return PTC_OK;
   }
-  PTC_TRY(alloc_temp(f, id));
-  runtime_tensor src = r->view;
+  size_t es = ptc_dtype_size(gv->dtype);
+  int64_t bytes;
+  if (!ptc_mul_ok(extent_of(&layout), (int64_t)es, &bytes))
+    return PTC_ERR(RESOURCE_EXHAUSTED, "cpu backend: input %zu too large", i);
+  f->in_bytes[i] = (size_t)bytes + WS_ALIGN;
+  f->in_base[i] = ptc_alloc_ctx(f->ctx, f->in_bytes[i], WS_ALIGN);
+  if (!f->in_base[i]) {
+    f->in_bytes[i] = 0;
+    return PTC_ERR(RESOURCE_EXHAUSTED, "cpu backend: out of memory copying input %zu", i);
+  }
+  runtime_tensor src = layout.view;
   src.data = data;
-  if (strides)
-    memcpy(src.strides, strides, (size_t)src.rank * sizeof *strides);
+  if (t->strides)
+    memcpy(src.strides, t->strides, (size_t)src.rank * sizeof *t->strides);
   else
     runtime_tensor_contiguous(&src);
-  runtime_tensor_copy(&src, &r->view);
+  layout.view.data = f->in_base[i];
+  runtime_tensor_copy(&src, &layout.view);
   return PTC_OK;
 }
 
+/* Inputs and constants: every such buffer (aliases included) views the
+ * storage of its graph input or the constant's data. */
 static ptc_status bind_inputs(run_frame* f, const ptc_tensor* in, size_t n_in) {
   const ir_program* p = f->plan->p;
+  if (n_in != p->graph->inputs.len)
+    return PTC_ERR(INVALID_ARGUMENT, "cpu backend: expected %zu inputs, got %zu",
+                   p->graph->inputs.len, n_in);
+  for (size_t i = 0; i < n_in; i++) PTC_TRY(bind_input_storage(f, i, &in[i]));
   for (size_t i = 0; i < p->buffers.len; i++) {
     const ir_buffer* b = ir_buf(p, (int32_t)i);
     if (b->kind == IR_BUF_INPUT) {
       if (b->graph_input < 0 || (size_t)b->graph_input >= n_in)
         return PTC_ERR(INTERNAL, "cpu backend: buffer %s reads input %d of %zu", b->name,
                        (int)b->graph_input, n_in);
-      const ptc_tensor* t = &in[b->graph_input];
-      PTC_TRY(bind_external(f, i, t->data ? (char*)t->data + t->byte_offset : NULL, t->strides));
+      set_base(&f->b[i], f->in_base[b->graph_input], esize(b));
     } else if (b->kind == IR_BUF_CONSTANT) {
-      const gvalue* v = graph_value(p->graph, b->graph_value);
-      PTC_TRY(bind_external(f, i, (void*)v->data, NULL));
+      set_base(&f->b[i], (char*)graph_value(p->graph, b->graph_value)->data, esize(b));
     }
   }
   return PTC_OK;
@@ -207,6 +237,10 @@ static ptc_status bind_rest(run_frame* f) {
 static void frame_free(run_frame* f) {
   for (size_t i = 0; f->b && i < f->plan->n_bufs; i++)
     if (f->b[i].temp_bytes) ptc_free_ctx(f->ctx, f->b[i].base, f->b[i].temp_bytes, WS_ALIGN);
+  for (size_t i = 0; f->in_bytes && i < f->plan->p->graph->inputs.len; i++)
+    if (f->in_bytes[i]) ptc_free_ctx(f->ctx, f->in_base[i], f->in_bytes[i], WS_ALIGN);
+  free(f->in_base);
+  free(f->in_bytes);
   if (f->ws) ptc_free_ctx(f->ctx, f->ws, f->ws_bytes, WS_ALIGN);
   free(f->b);
 }
@@ -292,9 +326,15 @@ ptc_status cpu_plan_run(const cpu_plan* plan, const ptc_tensor* inputs, size_t n
   if (n_out != plan->p->n_outputs)
     return PTC_ERR(INVALID_ARGUMENT, "cpu backend: expected %zu outputs, got %zu",
                    plan->p->n_outputs, n_out);
-  run_frame f = {plan, plan->ctx, NULL, NULL, 0, sym_values, n_syms, seed};
+  run_frame f = {plan, plan->ctx, NULL, NULL, NULL, NULL, 0, sym_values, n_syms, seed};
+  size_t n_gin = plan->p->graph->inputs.len;
   f.b = calloc(plan->n_bufs + 1, sizeof *f.b);
-  if (!f.b) return ptc_status_oom();
+  f.in_base = calloc(n_gin + 1, sizeof *f.in_base);
+  f.in_bytes = calloc(n_gin + 1, sizeof *f.in_bytes);
+  if (!f.b || !f.in_base || !f.in_bytes) {
+    frame_free(&f);
+    return ptc_status_oom();
+  }
   for (size_t i = 0; i < plan->n_bufs; i++) f.b[i].direct_output = -1;
   ptc_status s = bind_all(&f, inputs, n_in, outputs, n_out);
   for (uint32_t i = 0; !s && i < plan->n_steps; i++) {

@@ -7,8 +7,7 @@
 #include <string.h>
 
 typedef struct dstate {
-  bool (*want)(void* user, const char* op);
-  void* user;
+  decomp_options o;
   ptc_arena scratch; /* attribute arrays of emitted nodes */
 } dstate;
 
@@ -33,19 +32,38 @@ static ptc_status mismatch(dctx* d, uint32_t k, const gvalue* want, const gvalue
   return s;
 }
 
-/* The replacement of output k has the source output's dtype and shape. */
+/* 1 if the replacement of output k has the source output's dtype and
+ * shape, 0 if its sizes are only equal under shape guards (broadcasting
+ * kept another input's expression), -1 otherwise. */
+static int same_meta(dctx* d, uint32_t k, const sym_expr** want_shape) {
+  const gvalue* want = graph_value(d->src, d->node->out[k]);
+  const gvalue* got = graph_value(d->g, d->out[k]);
+  if (want->dtype != got->dtype || want->rank != got->rank) return -1;
+  int r = 1;
+  for (uint32_t i = 0; i < want->rank; i++) {
+    if (want_shape[i] == got->shape[i]) continue;
+    bool eq = false;
+    ptc_status s = sym_guard(d->g->env, SYM_EQ, want_shape[i], got->shape[i], &eq);
+    ptc_status_destroy(s);
+    if (s || !eq) return -1;
+    r = 0;
+  }
+  return r;
+}
+
+/* Output k must reproduce the source output's dtype and shape; sizes equal
+ * under guards are given the source's expressions with a reshape (a view). */
 static ptc_status check_output(dctx* d, uint32_t k) {
   if (d->out[k] == PTC_VALUE_NONE)
     return PTC_ERR(INTERNAL, "the decomposition produced no output %u", k);
-  const gvalue* want = graph_value(d->src, d->node->out[k]);
-  const gvalue* got = graph_value(d->g, d->out[k]);
-  bool same = want->dtype == got->dtype && want->rank == got->rank;
-  for (uint32_t i = 0; same && i < want->rank; i++) {
-    const sym_expr* e = sym_import(d->g->env, want->shape[i]);
-    if (!e) return ptc_status_oom();
-    same = e == got->shape[i];
-  }
-  return same ? PTC_OK : mismatch(d, k, want, got);
+  uint32_t rank;
+  const sym_expr** sh = dx_out_shape(d, k, &rank);
+  if (!sh) return dx_finish(d, PTC_VALUE_NONE);
+  int same = same_meta(d, k, sh);
+  if (same < 0)
+    return mismatch(d, k, graph_value(d->src, d->node->out[k]), graph_value(d->g, d->out[k]));
+  if (same == 0) d->out[k] = dx_reshape(d, d->out[k], rank, sh);
+  return d->err ? dx_finish(d, PTC_VALUE_NONE) : PTC_OK;
 }
 
 static ptc_status run_decomp(dstate* st, replay* r, const gnode* n, decomp_fn fn, bool* handled) {
@@ -75,28 +93,25 @@ static ptc_status rewrite(void* user, replay* r, uint32_t node, bool* handled) {
   dstate* st = user;
   const gnode* n = graph_node(replay_src(r), node);
   decomp_fn fn = decomp_find(n->op->name);
-  if (!fn || n->n_out > DX_MAX_OUT || (st->want && !st->want(st->user, n->op->name)))
+  if (!fn || n->n_out > DX_MAX_OUT || (st->o.want && !st->o.want(st->o.user, n->op->name)))
     return PTC_OK;
   return run_decomp(st, r, n, fn, handled);
 }
 
-ptc_status decomp_graph_filtered(const ptc_graph* g, bool (*want)(void* user, const char* op),
-                                 void* user, ptc_graph** out) {
+ptc_status decomp_graph_ex(const ptc_graph* g, const decomp_options* o, ptc_graph** out) {
   if (!g || !out) return PTC_ERR(INVALID_ARGUMENT, "decomp_graph: NULL argument");
   dstate st;
   memset(&st, 0, sizeof st);
-  st.want = want;
-  st.user = user;
+  if (o) st.o = *o;
   ptc_arena_init(&st.scratch, 0);
   replay_hooks h;
   memset(&h, 0, sizeof h);
   h.user = &st;
   h.rewrite = rewrite;
+  h.borrow_constants = st.o.borrow_constants;
   ptc_status s = replay_run(g, &h, out);
   ptc_arena_free(&st.scratch);
   return ptc_status_prefix(s, "decomp");
 }
 
-ptc_status decomp_graph(const ptc_graph* g, ptc_graph** out) {
-  return decomp_graph_filtered(g, NULL, NULL, out);
-}
+ptc_status decomp_graph(const ptc_graph* g, ptc_graph** out) { return decomp_graph_ex(g, NULL, out); }

@@ -69,11 +69,20 @@
  * prefixed with "decomp: node <name> (<op>)". */
 ptc_status decomp_graph(const ptc_graph* g, ptc_graph** out);
 
-/** Like decomp_graph, but only ops for which want(user, op) returns true
- * are decomposed (a backend with its own kernel for an op keeps it).
- * `want` NULL means all. */
-ptc_status decomp_graph_filtered(const ptc_graph* g, bool (*want)(void* user, const char* op),
-                                 void* user, ptc_graph** out);
+/** Options of decomp_graph_ex (zero-initialise, then set fields). */
+typedef struct decomp_options {
+  /** Only ops for which want(user, op) returns true are decomposed (a
+   * backend with its own kernel for an op keeps it); NULL = all. */
+  bool (*want)(void* user, const char* op);
+  void* user;
+  /** Constants of the result point at g's data instead of being copied:
+   * g must then outlive the result (e.g. a backend decomposing the
+   * executable's own snapshot), which saves a copy of the weights. */
+  bool borrow_constants;
+} decomp_options;
+
+/** decomp_graph with options (`o` may be NULL for the defaults). */
+ptc_status decomp_graph_ex(const ptc_graph* g, const decomp_options* o, ptc_graph** out);
 
 /** True if `op` has a decomposition in the table. Thread-safe. */
 bool decomp_has(const char* op);

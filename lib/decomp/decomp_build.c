@@ -154,6 +154,15 @@ ptc_value dx_reshape(dctx* d, ptc_value x, uint32_t rank, const sym_expr* const*
   return dx_op(d, "reshape", &x, 1, &a, 1);
 }
 
+ptc_value dx_expand_to(dctx* d, ptc_value v, uint32_t rank, const sym_expr* const* shape) {
+  if (d->err) return PTC_VALUE_NONE;
+  bool same = dx_rank(d, v) == rank;
+  for (uint32_t i = 0; same && i < rank; i++) same = dx_shape(d, v)[i] == shape[i];
+  ptc_attr a;
+  if (same || !shape_attr(d, "size", rank, shape, &a)) return d->err ? PTC_VALUE_NONE : v;
+  return dx_op(d, "expand", &v, 1, &a, 1);
+}
+
 ptc_value dx_full_shape(dctx* d, double v, int32_t dtype, uint32_t rank,
                         const sym_expr* const* shape) {
   ptc_attr a[3];
@@ -180,13 +189,20 @@ ptc_value dx_reduce(dctx* d, const char* op, ptc_value x, const bool* mask, bool
 
 /* ---- means ------------------------------------------------------------------------ */
 
+/* Whether dim i of x is reduced by mask (none set: every dim, as dx_reduce). */
+static bool reduced(const dctx* d, ptc_value x, const bool* mask, uint32_t i) {
+  bool any = false;
+  for (uint32_t k = 0; k < dx_rank(d, x); k++) any |= mask[k];
+  return mask[i] || !any;
+}
+
 /* Static number of elements reduced by mask, false if symbolic. */
 static bool static_count(const dctx* d, ptc_value x, const bool* mask, int64_t* n) {
   const sym_expr* const* sh = dx_shape(d, x);
   *n = 1;
   for (uint32_t i = 0; i < dx_rank(d, x); i++) {
     int64_t c;
-    if (!mask[i]) continue;
+    if (!reduced(d, x, mask, i)) continue;
     if (!sym_is_const(sh[i], &c) || !ptc_mul_ok(*n, c, n)) return false;
   }
   return true;
@@ -203,7 +219,7 @@ static ptc_value count_tensor(dctx* d, ptc_value x, const bool* mask, int32_t dt
   const sym_expr* sizes[PTC_MAX_RANK];
   uint32_t n = 0;
   for (uint32_t i = 0; i < dx_rank(d, x); i++)
-    if (mask[i]) sizes[n++] = dx_shape(d, x)[i];
+    if (reduced(d, x, mask, i)) sizes[n++] = dx_shape(d, x)[i];
   return dx_numel_tensor(d, n, sizes, dtype);
 }
 
@@ -216,7 +232,8 @@ ptc_value dx_div_count(dctx* d, ptc_value s, ptc_value x, const bool* mask, doub
   }
   ptc_value cnt = count_tensor(d, x, mask, dx_dtype(d, s));
   if (correction != 0) cnt = dx_unary(d, "relu", dx_scalar(d, "sub", cnt, correction));
-  return dx_binary(d, "div", s, cnt);
+  if (d->err) return PTC_VALUE_NONE;
+  return dx_binary(d, "div", s, dx_expand_to(d, cnt, dx_rank(d, s), dx_shape(d, s)));
 }
 
 ptc_value dx_mean(dctx* d, ptc_value x, const bool* mask, bool keepdim) {

@@ -84,6 +84,10 @@ ptc_value dx_full_attr(dctx* d, const gattr* a, int32_t dtype);
 ptc_value dx_reduce(dctx* d, const char* op, ptc_value x, const bool* mask, bool keepdim);
 /** reshape(x, shape) with a possibly symbolic shape of g's env. */
 ptc_value dx_reshape(dctx* d, ptc_value x, uint32_t rank, const sym_expr* const* shape);
+/** v expanded to shape (a view), or v itself when its shape is that one
+ * already (pointer-equal expressions). Sizes that are equal under a guard
+ * keep v's expressions. */
+ptc_value dx_expand_to(dctx* d, ptc_value v, uint32_t rank, const sym_expr* const* shape);
 /** transpose(x, dim0, dim1). */
 ptc_value dx_transpose(dctx* d, ptc_value x, int64_t dim0, int64_t dim1);
 /** A tensor of `dtype` filled with `v` of a possibly symbolic shape. */

@@ -16,21 +16,26 @@ static ptc_value scale_scores(dctx* d, ptc_value s, ptc_value q) {
   const sym_expr* e = dx_shape(d, q)[dx_rank(d, q) - 1];
   int64_t n;
   if (sym_is_const(e, &n)) return dx_scalar(d, "mul", s, 1.0 / sqrt((double)n));
-  return dx_binary(d, "mul", s, dx_unary(d, "rsqrt", dx_numel_tensor(d, 1, &e, dx_dtype(d, s))));
+  return dx_binary(d, "mul", dx_unary(d, "rsqrt", dx_numel_tensor(d, 1, &e, dx_dtype(d, s))), s);
 }
 
-/* Causal (top-left aligned tril over [L, S]) and attn_mask: masked scores
- * become -inf; a floating mask is added. */
+/* Causal (top-left aligned: key j > query i is dropped, a triu above the
+ * diagonal over [L, S]) and attn_mask: dropped scores become -inf; a
+ * floating mask is added. The scores go last in where/add so that their
+ * sizes win in broadcasting. */
 static ptc_value mask_scores(dctx* d, ptc_value s, ptc_value q, ptc_value k, int32_t cd) {
   ptc_value mask = dx_in(d, 3);
   if (dx_bool(d, "is_causal", false) && !d->err) {
     const sym_expr* ls[2] = {dx_shape(d, q)[dx_rank(d, q) - 2], dx_shape(d, k)[dx_rank(d, k) - 2]};
-    ptc_value keep = dx_unary(d, "tril", dx_full_shape(d, 1, PTC_BOOL, 2, ls));
-    s = dx_where(d, keep, s, dx_full(d, -INFINITY, cd));
+    ptc_attr diag = ptc_attr_int("diagonal", 1);
+    ptc_value ones = dx_full_shape(d, 1, PTC_BOOL, 2, ls);
+    ptc_value drop = dx_op(d, "triu", &ones, 1, &diag, 1);
+    s = dx_where(d, drop, dx_full(d, -INFINITY, cd), s);
   }
   if (mask == PTC_VALUE_NONE || d->err) return s;
-  if (dx_dtype(d, mask) == PTC_BOOL) return dx_where(d, mask, s, dx_full(d, -INFINITY, cd));
-  return dx_binary(d, "add", s, dx_cast(d, mask, cd));
+  if (dx_dtype(d, mask) == PTC_BOOL)
+    return dx_where(d, dx_unary(d, "logical_not", mask), dx_full(d, -INFINITY, cd), s);
+  return dx_binary(d, "add", dx_cast(d, mask, cd), s);
 }
 
 /* Softmax over the last dim where a row with no finite score gives zeros

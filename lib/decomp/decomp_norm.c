@@ -13,24 +13,39 @@ static double dtype_eps(int32_t dt) {
   }
 }
 
-/* Parameter p converted to cd and, when view_rank > 1, viewed as [C, 1, ...]
- * (view_rank dims) to broadcast over the trailing dims of [N, C, ...]. */
-static ptc_value channel_param(dctx* d, ptc_value p, int32_t cd, uint32_t view_rank) {
+/* Parameter p (shape [C]) converted to cd and viewed as [1, C, 1, ...] with
+ * the channel size of x (rank and expressions of x, so that broadcasting
+ * keeps x's symbolic sizes). */
+static ptc_value channel_param(dctx* d, ptc_value p, ptc_value x, int32_t cd) {
   ptc_value v = dx_cast(d, p, cd);
-  if (view_rank <= 1 || d->err) return v;
+  if (d->err) return PTC_VALUE_NONE;
   const sym_expr* sh[PTC_MAX_RANK];
-  sh[0] = dx_shape(d, v)[0];
-  for (uint32_t i = 1; i < view_rank; i++)
-    if (!(sh[i] = sym_const(d->g->env, 1)) && !d->err) d->err = ptc_status_oom();
-  return dx_reshape(d, v, view_rank, sh);
+  uint32_t r = dx_rank(d, x);
+  for (uint32_t i = 0; i < r; i++)
+    if (!(sh[i] = i == 1 ? dx_shape(d, x)[1] : sym_const(d->g->env, 1)) && !d->err)
+      d->err = ptc_status_oom();
+  return dx_reshape(d, v, r, sh);
 }
 
-/* y * w + b with optional parameters (NONE when absent); see channel_param. */
-static ptc_value affine(dctx* d, ptc_value y, ptc_value w, ptc_value b, int32_t cd,
-                        uint32_t view_rank) {
-  if (w != PTC_VALUE_NONE) y = dx_binary(d, "mul", y, channel_param(d, w, cd, view_rank));
-  if (b != PTC_VALUE_NONE) y = dx_binary(d, "add", y, channel_param(d, b, cd, view_rank));
+/* Parameter p of shape normalized_shape converted to cd. */
+static ptc_value trailing_param(dctx* d, ptc_value p, ptc_value x, int32_t cd) {
+  (void)x;
+  return dx_cast(d, p, cd);
+}
+
+/* y * w + b with optional parameters already shaped (NONE when absent);
+ * the parameter goes first so that y's sizes win in broadcasting. */
+static ptc_value affine(dctx* d, ptc_value y, ptc_value w, ptc_value b) {
+  if (w != PTC_VALUE_NONE) y = dx_binary(d, "mul", w, y);
+  if (b != PTC_VALUE_NONE) y = dx_binary(d, "add", b, y);
   return y;
+}
+
+/* Optional parameter i of a norm, shaped by `shape` (NONE when absent). */
+static ptc_value param(dctx* d, uint32_t i, ptc_value x, int32_t cd,
+                       ptc_value (*shape)(dctx*, ptc_value, ptc_value, int32_t)) {
+  ptc_value p = dx_in(d, i);
+  return p == PTC_VALUE_NONE ? p : shape(d, p, x, cd);
 }
 
 /* (x - mean) * rsqrt(var + eps) over mask, biased variance, in x's dtype. */
@@ -52,7 +67,7 @@ ptc_status decomp_layer_norm(dctx* d) {
   bool mask[PTC_MAX_RANK + 1];
   last_dims(dx_rank(d, x), ns ? ns->count : 1, mask);
   ptc_value y = normalize(d, dx_cast(d, x, cd), mask, dx_float(d, "eps", 1e-5));
-  y = affine(d, y, dx_in(d, 1), dx_in(d, 2), cd, 0);
+  y = affine(d, y, param(d, 1, x, cd, trailing_param), param(d, 2, x, cd, trailing_param));
   return dx_finish(d, dx_cast(d, y, od));
 }
 
@@ -66,7 +81,8 @@ ptc_status decomp_rms_norm(dctx* d) {
   ptc_value xc = dx_cast(d, x, cd);
   ptc_value ms = dx_mean(d, dx_binary(d, "mul", xc, xc), mask, true);
   ptc_value r = dx_unary(d, "rsqrt", dx_scalar(d, "add", ms, dx_float(d, "eps", dtype_eps(od))));
-  ptc_value y = affine(d, dx_binary(d, "mul", xc, r), dx_in(d, 1), PTC_VALUE_NONE, cd, 0);
+  ptc_value y = affine(d, dx_binary(d, "mul", xc, r), param(d, 1, x, cd, trailing_param),
+                       PTC_VALUE_NONE);
   return dx_finish(d, dx_cast(d, y, od));
 }
 
@@ -88,7 +104,7 @@ ptc_status decomp_group_norm(dctx* d) {
   if ((!gs[1] || !gs[2]) && !d->err) d->err = ptc_status_oom();
   ptc_value xg = dx_reshape(d, dx_cast(d, x, cd), r + 1, gs);
   ptc_value y = dx_reshape(d, normalize(d, xg, mask, dx_float(d, "eps", 1e-5)), r, xs);
-  y = affine(d, y, dx_in(d, 1), dx_in(d, 2), cd, r - 1);
+  y = affine(d, y, param(d, 1, x, cd, channel_param), param(d, 2, x, cd, channel_param));
   return dx_finish(d, dx_cast(d, y, od));
 }
 
@@ -96,11 +112,10 @@ ptc_status decomp_group_norm(dctx* d) {
 ptc_status decomp_batch_norm(dctx* d) {
   ptc_value x = dx_in(d, 0);
   int32_t od = dx_out_dtype(d, 0), cd = dx_acc(od);
-  uint32_t vr = dx_rank(d, x) - 1;
   ptc_value inv = dx_unary(d, "rsqrt", dx_scalar(d, "add", dx_cast(d, dx_in(d, 4), cd),
                                                   dx_float(d, "eps", 1e-5)));
-  ptc_value y = dx_binary(d, "sub", dx_cast(d, x, cd), channel_param(d, dx_in(d, 3), cd, vr));
-  y = dx_binary(d, "mul", y, channel_param(d, inv, cd, vr));
-  y = affine(d, y, dx_in(d, 1), dx_in(d, 2), cd, vr);
+  ptc_value y = dx_binary(d, "sub", dx_cast(d, x, cd), channel_param(d, dx_in(d, 3), x, cd));
+  y = dx_binary(d, "mul", channel_param(d, inv, x, cd), y);
+  y = affine(d, y, param(d, 1, x, cd, channel_param), param(d, 2, x, cd, channel_param));
   return dx_finish(d, dx_cast(d, y, od));
 }

@@ -159,27 +159,45 @@ static ptc_status scaled_check(const dyn_state* st, const sym_env* env, const bo
   return PTC_OK;
 }
 
-/* Marks the symbols that fail the scaled check on their own; if none does,
- * every dynamic symbol of the node's inputs (else all of them). */
+/* Runs the scaled check with the dynamic symbols `which` scaled; *fails
+ * tells whether it failed (an allocation failure is returned). */
+static ptc_status check_subset(const dyn_state* st, const sym_env* env, const bool* which,
+                               int64_t* vals, bool* fails) {
+  ptc_status s = scaled_check(st, env, which, vals);
+  if (s && ptc_status_code(s) == PTC_CODE_RESOURCE_EXHAUSTED) return s;
+  *fails = s != NULL;
+  ptc_status_destroy(s);
+  return PTC_OK;
+}
+
+/* Marks the fixed symbols: those whose removal alone lets the others scale
+ * (a size fixed to a constant); else those that cannot scale on their own
+ * (sizes tied to a static one through others); else the dynamic symbols of
+ * the node's inputs; else all. */
 static ptc_status blame_fixed(const dyn_state* st, replay* r, uint32_t node, int64_t* vals,
                               bool* blamed) {
   const sym_env* env = replay_dst(r)->env;
-  bool any = false;
-  for (size_t j = 0; j < st->n_syms; j++) {
-    bool* one = calloc(st->n_syms, sizeof *one);
-    if (!one) return ptc_status_oom();
-    one[j] = true;
-    ptc_status s = scaled_check(st, env, one, vals);
-    free(one);
-    if (s && ptc_status_code(s) == PTC_CODE_RESOURCE_EXHAUSTED) return s;
-    blamed[j] = s != NULL;
-    any |= blamed[j];
-    ptc_status_destroy(s);
+  bool* which = calloc(st->n_syms + 1, sizeof *which);
+  if (!which) return ptc_status_oom();
+  bool any = false, fails = false;
+  ptc_status s = PTC_OK;
+  for (size_t j = 0; !s && j < st->n_syms; j++) { /* all but j */
+    for (size_t i = 0; i < st->n_syms; i++) which[i] = i != j;
+    s = check_subset(st, env, which, vals, &fails);
+    any |= blamed[j] = !s && !fails;
   }
-  for (size_t j = 0; !any && j < st->n_syms; j++) blamed[j] = in_node_inputs(r, node, st->syms[j].var);
-  for (size_t j = 0; j < st->n_syms; j++) any |= blamed[j];
-  for (size_t j = 0; !any && j < st->n_syms; j++) blamed[j] = true;
-  return PTC_OK;
+  bool alone = !any;
+  for (size_t j = 0; !s && alone && j < st->n_syms; j++) { /* j alone */
+    for (size_t i = 0; i < st->n_syms; i++) which[i] = i == j;
+    s = check_subset(st, env, which, vals, &fails);
+    any |= blamed[j] = !s && fails;
+  }
+  free(which);
+  bool inputs = !any;
+  for (size_t j = 0; !s && inputs && j < st->n_syms; j++)
+    any |= blamed[j] = in_node_inputs(r, node, st->syms[j].var);
+  for (size_t j = 0; !s && !any && j < st->n_syms; j++) blamed[j] = true;
+  return s;
 }
 
 static ptc_status fixed_error(dyn_state* st, replay* r, uint32_t node, int64_t* vals,

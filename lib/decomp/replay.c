@@ -102,16 +102,27 @@ static ptc_status copy_symbols(replay* r) {
   return PTC_OK;
 }
 
-/* Static strides of an input, or NULL when they are the contiguous ones. */
-static ptc_status input_strides(replay* r, const gvalue* v, int64_t* st, bool* contiguous) {
+/* Layout of an input: `exact` when its strides are the contiguous ones,
+ * `loose` when they are up to size-1 dims (whose stride never matters);
+ * otherwise (and when not exact) its static strides in st. */
+typedef struct layout {
+  bool exact, loose;
+  int64_t st[PTC_MAX_RANK + 1];
+} layout;
+
+static ptc_status input_layout(replay* r, const gvalue* v, layout* l) {
   const sym_expr* cs[PTC_MAX_RANK + 1];
   if (!graph_contiguous_strides(r->src->env, v->rank, v->shape, cs)) return ptc_status_oom();
-  *contiguous = true;
+  l->exact = l->loose = true;
   for (uint32_t d = 0; d < v->rank; d++) {
-    if (!sym_is_const(v->strides[d], &st[d]))
-      return PTC_ERR(INTERNAL, "replay: input %s has a symbolic stride", v->name);
-    *contiguous &= cs[d] == v->strides[d];
+    int64_t one;
+    bool unit = sym_is_const(v->shape[d], &one) && one == 1;
+    l->exact &= cs[d] == v->strides[d];
+    l->loose &= unit || cs[d] == v->strides[d];
   }
+  for (uint32_t d = 0; !l->exact && d < v->rank; d++)
+    if (!sym_is_const(v->strides[d], &l->st[d]))
+      return PTC_ERR(INTERNAL, "replay: input %s has a symbolic stride", v->name);
   return PTC_OK;
 }
 
@@ -128,40 +139,50 @@ static ptc_status input_dims(replay* r, const gvalue* v, ptc_dim* dims) {
   return PTC_OK;
 }
 
+/* Lets the hook change the dims; *changed tells whether it did. */
+static ptc_status hook_dims(replay* r, const replay_hooks* h, size_t i, ptc_dim* dims,
+                            uint32_t rank, bool* changed) {
+  *changed = false;
+  if (!h || !h->input_dims) return PTC_OK;
+  ptc_dim before[PTC_MAX_RANK + 1];
+  memcpy(before, dims, rank * sizeof *dims);
+  PTC_TRY(h->input_dims(h->user, r, i, dims, rank));
+  for (uint32_t d = 0; d < rank; d++)
+    *changed |= before[d].sym != dims[d].sym || before[d].value != dims[d].value;
+  return PTC_OK;
+}
+
+/* Same name, dtype, dims (as the hook leaves them) and strides: explicit
+ * ones are kept unless the dims changed, which needs a contiguous input. */
 static ptc_status copy_input(replay* r, const replay_hooks* h, size_t i) {
   ptc_value sv = PTC_VEC_AT(&r->src->inputs, ptc_value, i);
   const gvalue* v = graph_value(r->src, sv);
   ptc_dim dims[PTC_MAX_RANK + 1];
-  int64_t st[PTC_MAX_RANK + 1];
-  bool contiguous = true;
+  layout l;
+  bool changed = false;
   PTC_TRY(input_dims(r, v, dims));
-  PTC_TRY(input_strides(r, v, st, &contiguous));
-  if (h && h->input_dims) {
-    ptc_dim before[PTC_MAX_RANK + 1];
-    memcpy(before, dims, v->rank * sizeof *dims);
-    PTC_TRY(h->input_dims(h->user, r, i, dims, v->rank));
-    bool same = true;
-    for (uint32_t d = 0; d < v->rank; d++)
-      same &= before[d].sym == dims[d].sym && before[d].value == dims[d].value;
-    if (!contiguous && !same)
-      return PTC_ERR(INVALID_ARGUMENT,
-                     "input %zu (%s) has non-contiguous strides: its dims cannot be made dynamic",
-                     i, v->name);
-  }
+  PTC_TRY(input_layout(r, v, &l));
+  PTC_TRY(hook_dims(r, h, i, dims, v->rank, &changed));
+  if (changed && !l.loose)
+    return PTC_ERR(INVALID_ARGUMENT,
+                   "input %zu (%s) has non-contiguous strides: its dims cannot be made dynamic", i,
+                   v->name);
+  bool contiguous = l.exact || changed;
   ptc_value nv;
-  PTC_TRY(ptc_graph_add_input(r->dst, v->name, v->dtype, dims, v->rank,
-                              contiguous ? NULL : st, &nv));
+  PTC_TRY(ptc_graph_add_input(r->dst, v->name, v->dtype, dims, v->rank, contiguous ? NULL : l.st,
+                              &nv));
   replay_set(r, sv, nv);
   return PTC_OK;
 }
 
-static ptc_status copy_constant(replay* r, ptc_value sv) {
+static ptc_status copy_constant(replay* r, const replay_hooks* h, ptc_value sv) {
   const gvalue* v = graph_value(r->src, sv);
   int64_t shape[PTC_MAX_RANK + 1];
   for (uint32_t d = 0; d < v->rank; d++)
     if (!sym_is_const(v->shape[d], &shape[d]))
       return PTC_ERR(INTERNAL, "replay: constant %s has a symbolic size", v->name);
-  uint32_t flags = v->owned ? PTC_CONSTANT_COPY : PTC_CONSTANT_BORROW;
+  bool borrow = !v->owned || (h && h->borrow_constants);
+  uint32_t flags = borrow ? PTC_CONSTANT_BORROW : PTC_CONSTANT_COPY;
   ptc_value nv;
   PTC_TRY(ptc_graph_add_constant(r->dst, v->name, v->dtype, shape, v->rank, v->data, flags, &nv));
   replay_set(r, sv, nv);
@@ -217,7 +238,7 @@ static ptc_status replay_all(replay* r, const replay_hooks* h) {
   for (size_t i = 0; i < g->inputs.len; i++) PTC_TRY(copy_input(r, h, i));
   for (size_t v = 0; v < g->values.len; v++)
     if (graph_value(g, (ptc_value)v)->kind == PTC_VALUE_CONSTANT)
-      PTC_TRY(copy_constant(r, (ptc_value)v));
+      PTC_TRY(copy_constant(r, h, (ptc_value)v));
   PTC_TRY(replay_nodes(r, h));
   for (size_t i = 0; i < g->outputs.len; i++) {
     ptc_value v = replay_map(r, PTC_VEC_AT(&g->outputs, ptc_value, i));

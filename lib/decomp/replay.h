@@ -22,6 +22,9 @@ typedef struct replay replay;
 
 typedef struct replay_hooks {
   void* user;
+  /** Constants point at the source graph's data instead of copies of the
+   * owned ones (the source must outlive the result). */
+  bool borrow_constants;
   /** Optional: may rewrite the dims of graph input `input` (destination
    * symbol ids) before it is added. */
   ptc_status (*input_dims)(void* user, replay* r, size_t input, ptc_dim* dims, uint32_t rank);

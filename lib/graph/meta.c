@@ -134,7 +134,7 @@ ptc_status meta_broadcast(meta_ctx* m, uint32_t ra, const sym_expr* const* a, ui
     const sym_expr* y = i + rb >= r ? b[i + rb - r] : NULL;
     int64_t cx = -1, cy = -1;
     bool kx = x && sym_is_const(x, &cx), ky = y && sym_is_const(y, &cy);
-    if (!x || (kx && cx == 1)) {
+    if (!x || (kx && cx == 1 && y)) {
       o[i] = y;
     } else if (!y || (ky && cy == 1) || x == y) {
       o[i] = x;

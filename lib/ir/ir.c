@@ -68,18 +68,20 @@ static bool copy_exprs(ir_program* p, const sym_expr** src, uint32_t n, const sy
 
 static void buffer_name(const ir_program* p, const ir_buffer* b, size_t id, char* name,
                         size_t cap) {
+  char tmp[64];
   bool alias = false;
   for (size_t i = 0; i < id && b->kind == IR_BUF_INPUT; i++)
     alias |= ir_buf(p, (int32_t)i)->kind == IR_BUF_INPUT &&
              ir_buf(p, (int32_t)i)->graph_input == b->graph_input;
   if (b->kind == IR_BUF_INPUT && !alias)
-    snprintf(name, cap, "in%d", (int)b->graph_input);
+    snprintf(tmp, sizeof tmp, "in%d", (int)b->graph_input);
   else if (b->kind == IR_BUF_INPUT)
-    snprintf(name, cap, "in%d_%zu", (int)b->graph_input, id);
+    snprintf(tmp, sizeof tmp, "in%d_%zu", (int)b->graph_input, id);
   else if (b->kind == IR_BUF_CONSTANT)
-    snprintf(name, cap, "c%zu", id);
+    snprintf(tmp, sizeof tmp, "c%zu", id);
   else
-    snprintf(name, cap, "buf%zu", id);
+    snprintf(tmp, sizeof tmp, "buf%zu", id);
+  ptc_copy_out(tmp, name, cap);
 }
 
 ptc_status ir_add_buffer(ir_program* p, const ir_buffer* b, int32_t* id) {

@@ -49,7 +49,7 @@ static bool statically_empty(const lval* v) {
 
 /* out = concatenation of ins[0..n) along dim (inputs of statically zero
  * size are skipped, as ATen does). */
-static ptc_status cat_of(lower_ctx* L, const lval* const* ins, uint32_t n, uint32_t dim,
+static ptc_status cat_of(lower_ctx* L, lval* const* ins, uint32_t n, uint32_t dim,
                          lval* out) {
   cat_data* c = lower_alloc(L, sizeof *c);
   if (!c || !(c->in = lower_alloc(L, (n + 1) * sizeof *c->in)) ||
@@ -59,6 +59,7 @@ static ptc_status cat_of(lower_ctx* L, const lval* const* ins, uint32_t n, uint3
   c->start[0] = lower_const(L, 0);
   for (uint32_t k = 0; k < n; k++) {
     if (statically_empty(ins[k])) continue;
+    if (n > 1) PTC_TRY(lower_realize_for_mask(L, ins[k], L->node->name));
     c->in[c->n] = ins[k];
     c->start[c->n + 1] = sym_add(L->env, c->start[c->n], ins[k]->shape[dim]);
     if (!c->start[++c->n]) return ptc_status_oom();
@@ -68,7 +69,7 @@ static ptc_status cat_of(lower_ctx* L, const lval* const* ins, uint32_t n, uint3
 }
 
 static ptc_status lower_cat(lower_ctx* L, const gnode* n, lval* out) {
-  const lval** ins = lower_alloc(L, (n->n_in + 1) * sizeof *ins);
+  lval** ins = lower_alloc(L, (n->n_in + 1) * sizeof *ins);
   if (!ins) return ptc_status_oom();
   for (uint32_t k = 0; k < n->n_in; k++) ins[k] = lower_in(L, n, k);
   return cat_of(L, ins, n->n_in, lower_norm_dim(lower_attr_int(n, "dim", 0), out->rank), out);
@@ -78,7 +79,7 @@ static ptc_status lower_cat(lower_ctx* L, const gnode* n, lval* out) {
 static ptc_status lower_stack(lower_ctx* L, const gnode* n, lval* out) {
   uint32_t d = lower_norm_dim(lower_attr_int(n, "dim", 0), out->rank);
   lval* views = lower_alloc(L, (n->n_in + 1) * sizeof *views);
-  const lval** ins = lower_alloc(L, (n->n_in + 1) * sizeof *ins);
+  lval** ins = lower_alloc(L, (n->n_in + 1) * sizeof *ins);
   if (!views || !ins) return ptc_status_oom();
   for (uint32_t k = 0; k < n->n_in; k++) {
     const lval* x = lower_in(L, n, k);
@@ -120,7 +121,8 @@ static ir_val load_pad(lower_ctx* L, const lval* v, const sym_expr* const* idx) 
 }
 
 static ptc_status lower_pad(lower_ctx* L, const gnode* n, lval* out) {
-  const lval* x = lower_in(L, n, 0);
+  lval* x = lower_in(L, n, 0);
+  PTC_TRY(lower_realize_for_mask(L, x, n->name));
   const gattr* pad = lower_attr(n, "pad");
   pad_data* p = lower_alloc(L, sizeof *p);
   if (!p || !(p->lo = lower_exprs(L, x->rank)) ||

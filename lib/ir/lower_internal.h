@@ -128,6 +128,10 @@ ptc_status lower_realize(lower_ctx* L, lval* v, bool copy, const char* origin);
  * the buffer itself, an alias INPUT/CONSTANT buffer with v's view layout,
  * or a realized copy. */
 ptc_status lower_as_buffer(lower_ctx* L, lval* v, const char* origin, int32_t* buf);
+/** Realizes v if it is lazy and has ops that may fail when run on masked
+ * placeholder values (integer division, indirect indexing): a value read
+ * under a mask (cat, pad) only runs where the mask holds. */
+ptc_status lower_realize_for_mask(lower_ctx* L, lval* v, const char* origin);
 /** Applies the realize rules to a freshly lowered value (graph value gv). */
 ptc_status lower_maybe_realize(lower_ctx* L, lval* v, ptc_value gv, const char* origin);
 
@@ -170,5 +174,7 @@ ptc_status lower_add_scaled(lower_ctx* L, const lval* a, const lval* b, double b
 ptc_status lower_try_epilogue(lower_ctx* L, const gnode* n, lval* out, bool* done);
 /** Generic fallback: the node runs as its ref kernel on realized inputs. */
 ptc_status lower_fallback(lower_ctx* L, const gnode* n, lval* out);
+/** A host-registered op (OP_CUSTOM): an IR_EXT_CUSTOM node. */
+ptc_status lower_custom(lower_ctx* L, const gnode* n, lval* out);
 
 #endif /* PTC_LIB_IR_LOWER_INTERNAL_H */

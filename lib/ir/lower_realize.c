@@ -2,7 +2,8 @@
  * stores a lazy value contiguously, alias buffers for views of inputs and
  * constants passed to externs, and Inductor's realize rules (reads, op
  * count, expensive ops, multiple users) measured by tracing a value's loader
- * into a scratch body. */
+ * into a scratch body; values read under a mask (cat, pad) are realized
+ * when their ops could fail on the masked-off placeholders. */
 #include "lower_internal.h"
 
 #include <string.h>
@@ -113,7 +114,14 @@ ptc_status lower_as_buffer(lower_ctx* L, lval* v, const char* origin, int32_t* b
 typedef struct lstats {
   uint32_t reads, ops;
   bool expensive;
+  bool unsafe_masked; /* integer division or indirect indexing */
 } lstats;
+
+/* Ops that may fail on the placeholder values a masked load gives. */
+static bool unsafe_when_masked(const ir_op* op) {
+  bool div = op->opcode == IR_DIV || op->opcode == IR_FLOORDIV || op->opcode == IR_MOD;
+  return op->opcode == IR_INDIRECT || (div && !ptc_dtype_is_float(op->dtype));
+}
 
 static bool expensive_op(uint16_t op) {
   static const uint16_t ops[] = {IR_EXP, IR_LOG, IR_TANH, IR_SIGMOID, IR_ERF,
@@ -142,6 +150,7 @@ static ptc_status trace(lower_ctx* L, const lval* v, lstats* st) {
   for (uint32_t i = 0; ok && i < b.n; i++) {
     const ir_op* op = &b.ops[i];
     st->expensive |= expensive_op(op->opcode);
+    st->unsafe_masked |= unsafe_when_masked(op);
     if (op->opcode != IR_LOAD) continue;
     bool seen = false;
     for (uint32_t k = 0; k < i && !seen; k++)
@@ -151,6 +160,13 @@ static ptc_status trace(lower_ctx* L, const lval* v, lstats* st) {
   if (ok) st->ops = b.n;
   ir_body_free(&b);
   return ok ? PTC_OK : ptc_status_oom();
+}
+
+ptc_status lower_realize_for_mask(lower_ctx* L, lval* v, const char* origin) {
+  if (v->kind != LV_LAZY) return PTC_OK;
+  lstats st;
+  PTC_TRY(trace(L, v, &st));
+  return st.unsafe_masked ? lower_realize(L, v, false, origin) : PTC_OK;
 }
 
 ptc_status lower_maybe_realize(lower_ctx* L, lval* v, ptc_value gv, const char* origin) {

@@ -1,5 +1,6 @@
 /* fuse.c - the greedy fusion loop: each round collects candidate pairs of
- * groups that touch a common buffer within the node window, keeps the legal
+ * groups that touch a common buffer (each node paired with the next `window`
+ * nodes touching that buffer, as in Inductor), keeps the legal
  * ones, sorts them by score and fuses greedily (re-checking legality before
  * each fusion); rounds repeat until one makes no progress. Every decision
  * goes to the plan's log. */
@@ -138,17 +139,28 @@ static void consider(sched_ctx* c, round_state* r, uint32_t u, uint32_t v) {
   if (evaluate(c, r, a, b, &s, &x.score) == SV_OK && !push_cand(r, &x)) c->oom = true;
 }
 
-/* Candidate pairs: nodes touching the same buffer at most `window` apart. */
+/* Node k of the list of nodes touching buffer b: its writer first (if
+ * any), then its readers in program order. */
+static uint32_t touching(const sched_ctx* c, size_t b, uint32_t k) {
+  int32_t w = c->writer[b];
+  if (w >= 0) {
+    if (k == 0) return (uint32_t)w;
+    k--;
+  }
+  return c->rd_node[c->rd_start[b] + k];
+}
+
+/* Candidate pairs (as in Inductor): for every buffer, each node touching it
+ * paired with the next `window` nodes touching it. */
 static void collect(sched_ctx* c, round_state* r) {
   for (size_t b = 0; b < c->n_bufs && !c->oom; b++) {
-    uint32_t lo = c->rd_start[b], hi = c->rd_start[b + 1];
-    int32_t w = c->writer[b];
-    for (uint32_t i = lo; i < hi && !c->oom; i++) {
-      uint32_t u = c->rd_node[i];
-      if (w >= 0 && (uint32_t)w != u && u - (uint32_t)w <= c->opt.window)
-        consider(c, r, (uint32_t)w, u);
-      for (uint32_t j = i + 1; j < hi && c->rd_node[j] - u <= c->opt.window && !c->oom; j++)
-        consider(c, r, u, c->rd_node[j]);
+    uint32_t n = c->rd_start[b + 1] - c->rd_start[b] + (c->writer[b] >= 0);
+    for (uint32_t i = 0; i < n && !c->oom; i++) {
+      uint32_t u = touching(c, b, i);
+      for (uint32_t j = i + 1; j < n && j - i <= c->opt.window && !c->oom; j++) {
+        uint32_t v = touching(c, b, j);
+        if (u != v) consider(c, r, u, v);
+      }
     }
   }
 }
@@ -210,7 +222,7 @@ ptc_status sched_fuse(sched_ctx* c, sched_plan* s) {
       st = ptc_status_oom();
       break;
     }
-    qsort(r.cands, r.n, sizeof *r.cands, cmp_cand);
+    if (r.n) qsort(r.cands, r.n, sizeof *r.cands, cmp_cand);
     uint32_t fused = 0;
     st = apply(c, &r, s, &fused);
     if (!fused) break;

@@ -2,7 +2,7 @@
  * kernel (externs never; size limit; loop structure; every read of a buffer
  * the other group writes must match the write index exactly after the
  * x -> r renaming; no cycle through other kernels; horizontal fusion needs
- * shared reads), and how good the fusion is (kind, bytes shared, -distance). */
+ * shared reads and at most `window` nodes between the groups), and how good the fusion is (kind, bytes shared, -distance). */
 #include <stdlib.h>
 
 #include "sched_internal.h"
@@ -127,6 +127,8 @@ typedef struct dfs {
   bool found;
 } dfs;
 
+/* Only groups placed before the target in the topological order can lie on
+ * a path to it. */
 static void push_succ(sched_ctx* c, uint32_t g, void* user) {
   dfs* d = user;
   if (g == d->target) {
@@ -136,7 +138,7 @@ static void push_succ(sched_ctx* c, uint32_t g, void* user) {
     }
     return;
   }
-  if (c->gmark[g] == d->epoch) return;
+  if (c->gmark[g] == d->epoch || c->topo[g] > c->topo[d->target]) return;
   c->gmark[g] = d->epoch;
   c->stack[d->top++] = g;
 }
@@ -144,6 +146,8 @@ static void push_succ(sched_ctx* c, uint32_t g, void* user) {
 /* True if `to` is reachable from `from` through another group (*via: the
  * group whose edge reaches `to`). */
 static bool reach_through(sched_ctx* c, uint32_t from, uint32_t to, uint32_t* via) {
+  if (!c->topo_valid) sched_topo_refresh(c);
+  if (c->topo[from] > c->topo[to]) return false;
   dfs d = {.from = from, .target = to, .cur = from, .epoch = sched_next_epoch(c)};
   c->gmark[from] = d.epoch;
   sched_group_successors(c, from, push_succ, &d);
@@ -193,12 +197,18 @@ sverdict sched_can_fuse(sched_ctx* c, uint32_t ia, uint32_t ib, sshape* s, sscor
     ptc_sb_append(why, "no shared data");
     return SV_REFUSE;
   }
+  int64_t d1 = absdiff(a->first, b->last), d2 = absdiff(b->first, a->last);
+  int64_t dist = d1 > d2 ? d1 : d2;
+  if (!dep && dist > (int64_t)c->opt.window) {
+    ptc_sb_printf(why, "too far apart for horizontal fusion (%lld > %u)", (long long)dist,
+                  c->opt.window);
+    return SV_REFUSE;
+  }
   uint32_t via;
   if (reach_through(c, ia, ib, &via) || reach_through(c, ib, ia, &via)) {
     ptc_sb_printf(why, "would create a cycle through k%u", via);
     return SV_REFUSE_CYCLE;
   }
-  int64_t d1 = absdiff(a->first, b->last), d2 = absdiff(b->first, a->last);
-  *score = (sscore){dep ? 2 : 1, bytes, -(d1 > d2 ? d1 : d2)};
+  *score = (sscore){dep ? 2 : 1, bytes, -dist};
   return SV_OK;
 }

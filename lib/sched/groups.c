@@ -98,6 +98,7 @@ ptc_status sched_group_merge(sched_ctx* c, uint32_t ia, uint32_t ib, const sshap
   a->first = a->first < b->first ? a->first : b->first;
   a->last = a->last > b->last ? a->last : b->last;
   a->stamp = ++c->next_stamp;
+  c->topo_valid = false;
   free(b->nodes);
   free(b->inner);
   b->nodes = NULL;
@@ -140,4 +141,41 @@ void sched_group_label(const sched_ctx* c, const sgroup* g, ptc_strbuf* sb) {
     else
       ptc_sb_printf(sb, "%s%u", kind_name(n->kind), g->nodes[m]);
   }
+}
+
+/* ---- topological positions (Kahn, FIFO; edges deduplicated per source) ---------- */
+typedef struct topo_visit {
+  uint32_t epoch;
+  bool release;   /* false: count indegrees; true: release successors */
+  uint32_t tail;  /* queue end in c->stack */
+} topo_visit;
+
+static void topo_edge(sched_ctx* c, uint32_t g, void* user) {
+  topo_visit* v = user;
+  if (c->gmark[g] == v->epoch) return;
+  c->gmark[g] = v->epoch;
+  if (!v->release)
+    c->indeg[g]++;
+  else if (--c->indeg[g] == 0)
+    c->stack[v->tail++] = g;
+}
+
+void sched_topo_refresh(sched_ctx* c) {
+  topo_visit v = {0, false, 0};
+  for (uint32_t g = 0; g < c->n_nodes; g++) c->indeg[g] = 0;
+  for (uint32_t g = 0; g < c->n_nodes; g++) {
+    if (!c->groups[g].alive) continue;
+    v.epoch = sched_next_epoch(c);
+    sched_group_successors(c, g, topo_edge, &v);
+  }
+  for (uint32_t g = 0; g < c->n_nodes; g++)
+    if (c->groups[g].alive && !c->indeg[g]) c->stack[v.tail++] = g;
+  v.release = true;
+  for (uint32_t head = 0; head < v.tail; head++) {
+    uint32_t g = c->stack[head];
+    c->topo[g] = head;
+    v.epoch = sched_next_epoch(c);
+    sched_group_successors(c, g, topo_edge, &v);
+  }
+  c->topo_valid = true;
 }

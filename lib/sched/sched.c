@@ -41,6 +41,8 @@ static void ctx_free(sched_ctx* c) {
   free(c->gmark);
   free(c->bmark);
   free(c->stack);
+  free(c->topo);
+  free(c->indeg);
 }
 
 static ptc_status check_args(const ir_program* p, const sched_options* o, sched_plan** out) {
@@ -58,7 +60,9 @@ static ptc_status run(sched_ctx* c, sched_plan* s) {
   c->gmark = calloc(c->n_nodes + 1, sizeof *c->gmark);
   c->bmark = calloc(c->n_bufs + 1, sizeof *c->bmark);
   c->stack = calloc(c->n_nodes + 1, sizeof *c->stack);
-  if (!c->gmark || !c->bmark || !c->stack) return ptc_status_oom();
+  c->topo = calloc(c->n_nodes + 1, sizeof *c->topo);
+  c->indeg = calloc(c->n_nodes + 1, sizeof *c->indeg);
+  if (!c->gmark || !c->bmark || !c->stack || !c->topo || !c->indeg) return ptc_status_oom();
   PTC_TRY(sched_classify_vars(c));
   PTC_TRY(sched_build_deps(c));
   PTC_TRY(sched_groups_init(c));

@@ -57,6 +57,9 @@ typedef struct sched_ctx {
   uint32_t* bmark; /* scratch per buffer */
   uint32_t epoch;
   uint32_t* stack; /* scratch, n_nodes entries */
+  uint32_t* topo;  /* per live group: position in a topological order */
+  uint32_t* indeg; /* scratch of sched_topo_refresh */
+  bool topo_valid; /* false after a merge until refreshed */
   bool oom;        /* sticky: an allocation failed */
   ptc_strbuf* log;
 } sched_ctx;
@@ -110,6 +113,9 @@ void sched_group_successors(sched_ctx* c, uint32_t g, sched_group_fn fn, void* u
 void sched_group_label(const sched_ctx* c, const sgroup* g, ptc_strbuf* sb);
 /** New epoch for gmark/bmark scratch marks. */
 uint32_t sched_next_epoch(sched_ctx* c);
+/** Recomputes c->topo for the current groups (used to prune cycle checks:
+ * a path X -> ... -> Y needs topo[X] < topo[Y]). */
+void sched_topo_refresh(sched_ctx* c);
 
 /* ---- fuse_legal.c -------------------------------------------------------- */
 typedef struct sscore {

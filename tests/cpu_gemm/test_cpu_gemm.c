@@ -163,8 +163,8 @@ static bool run_one(const gcase* c, const gdata* d, const grun* r, tmat* out) {
   tmat_fill_nan(&C);
   const void* bp = c->bias ? bias.base : NULL;
   if (r->kn) {
-    cpu_gemm_args g = {c->m,  c->n,  c->k,    c->alpha, c->beta, A.base, A.sr, A.sc, B.base,
-                       B.sr,  B.sc,  bp,      0,        bias.sc, C.base, C.sr, C.sc, c->act};
+    cpu_gemm_args g = {c->m, c->n, c->k,    c->alpha, c->beta, A.base, A.sr, A.sc, B.base, B.sr,
+                       B.sc, bp,   0,       bias.sc,  C.base,  C.sr,   C.sc, c->act, NULL, NULL};
     cpu_gemm_run(r->kn, &g, r->path, r->threads);
   } else if (es == 4) {
     cpu_gemm_f32(c->m, c->n, c->k, (float)c->alpha, (const float*)A.base, A.sr, A.sc,
@@ -279,6 +279,85 @@ static void test_activations(void) {
   gdata_free(&d);
 }
 
+/* ---- activation accuracy ------------------------------------------------------------- */
+/* ulp of v in the type with epsilon eps (smallest subnormal step at 0). */
+static double ulp_of(double v, size_t es) {
+  double tiny = es == 4 ? 1.4012984643e-45 : 4.9406564584124654e-324;
+  double u = fabs(v) * (es == 4 ? FLT_EPSILON : DBL_EPSILON);
+  return u > tiny ? u : tiny;
+}
+
+/* act(x) through the epilogue (C = act(1 * [1] @ x)) for a wide range of x,
+ * including +-0, subnormals, +-inf and NaN, on every kernel and path.
+ * Bound: 8 ulps of the result, plus 2 eps |x| for the x-scaled activations
+ * (GELU, SiLU: the input's own rounding is that large). */
+static void test_activation_accuracy(void) {
+  enum { NX = 4103 };
+  double* xs = malloc(sizeof(double) * NX);
+  int nx = 0;
+  for (int i = 0; i < 4000; i++) xs[nx++] = -120.0 + 240.0 * i / 3999.0; /* coarse */
+  for (int i = 0; i < 80; i++) xs[nx++] = -4.0 + 8.0 * i / 79.0 + 1e-3;    /* branch edges */
+  const double special[] = {0.0, -0.0, 1e-40, -1e-40, 1e-8, -1e-8, 88.5, 89.5, -103.0, -104.5,
+                            0.625, -0.625, 1.4142135, -1.4142135, 200.0, -200.0, INFINITY,
+                            -INFINITY, NAN, 3.0e38, -3.0e38, 2e-30, -2e-30};
+  for (size_t i = 0; i < sizeof special / sizeof special[0] && nx < NX; i++) xs[nx++] = special[i];
+  const double one = 1.0;
+  for (size_t es = 4; es <= 8; es += 4) {
+    double eps = es == 4 ? FLT_EPSILON : DBL_EPSILON;
+    char *x = malloc((size_t)nx * es), *c = malloc((size_t)nx * es), a1[8];
+    for (int i = 0; i < nx; i++) {
+      if (es == 4) {
+        float f = (float)xs[i];
+        memcpy(x + i * 4, &f, 4);
+      } else {
+        memcpy(x + i * 8, &xs[i], 8);
+      }
+    }
+    if (es == 4) {
+      float f = 1.0f;
+      memcpy(a1, &f, 4);
+    } else {
+      memcpy(a1, &one, 8);
+    }
+    for (int isa = 0; isa < CPU_GEMM_ISA_COUNT; isa++) {
+      const cpu_gemm_kernel* kn = cpu_gemm_kernel_for(es, (cpu_gemm_isa)isa);
+      if (!kn) continue;
+      for (int32_t act = 1; act < N_ACTS; act++)
+        for (int path = CPU_GEMM_PATH_PACKED; path <= CPU_GEMM_PATH_DIRECT; path++) {
+          cpu_gemm_args g = {1, nx, 1,  1.0, 0.0, a1, 1,   1,    x,    nx,
+                             1, NULL, 0, 0, c, nx, 1, act, NULL, NULL};
+          cpu_gemm_run(kn, &g, (cpu_gemm_path)path, 1);
+          int bad = 0;
+          for (int i = 0; i < nx && !bad; i++) {
+            double xi = es == 4 ? (double)(float)xs[i] : xs[i];
+            double want = ref_act(xi, act), got;
+            if (es == 4) {
+              float f;
+              memcpy(&f, c + i * 4, 4);
+              got = f;
+            } else {
+              memcpy(&got, c + i * 8, 8);
+            }
+            bool scaled = act == IR_ACT_GELU || act == IR_ACT_GELU_TANH || act == IR_ACT_SILU;
+            double tol = 8 * ulp_of(want, es) + (scaled ? 2 * eps * fabs(xi) : 0);
+            bool ok = isnan(want) ? isnan(got)
+                      : isinf(want) ? got == want
+                                    : fabs(got - want) <= tol;
+            if (!ok) {
+              printf("  %s %s(%.9g) = %.9g, want %.9g (tol %.3g)\n", kn->name, act_names[act],
+                     xi, got, want, tol);
+              bad = 1;
+            }
+          }
+          CHECK(!bad);
+        }
+    }
+    free(x);
+    free(c);
+  }
+  free(xs);
+}
+
 /* ---- determinism and concurrency ----------------------------------------------------- */
 /* Packed results do not depend on the thread count (each element's sum has
  * a fixed order), so 1 and 2 threads agree bitwise. */
@@ -372,7 +451,7 @@ static void test_kernel_tables(void) {
       printf("kernel %s: %dx%d, mc %d kc %d nc %d\n", kn->name, kn->mr, kn->nr, kn->mc, kn->kc,
              kn->nc);
       CHECK(kn->esize == es);
-      CHECK(kn->mr * kn->nr <= CPU_GEMM_MAX_TILE);
+      CHECK(kn->mr * kn->nr <= CPU_GEMM_MAX_TILE && kn->nr <= CPU_GEMM_MAX_NR);
       CHECK(kn->mc % kn->mr == 0 && kn->nc % kn->nr == 0);
     }
 }
@@ -381,6 +460,7 @@ int main(void) {
   test_kernel_tables();
   test_shapes();
   test_activations();
+  test_activation_accuracy();
   test_thread_invariance();
   test_concurrency();
   return check_summary("test_cpu_gemm");

@@ -250,6 +250,32 @@ static void test_bad_dims(void) {
   ptc_graph_destroy(g);
 }
 
+/* Strides of size-1 dims do not matter: such an input can still vary. */
+static void test_unit_stride(void) {
+  ptc_graph* g = NULL;
+  CHECK_OK(ptc_graph_create(ctx, &g));
+  ptc_dim dims[3] = {{6, 0, 0}, {1, 0, 0}, {4, 0, 0}};
+  int64_t strides[3] = {4, 99, 1};
+  ptc_value x = PTC_VALUE_NONE;
+  CHECK_OK(ptc_graph_add_input(g, NULL, PTC_F32, dims, 3, strides, &x));
+  CHECK_OK(ptc_graph_add_output(g, node1(g, "neg", &x, 1, NULL, 0)));
+  ptc_graph* d = NULL;
+  ptc_dynamic_dim dd = {0, 0};
+  CHECK_OK(graph_make_dynamic(g, &dd, 1, &d));
+  ptc_graph_destroy(d);
+  d = NULL;
+  CHECK_OK(graph_make_dynamic(g, NULL, 0, &d)); /* unchanged dims keep their strides */
+  if (d) {
+    ptc_value_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    CHECK_OK(ptc_graph_value_info(d, ptc_graph_input(d, 0), &info));
+    CHECK(info.strides[1].value == 99);
+  }
+  ptc_graph_destroy(d);
+  ptc_graph_destroy(g);
+}
+
 /* Constants (copied and borrowed) and a multi-output node survive the replay. */
 static void test_constants_split(void) {
   ptc_graph* g = NULL;
@@ -296,6 +322,7 @@ int main(void) {
   test_broadcast_pair();
   test_meta_refusal();
   test_bad_dims();
+  test_unit_stride();
   test_constants_split();
   ptc_context_release(ctx);
   return check_summary("test_make_dynamic");

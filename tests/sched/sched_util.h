@@ -12,6 +12,7 @@
 #include "lib/ir/ir.h"
 #include "lib/sched/sched.h"
 #include "tests/check.h"
+#include "tests/sched/sched_check.h"
 
 typedef struct tp {
   ptc_context* ctx;
@@ -111,7 +112,7 @@ static inline size_t tp_extern(tp* t, const int32_t* in, uint32_t n_in, int32_t 
 
 static inline void tp_output(tp* t, int32_t buf) { t->outs[t->n_outs++] = buf; }
 
-/* Schedules with default options except `fuse`. */
+/* Schedules with default options except `fuse`; checks the invariants. */
 static inline ptc_status tp_sched(tp* t, bool fuse) {
   t->p->output_bufs = ptc_arena_alloc(&t->p->arena, sizeof(int32_t) * (t->n_outs + 1));
   if (t->n_outs) memcpy(t->p->output_bufs, t->outs, sizeof(int32_t) * t->n_outs);
@@ -121,7 +122,9 @@ static inline ptc_status tp_sched(tp* t, bool fuse) {
   o.fuse = fuse;
   sched_plan_destroy(t->plan);
   t->plan = NULL;
-  return sched_run(t->p, &o, &t->plan);
+  ptc_status s = sched_run(t->p, &o, &t->plan);
+  if (!s) CHECK(sched_check_plan(t->p, t->plan, fuse ? "fused" : "unfused") == 0);
+  return s;
 }
 
 static inline int tp_kernel_of(const tp* t, size_t node) {

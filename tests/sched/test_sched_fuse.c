@@ -432,6 +432,38 @@ static void test_max_nodes(void) {
   tp_done(&t, "max nodes");
 }
 
+/* a = sin(x) and b = exp(x) at node 0, 70 unrelated nodes over another
+ * size, then cos(a) and cos(x): the vertical pair fuses across the distance,
+ * the horizontal pair (shared read of x only) is too far apart. */
+static void test_window(void) {
+  tp t;
+  tp_init(&t, 100);
+  const sym_expr* N = tp_s0(&t);
+  const sym_expr* M = tp_c(&t, 7);
+  int32_t in = tp_in(&t, N, NULL), other = tp_in(&t, M, NULL);
+  int32_t a = tp_tmp(&t, N, NULL);
+  pw1(&t, a, in, IR_SIN, "sin");
+  int32_t prev = other;
+  for (int i = 0; i < 70; i++) {
+    int32_t nb = tp_tmp(&t, M, NULL);
+    pw1(&t, nb, prev, IR_NEG, "neg");
+    prev = nb;
+    if (i % 8 == 7) tp_output(&t, nb); /* several short kernels */
+  }
+  int32_t ca = tp_tmp(&t, N, NULL), cx = tp_tmp(&t, N, NULL);
+  size_t n_ca = pw1(&t, ca, a, IR_COS, "cos");
+  size_t n_cx = pw1(&t, cx, in, IR_COS, "cos");
+  tp_output(&t, ca);
+  tp_output(&t, cx);
+  tp_output(&t, prev);
+  CHECK_OK(tp_sched(&t, true));
+  CHECK(tp_kernel_of(&t, 0) == tp_kernel_of(&t, n_ca));
+  CHECK(tp_kernel_of(&t, n_cx) != tp_kernel_of(&t, 0));
+  CHECK(log_has(&t, "too far apart for horizontal fusion (72 > 64)"));
+  if (t.plan) CHECK(t.plan->buf_home[a] == SCHED_HOME_LOCAL);
+  tp_done(&t, "window");
+}
+
 /* Without fusion the kernel order is the node order. */
 static void test_nofuse_order(void) {
   tp t;
@@ -464,6 +496,7 @@ int main(void) {
   test_extern_alone();
   test_indirect();
   test_max_nodes();
+  test_window();
   test_nofuse_order();
   return check_summary("test_sched_fuse");
 }

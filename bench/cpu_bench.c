@@ -1,0 +1,466 @@
+/* cpu_bench.c - the CPU micro-benchmark: times, in one run and on the same
+ * inputs, backend "ref" (the op-by-op interpreter, i.e. eager), "cpu" with
+ * disable_fusion=1 and "cpu" fused, on memory-bound workloads (pointwise
+ * chain, softmax, layer/rms norm, row/column sums, var_mean), compute-bound
+ * ones (matmul + bias + gelu, attention) and a per-call overhead workload
+ * (ten pointwise ops on 16 floats). Reports medians of N runs, ratios
+ * (ref/fused, nofuse/fused), achieved GB/s (minimum bytes moved) or GFLOP/s,
+ * the fused GB/s as a percentage of this machine's measured copy bandwidth
+ * (median memcpy of 256 MiB), kernel counts, and cold (empty PTC_CACHE_DIR)
+ * and warm (same folder again) compile times. Output: a Markdown table.
+ * Public API only.
+ *
+ * Usage: cpu_bench [--runs N] [--only NAME] [--skip-slow-ref] [--small]
+ *   --runs N         timed runs per variant (median; default 10)
+ *   --only NAME      one workload (substring of its name)
+ *   --skip-slow-ref  do not run ref on matmul/attention (it runs once there)
+ *   --small          every workload 8x smaller (a quick smoke run)
+ */
+#include <ptc/ptc.h>
+
+#include <ftw.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- options and timing ------------------------------------------------------------ */
+typedef struct options {
+  int runs;
+  const char* only;
+  bool skip_slow_ref;
+  int64_t shrink; /* divides the big dims */
+} options;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double* v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void die(const char* what, ptc_status s) {
+  fprintf(stderr, "cpu_bench: %s: %s\n", what, s ? ptc_status_message(s) : "out of memory");
+  exit(2);
+}
+
+/* ---- graph building (errors are fatal: the workloads are fixed) --------------------- */
+static ptc_value input(ptc_graph* g, const char* name, const int64_t* shape, size_t rank) {
+  ptc_dim d[4];
+  for (size_t i = 0; i < rank; i++) d[i] = (ptc_dim){shape[i], 0, 0};
+  ptc_value v;
+  ptc_status s = ptc_graph_add_input(g, name, PTC_F32, d, rank, NULL, &v);
+  if (s) die(name, s);
+  return v;
+}
+
+static ptc_value op(ptc_graph* g, const char* name, const ptc_value* in, size_t n_in,
+                    const ptc_attr* a, size_t n_a) {
+  ptc_value v;
+  ptc_status s = ptc_graph_add_node(g, name, in, n_in, a, n_a, &v, 1, NULL);
+  if (s) die(name, s);
+  return v;
+}
+
+static ptc_value op1(ptc_graph* g, const char* name, ptc_value x) {
+  return op(g, name, &x, 1, NULL, 0);
+}
+
+static ptc_value scal(ptc_graph* g, const char* name, ptc_value x, double v) {
+  ptc_attr a = ptc_attr_float("other", v);
+  return op(g, name, &x, 1, &a, 1);
+}
+
+static void output(ptc_graph* g, ptc_value v) {
+  ptc_status s = ptc_graph_add_output(g, v);
+  if (s) die("output", s);
+}
+
+/* ---- workloads ----------------------------------------------------------------------- */
+typedef struct dims {
+  int64_t rows, cols;
+} dims;
+
+/* sin, *2, +1, relu, cos, neg, *0.5 on a flat vector */
+static void w_chain(ptc_graph* g, int64_t n, double* bytes) {
+  ptc_value y = op1(g, "sin", input(g, "x", &n, 1));
+  y = op1(g, "relu", scal(g, "add", scal(g, "mul", y, 2.0), 1.0));
+  y = scal(g, "mul", op1(g, "neg", op1(g, "cos", y)), 0.5);
+  output(g, y);
+  *bytes = 2.0 * 4 * (double)n;
+}
+
+static void w_softmax(ptc_graph* g, dims d, double* bytes) {
+  int64_t s[2] = {d.rows, d.cols};
+  ptc_value x = input(g, "x", s, 2);
+  ptc_attr a = ptc_attr_int("dim", -1);
+  output(g, op(g, "softmax", &x, 1, &a, 1));
+  *bytes = 2.0 * 4 * (double)(d.rows * d.cols);
+}
+
+static void w_norm(ptc_graph* g, dims d, bool rms, double* bytes) {
+  int64_t s[2] = {d.rows, d.cols};
+  ptc_value in[3] = {input(g, "x", s, 2), input(g, "w", &d.cols, 1), PTC_VALUE_NONE};
+  if (!rms) in[2] = input(g, "b", &d.cols, 1);
+  ptc_attr a = ptc_attr_ints("normalized_shape", &d.cols, 1);
+  output(g, op(g, rms ? "rms_norm" : "layer_norm", in, rms ? 2 : 3, &a, 1));
+  *bytes = 4.0 * (2.0 * (double)(d.rows * d.cols) + (rms ? 1 : 2) * (double)d.cols);
+}
+
+static void w_sum(ptc_graph* g, dims d, int64_t dim, double* bytes) {
+  int64_t s[2] = {d.rows, d.cols};
+  ptc_value x = input(g, "x", s, 2);
+  ptc_attr a = ptc_attr_ints("dim", &dim, 1);
+  output(g, op(g, "sum", &x, 1, &a, 1));
+  *bytes = 4.0 * ((double)(d.rows * d.cols) + (double)(dim ? d.rows : d.cols));
+}
+
+static void w_var_mean(ptc_graph* g, dims d, double* bytes) {
+  int64_t s[2] = {d.rows, d.cols}, dim = 1;
+  ptc_value x = input(g, "x", s, 2), outs[2];
+  ptc_attr a = ptc_attr_ints("dim", &dim, 1);
+  ptc_status st = ptc_graph_add_node(g, "var_mean", &x, 1, &a, 1, outs, 2, NULL);
+  if (st) die("var_mean", st);
+  output(g, outs[0]);
+  output(g, outs[1]);
+  *bytes = 4.0 * ((double)(d.rows * d.cols) + 2.0 * (double)d.rows);
+}
+
+/* gelu(x[M, K] @ w[K, N] + b[N]) */
+static void w_mm(ptc_graph* g, int64_t m, int64_t n, int64_t k, double* flops) {
+  int64_t xs[2] = {m, k}, ws[2] = {k, n};
+  ptc_value in[2] = {input(g, "x", xs, 2), input(g, "w", ws, 2)};
+  ptc_value add_in[2] = {op(g, "matmul", in, 2, NULL, 0), input(g, "b", &n, 1)};
+  output(g, op1(g, "gelu", op(g, "add", add_in, 2, NULL, 0)));
+  *flops = 2.0 * (double)m * (double)n * (double)k;
+}
+
+static void w_attention(ptc_graph* g, int64_t b, int64_t h, int64_t s, int64_t d, double* flops) {
+  int64_t sh[4] = {b, h, s, d};
+  ptc_value in[3] = {input(g, "q", sh, 4), input(g, "k", sh, 4), input(g, "v", sh, 4)};
+  output(g, op(g, "scaled_dot_product_attention", in, 3, NULL, 0));
+  *flops = 4.0 * (double)(b * h) * (double)s * (double)s * (double)d;
+}
+
+/* ten pointwise ops on 16 floats (per-call overhead) */
+static void w_tiny(ptc_graph* g) {
+  int64_t n = 16;
+  ptc_value y = op1(g, "sqrt", scal(g, "add", op1(g, "abs", op1(g, "neg", input(g, "x", &n, 1))), 0.5));
+  y = op1(g, "sigmoid", op1(g, "tanh", scal(g, "mul", y, 0.1)));
+  y = scal(g, "mul", scal(g, "sub", op1(g, "relu", y), 0.25), 3.0);
+  output(g, y);
+}
+
+enum { W_CHAIN, W_SOFTMAX, W_LN, W_RMS, W_ROWSUM, W_COLSUM, W_VARMEAN, W_MM, W_ATTN, W_TINY };
+
+typedef struct workload {
+  int kind;
+  const char* name;
+  bool slow_ref; /* ref runs once (or is skipped) */
+} workload;
+
+static const workload workloads[] = {
+    {W_CHAIN, "pointwise chain x7, 2^24 f32", false},
+    {W_SOFTMAX, "softmax rows 2048x4096", false},
+    {W_LN, "layer_norm 2048x4096", false},
+    {W_RMS, "rms_norm 2048x4096", false},
+    {W_ROWSUM, "row sum 4096x4096", false},
+    {W_COLSUM, "column sum 4096x4096", false},
+    {W_VARMEAN, "var_mean rows 2048x4096", false},
+    {W_MM, "mm 1024x1024x4096 + bias + gelu", true},
+    {W_ATTN, "attention b8 h16 s1024 d64", true},
+    {W_TINY, "10 pointwise ops on 16 floats", false},
+};
+
+/* Builds workload w (sizes divided by `shrink`); *bytes or *flops get the
+ * traffic or arithmetic for throughput figures. */
+static void build(ptc_graph* g, const workload* w, int64_t shrink, double* bytes, double* flops) {
+  dims big = {2048 / shrink, 4096}, sq = {4096 / shrink, 4096};
+  *bytes = *flops = 0;
+  switch (w->kind) {
+    case W_CHAIN: w_chain(g, ((int64_t)1 << 24) / shrink, bytes); break;
+    case W_SOFTMAX: w_softmax(g, big, bytes); break;
+    case W_LN: w_norm(g, big, false, bytes); break;
+    case W_RMS: w_norm(g, big, true, bytes); break;
+    case W_ROWSUM: w_sum(g, sq, 1, bytes); break;
+    case W_COLSUM: w_sum(g, sq, 0, bytes); break;
+    case W_VARMEAN: w_var_mean(g, big, bytes); break;
+    case W_MM: w_mm(g, 1024 / shrink, 1024, 4096, flops); break;
+    case W_ATTN: w_attention(g, 8 / (shrink > 8 ? 8 : shrink), 16, 1024, 64, flops); break;
+    default: w_tiny(g); break;
+  }
+}
+
+/* ---- tensors ------------------------------------------------------------------------ */
+typedef struct tensors {
+  size_t n;
+  ptc_tensor t[4];
+  int64_t shape[4][4];
+  float* data[4];
+} tensors;
+
+/* Contiguous f32 tensors shaped like the graph's inputs (or outputs), filled
+ * with values in [-1, 1) when `fill`. */
+static void alloc_tensors(const ptc_graph* g, bool outputs, bool fill, tensors* ts) {
+  memset(ts, 0, sizeof *ts);
+  ts->n = outputs ? ptc_graph_num_outputs(g) : ptc_graph_num_inputs(g);
+  uint32_t rng = 12345;
+  for (size_t i = 0; i < ts->n && i < 4; i++) {
+    ptc_value v = outputs ? ptc_graph_output(g, i) : ptc_graph_input(g, i);
+    ptc_value_info info = {.struct_size = sizeof info};
+    ptc_status s = ptc_graph_value_info(g, v, &info);
+    if (s) die("value info", s);
+    size_t numel = 1;
+    for (uint32_t d = 0; d < info.rank; d++) numel *= (size_t)(ts->shape[i][d] = info.shape[d].value);
+    ts->data[i] = malloc(numel * sizeof(float));
+    if (!ts->data[i]) die("tensors", NULL);
+    for (size_t k = 0; k < numel; k++) {
+      rng = rng * 1103515245u + 12345u;
+      ts->data[i][k] = fill ? (float)((rng >> 8) & 0xFFFF) / 32768.0f - 1.0f : 0.0f;
+    }
+    ts->t[i] = (ptc_tensor){ts->data[i], {PTC_DEVICE_CPU, 0}, (int32_t)info.rank,
+                            ptc_dtype_to_dl(info.dtype), ts->shape[i], NULL, 0};
+  }
+}
+
+static void free_tensors(tensors* ts) {
+  for (size_t i = 0; i < 4; i++) free(ts->data[i]);
+}
+
+/* ---- cache folders ------------------------------------------------------------------- */
+static int rm_entry(const char* path, const struct stat* sb, int flag, struct FTW* ftw) {
+  (void)sb, (void)flag, (void)ftw;
+  return remove(path);
+}
+
+static void remove_tree(const char* dir) { nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
+/* ---- one variant --------------------------------------------------------------------- */
+typedef struct result {
+  bool ok, ran;
+  double cold_s, warm_s, run_s; /* run_s: median seconds per run (per call for tiny) */
+  size_t kernels;
+  int runs;
+} result;
+
+static ptc_executable* compile(ptc_context* ctx, const ptc_graph* g, const char* backend,
+                               bool nofuse, double* secs) {
+  ptc_compile_options o;
+  ptc_compile_options_init(&o);
+  o.backend = backend;
+  o.disable_fusion = nofuse;
+  ptc_executable* exe = NULL;
+  double t0 = now_s();
+  ptc_status s = ptc_compile(ctx, g, &o, &exe);
+  *secs = now_s() - t0;
+  if (s) {
+    fprintf(stderr, "cpu_bench: compile (%s%s): %s\n", backend, nofuse ? ", nofuse" : "",
+            ptc_status_message(s));
+    ptc_status_destroy(s);
+  }
+  return exe;
+}
+
+static bool run_once(const ptc_executable* exe, const tensors* in, const tensors* out) {
+  ptc_status s = ptc_executable_run(exe, in->t, in->n, out->t, out->n, NULL);
+  if (s) {
+    fprintf(stderr, "cpu_bench: run: %s\n", ptc_status_message(s));
+    ptc_status_destroy(s);
+  }
+  return s == NULL;
+}
+
+/* Median time of `runs` samples; a sample of a tiny workload is the mean of
+ * a batch of calls sized to take about 10 ms. */
+static bool time_runs(const ptc_executable* exe, const tensors* in, const tensors* out, int runs,
+                      bool per_call, double* median_s) {
+  if (!run_once(exe, in, out)) return false; /* warm-up */
+  int batch = 1;
+  if (per_call) {
+    double t0 = now_s();
+    for (int i = 0; i < 100; i++) run_once(exe, in, out);
+    double per = (now_s() - t0) / 100;
+    batch = per > 0 ? (int)fmin(100000, fmax(1, 0.01 / per)) : 1000;
+  }
+  double* t = malloc((size_t)runs * sizeof *t);
+  if (!t) die("timing", NULL);
+  for (int r = 0; r < runs; r++) {
+    double t0 = now_s();
+    for (int i = 0; i < batch; i++)
+      if (!run_once(exe, in, out)) {
+        free(t);
+        return false;
+      }
+    t[r] = (now_s() - t0) / batch;
+  }
+  *median_s = median(t, runs);
+  free(t);
+  return true;
+}
+
+static result bench_variant(ptc_context* ctx, const ptc_graph* g, const char* backend, bool nofuse,
+                            int runs, bool per_call, const tensors* in, const tensors* out) {
+  result r = {0};
+  r.runs = runs;
+  char dir[] = "/tmp/ptc-bench-cache-XXXXXX";
+  if (!mkdtemp(dir)) die("mkdtemp", NULL);
+  setenv("PTC_CACHE_DIR", dir, 1);
+  ptc_executable* cold = compile(ctx, g, backend, nofuse, &r.cold_s);
+  ptc_executable* warm = cold ? compile(ctx, g, backend, nofuse, &r.warm_s) : NULL;
+  if (warm) {
+    r.kernels = ptc_executable_num_kernels(warm);
+    r.ran = true;
+    r.ok = time_runs(warm, in, out, runs, per_call, &r.run_s);
+  }
+  ptc_executable_release(cold);
+  ptc_executable_release(warm);
+  remove_tree(dir);
+  return r;
+}
+
+/* ---- the machine's copy bandwidth ------------------------------------------------------ */
+/* Median GB/s of memcpy over a 256 MiB buffer (bytes read + bytes written). */
+static double copy_bandwidth(int runs) {
+  size_t n = (size_t)256 << 20;
+  char* a = malloc(n);
+  char* b = malloc(n);
+  if (!a || !b) die("copy buffers", NULL);
+  memset(a, 1, n);
+  memset(b, 2, n);
+  double* t = malloc((size_t)runs * sizeof *t);
+  if (!t) die("copy timing", NULL);
+  for (int r = 0; r < runs; r++) {
+    double t0 = now_s();
+    memcpy(b, a, n);
+    t[r] = now_s() - t0;
+    a[r % n] = b[(r * 7) % n]; /* keep the copies observable */
+  }
+  double gbs = 2.0 * (double)n / median(t, runs) / 1e9;
+  free(t);
+  free(a);
+  free(b);
+  return gbs;
+}
+
+/* ---- reporting ------------------------------------------------------------------------ */
+static void fmt_time(char* buf, size_t cap, const result* r, bool per_call) {
+  if (!r->ran) snprintf(buf, cap, "n/a");
+  else if (!r->ok) snprintf(buf, cap, "error");
+  else if (per_call) snprintf(buf, cap, "%.2f us%s", r->run_s * 1e6, r->runs == 1 ? " (1 run)" : "");
+  else snprintf(buf, cap, "%.2f ms%s", r->run_s * 1e3, r->runs == 1 ? " (1 run)" : "");
+}
+
+static void fmt_ratio(char* buf, size_t cap, const result* a, const result* b) {
+  if (a->ok && b->ok && b->run_s > 0) snprintf(buf, cap, "%.2fx", a->run_s / b->run_s);
+  else snprintf(buf, cap, "-");
+}
+
+static void print_row(const workload* w, double bytes, double flops, const result* ref,
+                      const result* nof, const result* fus, double copy_gbs) {
+  bool per_call = w->kind == W_TINY;
+  char tr[32], tn[32], tf[32], r1[16], r2[16], thr[64], comp[64], kern[24];
+  fmt_time(tr, sizeof tr, ref, per_call);
+  fmt_time(tn, sizeof tn, nof, per_call);
+  fmt_time(tf, sizeof tf, fus, per_call);
+  fmt_ratio(r1, sizeof r1, ref, fus);
+  fmt_ratio(r2, sizeof r2, nof, fus);
+  snprintf(thr, sizeof thr, "-");
+  if (fus->ok && bytes > 0)
+    snprintf(thr, sizeof thr, "%.1f GB/s (%.0f%% of copy)", bytes / fus->run_s / 1e9,
+             100.0 * bytes / fus->run_s / 1e9 / copy_gbs);
+  if (fus->ok && flops > 0) snprintf(thr, sizeof thr, "%.1f GFLOP/s", flops / fus->run_s / 1e9);
+  snprintf(kern, sizeof kern, "-");
+  if (nof->ran && fus->ran) snprintf(kern, sizeof kern, "%zu / %zu", nof->kernels, fus->kernels);
+  snprintf(comp, sizeof comp, "-");
+  if (fus->ran) snprintf(comp, sizeof comp, "%.2f s / %.1f ms", fus->cold_s, fus->warm_s * 1e3);
+  printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", w->name, tr, tn, tf, r1, r2, thr,
+         kern, comp);
+  fflush(stdout);
+}
+
+static void usage(void) {
+  fprintf(stderr, "usage: cpu_bench [--runs N] [--only NAME] [--skip-slow-ref] [--small]\n");
+  exit(2);
+}
+
+static void parse(int argc, char** argv, options* o) {
+  o->runs = 10;
+  o->only = NULL;
+  o->skip_slow_ref = false;
+  o->shrink = 1;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--runs") && i + 1 < argc) o->runs = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--only") && i + 1 < argc) o->only = argv[++i];
+    else if (!strcmp(argv[i], "--skip-slow-ref")) o->skip_slow_ref = true;
+    else if (!strcmp(argv[i], "--small")) o->shrink = 8;
+    else usage();
+  }
+  if (o->runs < 1) usage();
+}
+
+static void bench_workload(ptc_context* ctx, const options* o, const workload* w, bool have_cpu,
+                           double copy_gbs) {
+  ptc_graph* g = NULL;
+  ptc_status s = ptc_graph_create(ctx, &g);
+  if (s) die("graph", s);
+  double bytes, flops;
+  build(g, w, o->shrink, &bytes, &flops);
+  tensors in, out;
+  alloc_tensors(g, false, true, &in);
+  alloc_tensors(g, true, false, &out);
+  bool per_call = w->kind == W_TINY;
+  result none = {0}, ref = none, nof = none, fus = none;
+  if (have_cpu) {
+    fus = bench_variant(ctx, g, "cpu", false, o->runs, per_call, &in, &out);
+    nof = bench_variant(ctx, g, "cpu", true, w->slow_ref ? (o->runs + 1) / 2 : o->runs, per_call,
+                        &in, &out);
+  }
+  if (!(w->slow_ref && o->skip_slow_ref))
+    ref = bench_variant(ctx, g, "ref", false, w->slow_ref ? 1 : o->runs, per_call, &in, &out);
+  print_row(w, bytes, flops, &ref, &nof, &fus, copy_gbs);
+  free_tensors(&in);
+  free_tensors(&out);
+  ptc_graph_destroy(g);
+}
+
+int main(int argc, char** argv) {
+  options o;
+  parse(argc, argv, &o);
+  const char* why = NULL;
+  bool have_cpu = ptc_backend_available("cpu", &why);
+  ptc_context* ctx = NULL;
+  ptc_status s = ptc_context_create(NULL, &ctx);
+  if (s) die("context", s);
+  double copy_gbs = copy_bandwidth(o.runs < 5 ? 5 : o.runs);
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  printf("# cpu_bench: libptc %s, %ld cores, median of %d runs%s\n\n", ptc_version_string(),
+         cores, o.runs, o.shrink > 1 ? ", --small sizes (8x smaller)" : "");
+  printf("memcpy of 256 MiB: %.1f GB/s (read + write; the ceiling for memory-bound rows)\n\n",
+         copy_gbs);
+  if (!have_cpu)
+    printf("backend cpu is not available (%s): only ref is timed\n\n", why ? why : "?");
+  printf("ref = op-by-op interpreter (eager); nofuse = cpu with disable_fusion=1; fused = cpu. "
+         "Compile = cold (empty cache) / warm (cache hit) for the fused executable. "
+         "ref runs once on matmul and attention%s.\n\n",
+         o.skip_slow_ref ? " (skipped: --skip-slow-ref)" : "");
+  printf("| workload | ref | nofuse | fused | ref/fused | nofuse/fused | fused throughput | "
+         "kernels nofuse / fused | compile cold / warm |\n");
+  printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  for (size_t i = 0; i < sizeof workloads / sizeof workloads[0]; i++)
+    if (!o.only || strstr(workloads[i].name, o.only))
+      bench_workload(ctx, &o, &workloads[i], have_cpu, copy_gbs);
+  ptc_context_release(ctx);
+  return 0;
+}

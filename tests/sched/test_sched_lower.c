@@ -1,0 +1,256 @@
+/* test_sched_lower.c - schedules of real graphs (built through the public
+ * graph API, decomposed by lib/decomp, lowered by ir_lower): softmax (the
+ * op and its amax/sub/exp/sum/div decomposition) and layer norm become one
+ * kernel with kernel-local row statistics, static and dynamic; realized
+ * sin -> cos fuses; a pointwise node after a full reduction is not fused
+ * into the reduction's loop; a realized diamond fuses without cycles; a
+ * matmul stays an extern kernel of its own; a realized chain of 6 pointwise
+ * nodes without fusion needs at most 2 slots. Every plan is checked against
+ * the invariants of sched_check.h. */
+#include "lib/decomp/decomp.h"
+#include "tests/sched/sched_util.h"
+
+typedef struct lg {
+  ptc_context* ctx;
+  ptc_graph* g;
+  ptc_sym s0;
+  ir_program* p;
+  sched_plan* plan;
+  int failures_before;
+} lg;
+
+/* hint > 1: rows are symbol s0 with that hint; 0: static rows. */
+static void lg_init(lg* t, int64_t hint) {
+  memset(t, 0, sizeof *t);
+  t->failures_before = check_failures;
+  CHECK_OK(ptc_context_create(NULL, &t->ctx));
+  CHECK_OK(ptc_graph_create(t->ctx, &t->g));
+  if (hint) {
+    ptc_symbol_options o;
+    ptc_symbol_options_init(&o);
+    o.hint = hint;
+    CHECK_OK(ptc_graph_add_symbol(t->g, "s0", &o, &t->s0));
+  }
+}
+
+/* Input [rows, cols] (rows symbolic when the graph has s0 and `dyn`; cols
+ * 0: rank 1). */
+static ptc_value lg_input_dyn(lg* t, int64_t rows, int64_t cols, bool dyn) {
+  ptc_dim d[2] = {{rows, dyn ? t->s0 : 0, 0}, {cols, 0, 0}};
+  ptc_value v = PTC_VALUE_NONE;
+  CHECK_OK(ptc_graph_add_input(t->g, NULL, PTC_F32, d, cols ? 2 : 1, NULL, &v));
+  return v;
+}
+static ptc_value lg_input(lg* t, int64_t rows, int64_t cols) {
+  return lg_input_dyn(t, rows, cols, true);
+}
+
+static ptc_value lg_op(lg* t, const char* op, const ptc_value* in, size_t n, const ptc_attr* a,
+                       size_t na) {
+  ptc_value out = PTC_VALUE_NONE;
+  CHECK_OK(ptc_graph_add_node(t->g, op, in, n, a, na, &out, 1, NULL));
+  return out;
+}
+static ptc_value lg_un(lg* t, const char* op, ptc_value x) { return lg_op(t, op, &x, 1, NULL, 0); }
+static ptc_value lg_bin(lg* t, const char* op, ptc_value x, ptc_value y) {
+  ptc_value in[2] = {x, y};
+  return lg_op(t, op, in, 2, NULL, 0);
+}
+/* Reduction over the last dim with keepdim. */
+static ptc_value lg_red_last(lg* t, const char* op, ptc_value x) {
+  int64_t dim = -1;
+  ptc_attr a[2] = {ptc_attr_ints("dim", &dim, 1), ptc_attr_bool("keepdim", 1)};
+  return lg_op(t, op, &x, 1, a, 2);
+}
+
+/* decompose -> lower -> schedule, then the invariants. */
+static void lg_run(lg* t, bool inline_pointwise, bool fuse) {
+  ptc_graph* d = NULL;
+  CHECK_OK(decomp_graph(t->g, &d));
+  if (!d) return;
+  ptc_graph_destroy(t->g);
+  t->g = d;
+  ir_lower_options lo;
+  ir_lower_options_init(&lo);
+  lo.inline_pointwise = inline_pointwise;
+  CHECK_OK(ir_lower(t->ctx, t->g, &lo, &t->p));
+  if (!t->p) return;
+  sched_options so;
+  sched_options_init(&so);
+  so.fuse = fuse;
+  CHECK_OK(sched_run(t->p, &so, &t->plan));
+  if (t->plan) CHECK(sched_check_plan(t->p, t->plan, "lowered") == 0);
+}
+
+static int lg_count_home(const lg* t, int home) {
+  int n = 0;
+  for (size_t b = 0; t->plan && b < t->p->buffers.len; b++) n += t->plan->buf_home[b] == home;
+  return n;
+}
+
+/* Every buffer written by a reduction node is kernel-local. */
+static bool lg_reductions_local(const lg* t) {
+  for (size_t i = 0; t->plan && i < t->p->nodes.len; i++) {
+    const ir_node* n = ir_node_at(t->p, i);
+    if (n->kind == IR_REDUCTION && t->plan->buf_home[n->out_buf] != SCHED_HOME_LOCAL) return false;
+  }
+  return t->plan != NULL;
+}
+
+static int lg_count_nodes(const lg* t, int kind) {
+  int n = 0;
+  for (size_t i = 0; t->p && i < t->p->nodes.len; i++) n += ir_node_at(t->p, i)->kind == kind;
+  return n;
+}
+
+static void lg_done(lg* t, const char* name) {
+  if (check_failures != t->failures_before || getenv("PTC_TEST_DUMP")) {
+    ptc_strbuf sb;
+    ptc_sb_init(&sb);
+    if (t->p) ir_program_dump(t->p, &sb);
+    if (t->plan) sched_plan_dump(t->p, t->plan, &sb);
+    printf("---- %s ----\n%s", name, sb.data ? sb.data : "");
+    ptc_sb_free(&sb);
+  }
+  sched_plan_destroy(t->plan);
+  ir_program_destroy(t->p);
+  ptc_graph_destroy(t->g);
+  ptc_context_release(t->ctx);
+}
+
+static void test_softmax(bool op, int64_t hint) {
+  lg t;
+  lg_init(&t, hint);
+  ptc_value x = lg_input(&t, 32, 128), y;
+  if (op) {
+    ptc_attr a = ptc_attr_int("dim", -1);
+    y = lg_op(&t, "softmax", &x, 1, &a, 1);
+  } else {
+    ptc_value e = lg_un(&t, "exp", lg_bin(&t, "sub", x, lg_red_last(&t, "amax", x)));
+    y = lg_bin(&t, "div", e, lg_red_last(&t, "sum", e));
+  }
+  CHECK_OK(ptc_graph_add_output(t.g, y));
+  lg_run(&t, true, true);
+  CHECK(lg_count_nodes(&t, IR_REDUCTION) == 2);
+  CHECK(t.plan && t.plan->n_kernels == 1);
+  CHECK(lg_reductions_local(&t));
+  CHECK(lg_count_home(&t, SCHED_HOME_LOCAL) >= 2);
+  lg_done(&t, op ? "softmax op" : "softmax decomposed");
+}
+
+static void test_layernorm(bool op, int64_t hint) {
+  lg t;
+  lg_init(&t, hint);
+  ptc_value x = lg_input(&t, 16, 64), y;
+  if (op) {
+    ptc_value w = lg_input_dyn(&t, 64, 0, false), b = lg_input_dyn(&t, 64, 0, false);
+    int64_t ns = 64;
+    ptc_attr a[2] = {ptc_attr_ints("normalized_shape", &ns, 1), ptc_attr_float("eps", 1e-5)};
+    ptc_value in[3] = {x, w, b};
+    y = lg_op(&t, "layer_norm", in, 3, a, 2);
+  } else {
+    ptc_value mean = lg_red_last(&t, "mean", x);
+    ptc_value d = lg_bin(&t, "sub", x, mean);
+    ptc_value var = lg_red_last(&t, "mean", lg_bin(&t, "mul", d, d));
+    y = lg_bin(&t, "mul", d, lg_un(&t, "rsqrt", var));
+  }
+  CHECK_OK(ptc_graph_add_output(t.g, y));
+  lg_run(&t, true, true);
+  CHECK(lg_count_nodes(&t, IR_REDUCTION) == 2);
+  CHECK(t.plan && t.plan->n_kernels == 1);
+  CHECK(lg_reductions_local(&t));
+  lg_done(&t, op ? "layer_norm op" : "layernorm decomposed");
+}
+
+static void test_sin_cos(void) {
+  lg t;
+  lg_init(&t, 1000);
+  ptc_value x = lg_input(&t, 0, 0);
+  CHECK_OK(ptc_graph_add_output(t.g, lg_un(&t, "cos", lg_un(&t, "sin", x))));
+  lg_run(&t, false, true);
+  CHECK(lg_count_nodes(&t, IR_POINTWISE) == 2);
+  CHECK(t.plan && t.plan->n_kernels == 1 && t.plan->n_fusions == 1);
+  CHECK(lg_count_home(&t, SCHED_HOME_LOCAL) == 1 && t.plan && t.plan->n_slots == 0);
+  lg_done(&t, "sin cos");
+}
+
+/* y = x - sum(x) (full reduction, broadcast back). */
+static void test_full_reduction(void) {
+  lg t;
+  lg_init(&t, 0);
+  ptc_value x = lg_input(&t, 64, 32);
+  ptc_value s = lg_un(&t, "sum", x);
+  CHECK_OK(ptc_graph_add_output(t.g, lg_bin(&t, "sub", x, s)));
+  lg_run(&t, true, true);
+  CHECK(lg_count_nodes(&t, IR_REDUCTION) == 1);
+  CHECK(t.plan && t.plan->n_kernels == 2);
+  lg_done(&t, "full reduction");
+}
+
+/* a = sin(x); b = cos(a); c = exp(a); d = b + c, every value realized. */
+static void test_diamond(void) {
+  lg t;
+  lg_init(&t, 100);
+  ptc_value x = lg_input(&t, 0, 0);
+  ptc_value a = lg_un(&t, "sin", x);
+  ptc_value d = lg_bin(&t, "add", lg_un(&t, "cos", a), lg_un(&t, "exp", a));
+  CHECK_OK(ptc_graph_add_output(t.g, d));
+  lg_run(&t, false, true);
+  CHECK(lg_count_nodes(&t, IR_POINTWISE) == 4);
+  CHECK(t.plan && t.plan->n_kernels == 1 && t.plan->n_fusions == 3);
+  lg_done(&t, "diamond");
+}
+
+/* sin(x) @ w, then cos: the matmul is an extern kernel of its own. */
+static void test_matmul(void) {
+  lg t;
+  lg_init(&t, 8);
+  ptc_value x = lg_input(&t, 8, 16);
+  ptc_dim wd[2] = {{16, 0, 0}, {4, 0, 0}};
+  ptc_value w = PTC_VALUE_NONE;
+  CHECK_OK(ptc_graph_add_input(t.g, "w", PTC_F32, wd, 2, NULL, &w));
+  ptc_value m = lg_bin(&t, "matmul", lg_un(&t, "sin", x), w);
+  CHECK_OK(ptc_graph_add_output(t.g, lg_un(&t, "cos", m)));
+  lg_run(&t, true, true);
+  CHECK(lg_count_nodes(&t, IR_EXTERN) == 1);
+  int ext = 0;
+  for (uint32_t k = 0; t.plan && k < t.plan->n_kernels; k++)
+    if (t.plan->kernels[k].is_extern) {
+      ext++;
+      CHECK(t.plan->kernels[k].n_nodes == 1);
+    }
+  CHECK(ext == 1);
+  lg_done(&t, "matmul");
+}
+
+/* 6 realized pointwise nodes, no fusion: in place or ping-pong. */
+static void test_chain(void) {
+  lg t;
+  lg_init(&t, 4096);
+  ptc_value v = lg_input(&t, 0, 0);
+  static const char* const ops[] = {"sin", "cos", "exp", "neg", "abs", "tanh"};
+  for (int i = 0; i < 6; i++) v = lg_un(&t, ops[i], v);
+  CHECK_OK(ptc_graph_add_output(t.g, v));
+  lg_run(&t, false, false);
+  CHECK(lg_count_nodes(&t, IR_POINTWISE) == 6);
+  CHECK(t.plan && t.plan->n_kernels == 6 && t.plan->n_slots <= 2);
+  CHECK(t.plan && t.plan->n_inplace + t.plan->n_reused >= 3);
+  lg_done(&t, "chain");
+}
+
+int main(void) {
+  test_softmax(true, 0);
+  test_softmax(true, 64);
+  test_softmax(false, 0);
+  test_softmax(false, 64);
+  test_layernorm(true, 0);
+  test_layernorm(true, 16);
+  test_layernorm(false, 0);
+  test_layernorm(false, 16);
+  test_sin_cos();
+  test_full_reduction();
+  test_diamond();
+  test_matmul();
+  test_chain();
+  return check_summary("test_sched_lower");
+}
