@@ -1,9 +1,11 @@
 /* gemm_bench.c - times the CPU backend's GEMM (cpu_gemm_f32/f64) and
- * convolution: medians of repeated runs in GFLOP/s for 1024^3, the MLP
- * shape 1024x4096x1024 with bias + GELU fused, 4096^3, f64, a few small
- * sizes (serial threshold), a 3x3 convolution, and a naive triple loop for
- * the speed-up ratio; plus the machine's estimated peak (the assumptions
- * are printed). Usage: gemm_bench [--quick] [--big] */
+ * convolution: medians of repeated runs in GFLOP/s (wall clock, and per
+ * CPU-second of all threads, which load from other processes distorts
+ * less) for 1024^3, the MLP shape 1024x4096x1024 with bias + GELU fused
+ * (also with B transposed, as a linear layer's weight), 4096^3, f64, small
+ * sizes (serial threshold), GEMV, 3x3 convolutions, and a naive triple loop
+ * for the speed-up ratio; plus the machine's estimated peak (the
+ * assumptions are printed). Usage: gemm_bench [--quick] (skips 4096^3) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,11 +27,15 @@ static int max_threads(void) {
 #endif
 }
 
-static double now_s(void) {
+static double clock_s(clockid_t id) {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(id, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+static double now_s(void) { return clock_s(CLOCK_MONOTONIC); }
+/* CPU time of all threads: flops per CPU-second is the per-core rate,
+ * which other load on the machine does not distort the way wall time is. */
+static double cpu_s(void) { return clock_s(CLOCK_PROCESS_CPUTIME_ID); }
 
 static int cmp_double(const void* a, const void* b) {
   double x = *(const double*)a, y = *(const double*)b;
@@ -66,30 +72,40 @@ typedef struct gemm_shape {
   size_t es;
   int32_t act;
   bool bias;
+  bool bt; /* B given transposed (a linear layer's weight [n, k]) */
 } gemm_shape;
 
-/* Median seconds of `reps` runs (after one warm-up) of the shape. */
-static double time_gemm(const gemm_shape* s, int reps) {
+typedef struct timing {
+  double wall, cpu; /* medians, seconds */
+} timing;
+
+/* Medians of `reps` runs (after one warm-up) of the shape. */
+static timing time_gemm(const gemm_shape* s, int reps) {
   void* a = fill((size_t)(s->m * s->k), s->es, 1);
   void* b = fill((size_t)(s->k * s->n), s->es, 2);
   void* bias = fill((size_t)s->n, s->es, 3);
   void* c = fill((size_t)(s->m * s->n), s->es, 4);
-  double t[64];
+  int64_t b_sk = s->bt ? 1 : s->n, b_sn = s->bt ? s->k : 1;
+  double t[64], u[64];
   for (int r = -1; r < reps; r++) {
-    double t0 = now_s();
+    double t0 = now_s(), u0 = cpu_s();
     if (s->es == 4)
-      cpu_gemm_f32(s->m, s->n, s->k, 1.0f, a, s->k, 1, b, s->n, 1, 1.0f,
+      cpu_gemm_f32(s->m, s->n, s->k, 1.0f, a, s->k, 1, b, b_sk, b_sn, 1.0f,
                    s->bias ? bias : NULL, 1, c, s->n, 1, s->act);
     else
-      cpu_gemm_f64(s->m, s->n, s->k, 1.0, a, s->k, 1, b, s->n, 1, 1.0, s->bias ? bias : NULL,
+      cpu_gemm_f64(s->m, s->n, s->k, 1.0, a, s->k, 1, b, b_sk, b_sn, 1.0, s->bias ? bias : NULL,
                    1, c, s->n, 1, s->act);
-    if (r >= 0) t[r] = now_s() - t0;
+    if (r >= 0) {
+      t[r] = now_s() - t0;
+      u[r] = cpu_s() - u0;
+    }
   }
   free(a);
   free(b);
   free(bias);
   free(c);
-  return median(t, reps);
+  timing tm = {median(t, reps), median(u, reps)};
+  return tm;
 }
 
 /* The textbook loop (i, k, j order, which compilers vectorise), serial. */
@@ -116,7 +132,7 @@ static double time_naive(int64_t n, int reps) {
   return median(t, reps);
 }
 
-static double time_conv(int64_t n, int64_t ci, int64_t hw, int64_t co, int64_t k, int reps,
+static timing time_conv(int64_t n, int64_t ci, int64_t hw, int64_t co, int64_t k, int reps,
                         double* flops) {
   cpu_conv_geom g;
   memset(&g, 0, sizeof g);
@@ -142,22 +158,26 @@ static double time_conv(int64_t n, int64_t ci, int64_t hw, int64_t co, int64_t k
   float* w = fill((size_t)(co * ci * k * k), 4, 2);
   float* b = fill((size_t)co, 4, 3);
   float* o = fill((size_t)(n * co * g.out_h * g.out_w), 4, 4);
-  double t[64];
+  double t[64], u[64];
   for (int r = -1; r < reps; r++) {
-    double t0 = now_s();
+    double t0 = now_s(), u0 = cpu_s();
     ptc_status s = cpu_conv2d_f32(&g, x, w, b, o);
     if (s) {
       fprintf(stderr, "conv failed\n");
       exit(1);
     }
-    if (r >= 0) t[r] = now_s() - t0;
+    if (r >= 0) {
+      t[r] = now_s() - t0;
+      u[r] = cpu_s() - u0;
+    }
   }
   *flops = 2.0 * (double)(n * co * g.out_h * g.out_w) * (double)(ci * k * k);
   free(x);
   free(w);
   free(b);
   free(o);
-  return median(t, reps);
+  timing tm = {median(t, reps), median(u, reps)};
+  return tm;
 }
 
 /* Peak estimate: cores x clock x FLOPs per cycle per core of the kernel's ISA. */
@@ -192,10 +212,8 @@ static double peak_gflops(size_t es, const char** why) {
 
 int main(int argc, char** argv) {
   bool quick = false, big = true;
-  for (int i = 1; i < argc; i++) {
+  for (int i = 1; i < argc; i++)
     if (strcmp(argv[i], "--quick") == 0) quick = true, big = false;
-    if (strcmp(argv[i], "--big") == 0) big = true;
-  }
   int reps = quick ? 3 : 7;
   const char* why;
   double peak32 = peak_gflops(4, &why);
@@ -206,46 +224,49 @@ int main(int argc, char** argv) {
   printf("peak f64 ~ %.0f GFLOP/s\n\n", peak64);
 
   const gemm_shape shapes[] = {
-      {"f32 1024x1024x1024", 1024, 1024, 1024, 4, 0, false},
-      {"f32 m1024 n4096 k1024 +bias+gelu", 1024, 4096, 1024, 4, 2, true},
-      {"f32 m1024 n4096 k1024 (no epilogue)", 1024, 4096, 1024, 4, 0, false},
-      {"f32 m1024 n1024 k4096 +bias+gelu", 1024, 1024, 4096, 4, 2, true},
-      {"f64 1024x1024x1024", 1024, 1024, 1024, 8, 0, false},
-      {"f32 64x64x64", 64, 64, 64, 4, 0, false},
-      {"f32 128x128x128", 128, 128, 128, 4, 0, false},
-      {"f32 256x256x256", 256, 256, 256, 4, 0, false},
-      {"f32 m1 n4096 k4096 (gemv)", 1, 4096, 4096, 4, 0, false},
-      {"f32 4096x4096x4096", 4096, 4096, 4096, 4, 0, false},
+      {"f32 1024x1024x1024", 1024, 1024, 1024, 4, 0, false, false},
+      {"f32 m1024 n4096 k1024 +bias+gelu", 1024, 4096, 1024, 4, 2, true, false},
+      {"f32 m1024 n4096 k1024 (no epilogue)", 1024, 4096, 1024, 4, 0, false, false},
+      {"f32 m1024 n4096 k1024 +bias+gelu, B^T", 1024, 4096, 1024, 4, 2, true, true},
+      {"f32 m1024 n1024 k4096 +bias+gelu", 1024, 1024, 4096, 4, 2, true, false},
+      {"f64 1024x1024x1024", 1024, 1024, 1024, 8, 0, false, false},
+      {"f32 64x64x64", 64, 64, 64, 4, 0, false, false},
+      {"f32 128x128x128", 128, 128, 128, 4, 0, false, false},
+      {"f32 256x256x256", 256, 256, 256, 4, 0, false, false},
+      {"f32 m1 n4096 k4096 (gemv)", 1, 4096, 4096, 4, 0, false, false},
+      {"f32 4096x4096x4096", 4096, 4096, 4096, 4, 0, false, false},
   };
-  printf("%-40s %10s %10s %8s\n", "shape (C[m,n] = A[m,k] B[k,n])", "median ms", "GFLOP/s",
-         "of peak");
+  printf("%-40s %10s %9s %11s %8s\n", "shape (C[m,n] = A[m,k] B[k,n])", "median ms", "GFLOP/s",
+         "GF/cpu-sec", "of peak");
   double g1024 = 0;
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
     const gemm_shape* s = &shapes[i];
     if (s->m == 4096 && !big) continue;
     double flops = 2.0 * (double)s->m * (double)s->n * (double)s->k;
     int r = flops > 1e11 ? 3 : flops < 1e8 ? 51 : reps;
-    double t = time_gemm(s, r), gf = flops / t * 1e-9;
+    timing t = time_gemm(s, r);
+    double gf = flops / t.wall * 1e-9;
     if (i == 0) g1024 = gf;
-    printf("%-40s %10.3f %10.1f %7.0f%%\n", s->label, t * 1e3, gf,
-           100 * gf / (s->es == 4 ? peak32 : peak64));
+    printf("%-40s %10.3f %9.1f %11.1f %7.0f%%\n", s->label, t.wall * 1e3, gf,
+           flops / t.cpu * 1e-9, 100 * gf / (s->es == 4 ? peak32 : peak64));
   }
   double cf;
-  double ct = time_conv(1, 64, 56, 64, 3, reps, &cf);
-  printf("%-40s %10.3f %10.1f %7.0f%%\n", "conv 3x3 64->64 56x56 +bias+relu", ct * 1e3,
-         cf / ct * 1e-9, 100 * cf / ct * 1e-9 / peak32);
+  timing ct = time_conv(1, 64, 56, 64, 3, reps, &cf);
+  printf("%-40s %10.3f %9.1f %11.1f %7.0f%%\n", "conv 3x3 64->64 56x56 +bias+relu",
+         ct.wall * 1e3, cf / ct.wall * 1e-9, cf / ct.cpu * 1e-9, 100 * cf / ct.wall * 1e-9 / peak32);
   ct = time_conv(8, 32, 28, 32, 3, reps, &cf);
-  printf("%-40s %10.3f %10.1f %7.0f%%\n", "conv 3x3 32->32 28x28 batch 8", ct * 1e3,
-         cf / ct * 1e-9, 100 * cf / ct * 1e-9 / peak32);
+  printf("%-40s %10.3f %9.1f %11.1f %7.0f%%\n", "conv 3x3 32->32 28x28 batch 8", ct.wall * 1e3,
+         cf / ct.wall * 1e-9, cf / ct.cpu * 1e-9, 100 * cf / ct.wall * 1e-9 / peak32);
 
   int64_t nn = 512;
   double tn = time_naive(nn, 3), gn = 2.0 * (double)(nn * nn * nn) / tn * 1e-9;
   printf("\nnaive triple loop f32 %lldx%lldx%lld (serial): %.1f ms, %.2f GFLOP/s\n",
          (long long)nn, (long long)nn, (long long)nn, tn * 1e3, gn);
-  gemm_shape s512 = {"", nn, nn, nn, 4, 0, false};
-  double t512 = time_gemm(&s512, reps);
+  gemm_shape s512 = {"", nn, nn, nn, 4, 0, false, false};
+  timing t512 = time_gemm(&s512, reps);
   printf("cpu_gemm_f32 same size: %.2f ms, %.1f GFLOP/s: %.0fx the naive loop "
          "(1024^3: %.0fx the naive GFLOP/s)\n",
-         t512 * 1e3, 2.0 * (double)(nn * nn * nn) / t512 * 1e-9, tn / t512, g1024 / gn);
+         t512.wall * 1e3, 2.0 * (double)(nn * nn * nn) / t512.wall * 1e-9, tn / t512.wall,
+         g1024 / gn);
   return 0;
 }

@@ -852,7 +852,7 @@ static uint32_t n_norm(rg_gen* G, int32_t x, bool rms) {
   double mag = sqrt((double)n) * wmag + bmag, u = op_roundoff(xv.dtype);
   double rel = (xv.err + (log2p((double)n) + 4) * u * xv.mag) / xv.mag;
   /* x - mean cancels when a row's spread is small against its magnitude */
-  rg_model m = model_of(mag, -mag, (rms ? 2 : 10) * rel * mag, false);
+  rg_model m = model_of(mag, -mag, (rms ? 2 : 30) * rel * mag, false);
   ptc_attr a = ptc_attr_ints("normalized_shape", shape, k);
   return rg_add1(G, rms ? "rms_norm" : "layer_norm", in, rms ? 2 : 3, &a, 1, &m) >= 0;
 }

@@ -156,4 +156,26 @@ typedef enum cpu_kernel_error {
   CPU_KERR_EMPTY = 3
 } cpu_kernel_error;
 
+/* ---- batched GEMM (cpu_gemm.c; appended by the GEMM/conv job) ----------------------- */
+/** `count` GEMMs of one shape and one set of strides (the arguments of
+ * cpu_gemm_f32): entry e reads a + a_off[e], b + b_off[e], bias + bias_off[e]
+ * and writes c + c_off[e] (element offsets; bias_off may be NULL when bias
+ * is). Entries too small to be worth threads each (batched attention,
+ * per-head matmuls) run in parallel with each other, bigger ones one after
+ * another with threads inside each. Results equal cpu_gemm_f32 per entry.
+ * Entries must not write overlapping C. Thread-safe. */
+void cpu_gemm_batch_f32(int64_t count, const int64_t* a_off, const int64_t* b_off,
+                        const int64_t* bias_off, const int64_t* c_off, int64_t m, int64_t n,
+                        int64_t k, float alpha, const float* a, int64_t a_sm, int64_t a_sk,
+                        const float* b, int64_t b_sk, int64_t b_sn, float beta, const float* bias,
+                        int64_t bias_sn, float* c, int64_t c_sm, int64_t c_sn,
+                        int32_t activation);
+/** Same for f64. */
+void cpu_gemm_batch_f64(int64_t count, const int64_t* a_off, const int64_t* b_off,
+                        const int64_t* bias_off, const int64_t* c_off, int64_t m, int64_t n,
+                        int64_t k, double alpha, const double* a, int64_t a_sm, int64_t a_sk,
+                        const double* b, int64_t b_sk, int64_t b_sn, double beta,
+                        const double* bias, int64_t bias_sn, double* c, int64_t c_sm,
+                        int64_t c_sn, int32_t activation);
+
 #endif /* PTC_BACKENDS_CPU_H */

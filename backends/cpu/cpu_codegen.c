@@ -15,9 +15,11 @@
  *    (deterministic for a given thread count);
  *  - below CPU_CG_PAR_MIN_WORK elements of work everything is serial; with
  *    symbolic sizes that test is an OpenMP `if` clause evaluated at run time.
- * Inner loops get `omp simd` (with reduction clauses for sum/prod/any/all)
- * when no op in them reports errors or draws random numbers and no
- * max/min/arg reduction (NaN semantics) is involved.
+ * Inner loops get `omp simd` (reduction clauses for sum/prod/max/min/any/
+ * all; float max/min carry a NaN flag so they vectorise) when no op in them
+ * reports errors or draws random numbers and no argmax/argmin is involved.
+ * Reductions that walk memory with a stride while the last outer dim is
+ * contiguous (column sums) are tiled instead (see "tiled reductions").
  */
 #include "cpu_codegen_internal.h"
 
@@ -82,12 +84,8 @@ static ptc_status collect_buffers(cg* g, cpu_kernel_src* out) {
     free(used);
     return ptc_status_oom();
   }
-  for (size_t b = 0; b < nb; b++) {
-    g->arg_of[b] = -1;
-    if (!used[b]) continue;
-    g->arg_of[b] = (int32_t)out->n_bufs;
-    out->bufs[out->n_bufs++] = (int32_t)b;
-  }
+  for (size_t b = 0; b < nb; b++)
+    if (used[b]) out->bufs[out->n_bufs++] = (int32_t)b;
   free(used);
   return PTC_OK;
 }
@@ -112,11 +110,12 @@ static void emit_decls(cg* g, const cpu_kernel_src* out, ptc_strbuf* sb) {
       ptc_sb_printf(sb, "  const int64_t %s = syms[%u];\n", g->vars[v].name, g->vars[v].k);
   for (uint32_t j = 0; j < out->n_bufs; j++) {
     int32_t b = out->bufs[j];
-    const ir_buffer* buf = ir_buf(g->p, b);
+    char name[40];
+    cg_buf_name(g, b, name, sizeof name);
     const char* c = g->stored[b] ? "" : "const ";
-    const char* t = cg_storage_type(buf->dtype);
+    const char* t = cg_storage_type(ir_buf(g->p, b)->dtype);
     const char* r = shares_slot(g, out, b) ? "" : " restrict";
-    ptc_sb_printf(sb, "  %s%s*%s %s = (%s%s*)bufs[%u];\n", c, t, r, buf->name, c, t, j);
+    ptc_sb_printf(sb, "  %s%s*%s %s = (%s%s*)bufs[%u];\n", c, t, r, name, c, t, j);
   }
 }
 
@@ -148,6 +147,63 @@ static bool has_reduction(const cg* g) {
   return false;
 }
 
+/* ---- tiled reductions ------------------------------------------------------------------------
+ * A reduction that walks memory with a stride (e.g. summing the columns of
+ * a row-major matrix) while its last outer dim is contiguous is emitted
+ * with that dim tiled: per tile, the reduction loops run outside and the
+ * CPU_CG_TILE points of the tile inside (vectorised, one accumulator lane
+ * per point), then a loop over the tile finishes every point. Kept to the
+ * simple shape: one group of reduction members followed by outer
+ * pointwise members, no indirect or random ops. */
+
+/* Whether the loads of a reduction member's loop favour tiling: some load
+ * is contiguous in the last outer var and none in the last reduction var.
+ * *any_contig_x is set when a load has stride 1 in the last outer var. */
+static bool loads_favour_tiling(const cg* g, const cg_member* mb, bool* any_contig_x) {
+  const sym_expr* xv = g->p->xvars[g->k->n_ranges - 1];
+  const sym_expr* rv = g->p->rvars[g->k->n_rranges - 1];
+  const ir_body* b = &mb->node->body;
+  for (uint32_t i = 0; i < b->n; i++) {
+    const ir_op* op = &b->ops[i];
+    if (!mb->live[i] || op->opcode != IR_LOAD || mb->stage[i] != CG_LOOP) continue;
+    if (g->s->buf_home[op->buf] == SCHED_HOME_LOCAL) continue;
+    int64_t cx, cr;
+    if (cg_coef(op->index, rv, &cr) && cr == 1) return false;
+    if (cg_coef(op->index, xv, &cx) && cx == 1) *any_contig_x = true;
+  }
+  return true;
+}
+
+static bool member_tileable(const cg* g, uint32_t m) {
+  const cg_member* mb = &g->members[m];
+  const ir_body* b = &mb->node->body;
+  for (uint32_t i = 0; i < b->n; i++) {
+    uint16_t op = b->ops[i].opcode;
+    if (mb->live[i] && (op == IR_INDIRECT || op == IR_RAND || op == IR_RANDN)) return false;
+  }
+  for (uint32_t j = 0; j < m; j++)
+    if (cg_member_reads(g, m, g->members[j].node->out_buf)) return false;
+  return true;
+}
+
+static bool tiled_eligible(const cg* g) {
+  const sched_kernel* k = g->k;
+  if (k->n_ranges == 0 || k->n_rranges == 0 || cg_hint(g, k->ranges[k->n_ranges - 1]) < 2)
+    return false;
+  bool seen_outer = false, contig_x = false;
+  for (uint32_t m = 0; m < k->n_nodes; m++) {
+    const cg_member* mb = &g->members[m];
+    if (mb->kind == CG_MEM_INNER) return false;
+    if (mb->kind == CG_MEM_OUTER) {
+      seen_outer = true;
+      continue;
+    }
+    if (seen_outer || !member_tileable(g, m) || !loads_favour_tiling(g, mb, &contig_x))
+      return false;
+  }
+  return contig_x;
+}
+
 static void choose_schedule(cg* g) {
   const sched_kernel* k = g->k;
   int64_t outer = hint_product(g, k->ranges, k->n_ranges);
@@ -161,11 +217,20 @@ static void choose_schedule(cg* g) {
     g->mode = CG_MODE_SPLIT;
   else
     g->mode = k->n_ranges && g->par != CG_PAR_NO ? CG_MODE_OUTER : CG_MODE_SERIAL;
+  g->tiled = g->mode != CG_MODE_SPLIT && tiled_eligible(g);
+  /* pointwise nests keep the innermost dim for simd unless the others give
+   * too few iterations; then the whole nest is one parallel simd loop */
   uint32_t limit = !red && k->n_ranges > 1 ? k->n_ranges - 1 : k->n_ranges;
   int64_t iters = 1;
   g->collapse = 0;
-  while (g->mode == CG_MODE_OUTER && g->collapse < limit && iters < CPU_CG_PAR_MIN_ITERS)
-    iters = sat_mul(iters, cg_hint(g, k->ranges[g->collapse++]));
+  while (g->mode == CG_MODE_OUTER && g->collapse < limit && iters < CPU_CG_PAR_MIN_ITERS) {
+    int64_t h = cg_hint(g, k->ranges[g->collapse]);
+    if (g->tiled && g->collapse + 1 == k->n_ranges) h = (h + CPU_CG_TILE - 1) / CPU_CG_TILE;
+    iters = sat_mul(iters, h);
+    g->collapse++;
+  }
+  if (g->mode == CG_MODE_OUTER && !red && iters < CPU_CG_PAR_MIN_ITERS)
+    g->collapse = k->n_ranges;
 }
 
 /* " if(<work> >= PTC_PAR_MIN_WORK)" for run-time decisions, else "". */
@@ -300,9 +365,14 @@ static void emit_split_loop(cg* g, const group* gr) {
 static void member_comment(cg* g, uint32_t m) {
   const cg_member* mb = &g->members[m];
   static const char* const kinds[] = {"reduction", "inner", "outer"};
-  const char* origin = mb->node->origin ? mb->node->origin : "";
-  cg_line(g, &g->body, "/* node %d (%s) -> %s%s%s */", mb->node_index, kinds[mb->kind],
-          ir_buf(g->p, mb->node->out_buf)->name, *origin ? ": " : "", origin);
+  char name[40], origin[64];
+  cg_buf_name(g, mb->node->out_buf, name, sizeof name);
+  /* the origin is graph text: keep it from closing the comment */
+  snprintf(origin, sizeof origin, "%s", mb->node->origin ? mb->node->origin : "");
+  for (char* q = origin; *q; q++)
+    if (*q == '*' || *q == '/' || *q == '\\' || (unsigned char)*q < 32) *q = '_';
+  cg_line(g, &g->body, "/* node %d (%s) -> %s%s%s */", mb->node_index, kinds[mb->kind], name,
+          *origin ? ": " : "", origin);
 }
 
 /* Emits one group: hoisted ops, accumulators, the inner loop, results. */
@@ -356,6 +426,53 @@ static ptc_status emit_outer_body(cg* g) {
   return PTC_OK;
 }
 
+/* Inside the tile loop (xt .. xe): accumulators per lane, the reduction
+ * loops around the vectorised lane loop, then the per-point epilogue. */
+static void emit_tiled_body(cg* g) {
+  const sched_kernel* k = g->k;
+  uint32_t xl = k->n_ranges - 1;
+  g->tile = CPU_CG_TILE;
+  snprintf(g->lane, sizeof g->lane, "[x%u - xt]", xl);
+  bool simd = true;
+  for (uint32_t m = 0; m < k->n_nodes; m++) {
+    if (g->members[m].kind != CG_MEM_REDUCTION) continue;
+    member_comment(g, m);
+    cg_member_begin(g, m);
+    cg_emit_acc_decls(g, &g->body, false);
+    simd = simd && cg_stage_simd_ok(g, CG_PRE) && cg_stage_simd_ok(g, CG_LOOP);
+  }
+  open_rloops(g, 0, NULL, NULL, false, "");
+  if (simd) cg_line(g, &g->body, "#pragma omp simd");
+  cg_line(g, &g->body, "for (int64_t x%u = xt; x%u < xe; x%u++) {", xl, xl, xl);
+  g->indent++;
+  for (uint32_t m = 0; m < k->n_nodes; m++) {
+    if (g->members[m].kind != CG_MEM_REDUCTION) continue;
+    cg_member_begin(g, m);
+    cg_emit_pre_for(g, &g->body, CG_LOOP);
+    cg_emit_stage(g, &g->body, CG_LOOP);
+    cg_emit_acc_updates(g, &g->body);
+  }
+  g->indent--;
+  cg_line(g, &g->body, "}");
+  close_rloops(g, 0);
+  cg_line(g, &g->body, "for (int64_t x%u = xt; x%u < xe; x%u++) {", xl, xl, xl);
+  g->indent++;
+  for (uint32_t m = 0; m < k->n_nodes; m++) {
+    cg_member_begin(g, m);
+    if (g->members[m].kind == CG_MEM_OUTER) {
+      member_comment(g, m);
+      cg_emit_stage(g, &g->body, CG_PRE);
+      continue;
+    }
+    cg_emit_pre_for(g, &g->body, CG_POST);
+    cg_emit_acc_finalize(g, &g->body, false);
+    cg_emit_stage(g, &g->body, CG_POST);
+  }
+  g->indent--;
+  cg_line(g, &g->body, "}");
+  g->tile = 0;
+}
+
 /* ---- outer loops ----------------------------------------------------------------------------- */
 
 static bool pointwise_simd_ok(cg* g) {
@@ -367,10 +484,12 @@ static bool pointwise_simd_ok(cg* g) {
 }
 
 /* The pragma before outer loop d (may be empty). */
+/* The pragma before outer loop d (may be empty). A pointwise nest whose
+ * parallel loop covers the innermost dim is one `parallel for simd`. */
 static void outer_pragma(cg* g, uint32_t d, bool pointwise, bool simd) {
   bool par = g->mode == CG_MODE_OUTER && d == 0;
-  bool innermost = d + 1 == g->k->n_ranges;
-  bool vec = pointwise && simd && innermost;
+  bool par_covers_innermost = g->mode == CG_MODE_OUTER && g->collapse == g->k->n_ranges;
+  bool vec = pointwise && simd && (par ? par_covers_innermost : d + 1 == g->k->n_ranges);
   ptc_strbuf clause;
   ptc_sb_init(&clause);
   if (par) {
@@ -378,7 +497,7 @@ static void outer_pragma(cg* g, uint32_t d, bool pointwise, bool simd) {
     if_clause(g, &clause, vec ? "parallel: " : "");
     cg_line(g, &g->body, "#pragma omp parallel for%s%s", vec ? " simd" : "",
             clause.data ? clause.data : "");
-  } else if (vec) {
+  } else if (vec && !par_covers_innermost) {
     cg_line(g, &g->body, "#pragma omp simd");
   }
   ptc_sb_free(&clause);
@@ -394,12 +513,20 @@ static ptc_status emit_loops(cg* g) {
     ptc_strbuf bound;
     ptc_sb_init(&bound);
     cg_index(g, &bound, k->ranges[d]);
-    cg_line(g, &g->body, "for (int64_t x%u = 0; x%u < %s; x%u++) {", d, d,
-            bound.data ? bound.data : "0", d);
+    const char* b = bound.data ? bound.data : "0";
+    if (g->tiled && d + 1 == k->n_ranges) {
+      cg_line(g, &g->body, "for (int64_t xt = 0; xt < %s; xt += %d) {", b, CPU_CG_TILE);
+      cg_line(g, &g->body, "  const int64_t xe = ptc_imin(xt + %d, %s);", CPU_CG_TILE, b);
+    } else {
+      cg_line(g, &g->body, "for (int64_t x%u = 0; x%u < %s; x%u++) {", d, d, b, d);
+    }
     ptc_sb_free(&bound);
     g->indent++;
   }
-  PTC_TRY(emit_outer_body(g));
+  if (g->tiled)
+    emit_tiled_body(g);
+  else
+    PTC_TRY(emit_outer_body(g));
   for (uint32_t d = 0; d < k->n_ranges; d++) {
     g->indent--;
     cg_line(g, &g->body, "}");
@@ -468,17 +595,15 @@ static ptc_status gen_init(cg* g, const ir_program* p, const sched_plan* s, uint
   ptc_sb_init(&g->checks);
   g->n_buffers = p->buffers.len;
   size_t nb = g->n_buffers ? g->n_buffers : 1;
-  g->arg_of = calloc(nb, sizeof *g->arg_of);
   g->stored = calloc(nb, sizeof *g->stored);
   g->local_defined = calloc(nb, sizeof *g->local_defined);
-  if (!g->arg_of || !g->stored || !g->local_defined) return ptc_status_oom();
+  if (!g->stored || !g->local_defined) return ptc_status_oom();
   PTC_TRY(cg_vars_init(g));
   return cg_members_init(g);
 }
 
 static void gen_free(cg* g) {
   cg_members_free(g);
-  free(g->arg_of);
   free(g->stored);
   free(g->local_defined);
   free(g->vars);

@@ -33,6 +33,49 @@ static ptc_status member_shape_ok(const cg* g, const cg_member* mb) {
                  mb->node_index, k->name);
 }
 
+/* Number of value arguments an opcode needs (IR_LOAD: its mask is optional). */
+static int required_args(const ir_op* op) {
+  switch (op->opcode) {
+    case IR_LOAD:
+    case IR_CONST:
+    case IR_INDEX_EXPR:
+    case IR_RAND:
+    case IR_RANDN: return 0;
+    case IR_WHERE: return 3;
+    case IR_REDUCE: return op->rtype == IR_R_ARGMAX || op->rtype == IR_R_ARGMIN ? 2 : 1;
+    default: return op->opcode >= IR_ADD && op->opcode <= IR_BXOR ? 2 : 1;
+  }
+}
+
+/* Every op well formed: opcode, dtype, arguments before it, buffers and
+ * expressions present. Bodies come from the builder, which guarantees
+ * this; the check keeps a bad program from reaching the emitter. */
+static bool op_ok(const cg* g, const ir_body* b, uint32_t i) {
+  const ir_op* op = &b->ops[i];
+  if (op->opcode >= IR_OPCODE_COUNT || !ptc_dtype_valid(op->dtype)) return false;
+  int need = required_args(op);
+  for (int a = 0; a < 3; a++) {
+    if (op->args[a] < -1 || op->args[a] >= (ir_val)i) return false;
+    if (a < need && op->args[a] < 0) return false;
+  }
+  bool mem = op->opcode == IR_LOAD || op->opcode == IR_STORE;
+  if (mem && (op->buf < 0 || (size_t)op->buf >= g->n_buffers)) return false;
+  bool indexed = mem || op->opcode == IR_INDEX_EXPR || op->opcode == IR_RAND ||
+                 op->opcode == IR_RANDN;
+  if (indexed && !op->index) return false;
+  if (op->opcode == IR_INDIRECT && !op->sym) return false;
+  return op->opcode != IR_REDUCE || op->rtype <= IR_R_ALL;
+}
+
+static ptc_status body_ok(const cg* g, const cg_member* mb) {
+  const ir_body* b = &mb->node->body;
+  for (uint32_t i = 0; i < b->n; i++)
+    if (!op_ok(g, b, i))
+      return PTC_ERR(INTERNAL, "cpu codegen: node %d: op %u (%s) is malformed", mb->node_index, i,
+                     ir_opcode_name((ir_opcode)b->ops[i].opcode));
+  return PTC_OK;
+}
+
 /* Liveness: stores and indirect checks are roots; args of live ops are live. */
 static void mark_live(const ir_body* b, uint8_t* live) {
   for (uint32_t i = b->n; i-- > 0;) {
@@ -108,6 +151,7 @@ static ptc_status member_init(cg* g, uint32_t m, cg_member* mb) {
     return PTC_ERR(INTERNAL, "cpu codegen: extern node %d inside kernel %s", mb->node_index,
                    k->name);
   PTC_TRY(member_shape_ok(g, mb));
+  PTC_TRY(body_ok(g, mb));
   uint32_t n = mb->node->body.n;
   mb->stage = calloc(n ? n : 1, 1);
   mb->live = calloc(n ? n : 1, 1);
@@ -158,10 +202,6 @@ static void decl_begin(cg* g, ptc_strbuf* sb, ir_val i, int32_t dtype) {
   ptc_sb_printf(sb, "const %s %s = ", cg_ctype(cg_cls_of(dtype)), t);
 }
 
-static void buf_ptr_name(const cg* g, int32_t buf, char* out, size_t cap) {
-  snprintf(out, cap, "%s", ir_buf(g->p, buf)->name);
-}
-
 static bool is_local(const cg* g, int32_t buf) {
   return g->s->buf_home[buf] == SCHED_HOME_LOCAL;
 }
@@ -170,7 +210,7 @@ static bool is_local(const cg* g, int32_t buf) {
 static void load_value(cg* g, ptc_strbuf* sb, const ir_op* op) {
   const ir_buffer* b = ir_buf(g->p, op->buf);
   char name[32];
-  buf_ptr_name(g, op->buf, name, sizeof name);
+  cg_buf_name(g, op->buf, name, sizeof name);
   ptc_strbuf raw;
   ptc_sb_init(&raw);
   if (is_local(g, op->buf)) {
@@ -291,7 +331,7 @@ static void emit_store(cg* g, ptc_strbuf* sb, const ir_op* op) {
   const ir_op* v = op_at(g, op->args[0]);
   char val[32], name[32];
   tname(g, op->args[0], val, sizeof val);
-  buf_ptr_name(g, op->buf, name, sizeof name);
+  cg_buf_name(g, op->buf, name, sizeof name);
   for (int d = 0; d < g->indent; d++) ptc_sb_append(sb, "  ");
   if (is_local(g, op->buf)) {
     ptc_sb_printf(sb, "const %s %s = ", cg_ctype(cg_cls_of(b->dtype)), name);
@@ -370,6 +410,26 @@ void cg_emit_stage(cg* g, ptc_strbuf* sb, cg_stage stage) {
     if (g->cur->live[i] && g->cur->stage[i] == stage) emit_op(g, sb, (ir_val)i);
 }
 
+void cg_emit_pre_for(cg* g, ptc_strbuf* sb, cg_stage user) {
+  const ir_body* b = &g->cur->node->body;
+  uint8_t* need = calloc(b->n ? b->n : 1, 1);
+  if (!need) {
+    cg_fail(g, ptc_status_oom());
+    return;
+  }
+  for (uint32_t i = b->n; i-- > 0;) {
+    const ir_op* op = &b->ops[i];
+    if (!g->cur->live[i]) continue;
+    if (g->cur->stage[i] == user) need[i] = 1;
+    if (!need[i]) continue;
+    for (int a = 0; a < 3; a++)
+      if (op->args[a] >= 0 && g->cur->stage[op->args[a]] == CG_PRE) need[op->args[a]] = 1;
+  }
+  for (uint32_t i = 0; i < b->n; i++)
+    if (need[i] && g->cur->stage[i] == CG_PRE) emit_op(g, sb, (ir_val)i);
+  free(need);
+}
+
 bool cg_stage_simd_ok(const cg* g, cg_stage stage) {
   const ir_body* b = &g->cur->node->body;
   for (uint32_t i = 0; i < b->n; i++)
@@ -435,6 +495,16 @@ static void acc_name(const cg* g, char prefix, second_kind second, ir_val i, cha
   snprintf(out, cap, "%c%s%u_%d", prefix, tag[second], g->member, (int)i);
 }
 
+/* The in-loop accumulator as an lvalue: in tiled loops an array element
+ * (one lane per point of the tile). */
+static void acc_ref(const cg* g, second_kind second, ir_val i, char* out, size_t cap) {
+  acc_name(g, 'a', second, i, out, cap);
+  if (g->tile) {
+    size_t n = strlen(out);
+    snprintf(out + n, cap - n, "%s", g->lane);
+  }
+}
+
 typedef void (*reduce_fn)(cg* g, ptc_strbuf* sb, ir_val i, const ir_op* op, void* u);
 
 static void for_each_reduce(cg* g, ptc_strbuf* sb, reduce_fn fn, void* u) {
@@ -446,21 +516,23 @@ static void for_each_reduce(cg* g, ptc_strbuf* sb, reduce_fn fn, void* u) {
 /* "<type> <prefix>..." declarations of a reduction's accumulators; `array`
  * declares per-thread partial arrays instead (no initialiser). */
 static void decl_acc(cg* g, ptc_strbuf* sb, ir_val i, const ir_op* op, char prefix, bool array) {
-  const char* type = acc_type(g, op);
   second_kind sk = second_of(g, op);
-  char a[32];
-  acc_name(g, prefix, SECOND_NONE, i, a, sizeof a);
-  if (array)
-    cg_line(g, sb, "%s %s[PTC_MAX_THREADS];", type, a);
-  else
-    cg_line(g, sb, "%s %s = %s;", type, a, acc_init(op, type));
-  if (sk == SECOND_NONE) return;
-  acc_name(g, prefix, sk, i, a, sizeof a);
-  const char* t2 = sk == SECOND_INDEX ? "int64_t" : "uint8_t";
-  if (array)
-    cg_line(g, sb, "%s %s[PTC_MAX_THREADS];", t2, a);
-  else
-    cg_line(g, sb, "%s %s = %s;", t2, a, sk == SECOND_INDEX ? "-1" : "0");
+  for (int k = 0; k < 2; k++) {
+    second_kind which = k ? sk : SECOND_NONE;
+    if (k && sk == SECOND_NONE) break;
+    const char* type = k ? (sk == SECOND_INDEX ? "int64_t" : "uint8_t") : acc_type(g, op);
+    const char* init = k ? (sk == SECOND_INDEX ? "-1" : "0") : acc_init(op, type);
+    char a[32];
+    acc_name(g, prefix, which, i, a, sizeof a);
+    if (array) {
+      cg_line(g, sb, "%s %s[PTC_MAX_THREADS];", type, a);
+    } else if (g->tile) {
+      cg_line(g, sb, "%s %s[%u];", type, a, g->tile);
+      cg_line(g, sb, "for (int j = 0; j < %u; j++) %s[j] = %s;", g->tile, a, init);
+    } else {
+      cg_line(g, sb, "%s %s = %s;", type, a, init);
+    }
+  }
 }
 
 static void decl_combined(cg* g, ptc_strbuf* sb, ir_val i, const ir_op* op, void* u) {
@@ -553,9 +625,9 @@ static void fold(cg* g, ptc_strbuf* sb, const ir_op* op, const char* acc, const 
 static void update_one(cg* g, ptc_strbuf* sb, ir_val i, const ir_op* op, void* u) {
   (void)u;
   second_kind sk = second_of(g, op);
-  char a[32], a2[32];
-  acc_name(g, 'a', SECOND_NONE, i, a, sizeof a);
-  acc_name(g, 'a', sk, i, a2, sizeof a2);
+  char a[48], a2[48];
+  acc_ref(g, SECOND_NONE, i, a, sizeof a);
+  acc_ref(g, sk, i, a2, sizeof a2);
   ptc_strbuf v, v2;
   ptc_sb_init(&v);
   ptc_sb_init(&v2);
@@ -596,11 +668,16 @@ void cg_emit_acc_combine(cg* g, ptc_strbuf* sb, const char* t) {
 }
 
 static void finalize_one(cg* g, ptc_strbuf* sb, ir_val i, const ir_op* op, void* u) {
-  char a[32], a2[32], t[32], w[96];
-  char prefix = *(const bool*)u ? 'c' : 'a';
+  char a[48], a2[48], t[32], w[96];
+  bool split = *(const bool*)u;
   second_kind sk = second_of(g, op);
-  acc_name(g, prefix, SECOND_NONE, i, a, sizeof a);
-  acc_name(g, prefix, sk, i, a2, sizeof a2);
+  if (split) {
+    acc_name(g, 'c', SECOND_NONE, i, a, sizeof a);
+    acc_name(g, 'c', sk, i, a2, sizeof a2);
+  } else {
+    acc_ref(g, SECOND_NONE, i, a, sizeof a);
+    acc_ref(g, sk, i, a2, sizeof a2);
+  }
   tname(g, i, t, sizeof t);
   ptc_strbuf v;
   ptc_sb_init(&v);

@@ -39,6 +39,25 @@ static void size_name(const char* name, size_t i, char* out, size_t cap) {
     snprintf(out, cap, "sym_%s", clean);
 }
 
+/* IR buffer names the generator may use as C names: in<k>[_<j>], c<k>,
+ * buf<k> (none of them can be a name the generator makes itself). */
+static bool plain_buf_name(const char* n) {
+  bool in = strncmp(n, "in", 2) == 0;
+  const char* q = strncmp(n, "buf", 3) == 0 ? n + 3 : in ? n + 2 : n[0] == 'c' ? n + 1 : NULL;
+  if (!q || !isdigit((unsigned char)*q)) return false;
+  for (; *q; q++)
+    if (!isdigit((unsigned char)*q) && !(in && *q == '_')) return false;
+  return true;
+}
+
+void cg_buf_name(const cg* g, int32_t id, char* out, size_t cap) {
+  const char* n = ir_buf(g->p, id)->name;
+  if (plain_buf_name(n))
+    snprintf(out, cap, "%s", n);
+  else
+    snprintf(out, cap, "b%d", (int)id);
+}
+
 static void mark_loop_vars(cg* g, const sym_expr* const* vars, uint8_t role) {
   for (uint32_t k = 0; k < PTC_MAX_RANK; k++) {
     const sym_expr* v = vars[k];
@@ -294,4 +313,41 @@ void cg_index_vars(const sym_expr* e, void (*fn)(void* u, size_t var), void* u) 
     return;
   }
   for (uint32_t i = 0; i < e->n; i++) cg_index_vars(e->args[i], fn, u);
+}
+
+static bool mentions(const sym_expr* e, const sym_expr* var) {
+  if (e == var) return true;
+  for (uint32_t i = 0; i < e->n; i++)
+    if (mentions(e->args[i], var)) return true;
+  return false;
+}
+
+/* Coefficient of var in one product term (var or var*const). */
+static bool term_coef(const sym_expr* t, const sym_expr* var, int64_t* c) {
+  if (t == var) {
+    *c = 1;
+    return true;
+  }
+  if (!mentions(t, var)) {
+    *c = 0;
+    return true;
+  }
+  if (t->kind == SYM_MUL && t->n == 2 && t->args[0] == var && t->args[1]->kind == SYM_CONST) {
+    *c = t->args[1]->value;
+    return true;
+  }
+  return false;
+}
+
+bool cg_coef(const sym_expr* e, const sym_expr* var, int64_t* c) {
+  if (!e || !var) return false;
+  if (e->kind != SYM_ADD) return term_coef(e, var, c);
+  int64_t total = 0;
+  for (uint32_t i = 0; i < e->n; i++) {
+    int64_t t;
+    if (!term_coef(e->args[i], var, &t)) return false;
+    total += t;
+  }
+  *c = total;
+  return true;
 }

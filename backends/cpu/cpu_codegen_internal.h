@@ -25,6 +25,10 @@
 /** Outer dims are collapsed into the parallel loop until their product
  * reaches this many iterations. */
 #define CPU_CG_PAR_MIN_ITERS 64
+/** Tiled reductions (a strided reduction whose last outer dim is
+ * contiguous): points of the last outer dim per tile, one accumulator lane
+ * each, walked by the innermost vectorised loop. */
+#define CPU_CG_TILE 64
 /** Reductions with fewer outer points than this (and enough inner work)
  * split the inner loop over threads instead (per-thread partials). */
 #define CPU_CG_MIN_OUTER_PAR 16
@@ -86,7 +90,6 @@ typedef struct cg {
   ptc_status err;           /* first error; emission continues harmlessly */
   /* buffers */
   size_t n_buffers;
-  int32_t* arg_of;          /* buffer id -> argument index, -1 */
   bool* stored;             /* buffer id -> stored by this kernel */
   bool* local_defined;      /* LOCAL buffer id -> its C variable exists */
   /* symbols */
@@ -103,9 +106,16 @@ typedef struct cg {
   cg_par par;
   uint32_t collapse;        /* CG_MODE_OUTER: dims in the parallel loop */
   uint32_t n_groups;        /* groups emitted so far (unique names) */
+  bool tiled;               /* reduction with the contiguous last outer dim tiled */
+  uint32_t tile;            /* while emitting a tiled group: lanes per tile, else 0 */
+  char lane[40];            /* "[x1 - xt]": the lane of a tiled accumulator */
   bool uses_ctx;            /* the kernel context pointer is referenced */
 } cg;
 
+/** C name of buffer `id` (its pointer, or its variable when kernel-local):
+ * the IR name ("in0", "c3", "buf5") when it is a plain identifier of that
+ * shape, else "b<id>". */
+void cg_buf_name(const cg* g, int32_t id, char* out, size_t cap);
 /** Records the first error (later ones are dropped). */
 void cg_fail(cg* g, ptc_status s);
 /** Appends indentation then a printf-formatted line (newline added). */
@@ -125,6 +135,9 @@ ptc_status cg_vars_init(cg* g);
 void cg_index(cg* g, ptc_strbuf* sb, const sym_expr* e);
 /** Hint of a size expression (CPU_CG_UNBACKED_HINT per unbacked symbol). */
 int64_t cg_hint(const cg* g, const sym_expr* e);
+/** Coefficient of symbol `var` in `e` when e = c*var + (terms without
+ * var); c = 0 if var does not occur. False when var occurs non-linearly. */
+bool cg_coef(const sym_expr* e, const sym_expr* var, int64_t* c);
 /** Calls fn(u, var) for every symbol occurrence in `e` (NULL: none). */
 void cg_index_vars(const sym_expr* e, void (*fn)(void* u, size_t var), void* u);
 
@@ -167,6 +180,9 @@ void cg_member_begin(cg* g, uint32_t m);
 /** Emits the live ops of the current member whose stage is `stage` into sb
  * (inner pointwise members: every op is CG_LOOP; outer ones: CG_PRE). */
 void cg_emit_stage(cg* g, ptc_strbuf* sb, cg_stage stage);
+/** Emits the current member's hoisted (CG_PRE) ops that ops of stage
+ * `user` need (tiled loops emit them once inside the loop and once after). */
+void cg_emit_pre_for(cg* g, ptc_strbuf* sb, cg_stage user);
 /** Whether the current member's live ops in `stage` allow `omp simd`. */
 bool cg_stage_simd_ok(const cg* g, cg_stage stage);
 /** Reductions of the current member. Declarations of the accumulators

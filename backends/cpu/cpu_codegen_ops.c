@@ -210,7 +210,7 @@ typedef struct op_row {
 static const op_row op_rows[IR_OPCODE_COUNT] = {
     [IR_NEG] = UN("(-$0)", "ptc_ineg($0)"),
     [IR_ABS] = {1, DOM_RESULT, false, "fabs$F($0)", "ptc_iabs($0)", "$0"},
-    [IR_EXP] = FLT1("exp"),
+    [IR_EXP] = UN("ptc_exp_$S($0)", NULL),
     [IR_EXP2] = FLT1("exp2"),
     [IR_EXPM1] = FLT1("expm1"),
     [IR_LOG] = FLT1("log"),

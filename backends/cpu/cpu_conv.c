@@ -4,9 +4,10 @@
  * buffer), 1x1 stride-1 convolutions reading x directly as B, and the bias
  * (per output channel = per GEMM row), alpha and activation fused into the
  * GEMM's epilogue; groups of at most CONV_DIRECT_MAX_COG output channels
- * (depthwise) run directly (cpu_conv_direct.inc). GEMM orientation: C[co, s] = W[co, k] * B[k, s] with
- * k = (ci, i, j) and s = (oh, ow), so C rows are output channels and C
- * columns the (contiguous) output positions. */
+ * (depthwise) run directly (cpu_conv_direct.inc). GEMM orientation:
+ * C[co, s] = W[co, k] * B[k, s] with k = (ci, i, j) and s = (oh, ow), so C
+ * rows are output channels and C columns the (contiguous) output
+ * positions. */
 #include <stdint.h>
 #include <string.h>
 
@@ -118,7 +119,7 @@ static void run_direct(const conv_ctx* c, int nt) {
   double flops = 2.0 * (double)jobs * (double)c->K * (double)G->out_h * (double)G->out_w;
   bool par = nt > 1 && flops >= CONV_DIRECT_PAR;
   (void)par; /* used by the pragma only */
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (par)
+  CPU_OMP(parallel for schedule(dynamic, 1) num_threads(nt) if (par))
   for (int64_t j = 0; j < jobs; j++) {
     if (c->es == 4)
       direct_job_f32(c, j / G->c_out, j % G->c_out);
@@ -288,7 +289,7 @@ static ptc_status conv_run(const cpu_conv_geom* G, size_t es, const void* x, con
   double job_flops = 2.0 * (double)c.cog * (double)c.K * (double)G->out_h * (double)G->out_w;
   bool ok = true;
   if (nt > 1 && jobs >= nt && job_flops < CONV_SMALL_JOB) {
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) reduction(&& : ok)
+    CPU_OMP(parallel for schedule(dynamic, 1) num_threads(nt) reduction(&& : ok))
     for (int64_t j = 0; j < jobs; j++) ok = conv_job(&c, j, 1) && ok;
   } else {
     for (int64_t j = 0; j < jobs && ok; j++) ok = conv_job(&c, j, 0);

@@ -1,11 +1,13 @@
 /* cpu_ext_matmul.c - the IR_EXT_MATMUL extern: C = act(alpha * A @ B +
  * beta * bias) with torch.matmul semantics (1-D operands, broadcast batch
- * dims), any strides. f32/f64 call cpu_gemm_f32/f64 once per batch entry
- * (the bias goes into the GEMM epilogue when it is per column, else a
- * separate pass adds it); f16/bf16 go through f32 temporaries. Integer
- * matmul does not exist in the op set (its meta function rejects it). */
+ * dims), any strides. f32/f64 call cpu_gemm_batch_f32/f64 with the element
+ * offsets of every batch entry (the bias goes into the GEMM epilogue when it
+ * is per column, else a separate pass adds it); f16/bf16 go through f32
+ * temporaries. Integer matmul does not exist in the op set (its meta
+ * function rejects it). */
 #include "cpu_rt.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct mm_geom {
@@ -93,46 +95,64 @@ static void zero_block(const mm_geom* g, const mm_ptrs* p, int64_t c_off) {
       cpu_elem_store(p->c->dtype, p->c->data, c_off + i * g->c_sm + j * g->c_sn, 0.0);
 }
 
-/* One batch entry with the GEMM (f32 / f64). */
-static void gemm_block(const mm_geom* g, const mm_ptrs* p, const int64_t* off) {
-  bool fused = !g->has_bias || g->d_sm == 0; /* bias per column: the GEMM adds it */
-  const void* bias = fused && g->has_bias ? (const char*)p->bias->data +
-                                                off[3] * (int64_t)ptc_dtype_size(p->bias->dtype)
-                                          : NULL;
-  int32_t act = fused ? p->act : IR_ACT_NONE;
-  if (g->k == 0) {
-    zero_block(g, p, off[2]);
-    epilogue(g, p, off[2], off[3]);
-    return;
+/* Element offsets of every batch entry: off[0..4) = a, b, c, bias arrays. */
+typedef struct mm_batch {
+  int64_t count;
+  int64_t* off[4];
+} mm_batch;
+
+static ptc_status batch_offsets(const mm_geom* g, mm_batch* bt) {
+  bt->count = 1;
+  for (int32_t i = 0; i < g->nb; i++) bt->count *= g->batch[i];
+  int64_t* mem = malloc((size_t)(bt->count * 4 + 1) * sizeof *mem);
+  if (!mem) return ptc_status_oom();
+  for (int k = 0; k < 4; k++) bt->off[k] = mem + k * bt->count;
+  int64_t idx[PTC_MAX_RANK] = {0};
+  for (int64_t e = 0; e < bt->count; e++) {
+    int64_t o[4] = {0, 0, 0, 0};
+    for (int32_t i = 0; i < g->nb; i++) {
+      o[0] += idx[i] * g->a_bs[i];
+      o[1] += idx[i] * g->b_bs[i];
+      o[2] += idx[i] * g->c_bs[i];
+      o[3] += idx[i] * g->d_bs[i];
+    }
+    for (int k = 0; k < 4; k++) bt->off[k][e] = o[k];
+    cpu_next_index(g->nb, g->batch, idx);
   }
+  return PTC_OK;
+}
+
+/* All entries through the batched GEMM (f32 / f64); the bias and the
+ * activation go into its epilogue when the bias is per column. */
+static void gemm_batch(const mm_geom* g, const mm_ptrs* p, const mm_batch* bt, bool fused) {
+  const void* bias = fused && g->has_bias ? p->bias->data : NULL;
+  const int64_t* bias_off = bias ? bt->off[3] : NULL;
+  int32_t act = fused ? p->act : IR_ACT_NONE;
   if (p->c->dtype == PTC_F32)
-    cpu_gemm_f32(g->m, g->n, g->k, (float)p->alpha, (const float*)p->a->data + off[0], g->a_sm,
-                 g->a_sk, (const float*)p->b->data + off[1], g->b_sk, g->b_sn, (float)p->beta,
-                 bias, g->d_sn, (float*)p->c->data + off[2], g->c_sm, g->c_sn, act);
+    cpu_gemm_batch_f32(bt->count, bt->off[0], bt->off[1], bias_off, bt->off[2], g->m, g->n, g->k,
+                       (float)p->alpha, p->a->data, g->a_sm, g->a_sk, p->b->data, g->b_sk, g->b_sn,
+                       (float)p->beta, bias, g->d_sn, p->c->data, g->c_sm, g->c_sn, act);
   else
-    cpu_gemm_f64(g->m, g->n, g->k, p->alpha, (const double*)p->a->data + off[0], g->a_sm, g->a_sk,
-                 (const double*)p->b->data + off[1], g->b_sk, g->b_sn, p->beta, bias, g->d_sn,
-                 (double*)p->c->data + off[2], g->c_sm, g->c_sn, act);
-  if (!fused) epilogue(g, p, off[2], off[3]);
+    cpu_gemm_batch_f64(bt->count, bt->off[0], bt->off[1], bias_off, bt->off[2], g->m, g->n, g->k,
+                       p->alpha, p->a->data, g->a_sm, g->a_sk, p->b->data, g->b_sk, g->b_sn,
+                       p->beta, bias, g->d_sn, p->c->data, g->c_sm, g->c_sn, act);
 }
 
 static ptc_status mm_run(const mm_ptrs* p) {
   mm_geom g;
   PTC_TRY(mm_geometry(p->a, p->b, p->bias, p->c, &g));
   if (g.m == 0 || g.n == 0) return PTC_OK;
-  int64_t idx[PTC_MAX_RANK] = {0};
   for (int32_t i = 0; i < g.nb; i++)
     if (g.batch[i] == 0) return PTC_OK;
-  do {
-    int64_t off[4] = {0, 0, 0, 0}; /* a, b, c, bias */
-    for (int32_t i = 0; i < g.nb; i++) {
-      off[0] += idx[i] * g.a_bs[i];
-      off[1] += idx[i] * g.b_bs[i];
-      off[2] += idx[i] * g.c_bs[i];
-      off[3] += idx[i] * g.d_bs[i];
-    }
-    gemm_block(&g, p, off);
-  } while (cpu_next_index(g.nb, g.batch, idx));
+  mm_batch bt = {0, {NULL, NULL, NULL, NULL}};
+  PTC_TRY(batch_offsets(&g, &bt));
+  bool fused = g.k > 0 && (!g.has_bias || g.d_sm == 0); /* bias per column */
+  if (g.k > 0) gemm_batch(&g, p, &bt, fused);
+  for (int64_t e = 0; e < bt.count && !fused; e++) {
+    if (g.k == 0) zero_block(&g, p, bt.off[2][e]);
+    epilogue(&g, p, bt.off[2][e], bt.off[3][e]);
+  }
+  free(bt.off[0]);
   return PTC_OK;
 }
 

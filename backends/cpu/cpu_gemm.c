@@ -1,5 +1,5 @@
-/* cpu_gemm.c - the GEMM driver and the public entry points cpu_gemm_f32 /
- * cpu_gemm_f64 (cpu.h): path choice (packed vs direct), cache blocking
+/* cpu_gemm.c - the GEMM driver and the entry points of cpu.h (cpu_gemm_*,
+ * cpu_gemm_batch_*): path choice (packed vs direct), cache blocking
  * loops, packing buffers (per call, shared by the threads of the call),
  * OpenMP work split, and the serial threshold. The kernels themselves are in
  * cpu_gemm_kernels.c; cpu_gemm_internal.h describes the structure. */
@@ -56,16 +56,17 @@ static int threads_for(double flops, int max_threads) {
 
 /* ---- direct path -------------------------------------------------------------------- */
 static void run_direct(const cpu_gemm_kernel* kn, const cpu_gemm_args* g, int nt) {
-#pragma omp parallel num_threads(nt) if (nt > 1)
+  CPU_OMP(parallel num_threads(nt) if (nt > 1))
   {
     int team = team_size();
     if (g->m >= team) { /* rows */
-#pragma omp for schedule(static)
+      CPU_OMP(for schedule(static))
       for (int64_t i = 0; i < g->m; i++) kn->direct(g, i, i + 1, 0, g->n);
     } else { /* columns, in chunks of 64 */
       int64_t chunks = ceil_div(g->n, 64);
-#pragma omp for schedule(static)
-      for (int64_t q = 0; q < chunks; q++) kn->direct(g, 0, g->m, q * 64, min64(g->n, q * 64 + 64));
+      CPU_OMP(for schedule(static))
+      for (int64_t q = 0; q < chunks; q++)
+        kn->direct(g, 0, g->m, q * 64, min64(g->n, q * 64 + 64));
     }
   }
 }
@@ -109,7 +110,9 @@ static task_split split_tasks(int64_t mpan, int64_t npan, int64_t mc_pan, int nt
  * wait for: a tile's rows are far apart, so hardware prefetchers miss them.
  * Always inlined: GCC deems a function of prefetches alone const and
  * deletes its calls. */
-static inline __attribute__((always_inline)) void prefetch_c(const cpu_gemm_args* g, int64_t i0, int64_t rows, int64_t j0, size_t es) {
+static inline __attribute__((always_inline)) void prefetch_c(const cpu_gemm_args* g, int64_t i0,
+                                                             int64_t rows, int64_t j0,
+                                                             size_t es) {
   const char* c = (const char*)g->c + (size_t)(i0 * g->c_sm + j0 * g->c_sn) * es;
   for (int64_t r = 0; r < rows; r++) {
     const char* row = c + (ptrdiff_t)(r * g->c_sm) * (ptrdiff_t)es;
@@ -151,7 +154,7 @@ static void block_rows(const packed_plan* P, const block_pos* b, int64_t npan, b
   const cpu_gemm_args* g = P->g;
   const int64_t mr = kn->mr, nr = kn->nr, mpan = ceil_div(b->mcur, mr);
   const int64_t nb = with_b ? npan : 0;
-#pragma omp for schedule(static)
+  CPU_OMP(for schedule(static))
   for (int64_t q = 0; q < nb + mpan; q++) {
     if (q < nb) {
       int64_t j0 = b->jc + q * nr, cols = min64(nr, b->ncur - q * nr);
@@ -167,7 +170,7 @@ static void block_rows(const packed_plan* P, const block_pos* b, int64_t npan, b
     }
   }
   task_split s = split_tasks(mpan, npan, kn->mc / mr, team_size());
-#pragma omp for schedule(static)
+  CPU_OMP(for schedule(static))
   for (int64_t t = 0; t < s.mblocks * s.nsplit; t++) {
     int64_t rb = t / s.nsplit, cb = t % s.nsplit;
     compute_tiles(P, b, rb * s.ppb, min64(mpan, rb * s.ppb + s.ppb), cb * s.cpb,
@@ -211,7 +214,7 @@ static bool run_packed(const cpu_gemm_kernel* kn, const cpu_gemm_args* g, int nt
   P.bpack = ptc_alloc_ctx(NULL, bsize, CPU_GEMM_ALIGN);
   bool ok = P.apack && P.bpack;
   if (ok) {
-#pragma omp parallel num_threads(nt) if (nt > 1)
+    CPU_OMP(parallel num_threads(nt) if (nt > 1))
     packed_body(&P);
   }
   if (P.apack) ptc_free_ctx(NULL, P.apack, asize, CPU_GEMM_ALIGN);
@@ -255,4 +258,52 @@ void cpu_gemm_f64(int64_t m, int64_t n, int64_t k, double alpha, const double* a
   cpu_gemm_args g = {m,    n,    k,    alpha, beta,    a, a_sm, a_sk, b,          b_sk,
                      b_sn, bias, 0,    bias_sn, c,     c_sm, c_sn, activation, NULL, NULL};
   (void)cpu_gemm_run(cpu_gemm_kernel_for(8, cpu_gemm_best_isa()), &g, CPU_GEMM_PATH_AUTO, 0);
+}
+
+/* ---- batches -------------------------------------------------------------------------- */
+/* Entry offsets of a batch, in elements (bias may have none). */
+typedef struct batch_offs {
+  const int64_t *a, *b, *bias, *c;
+} batch_offs;
+
+static void run_batch(const cpu_gemm_kernel* kn, const cpu_gemm_args* g0, int64_t count,
+                      const batch_offs* o) {
+  const size_t es = kn->esize;
+  int nt = omp_max();
+  bool across = nt > 1 && count > 1 &&
+                2.0 * (double)g0->m * (double)g0->n * (double)g0->k < GEMM_FLOPS_PER_THREAD * nt;
+  (void)across; /* used by the pragma only */
+  CPU_OMP(parallel for schedule(dynamic, 1) num_threads(nt) if (across))
+  for (int64_t e = 0; e < count; e++) {
+    cpu_gemm_args g = *g0;
+    g.a = (const char*)g0->a + (ptrdiff_t)o->a[e] * (ptrdiff_t)es;
+    g.b = (const char*)g0->b + (ptrdiff_t)o->b[e] * (ptrdiff_t)es;
+    if (g0->bias && o->bias) g.bias = (const char*)g0->bias + (ptrdiff_t)o->bias[e] * (ptrdiff_t)es;
+    g.c = (char*)g0->c + (ptrdiff_t)o->c[e] * (ptrdiff_t)es;
+    (void)cpu_gemm_run(kn, &g, CPU_GEMM_PATH_AUTO, 0);
+  }
+}
+
+void cpu_gemm_batch_f32(int64_t count, const int64_t* a_off, const int64_t* b_off,
+                        const int64_t* bias_off, const int64_t* c_off, int64_t m, int64_t n,
+                        int64_t k, float alpha, const float* a, int64_t a_sm, int64_t a_sk,
+                        const float* b, int64_t b_sk, int64_t b_sn, float beta, const float* bias,
+                        int64_t bias_sn, float* c, int64_t c_sm, int64_t c_sn,
+                        int32_t activation) {
+  cpu_gemm_args g = {m,    n,    k,    alpha, beta,    a, a_sm, a_sk, b,          b_sk,
+                     b_sn, bias, 0,    bias_sn, c,     c_sm, c_sn, activation, NULL, NULL};
+  batch_offs o = {a_off, b_off, bias_off, c_off};
+  run_batch(cpu_gemm_kernel_for(4, cpu_gemm_best_isa()), &g, count, &o);
+}
+
+void cpu_gemm_batch_f64(int64_t count, const int64_t* a_off, const int64_t* b_off,
+                        const int64_t* bias_off, const int64_t* c_off, int64_t m, int64_t n,
+                        int64_t k, double alpha, const double* a, int64_t a_sm, int64_t a_sk,
+                        const double* b, int64_t b_sk, int64_t b_sn, double beta,
+                        const double* bias, int64_t bias_sn, double* c, int64_t c_sm,
+                        int64_t c_sn, int32_t activation) {
+  cpu_gemm_args g = {m,    n,    k,    alpha, beta,    a, a_sm, a_sk, b,          b_sk,
+                     b_sn, bias, 0,    bias_sn, c,     c_sm, c_sn, activation, NULL, NULL};
+  batch_offs o = {a_off, b_off, bias_off, c_off};
+  run_batch(cpu_gemm_kernel_for(8, cpu_gemm_best_isa()), &g, count, &o);
 }

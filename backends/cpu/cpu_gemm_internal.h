@@ -8,7 +8,9 @@
  * micro-panels; a register-blocked MR x NR micro-kernel multiplies one A
  * micro-panel by one B micro-panel into a tile, and the epilogue merges the
  * tile into C (alpha, bias, activation fused in the write-back of the last
- * K slice). Threads share the packed buffers and split the tiles. */
+ * K slice). Threads share the packed buffers and split the tiles; each C
+ * element's sum has the same order for any thread count, so results are
+ * bitwise independent of it. */
 #ifndef PTC_BACKENDS_CPU_GEMM_INTERNAL_H
 #define PTC_BACKENDS_CPU_GEMM_INTERNAL_H
 
@@ -16,19 +18,29 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* OpenMP directives that vanish (without -Wunknown-pragmas warnings) when
+ * the library is built without OpenMP: CPU_OMP(parallel for ...). */
+#ifdef _OPENMP
+#define CPU_OMP_STR(...) #__VA_ARGS__
+#define CPU_OMP(...) _Pragma(CPU_OMP_STR(omp __VA_ARGS__))
+#else
+#define CPU_OMP(...)
+#endif
+
 /* Largest micro-tile and micro-panel width any kernel uses, in elements
- * (tile buffers are sized by them) and the alignment of packed buffers and tiles in bytes. */
+ * (tile buffers are sized by them), and the alignment of packed buffers and
+ * tiles in bytes. */
 #define CPU_GEMM_MAX_TILE 512
 #define CPU_GEMM_MAX_NR 64
 #define CPU_GEMM_ALIGN 64
 
 /** One GEMM call, type-erased: C[i,j] = act(alpha * sum_p A[i,p]*B[p,j]
- * + beta * bias[i*bias_sm + j*bias_sn]). Strides in elements, any sign
- * except that C must not overlap A, B or bias. bias NULL or beta == 0:
- * no bias term (bias is not read). */
+ * + beta * bias[i*bias_sm + j*bias_sn]). Strides in elements, of any sign;
+ * C must not overlap A, B or bias. bias NULL or beta == 0: no bias term
+ * (bias is not read). C is only written (never read before it is). */
 typedef struct cpu_gemm_args {
   int64_t m, n, k;
-  double alpha, beta; /* converted to the element type once per call */
+  double alpha, beta; /* rounded to the element type by the kernels */
   const void* a;
   int64_t a_sm, a_sk;
   const void* b;
@@ -78,8 +90,9 @@ typedef struct cpu_gemm_kernel {
                  void* dst);
   /** tile[MR x NR row-major] = A panel (kc x MR) times B panel (kc x NR). */
   void (*ukernel)(int64_t kc, const void* a, const void* b, void* tile);
-  /** Merges a tile (rows tile_ld elements apart) into C: first slice: alpha*t + beta*bias, later slices:
-   * c + alpha*t; the last slice then applies the activation. */
+  /** Merges a tile (rows tile_ld elements apart) into C: first K slice
+   * alpha*t + beta*bias, later slices c + alpha*t; the last slice then
+   * applies the activation. */
   void (*store)(const cpu_gemm_args* g, const cpu_gemm_tile_pos* pos, const void* tile,
                 int64_t tile_ld);
   /** Unpacked path for the block rows [i0, i1) x columns [j0, j1) of C

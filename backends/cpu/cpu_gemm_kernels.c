@@ -1,8 +1,10 @@
 /* cpu_gemm_kernels.c - the GEMM kernel tables: one per element type (f32,
  * f64) and instruction set (generic 16-byte vectors; AVX2+FMA and AVX-512F
  * on x86-64, compiled with target attributes so the library itself needs no
- * -march flag), instantiated from cpu_gemm_type.inc and cpu_gemm_ukr.inc,
- * and the run-time choice of the best set the machine supports. */
+ * -march flag), instantiated from cpu_gemm_type.inc (packing),
+ * cpu_gemm_ukr.inc (kernels, epilogue) and cpu_gemm_vmath.inc (f32 vector
+ * activations); the f64 activations (libm); and the run-time choice of the
+ * best set the machine supports. */
 #include <math.h>
 #include <string.h>
 

@@ -142,6 +142,33 @@ static const char* const prelude_int =
     "  return (int64_t)v;\n"
     "}\n";
 
+/* exp for float written branch-free so `omp simd` loops vectorise it (no
+ * libmvec without -ffast-math): Cody-Waite reduction x = n ln2 + r,
+ * degree-6 polynomial (Cephes expf, <= 2 ulp), 2^n applied in two halves so
+ * subnormal results and n = 128 stay exact; NaN, +-inf and the overflow /
+ * underflow limits as expf. The double version is libm's. */
+static const char* const prelude_exp =
+    "PTC_INLINE float ptc_exp_f32(float x) {\n"
+    "  float xc = x > 88.7228394f ? 88.7228394f : x;\n"
+    "  xc = xc < -103.972084f ? -103.972084f : xc;\n"
+    "  float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;\n"
+    "  float r = xc - n * 0.693359375f;\n"
+    "  r = r - n * -2.12194440e-4f;\n"
+    "  float q = 1.9875691500e-4f;\n"
+    "  q = q * r + 1.3981999507e-3f;\n"
+    "  q = q * r + 8.3334519073e-3f;\n"
+    "  q = q * r + 4.1665795894e-2f;\n"
+    "  q = q * r + 1.6666665459e-1f;\n"
+    "  q = q * r + 5.0000001201e-1f;\n"
+    "  q = q * r * r + r + 1.0f;\n"
+    "  int32_t ni = (int32_t)n, n1 = ni / 2, n2 = ni - n1;\n"
+    "  float y = q * ptc_u2f((uint32_t)(n1 + 127) << 23) * ptc_u2f((uint32_t)(n2 + 127) << 23);\n"
+    "  y = x > 88.7228394f ? INFINITY : y;\n"
+    "  y = x < -103.972084f ? 0.0f : y;\n"
+    "  return x != x ? x : y;\n"
+    "}\n"
+    "PTC_INLINE double ptc_exp_f64(double x) { return exp(x); }\n";
+
 /* Floating helpers, instantiated for float (f32) and double (f64). */
 static const char* const prelude_float =
     "#define PTC_FLOAT_HELPERS(T, S, F) \\\n"
@@ -151,7 +178,7 @@ static const char* const prelude_float =
     "  PTC_INLINE int ptc_beats_min_##S(T x, T best) { return best == best && (x != x || x < best); } \\\n"
     "  PTC_INLINE T ptc_sign_##S(T a) { return (T)((a > 0) - (a < 0)); } \\\n"
     "  PTC_INLINE T ptc_relu_##S(T a) { return a < 0 ? (T)0 : a; } \\\n"
-    "  PTC_INLINE T ptc_sigmoid_##S(T a) { return (T)1 / ((T)1 + exp##F(-a)); } \\\n"
+    "  PTC_INLINE T ptc_sigmoid_##S(T a) { return (T)1 / ((T)1 + ptc_exp_##S(-a)); } \\\n"
     "  PTC_INLINE T ptc_mod_##S(T a, T b) { \\\n"
     "    T m = fmod##F(a, b); \\\n"
     "    if (m != 0 && ((b < 0) != (m < 0))) m += b; \\\n"
@@ -214,6 +241,7 @@ void cg_prelude(ptc_strbuf* sb) {
   ptc_sb_append(sb, prelude_ctx);
   ptc_sb_append(sb, prelude_half);
   ptc_sb_append(sb, prelude_int);
+  ptc_sb_append(sb, prelude_exp);
   ptc_sb_append(sb, prelude_float);
   ptc_sb_append(sb, prelude_rng);
 }

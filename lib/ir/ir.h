@@ -245,4 +245,36 @@ ptc_status ir_interpret(const ir_program* p, const ptc_tensor* inputs, size_t n_
                         const ptc_tensor* outputs, size_t n_out, const int64_t* sym_values,
                         size_t n_syms, uint64_t seed);
 
+/* ---- conventions of programs made by ir_lower (documentation only) -----------
+ * (Appended by the lib/ir owner; no declaration changed.)
+ *  - Ranges omit dims of static size 1 (their index is the constant 0), so a
+ *    [N, 1] value and an [N] value loop alike; a rank-0 value has no range.
+ *  - IR_REDUCTION: ranges = the output's dims, rranges = the reduced dims
+ *    (both without static size-1 dims); the body is the inlined input (ops
+ *    marked inner), one IR_REDUCE (inner = 0), ops on its result, the store.
+ *    A reduction with nothing to reduce is lowered as a pointwise value.
+ *  - Computed buffers are contiguous with offset 0 and written by one node.
+ *  - Several INPUT (or CONSTANT) buffers may view the same graph input
+ *    (same graph_input / graph_value) with other shape, strides and offset:
+ *    views passed to externs without a copy, e.g. linear's transposed weight.
+ *  - IR_EXT_MATMUL: n_in = 3 (A, B, bias or -1) with torch.matmul semantics
+ *    on the buffers' shapes (1-D operands, broadcast batch dims); the bias is
+ *    a 1-D vector along the output's last dim, scaled by beta (beta = 0 when
+ *    absent); activation last. IR_EXT_CONV: in = {x, w, bias or -1}, the
+ *    convolution's attributes are those of graph node graph_node; the
+ *    activation may be set. FALLBACK / CUSTOM: in[k] is node input k (-1 when
+ *    absent), out[k] node output k (contiguous). graph_node is set on every
+ *    extern (the node it came from).
+ *  - Masked loads give f (floating) or i (others) where the mask is false;
+ *    ops may run on that placeholder, so values with integer division or
+ *    indirect indexing are realized before being read under a mask.
+ *  - Bodies have no duplicate ops (common subexpressions are shared), except
+ *    stores and reductions.
+ *  - IR_RAND of dtype f32 (f64) is floor(u * 2^24) / 2^24 (2^53) with u =
+ *    ref_uniform(seed, stream, index); IR_RANDN is ref_normal(...) rounded;
+ *    stream = the graph node index, index = the row-major element index.
+ *  - Loop vars x_k, r_k range over [0, 2^62]; an indirect symbol i<k> over
+ *    [0, bound - 1] (static bound) or [0, 2^62].
+ */
+
 #endif /* PTC_LIB_IR_H */

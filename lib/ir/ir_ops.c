@@ -2,8 +2,10 @@
  * appends one op to a body and returns its value. The builder validates its
  * arguments, computes the `inner` flag (the op depends on a reduction var,
  * directly through an index or through an argument, or on an indirect index
- * defined by an inner op), and never fails loudly: on allocation failure or
- * a bad argument (including -1 from an earlier failure) the body is poisoned,
+ * defined by an inner op), eliminates common subexpressions (an op equal to
+ * an earlier one of the body returns that op's value; stores and reductions
+ * are always new), and never fails loudly: on allocation failure or a bad
+ * argument (including -1 from an earlier failure) the body is poisoned,
  * every later call returns -1, and ir_body_ok reports false. */
 #include "ir_internal.h"
 
@@ -29,24 +31,51 @@ static ir_val poison(ir_body* b) {
 
 static bool arg_ok(const ir_body* b, ir_val v) { return v >= 0 && (uint32_t)v < b->n; }
 
-/* Appends a zeroed op; NULL (body poisoned) on failure. */
-static ir_op* push(ir_body* b) {
-  if (!ir_body_ok(b)) return NULL;
+/* A blank op (no args, no buffer). */
+static ir_op blank(uint16_t opcode, int32_t dtype) {
+  ir_op op;
+  memset(&op, 0, sizeof op);
+  op.opcode = opcode;
+  op.dtype = dtype;
+  op.args[0] = op.args[1] = op.args[2] = -1;
+  op.buf = -1;
+  return op;
+}
+
+static bool same_op(const ir_op* a, const ir_op* b) {
+  return a->opcode == b->opcode && a->dtype == b->dtype && a->rtype == b->rtype &&
+         a->args[0] == b->args[0] && a->args[1] == b->args[1] && a->args[2] == b->args[2] &&
+         a->buf == b->buf && a->index == b->index && a->bound == b->bound &&
+         a->bound_expr == b->bound_expr && a->i == b->i && memcmp(&a->f, &b->f, sizeof a->f) == 0;
+}
+
+/* Value of an earlier op equal to `op` (ignoring the symbol an indirect
+ * defines), or -1. */
+static ir_val find_same(const ir_body* b, const ir_op* op) {
+  if (op->opcode == IR_STORE || op->opcode == IR_REDUCE) return -1;
+  for (uint32_t i = b->n; i-- > 0;)
+    if (same_op(&b->ops[i], op)) return (ir_val)i;
+  return -1;
+}
+
+/* Appends op; -1 (body poisoned) on failure. */
+static ir_val push(ir_body* b, const ir_op* op) {
+  if (!ir_body_ok(b)) return -1;
   if (b->n == b->cap) {
     uint32_t cap = b->cap ? b->cap * 2 : 16;
     ir_op* ops = cap > b->cap && cap < POISONED / 2 ? realloc(b->ops, cap * sizeof *ops) : NULL;
-    if (!ops) {
-      poison(b);
-      return NULL;
-    }
+    if (!ops) return poison(b);
     b->ops = ops;
     b->cap = cap;
   }
-  ir_op* op = &b->ops[b->n++];
-  memset(op, 0, sizeof *op);
-  op->args[0] = op->args[1] = op->args[2] = -1;
-  op->buf = -1;
-  return op;
+  b->ops[b->n++] = *op;
+  return (ir_val)(b->n - 1);
+}
+
+/* Appends op unless an equal op exists. */
+static ir_val emit(ir_body* b, const ir_op* op) {
+  ir_val same = find_same(b, op);
+  return same >= 0 ? same : push(b, op);
 }
 
 /* Symbol predicate: a reduction var, or an indirect symbol defined by an
@@ -83,19 +112,14 @@ ir_val ir_ops_load_masked(ir_program* p, ir_body* b, int32_t buf, const sym_expr
                           ir_val mask, double other) {
   if (!ir_body_ok(b)) return -1;
   if (!buf_ok(p, buf) || !index || (mask != -1 && !arg_ok(b, mask))) return poison(b);
-  uint8_t inner = index_inner(p, b, index) || (mask >= 0 && b->ops[mask].inner);
-  int32_t dt = ir_buf(p, buf)->dtype;
-  ir_op* op = push(b);
-  if (!op) return -1;
-  op->opcode = IR_LOAD;
-  op->dtype = dt;
-  op->buf = buf;
-  op->index = index;
-  op->args[0] = mask;
-  op->inner = inner;
-  op->f = other;
-  op->i = (int64_t)other;
-  return (ir_val)(b->n - 1);
+  ir_op op = blank(IR_LOAD, ir_buf(p, buf)->dtype);
+  op.buf = buf;
+  op.index = index;
+  op.args[0] = mask;
+  op.inner = index_inner(p, b, index) || (mask >= 0 && b->ops[mask].inner);
+  op.f = mask >= 0 ? other : 0.0;
+  op.i = (int64_t)op.f;
+  return emit(b, &op);
 }
 
 ir_val ir_ops_load(ir_program* p, ir_body* b, int32_t buf, const sym_expr* index) {
@@ -103,51 +127,41 @@ ir_val ir_ops_load(ir_program* p, ir_body* b, int32_t buf, const sym_expr* index
 }
 
 ir_val ir_ops_const_f(ir_body* b, double v, int32_t dtype) {
-  ir_op* op = ptc_dtype_valid(dtype) ? push(b) : NULL;
-  if (!op) return poison(b);
-  op->opcode = IR_CONST;
-  op->dtype = dtype;
-  op->f = v;
-  op->i = (int64_t)v;
-  return (ir_val)(b->n - 1);
+  if (!ir_body_ok(b)) return -1;
+  if (!ptc_dtype_valid(dtype)) return poison(b);
+  ir_op op = blank(IR_CONST, dtype);
+  op.f = v;
+  op.i = (int64_t)v;
+  return emit(b, &op);
 }
 
 ir_val ir_ops_const_i(ir_body* b, int64_t v, int32_t dtype) {
-  ir_op* op = ptc_dtype_valid(dtype) ? push(b) : NULL;
-  if (!op) return poison(b);
-  op->opcode = IR_CONST;
-  op->dtype = dtype;
-  op->f = (double)v;
-  op->i = v;
-  return (ir_val)(b->n - 1);
+  if (!ir_body_ok(b)) return -1;
+  if (!ptc_dtype_valid(dtype)) return poison(b);
+  ir_op op = blank(IR_CONST, dtype);
+  op.f = (double)v;
+  op.i = v;
+  return emit(b, &op);
 }
 
 ir_val ir_ops_index_expr(ir_program* p, ir_body* b, const sym_expr* e, int32_t dtype) {
   if (!ir_body_ok(b)) return -1;
   if (!p || !e || !ptc_dtype_valid(dtype)) return poison(b);
-  uint8_t inner = index_inner(p, b, e);
-  ir_op* op = push(b);
-  if (!op) return -1;
-  op->opcode = IR_INDEX_EXPR;
-  op->dtype = dtype;
-  op->index = e;
-  op->inner = inner;
-  return (ir_val)(b->n - 1);
+  ir_op op = blank(IR_INDEX_EXPR, dtype);
+  op.index = e;
+  op.inner = index_inner(p, b, e);
+  return emit(b, &op);
 }
 
 ir_val ir_ops_rand(ir_program* p, ir_body* b, int normal, const sym_expr* index, int64_t stream,
                    int32_t dtype) {
   if (!ir_body_ok(b)) return -1;
   if (!p || !index || !ptc_dtype_is_float(dtype)) return poison(b);
-  uint8_t inner = index_inner(p, b, index);
-  ir_op* op = push(b);
-  if (!op) return -1;
-  op->opcode = normal ? IR_RANDN : IR_RAND;
-  op->dtype = dtype;
-  op->index = index;
-  op->i = stream;
-  op->inner = inner;
-  return (ir_val)(b->n - 1);
+  ir_op op = blank(normal ? IR_RANDN : IR_RAND, dtype);
+  op.index = index;
+  op.i = stream;
+  op.inner = index_inner(p, b, index);
+  return emit(b, &op);
 }
 
 /* ---- math ------------------------------------------------------------------------------ */
@@ -159,14 +173,10 @@ static ir_val math_op(ir_body* b, ir_opcode opc, ir_val x, ir_val y, ir_val z, i
   for (int k = 0; k < nargs; k++)
     if (!arg_ok(b, a[k])) return poison(b);
   if (!ptc_dtype_valid(dtype)) return poison(b);
-  uint8_t inner = args_inner(b, x, nargs > 1 ? y : -1, nargs > 2 ? z : -1);
-  ir_op* op = push(b);
-  if (!op) return -1;
-  op->opcode = (uint16_t)opc;
-  op->dtype = dtype;
-  for (int k = 0; k < nargs; k++) op->args[k] = a[k];
-  op->inner = inner;
-  return (ir_val)(b->n - 1);
+  ir_op op = blank((uint16_t)opc, dtype);
+  for (int k = 0; k < nargs; k++) op.args[k] = a[k];
+  op.inner = args_inner(b, op.args[0], op.args[1], op.args[2]);
+  return emit(b, &op);
 }
 
 ir_val ir_ops_unary(ir_body* b, ir_opcode op, ir_val x, int32_t dtype) {
@@ -207,21 +217,19 @@ ir_val ir_ops_indirect(ir_program* p, ir_body* b, ir_val x, const sym_expr* boun
   if (!p || !bound || !arg_ok(b, x) || ptc_dtype_is_float(b->ops[x].dtype)) return poison(b);
   int64_t bv = -1;
   bool is_static = sym_is_const(bound, &bv);
-  int64_t hi = is_static ? (bv > 0 ? bv - 1 : 0) : IR_INDEX_MAX;
-  const sym_expr* s = new_index_sym(p, hi);
-  if (!s) return poison(b);
-  uint8_t inner = b->ops[x].inner;
-  ir_op* op = push(b);
-  if (!op) return -1;
-  op->opcode = IR_INDIRECT;
-  op->dtype = PTC_I64;
-  op->args[0] = x;
-  op->sym = s;
-  op->bound = is_static ? bv : 0;
-  op->bound_expr = is_static ? NULL : bound;
-  op->inner = inner;
-  if (sym) *sym = s;
-  return (ir_val)(b->n - 1);
+  ir_op op = blank(IR_INDIRECT, PTC_I64);
+  op.args[0] = x;
+  op.bound = is_static ? bv : 0;
+  op.bound_expr = is_static ? NULL : bound;
+  op.inner = b->ops[x].inner;
+  ir_val same = find_same(b, &op); /* the same index value: the same symbol */
+  if (same < 0) {
+    op.sym = new_index_sym(p, is_static ? (bv > 0 ? bv - 1 : 0) : IR_INDEX_MAX);
+    if (!op.sym) return poison(b);
+    same = push(b, &op);
+  }
+  if (sym && same >= 0) *sym = b->ops[same].sym;
+  return same;
 }
 
 ir_val ir_ops_reduce(ir_body* b, ir_rtype rt, ir_val x, ir_val index, int32_t dtype) {
@@ -230,29 +238,21 @@ ir_val ir_ops_reduce(ir_body* b, ir_rtype rt, ir_val x, ir_val index, int32_t dt
   if ((unsigned)rt > IR_R_ALL || !arg_ok(b, x) || (arg && !arg_ok(b, index)) ||
       (!arg && index != -1) || !ptc_dtype_valid(dtype))
     return poison(b);
-  ir_op* op = push(b);
-  if (!op) return -1;
-  op->opcode = IR_REDUCE;
-  op->rtype = (uint8_t)rt;
-  op->dtype = dtype;
-  op->args[0] = x;
-  op->args[1] = index;
-  op->inner = 0; /* its result exists once per outer point */
-  return (ir_val)(b->n - 1);
+  ir_op op = blank(IR_REDUCE, dtype);
+  op.rtype = (uint8_t)rt;
+  op.args[0] = x;
+  op.args[1] = index;
+  op.inner = 0; /* its result exists once per outer point */
+  return push(b, &op);
 }
 
 ir_val ir_ops_store(ir_program* p, ir_body* b, int32_t buf, const sym_expr* index, ir_val v) {
   if (!ir_body_ok(b)) return -1;
   if (!buf_ok(p, buf) || !index || !arg_ok(b, v)) return poison(b);
-  uint8_t inner = index_inner(p, b, index) || b->ops[v].inner;
-  int32_t dt = ir_buf(p, buf)->dtype;
-  ir_op* op = push(b);
-  if (!op) return -1;
-  op->opcode = IR_STORE;
-  op->dtype = dt;
-  op->buf = buf;
-  op->index = index;
-  op->args[0] = v;
-  op->inner = inner;
-  return (ir_val)(b->n - 1);
+  ir_op op = blank(IR_STORE, ir_buf(p, buf)->dtype);
+  op.buf = buf;
+  op.index = index;
+  op.args[0] = v;
+  op.inner = index_inner(p, b, index) || b->ops[v].inner;
+  return push(b, &op);
 }

@@ -150,7 +150,13 @@ static ptc_status lower_node(lower_ctx* L, uint32_t i) {
     lower_fn fn = find_lowering(n->op->name);
     s = fn ? fn(L, n, out) : lower_fallback(L, n, out);
   }
+  uint32_t depth = 0;
+  for (uint32_t k = 0; k < n->n_in; k++)
+    if (n->in[k] != PTC_VALUE_NONE && L->vals[n->in[k]].kind == LV_LAZY &&
+        L->vals[n->in[k]].depth > depth)
+      depth = L->vals[n->in[k]].depth;
   for (uint32_t k = 0; k < n->n_out && !s; k++) {
+    out[k].depth = out[k].kind == LV_LAZY ? depth + 1 : 0;
     if (out[k].kind == LV_NONE) {
       s = PTC_ERR(INTERNAL, "output %u was not lowered", k);
       break;
@@ -186,6 +192,7 @@ static void ctx_free(lower_ctx* L) {
   free(L->vals);
   free(L->users);
   free(L->is_output);
+  free(L->memo);
   ptc_arena_free(&L->arena);
 }
 

@@ -10,7 +10,6 @@
 typedef struct create_data {
   ir_scalar s;       /* constant value (of the output dtype) */
   double start, step;
-  int64_t diag;      /* eye: unused (diagonal 0) */
   int64_t stream;
   int normal;
 } create_data;

@@ -26,7 +26,7 @@ static ptc_status output_buffers(lower_ctx* L, const gnode* n, lval* out, int32_
     b.offset = lower_const(L, 0);
     b.numel = lower_numel(L, b.rank, b.shape);
     b.graph_input = -1;
-    b.graph_value = n->out[k];
+    b.graph_value = PTC_VALUE_NONE;
     if (!st || !lower_contig(L, b.rank, b.shape, st) || !b.offset || !b.numel)
       return ptc_status_oom();
     PTC_TRY(ir_add_buffer(L->p, &b, &ids[k]));
@@ -236,7 +236,8 @@ static ptc_status fold_activation(lower_ctx* L, const gnode* n, ir_activation ac
 
 ptc_status lower_try_epilogue(lower_ctx* L, const gnode* n, lval* out, bool* done) {
   *done = false;
-  if (n->n_out != 1) return PTC_OK;
+  /* the no-fusion baseline keeps epilogues as separate kernels too */
+  if (n->n_out != 1 || !L->o.inline_pointwise) return PTC_OK;
   if (strcmp(n->op->name, "add") == 0) return fold_bias(L, n, out, done);
   for (size_t i = 0; i < sizeof act_rows / sizeof act_rows[0]; i++)
     if (strcmp(n->op->name, act_rows[i].op) == 0)

@@ -36,7 +36,23 @@ struct lval {
   lval_load_fn load;           /* LV_LAZY */
   const void* data;            /* LV_LAZY: loader data (lowering arena) */
   int32_t ext_node;            /* LV_BUF written whole by a MATMUL/CONV extern node, else -1 */
+  uint32_t depth;              /* LV_LAZY: loaders nested below this one (bounded) */
 };
+
+/* Lazy values nest at most this deep (a chain of views adds no ops, so the
+ * op-count rule would not bound the loaders' recursion). */
+#define LOWER_MAX_DEPTH 128
+
+/* Memo of lazy loads within one body: a loader called again with the same
+ * value, index and mask returns the first call's result (without it, x * x
+ * chains call loaders exponentially often). */
+typedef struct load_memo {
+  uint64_t gen;                /* body emission it belongs to (0 = empty) */
+  const lval* v;
+  ir_val mask;
+  const sym_expr* const* idx;  /* v->rank entries (lowering arena) */
+  ir_val val;
+} load_memo;
 
 struct lower_ctx {
   ir_program* p;
@@ -49,6 +65,10 @@ struct lower_ctx {
   bool* is_output;             /* per graph value */
   ir_body* body;               /* body being emitted */
   ir_val mask;                 /* current load mask (-1: none) */
+  uint64_t gen;                /* emission generation of `body` (memo tag) */
+  uint64_t next_gen;
+  load_memo* memo;             /* open addressing, memo_cap a power of 2 */
+  size_t memo_cap, memo_len;
   uint32_t node_index;         /* graph node being lowered */
   const gnode* node;
 };
@@ -96,6 +116,15 @@ const sym_expr* lower_dot(lower_ctx* L, uint32_t rank, const sym_expr* const* id
 ptc_status lower_decide(lower_ctx* L, sym_rel rel, const sym_expr* a, const sym_expr* b,
                         bool* r);
 
+/** Starts emitting into body b (a fresh memo generation, no mask); the
+ * previous target is saved in *saved and restored by lower_end_body. */
+typedef struct lower_target {
+  ir_body* body;
+  ir_val mask;
+  uint64_t gen;
+} lower_target;
+void lower_begin_body(lower_ctx* L, ir_body* b, lower_target* saved);
+void lower_end_body(lower_ctx* L, const lower_target* saved);
 /** Element idx of v (a load of its buffer, masked by L->mask, or its loader). */
 ir_val lval_load(lower_ctx* L, const lval* v, const sym_expr* const* idx);
 /** Index of a value of shape `in` broadcast to rank/shape `out`: leading dims
@@ -132,7 +161,10 @@ ptc_status lower_as_buffer(lower_ctx* L, lval* v, const char* origin, int32_t* b
  * placeholder values (integer division, indirect indexing): a value read
  * under a mask (cat, pad) only runs where the mask holds. */
 ptc_status lower_realize_for_mask(lower_ctx* L, lval* v, const char* origin);
-/** Applies the realize rules to a freshly lowered value (graph value gv). */
+/** Applies the realize rules to a freshly lowered value (graph value gv):
+ * graph outputs; no fusion; more than one user and (reads, op count or an
+ * expensive op over the thresholds); accumulated reads or op count over
+ * the limits. */
 ptc_status lower_maybe_realize(lower_ctx* L, lval* v, ptc_value gv, const char* origin);
 
 /* ---- attributes (lower_util.c) ------------------------------------------------------------- */

@@ -53,15 +53,12 @@ static ptc_status store_node(lower_ctx* L, const lval* v, const char* origin, in
   n.ranges = ranges;
   n.origin = origin;
   loop_index(L, v->rank, v->shape, idx, ranges, &n.n_ranges);
-  ir_body* saved_body = L->body;
-  ir_val saved_mask = L->mask;
-  L->body = &n.body;
-  L->mask = -1;
+  lower_target saved;
+  lower_begin_body(L, &n.body, &saved);
   ir_val x = lval_load(L, v, idx);
   const ir_buffer* b = ir_buf(L->p, *id);
   ir_ops_store(L->p, &n.body, *id, lower_dot(L, v->rank, idx, b->strides, b->offset), x);
-  L->body = saved_body;
-  L->mask = saved_mask;
+  lower_end_body(L, &saved);
   return ir_add_node(L->p, &n, NULL);
 }
 
@@ -75,6 +72,7 @@ static void as_whole_buffer(lower_ctx* L, lval* v, int32_t id) {
   v->load = NULL;
   v->data = NULL;
   v->ext_node = -1;
+  v->depth = 0;
 }
 
 ptc_status lower_realize(lower_ctx* L, lval* v, bool copy, const char* origin) {
@@ -139,13 +137,10 @@ static ptc_status trace(lower_ctx* L, const lval* v, lstats* st) {
   memset(&b, 0, sizeof b);
   memset(st, 0, sizeof *st);
   loop_index(L, v->rank, v->shape, idx, ranges, &nr);
-  ir_body* saved = L->body;
-  ir_val saved_mask = L->mask;
-  L->body = &b;
-  L->mask = -1;
+  lower_target saved;
+  lower_begin_body(L, &b, &saved);
   lval_load(L, v, idx);
-  L->body = saved;
-  L->mask = saved_mask;
+  lower_end_body(L, &saved);
   bool ok = ir_body_ok(&b);
   for (uint32_t i = 0; ok && i < b.n; i++) {
     const ir_op* op = &b.ops[i];
@@ -171,7 +166,10 @@ ptc_status lower_realize_for_mask(lower_ctx* L, lval* v, const char* origin) {
 
 ptc_status lower_maybe_realize(lower_ctx* L, lval* v, ptc_value gv, const char* origin) {
   if (v->kind != LV_LAZY) return PTC_OK;
-  if (!L->o.inline_pointwise) return lower_realize(L, v, false, origin);
+  /* graph outputs are stored once, where they are computed, so that their
+   * other users load them instead of recomputing them */
+  if (!L->o.inline_pointwise || L->is_output[gv] || v->depth >= LOWER_MAX_DEPTH)
+    return lower_realize(L, v, false, origin);
   lstats st;
   PTC_TRY(trace(L, v, &st));
   const ir_lower_options* o = &L->o;

@@ -182,10 +182,10 @@ static ptc_status reduction_node(lower_ctx* L, const red_plan* r, const gnode* n
   node.n_rranges = lp.n_rranges;
   node.rranges = lp.rranges;
   node.origin = n->name;
-  ir_body* saved = L->body;
-  L->body = &node.body;
+  lower_target saved;
+  lower_begin_body(L, &node.body, &saved);
   emit_body(L, r, &lp, buf);
-  L->body = saved;
+  lower_end_body(L, &saved);
   PTC_TRY(ir_add_node(L->p, &node, NULL));
   const ir_buffer* b = ir_buf(L->p, buf);
   out->kind = LV_BUF;

@@ -1,9 +1,10 @@
 /* lower_util.c - shared helpers of the lowering: expression import and
  * arithmetic in the program env, element loads of lvals (strided buffer
- * loads or loaders, masked when inside a masked region), broadcasting,
- * dtype conversion, constants, and node attributes. */
+ * loads or loaders, masked when inside a masked region, memoized per body),
+ * broadcasting, dtype conversion, constants, and node attributes. */
 #include "lower_internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- expressions ------------------------------------------------------------------------- */
@@ -56,8 +57,93 @@ ptc_status lower_decide(lower_ctx* L, sym_rel rel, const sym_expr* a, const sym_
 
 /* ---- emission ---------------------------------------------------------------------------- */
 
+void lower_begin_body(lower_ctx* L, ir_body* b, lower_target* saved) {
+  saved->body = L->body;
+  saved->mask = L->mask;
+  saved->gen = L->gen;
+  L->body = b;
+  L->mask = -1;
+  L->gen = ++L->next_gen;
+}
+
+void lower_end_body(lower_ctx* L, const lower_target* saved) {
+  L->body = saved->body;
+  L->mask = saved->mask;
+  L->gen = saved->gen;
+}
+
+static uint64_t memo_hash(const lval* v, ir_val mask, const sym_expr* const* idx, uint64_t gen) {
+  uint64_t h = ptc_hash_mix((uint64_t)(uintptr_t)v, gen * 31u + (uint64_t)(uint32_t)mask);
+  for (uint32_t d = 0; d < v->rank; d++) h = ptc_hash_mix(h, (uint64_t)(uintptr_t)idx[d]);
+  return h;
+}
+
+static bool memo_match(const load_memo* m, uint64_t gen, const lval* v, ir_val mask,
+                       const sym_expr* const* idx) {
+  if (m->gen != gen || m->v != v || m->mask != mask) return false;
+  for (uint32_t d = 0; d < v->rank; d++)
+    if (m->idx[d] != idx[d]) return false;
+  return true;
+}
+
+static load_memo* memo_slot(lower_ctx* L, const lval* v, const sym_expr* const* idx) {
+  size_t i = memo_hash(v, L->mask, idx, L->gen) & (L->memo_cap - 1);
+  while (L->memo[i].gen && !memo_match(&L->memo[i], L->gen, v, L->mask, idx))
+    i = (i + 1) & (L->memo_cap - 1);
+  return &L->memo[i];
+}
+
+/* Keeps the table at most half full; entries of finished bodies are dropped
+ * when it grows. False on OOM (the memo is then just not used). */
+static bool memo_reserve(lower_ctx* L) {
+  if (L->memo && 2 * (L->memo_len + 1) <= L->memo_cap) return true;
+  size_t live = 0;
+  for (size_t i = 0; i < L->memo_cap; i++) live += L->memo[i].gen == L->gen;
+  size_t cap = 64;
+  while (cap < 4 * (live + 1)) cap *= 2;
+  load_memo* old = L->memo;
+  size_t old_cap = L->memo_cap;
+  L->memo = calloc(cap, sizeof *L->memo);
+  if (!L->memo) {
+    L->memo = old;
+    return false;
+  }
+  L->memo_cap = cap;
+  L->memo_len = 0;
+  for (size_t i = 0; i < old_cap; i++) {
+    if (old[i].gen != L->gen) continue;
+    ir_val saved = L->mask;
+    L->mask = old[i].mask;
+    *memo_slot(L, old[i].v, old[i].idx) = old[i];
+    L->mask = saved;
+    L->memo_len++;
+  }
+  free(old);
+  return true;
+}
+
+static ir_val lazy_load(lower_ctx* L, const lval* v, const sym_expr* const* idx) {
+  for (uint32_t d = 0; d < v->rank; d++)
+    if (!idx[d]) return ir_ops_const_i(L->body, 0, -1); /* OOM: poisons */
+  if (!memo_reserve(L)) return v->load(L, v, idx);
+  load_memo* m = memo_slot(L, v, idx);
+  if (m->gen) return m->val;
+  const sym_expr** key = lower_alloc(L, (v->rank + 1) * sizeof *key);
+  ir_val mask = L->mask;
+  ir_val r = v->load(L, v, idx);
+  if (!key || r < 0) return r;
+  memcpy(key, idx, v->rank * sizeof *key);
+  if (!memo_reserve(L)) return r;
+  m = memo_slot(L, v, key); /* the loader may have grown the table */
+  if (!m->gen) {
+    *m = (load_memo){L->gen, v, mask, key, r};
+    L->memo_len++;
+  }
+  return r;
+}
+
 ir_val lval_load(lower_ctx* L, const lval* v, const sym_expr* const* idx) {
-  if (v->kind == LV_LAZY) return v->load(L, v, idx);
+  if (v->kind == LV_LAZY) return lazy_load(L, v, idx);
   if (v->kind != LV_BUF) return ir_ops_const_i(L->body, 0, -1); /* poisons */
   const sym_expr* e = lower_dot(L, v->rank, idx, v->strides, v->offset);
   if (L->mask >= 0) return ir_ops_load_masked(L->p, L->body, v->buf, e, L->mask, 0.0);

@@ -212,7 +212,9 @@ typedef struct reshape_data {
 
 /* Splits the shapes into groups with equal (pointer-equal) products,
  * extending the side whose product hint is smaller; what cannot be split
- * that way stays one group. */
+ * that way stays one group. Hints only choose the side to extend: a group
+ * closes on symbolically equal products. Returns the number of groups, 0
+ * on OOM. */
 static uint32_t make_groups(lower_ctx* L, uint32_t ro, const sym_expr* const* os, uint32_t rs,
                             const sym_expr* const* ss, rgroup* g) {
   uint32_t i = 0, j = 0, ng = 0;
@@ -232,6 +234,7 @@ static uint32_t make_groups(lower_ctx* L, uint32_t ro, const sym_expr* const* os
       else
         i = ro, j = rs, po = ps; /* cannot split: the rest is one group */
     }
+    if (!po || !ps) return 0;
     cur->o1 = i;
     cur->s1 = j;
   }
@@ -294,6 +297,7 @@ ptc_status lower_reshape(lower_ctx* L, const lval* src, uint32_t rank, const sym
     return ptc_status_oom();
   r->src = src;
   r->n_groups = make_groups(L, rank, shape, src->rank, src->shape, r->g);
+  if (r->n_groups == 0 && (rank || src->rank)) return ptc_status_oom();
   bool strided = src->kind == LV_BUF;
   const sym_expr** st = lower_exprs(L, rank);
   if (!st) return ptc_status_oom();

@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-static const backend_vtable* const builtin[] = {&ptc_ref_backend};
+static const backend_vtable* const builtin[] = {&ptc_ref_backend, &ptc_cpu_backend};
 #define N_BUILTIN (sizeof builtin / sizeof builtin[0])
 
 /* Aliases: "eager" is the reference interpreter (as torch.compile's eager). */

@@ -1,8 +1,16 @@
-/* fuse_legal.c - can_fuse and score_fusion: may two groups become one
- * kernel (externs never; size limit; loop structure; every read of a buffer
- * the other group writes must match the write index exactly after the
- * x -> r renaming; no cycle through other kernels; horizontal fusion needs
- * shared reads and at most `window` nodes between the groups), and how good the fusion is (kind, bytes shared, -distance). */
+/* fuse_legal.c - can_fuse and score_fusion. Two groups may become one
+ * kernel when: neither is an extern; together they have at most max_nodes
+ * nodes; their loop structures merge (sched_merge_shape); every read of a
+ * buffer the other group writes is at the written index, compared in kernel
+ * coordinates (x_{n+k} -> r_k for inner nodes; indirect reads never match);
+ * in a reduction kernel without outer loop no node of the reduction loop
+ * needs a value produced once per outer point (such a node waits for the
+ * whole reduction, so the two stay kernels that parallelise on their own);
+ * no path leads from one to the other through a third group; and, without
+ * a dependency (horizontal), they share a read and lie at most `window`
+ * nodes apart.
+ * Score: (2 vertical / 1 horizontal, bytes of the buffers both touch,
+ * -distance in the node order). */
 #include <stdlib.h>
 
 #include "sched_internal.h"
@@ -146,7 +154,6 @@ static void push_succ(sched_ctx* c, uint32_t g, void* user) {
 /* True if `to` is reachable from `from` through another group (*via: the
  * group whose edge reaches `to`). */
 static bool reach_through(sched_ctx* c, uint32_t from, uint32_t to, uint32_t* via) {
-  if (!c->topo_valid) sched_topo_refresh(c);
   if (c->topo[from] > c->topo[to]) return false;
   dfs d = {.from = from, .target = to, .cur = from, .epoch = sched_next_epoch(c)};
   c->gmark[from] = d.epoch;

@@ -46,6 +46,7 @@ ptc_status sched_groups_init(sched_ctx* c) {
     if (!g->nodes || !g->inner) return ptc_status_oom();
     group_of_node(c, i, g);
     c->grp_of[i] = i;
+    c->topo[i] = c->order[i] = i; /* program order is topological */
   }
   return NULL;
 }
@@ -60,6 +61,47 @@ void sched_groups_free(sched_ctx* c) {
   c->groups = NULL;
 }
 
+/* ---- topological order across merges -------------------------------------------
+ * Merging x (position lo) with y (position hi > lo): the groups between them
+ * that descend from x move after the merged group, the others before it.
+ * Valid because no group between them both descends from x and leads to y
+ * (that would be a cycle, which legality excludes). */
+typedef struct desc_visit {
+  uint32_t epoch, lo, hi, top;
+} desc_visit;
+
+static void mark_desc(sched_ctx* c, uint32_t g, void* user) {
+  desc_visit* v = user;
+  if (c->topo[g] <= v->lo || c->topo[g] >= v->hi || c->gmark[g] == v->epoch) return;
+  c->gmark[g] = v->epoch;
+  c->stack[v->top++] = g;
+}
+
+static void topo_merge(sched_ctx* c, uint32_t ia, uint32_t ib) {
+  uint32_t x = c->topo[ia] < c->topo[ib] ? ia : ib, y = x == ia ? ib : ia;
+  desc_visit v = {sched_next_epoch(c), c->topo[x], c->topo[y], 0};
+  sched_group_successors(c, x, mark_desc, &v);
+  while (v.top) sched_group_successors(c, c->stack[--v.top], mark_desc, &v);
+  uint32_t n = 0; /* window copy in c->stack */
+  for (uint32_t p = v.lo + 1; p < v.hi; p++)
+    if (c->order[p] != UINT32_MAX) c->stack[n++] = c->order[p];
+  uint32_t k = v.lo;
+  for (int pass = 0; pass < 3; pass++) {
+    if (pass == 1) {
+      c->order[k] = ia;
+      c->topo[ia] = k++;
+      continue;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+      uint32_t g = c->stack[i];
+      if ((c->gmark[g] == v.epoch) != (pass == 2)) continue;
+      c->order[k] = g;
+      c->topo[g] = k++;
+    }
+  }
+  while (k <= v.hi) c->order[k++] = UINT32_MAX;
+}
+
 ptc_status sched_group_merge(sched_ctx* c, uint32_t ia, uint32_t ib, const sshape* s) {
   sgroup* a = &c->groups[ia];
   sgroup* b = &c->groups[ib];
@@ -71,6 +113,7 @@ ptc_status sched_group_merge(sched_ctx* c, uint32_t ia, uint32_t ib, const sshap
     free(inner);
     return ptc_status_oom();
   }
+  topo_merge(c, ia, ib); /* before the members move: uses the old edges */
   uint32_t i = 0, j = 0, k = 0;
   while (i < a->n || j < b->n) {
     bool take_a = j == b->n || (i < a->n && a->nodes[i] < b->nodes[j]);
@@ -98,7 +141,6 @@ ptc_status sched_group_merge(sched_ctx* c, uint32_t ia, uint32_t ib, const sshap
   a->first = a->first < b->first ? a->first : b->first;
   a->last = a->last > b->last ? a->last : b->last;
   a->stamp = ++c->next_stamp;
-  c->topo_valid = false;
   free(b->nodes);
   free(b->inner);
   b->nodes = NULL;
@@ -141,41 +183,4 @@ void sched_group_label(const sched_ctx* c, const sgroup* g, ptc_strbuf* sb) {
     else
       ptc_sb_printf(sb, "%s%u", kind_name(n->kind), g->nodes[m]);
   }
-}
-
-/* ---- topological positions (Kahn, FIFO; edges deduplicated per source) ---------- */
-typedef struct topo_visit {
-  uint32_t epoch;
-  bool release;   /* false: count indegrees; true: release successors */
-  uint32_t tail;  /* queue end in c->stack */
-} topo_visit;
-
-static void topo_edge(sched_ctx* c, uint32_t g, void* user) {
-  topo_visit* v = user;
-  if (c->gmark[g] == v->epoch) return;
-  c->gmark[g] = v->epoch;
-  if (!v->release)
-    c->indeg[g]++;
-  else if (--c->indeg[g] == 0)
-    c->stack[v->tail++] = g;
-}
-
-void sched_topo_refresh(sched_ctx* c) {
-  topo_visit v = {0, false, 0};
-  for (uint32_t g = 0; g < c->n_nodes; g++) c->indeg[g] = 0;
-  for (uint32_t g = 0; g < c->n_nodes; g++) {
-    if (!c->groups[g].alive) continue;
-    v.epoch = sched_next_epoch(c);
-    sched_group_successors(c, g, topo_edge, &v);
-  }
-  for (uint32_t g = 0; g < c->n_nodes; g++)
-    if (c->groups[g].alive && !c->indeg[g]) c->stack[v.tail++] = g;
-  v.release = true;
-  for (uint32_t head = 0; head < v.tail; head++) {
-    uint32_t g = c->stack[head];
-    c->topo[g] = head;
-    v.epoch = sched_next_epoch(c);
-    sched_group_successors(c, g, topo_edge, &v);
-  }
-  c->topo_valid = true;
 }

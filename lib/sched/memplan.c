@@ -18,6 +18,8 @@ typedef struct memctx {
   int32_t* owner;         /* per slot: buffer occupying it, -1 free */
   uint32_t* cls;          /* per slot: alignment class */
   uint32_t cap_slots;
+  uint32_t* die_start; /* SLOT buffers dying after kernel k: */
+  int32_t* die_buf;    /*   die_buf[die_start[k] .. die_start[k + 1]) */
 } memctx;
 
 /* Slots are allocated 64-byte aligned; buffers of one element size share a
@@ -188,14 +190,30 @@ static ptc_status place_kernel(memctx* m, int32_t k) {
   return NULL;
 }
 
+/* Buckets the SLOT buffers by the kernel after which they die (counting
+ * sort: counts at k + 2, prefix sums, then die_start[k + 1] as the cursor of
+ * bucket k, which leaves die_start[k] at the start of bucket k). */
+static ptc_status death_lists(memctx* m) {
+  const sched_plan* s = m->s;
+  m->die_start = calloc(s->n_kernels + 3, sizeof *m->die_start);
+  m->die_buf = calloc(m->c->n_bufs + 1, sizeof *m->die_buf);
+  if (!m->die_start || !m->die_buf) return ptc_status_oom();
+  for (size_t b = 0; b < m->c->n_bufs; b++)
+    if (s->buf_home[b] == SCHED_HOME_SLOT && s->buf_free_after[b] >= 0)
+      m->die_start[s->buf_free_after[b] + 2]++;
+  for (uint32_t k = 0; k + 2 < s->n_kernels + 3; k++) m->die_start[k + 2] += m->die_start[k + 1];
+  for (size_t b = 0; b < m->c->n_bufs; b++)
+    if (s->buf_home[b] == SCHED_HOME_SLOT && s->buf_free_after[b] >= 0)
+      m->die_buf[m->die_start[s->buf_free_after[b] + 1]++] = (int32_t)b;
+  return NULL;
+}
+
 /* Releases the slots of the buffers that die after kernel k. */
 static void release(memctx* m, int32_t k) {
   const sched_plan* s = m->s;
-  for (size_t b = 0; b < m->c->n_bufs; b++) {
-    int32_t sl = s->buf_slot[b];
-    if (s->buf_home[b] == SCHED_HOME_SLOT && s->buf_free_after[b] == k && sl >= 0 &&
-        m->owner[sl] == (int32_t)b)
-      m->owner[sl] = -1;
+  for (uint32_t i = m->die_start[k]; i < m->die_start[k + 1]; i++) {
+    int32_t b = m->die_buf[i], sl = s->buf_slot[b];
+    if (sl >= 0 && m->owner[sl] == b) m->owner[sl] = -1;
   }
 }
 
@@ -205,13 +223,17 @@ static ptc_status byte_sizes(memctx* m) {
   for (size_t b = 0; b < m->c->n_bufs; b++) {
     if (m->s->buf_home[b] != SCHED_HOME_SLOT) continue;
     m->bytes[b] = sched_buf_bytes(m->c, (int32_t)b);
-    if (!m->bytes[b]) return ptc_status_oom();
+    if (!m->bytes[b])
+      return PTC_ERR(RESOURCE_EXHAUSTED,
+                     "scheduler: cannot form the byte size of %s (too large, or out of memory)",
+                     ir_buf(m->c->p, (int32_t)b)->name);
   }
   return NULL;
 }
 
 static ptc_status plan_slots(memctx* m) {
   PTC_TRY(byte_sizes(m));
+  PTC_TRY(death_lists(m));
   for (int32_t k = 0; k < (int32_t)m->s->n_kernels; k++) {
     PTC_TRY(place_kernel(m, k));
     release(m, k);
@@ -245,5 +267,7 @@ ptc_status sched_plan_memory(sched_ctx* c, sched_plan* s) {
   free(m.bytes);
   free(m.owner);
   free(m.cls);
+  free(m.die_start);
+  free(m.die_buf);
   return st;
 }

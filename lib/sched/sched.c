@@ -42,7 +42,7 @@ static void ctx_free(sched_ctx* c) {
   free(c->bmark);
   free(c->stack);
   free(c->topo);
-  free(c->indeg);
+  free(c->order);
 }
 
 static ptc_status check_args(const ir_program* p, const sched_options* o, sched_plan** out) {
@@ -61,8 +61,8 @@ static ptc_status run(sched_ctx* c, sched_plan* s) {
   c->bmark = calloc(c->n_bufs + 1, sizeof *c->bmark);
   c->stack = calloc(c->n_nodes + 1, sizeof *c->stack);
   c->topo = calloc(c->n_nodes + 1, sizeof *c->topo);
-  c->indeg = calloc(c->n_nodes + 1, sizeof *c->indeg);
-  if (!c->gmark || !c->bmark || !c->stack || !c->topo || !c->indeg) return ptc_status_oom();
+  c->order = calloc(c->n_nodes + 1, sizeof *c->order);
+  if (!c->gmark || !c->bmark || !c->stack || !c->topo || !c->order) return ptc_status_oom();
   PTC_TRY(sched_classify_vars(c));
   PTC_TRY(sched_build_deps(c));
   PTC_TRY(sched_groups_init(c));

@@ -58,8 +58,7 @@ typedef struct sched_ctx {
   uint32_t epoch;
   uint32_t* stack; /* scratch, n_nodes entries */
   uint32_t* topo;  /* per live group: position in a topological order */
-  uint32_t* indeg; /* scratch of sched_topo_refresh */
-  bool topo_valid; /* false after a merge until refreshed */
+  uint32_t* order; /* position -> group (UINT32_MAX: empty), kept by merges */
   bool oom;        /* sticky: an allocation failed */
   ptc_strbuf* log;
 } sched_ctx;
@@ -104,7 +103,10 @@ const sym_expr* sched_buf_bytes(const sched_ctx* c, int32_t b);
 /* ---- groups.c ------------------------------------------------------------ */
 ptc_status sched_groups_init(sched_ctx* c);
 void sched_groups_free(sched_ctx* c);
-/** Merges group b into a (members re-sorted); b dies. */
+/** Merges group b into a (members re-sorted); b dies. The merge must be
+ * legal (no path between a and b through another group); c->topo stays a
+ * topological order of the groups (used to prune cycle checks: a path
+ * X -> ... -> Y needs topo[X] < topo[Y]). */
 ptc_status sched_group_merge(sched_ctx* c, uint32_t a, uint32_t b, const sshape* s);
 /** Pushes the groups reading what group g writes (may repeat) via callback. */
 typedef void (*sched_group_fn)(sched_ctx* c, uint32_t g, void* user);
@@ -113,9 +115,6 @@ void sched_group_successors(sched_ctx* c, uint32_t g, sched_group_fn fn, void* u
 void sched_group_label(const sched_ctx* c, const sgroup* g, ptc_strbuf* sb);
 /** New epoch for gmark/bmark scratch marks. */
 uint32_t sched_next_epoch(sched_ctx* c);
-/** Recomputes c->topo for the current groups (used to prune cycle checks:
- * a path X -> ... -> Y needs topo[X] < topo[Y]). */
-void sched_topo_refresh(sched_ctx* c);
 
 /* ---- fuse_legal.c -------------------------------------------------------- */
 typedef struct sscore {

@@ -2,6 +2,8 @@
  * generated kernels for the codegen tests (see cg_harness.h). */
 #include "cg_harness.h"
 
+#include "lib/ir/ir_internal.h"
+
 #include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
@@ -57,6 +59,7 @@ int32_t cgh_buffer(cgh* h, bool input, int32_t dtype, uint32_t rank,
   b.offset = cgh_c(h, 0);
   b.numel = st;
   b.graph_input = input ? (int32_t)h->p->buffers.len : -1;
+  b.graph_value = (ptc_value)h->p->buffers.len; /* distinct: no aliasing in the interpreter */
   b.producer = -1;
   int32_t id = -1;
   ptc_status s = ir_add_buffer(h->p, &b, &id);
@@ -263,4 +266,127 @@ bool cgh_close(double got, double want, double rtol, double atol) {
   if (isnan(want)) return isnan(got);
   if (isinf(want)) return got == want;
   return fabs(got - want) <= atol + rtol * fabs(want);
+}
+
+/* ---- the IR interpreter as oracle --------------------------------------------------------- */
+
+typedef struct interp_io {
+  ptc_tensor* t;
+  int64_t (*shapes)[PTC_MAX_RANK];
+  void** data;
+  int32_t* out_ids;
+  size_t n_out;
+} interp_io;
+
+static void io_free(interp_io* io, size_t nb) {
+  for (size_t i = 0; io->data && i < nb; i++) free(io->data[i]);
+  free(io->t);
+  free(io->shapes);
+  free(io->data);
+  free(io->out_ids);
+}
+
+static int64_t buf_numel(cgh* h, int32_t id, const int64_t* syms, int64_t* shape) {
+  const ir_buffer* b = ir_buf(h->p, id);
+  int64_t n = 1;
+  for (uint32_t d = 0; d < b->rank; d++) {
+    ptc_status st = sym_eval(b->shape[d], syms, h->p->n_size_syms, &shape[d]);
+    ptc_status_destroy(st);
+    n *= shape[d];
+  }
+  return n;
+}
+
+static bool kernel_writes(cgh* h, const sched_plan* s, int32_t buf) {
+  for (uint32_t m = 0; m < s->kernels[0].n_nodes; m++)
+    if (ir_node_at(h->p, s->kernels[0].nodes[m])->out_buf == buf) return true;
+  return false;
+}
+
+/* Tensors for every buffer id: inputs point at mem, the kernel's outputs at
+ * fresh memory (other computed buffers are the interpreter's business). */
+static bool io_init(cgh* h, const sched_plan* s, void* const* mem, const int64_t* syms,
+                    interp_io* io) {
+  size_t nb = h->p->buffers.len;
+  io->t = calloc(nb + 1, sizeof *io->t);
+  io->shapes = calloc(nb + 1, sizeof *io->shapes);
+  io->data = calloc(nb + 1, sizeof *io->data);
+  io->out_ids = calloc(nb + 1, sizeof *io->out_ids);
+  if (!io->t || !io->shapes || !io->data || !io->out_ids) return false;
+  for (size_t i = 0; i < nb; i++) {
+    const ir_buffer* b = ir_buf(h->p, (int32_t)i);
+    int64_t n = buf_numel(h, (int32_t)i, syms, io->shapes[i]);
+    ptc_tensor* t = &io->t[i];
+    t->device.device_type = PTC_DEVICE_CPU;
+    t->ndim = (int32_t)b->rank;
+    t->dtype = ptc_dtype_to_dl(b->dtype);
+    t->shape = io->shapes[i];
+    if (b->kind == IR_BUF_INPUT) {
+      t->data = mem[i];
+    } else if (s->buf_home[i] != SCHED_HOME_LOCAL && kernel_writes(h, s, (int32_t)i)) {
+      io->data[i] = calloc((size_t)(n > 0 ? n : 1), 8);
+      t->data = io->data[i];
+      io->out_ids[io->n_out++] = (int32_t)i;
+    }
+  }
+  return true;
+}
+
+static bool same_value(int32_t dt, ir_scalar got, ir_scalar want, double rtol, double atol) {
+  if (ptc_dtype_is_float(dt)) return cgh_close(got.f, want.f, rtol, atol);
+  return got.i == want.i;
+}
+
+static int compare_outputs(cgh* h, void* const* mem, const int64_t* syms, const interp_io* io,
+                           double rtol, double atol) {
+  int bad = 0;
+  for (size_t k = 0; k < io->n_out; k++) {
+    int32_t id = io->out_ids[k];
+    const ir_buffer* b = ir_buf(h->p, id);
+    int64_t shape[PTC_MAX_RANK];
+    int64_t n = buf_numel(h, id, syms, shape);
+    for (int64_t e = 0; e < n; e++) {
+      ir_scalar got = ir_scalar_load(mem[id], b->dtype, e);
+      ir_scalar want = ir_scalar_load(io->data[id], b->dtype, e);
+      if (same_value(b->dtype, got, want, rtol, atol)) continue;
+      if (bad++ < 5)
+        printf("interp mismatch %s[%lld]: got %.9g/%lld, interpreter %.9g/%lld\n", b->name,
+               (long long)e, got.f, (long long)got.i, want.f, (long long)want.i);
+    }
+  }
+  return bad;
+}
+
+int cgh_check_interp(cgh* h, const sched_plan* s, void* const* mem, const int64_t* syms,
+                     uint64_t seed, double rtol, double atol) {
+  static const int64_t none[1] = {0};
+  if (!syms) syms = none;
+  size_t nb = h->p->buffers.len;
+  interp_io io;
+  memset(&io, 0, sizeof io);
+  int result = -1;
+  if (io_init(h, s, mem, syms, &io)) {
+    ir_program* p = h->p;
+    size_t saved_in = p->n_inputs, saved_out = p->n_outputs;
+    int32_t* saved_ids = p->output_bufs;
+    ptc_tensor* outs = calloc(io.n_out + 1, sizeof *outs);
+    for (size_t k = 0; outs && k < io.n_out; k++) outs[k] = io.t[io.out_ids[k]];
+    p->n_inputs = nb;
+    p->n_outputs = io.n_out;
+    p->output_bufs = io.out_ids;
+    ptc_status st = outs ? ir_interpret(p, io.t, nb, outs, io.n_out, syms, p->n_size_syms, seed)
+                         : ptc_status_oom();
+    p->n_inputs = saved_in;
+    p->n_outputs = saved_out;
+    p->output_bufs = saved_ids;
+    free(outs);
+    if (st) {
+      printf("ir_interpret: %s\n", ptc_status_message(st));
+      ptc_status_destroy(st);
+    } else {
+      result = compare_outputs(h, mem, syms, &io, rtol, atol);
+    }
+  }
+  io_free(&io, nb);
+  return result;
 }

@@ -55,6 +55,14 @@ void cgh_kernel_free(cgh_kernel* k);
 cpu_kernel_ctx cgh_run(const cgh_kernel* k, void* const* mem, const int64_t* syms,
                        uint64_t seed);
 
+/** Runs ir_interpret on the program with the same inputs (mem[id] of every
+ * input buffer, contiguous) and compares every buffer written by kernel 0
+ * of `s` that is not kernel-local with mem[id] (floats within rtol/atol,
+ * others exactly). Returns the number of mismatches (-1 if the interpreter
+ * failed); prints the first few. */
+int cgh_check_interp(cgh* h, const sched_plan* s, void* const* mem, const int64_t* syms,
+                     uint64_t seed, double rtol, double atol);
+
 /** Relative/absolute closeness with NaN == NaN and inf == inf. */
 bool cgh_close(double got, double want, double rtol, double atol);
 

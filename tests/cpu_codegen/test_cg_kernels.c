@@ -9,7 +9,8 @@
  * and node; inside a reduction loop), floor-semantics index arithmetic,
  * masked loads, integer division by zero and empty max reductions reporting
  * through the kernel context, the parallel/simd decisions visible in the
- * source, and argument errors of cpu_codegen_kernel. */
+ * source, and argument errors of cpu_codegen_kernel. Besides hand-computed
+ * values, outputs are compared with the IR interpreter (ir_interpret). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,8 +78,8 @@ static void check_softmax(const float* x, const float* y, int64_t R, int64_t C) 
   }
 }
 
-static void run_softmax(cgh* h, const cgh_kernel* k, const softmax_prog* sp, int64_t R, int64_t C,
-                        const int64_t* syms) {
+static void run_softmax(cgh* h, const sched_plan* s, const cgh_kernel* k, const softmax_prog* sp,
+                        int64_t R, int64_t C, const int64_t* syms) {
   float* x = malloc((size_t)(R * C) * sizeof *x);
   float* y = calloc((size_t)(R * C), sizeof *y);
   uint32_t st = 7;
@@ -89,9 +90,9 @@ static void run_softmax(cgh* h, const cgh_kernel* k, const softmax_prog* sp, int
   cpu_kernel_ctx kc = cgh_run(k, mem, syms, 0);
   CHECK(kc.error == 0);
   check_softmax(x, y, R, C);
+  CHECK(cgh_check_interp(h, s, mem, syms, 0, 1e-5, 1e-7) == 0);
   free(x);
   free(y);
-  (void)h;
 }
 
 static void test_softmax_static(void) {
@@ -115,7 +116,7 @@ static void test_softmax_static(void) {
     CHECK(strstr(src, "#pragma omp parallel for") != NULL);  /* 37*1000 >= 32768 */
     CHECK(strstr(src, "reduction(+:") != NULL);
     CHECK(strstr(src, "const float buf1 = ") != NULL);       /* the row max as a C local */
-    run_softmax(&h, &k, &sp, 37, 1000, NULL);
+    run_softmax(&h, s, &k, &sp, 37, 1000, NULL);
   }
   cgh_kernel_free(&k);
   cgh_plan_free(s);
@@ -144,8 +145,8 @@ static void test_softmax_symbolic(void) {
     CHECK(strstr(src, "const int64_t sym_cols = syms[1];") != NULL);
     CHECK(strstr(src, " >= PTC_PAR_MIN_WORK)") != NULL); /* run-time parallel decision */
     int64_t sy1[2] = {5, 3}, sy2[2] = {300, 257};
-    run_softmax(&h, &k, &sp, 5, 3, sy1);
-    run_softmax(&h, &k, &sp, 300, 257, sy2);
+    run_softmax(&h, s, &k, &sp, 5, 3, sy1);
+    run_softmax(&h, s, &k, &sp, 300, 257, sy2);
   }
   cgh_kernel_free(&k);
   cgh_plan_free(s);
@@ -204,6 +205,7 @@ static void test_layernorm(void) {
     mem[Y] = y;
     mem[RSTD] = rstd;
     cgh_run(&k, mem, NULL, 0);
+    CHECK(cgh_check_interp(&h, s, mem, NULL, 0, 1e-6, 1e-9) == 0);
     for (int r = 0; r < R; r++) {
       double mu = 0, vv = 0;
       for (int c = 0; c < C; c++) mu += x[r * C + c] / C;
@@ -243,7 +245,7 @@ static void test_column_and_horizontal(void) {
   CHECK(ok);
   if (ok) {
     CHECK(count_substr(k.src.source, "for (int64_t r0") == 1);
-    CHECK(strstr(k.src.source, "reduction(+:a0_1) reduction(+:a1_3)") != NULL);
+    CHECK(strstr(k.src.source, "xt += 64") != NULL); /* strided: tiled */
     float x[NR * C], sum[C];
     double sq[C];
     uint32_t st = 11;
@@ -253,6 +255,7 @@ static void test_column_and_horizontal(void) {
     mem[SUM] = sum;
     mem[SQ] = sq;
     cgh_run(&k, mem, NULL, 0);
+    CHECK(cgh_check_interp(&h, s, mem, NULL, 0, 1e-5, 1e-5) == 0);
     for (int c = 0; c < C; c++) {
       double ws = 0, wq = 0;
       for (int r = 0; r < NR; r++) {
@@ -261,6 +264,144 @@ static void test_column_and_horizontal(void) {
       }
       CHECK(cgh_close(sum[c], ws, 1e-4, 1e-4));
       CHECK(cgh_close(sq[c], wq, 1e-12, 0));
+    }
+  }
+  cgh_kernel_free(&k);
+  cgh_plan_free(s);
+  cgh_free(&h);
+}
+
+/* Row sum and row sum of squares fused horizontally: one loop, two simd
+ * reduction clauses. */
+static void test_horizontal_rows(void) {
+  enum { R = 5, C = 203 };
+  cgh h;
+  CHECK(cgh_init(&h, 0, NULL, NULL, 2));
+  sym_env* env = h.p->env;
+  const sym_expr* shape[2] = {cgh_c(&h, R), cgh_c(&h, C)};
+  const sym_expr *x0 = h.p->xvars[0], *r0 = h.p->rvars[0];
+  int32_t X = cgh_buffer(&h, true, PTC_F32, 2, shape);
+  int32_t SUM = cgh_buffer(&h, false, PTC_F32, 1, shape), SQ = cgh_buffer(&h, false, PTC_F32, 1, shape);
+  const sym_expr* idx = sym_add(env, sym_mul_c(env, x0, C), r0);
+  uint32_t nodes[2];
+  ir_body b = {0};
+  ir_ops_store(h.p, &b, SUM, x0, ir_ops_reduce(&b, IR_R_SUM, ir_ops_load(h.p, &b, X, idx), -1, PTC_F32));
+  nodes[0] = cgh_node(&h, IR_REDUCTION, SUM, shape, 1, shape + 1, 1, &b);
+  ir_val v = ir_ops_load(h.p, &b, X, idx);
+  ir_ops_store(h.p, &b, SQ, x0, ir_ops_reduce(&b, IR_R_SUM, ir_ops_binary(&b, IR_MUL, v, v, PTC_F32), -1, PTC_F32));
+  nodes[1] = cgh_node(&h, IR_REDUCTION, SQ, shape, 1, shape + 1, 1, &b);
+  sched_plan* s = cgh_plan(&h, nodes, NULL, 2, shape, 1, shape + 1, 1);
+  cgh_kernel k;
+  bool ok = cgh_compile(&h, s, &k);
+  CHECK(ok);
+  if (ok) {
+    CHECK(count_substr(k.src.source, "for (int64_t r0") == 1);
+    CHECK(strstr(k.src.source, "reduction(+:a0_1) reduction(+:a1_2)") != NULL);
+    CHECK(strstr(k.src.source, "xt +=") == NULL); /* contiguous rows: not tiled */
+    float x[R * C], sum[R], sq[R];
+    uint32_t st = 13;
+    for (int i = 0; i < R * C; i++) x[i] = frand(&st);
+    void* mem[3] = {x, sum, sq};
+    cgh_run(&k, mem, NULL, 0);
+    CHECK(cgh_check_interp(&h, s, mem, NULL, 0, 1e-5, 1e-5) == 0);
+    for (int r = 0; r < R; r++) {
+      double ws = 0, wq = 0;
+      for (int c = 0; c < C; c++) {
+        ws += x[r * C + c];
+        wq += (double)x[r * C + c] * x[r * C + c];
+      }
+      CHECK(cgh_close(sum[r], ws, 1e-5, 1e-5) && cgh_close(sq[r], wq, 1e-5, 1e-5));
+    }
+  }
+  cgh_kernel_free(&k);
+  cgh_plan_free(s);
+  cgh_free(&h);
+}
+
+/* Tiled reductions over the middle dim of [B, N, C] (C symbolic, not a
+ * multiple of the tile): max with NaN, argmin, a sum whose value is
+ * shifted by a hoisted per-column load inside the loop and scaled by
+ * another one after it, and an outer pointwise member using the results. */
+static void test_tiled(void) {
+  enum { B = 3, NN = 50 };
+  static const char* const names[1] = {"s0"};
+  static const int64_t hints[1] = {100};
+  cgh h;
+  CHECK(cgh_init(&h, 1, names, hints, 2));
+  sym_env* env = h.p->env;
+  const sym_expr* C = cgh_sym(&h, 0);
+  const sym_expr* shape[3] = {cgh_c(&h, B), cgh_c(&h, NN), C};
+  const sym_expr* oshape[2] = {cgh_c(&h, B), C};
+  const sym_expr* cshape[1] = {C};
+  const sym_expr *x0 = h.p->xvars[0], *x1 = h.p->xvars[1], *r0 = h.p->rvars[0];
+  int32_t X = cgh_buffer(&h, true, PTC_F32, 3, shape), SH = cgh_buffer(&h, true, PTC_F32, 1, cshape);
+  int32_t MX = cgh_buffer(&h, false, PTC_F32, 2, oshape), AN = cgh_buffer(&h, false, PTC_I64, 2, oshape);
+  int32_t SM = cgh_buffer(&h, false, PTC_F32, 2, oshape), OUT = cgh_buffer(&h, false, PTC_F32, 2, oshape);
+  const sym_expr* ix = sym_add(env, sym_add(env, sym_mul(env, x0, sym_mul_c(env, C, NN)), sym_mul(env, r0, C)), x1);
+  const sym_expr* io = sym_add(env, sym_mul(env, x0, C), x1);
+  uint32_t nodes[4];
+  ir_body b = {0};
+  ir_ops_store(h.p, &b, MX, io, ir_ops_reduce(&b, IR_R_MAX, ir_ops_load(h.p, &b, X, ix), -1, PTC_F32));
+  nodes[0] = cgh_node(&h, IR_REDUCTION, MX, oshape, 2, shape + 1, 1, &b);
+  ir_val v = ir_ops_load(h.p, &b, X, ix), ri = ir_ops_index_expr(h.p, &b, r0, PTC_I64);
+  ir_ops_store(h.p, &b, AN, io, ir_ops_reduce(&b, IR_R_ARGMIN, v, ri, PTC_I64));
+  nodes[1] = cgh_node(&h, IR_REDUCTION, AN, oshape, 2, shape + 1, 1, &b);
+  ir_val sh = ir_ops_load(h.p, &b, SH, x1); /* hoisted: used in the loop and after it */
+  v = ir_ops_binary(&b, IR_SUB, ir_ops_load(h.p, &b, X, ix), sh, PTC_F32);
+  ir_val red = ir_ops_reduce(&b, IR_R_SUM, v, -1, PTC_F32);
+  ir_ops_store(h.p, &b, SM, io, ir_ops_binary(&b, IR_MUL, red, sh, PTC_F32));
+  nodes[2] = cgh_node(&h, IR_REDUCTION, SM, oshape, 2, shape + 1, 1, &b);
+  ir_val o = ir_ops_binary(&b, IR_ADD, ir_ops_load(h.p, &b, SM, io), ir_ops_load(h.p, &b, MX, io), PTC_F32);
+  ir_ops_store(h.p, &b, OUT, io, o);
+  nodes[3] = cgh_node(&h, IR_POINTWISE, OUT, oshape, 2, NULL, 0, &b);
+  sched_plan* s = cgh_plan(&h, nodes, NULL, 4, oshape, 2, shape + 1, 1);
+  cgh_local(s, SM);
+  cgh_kernel k;
+  bool ok = cgh_compile(&h, s, &k);
+  CHECK(ok);
+  if (ok) {
+    CHECK(strstr(k.src.source, "xt += 64") != NULL);
+    int64_t sizes[2] = {7, 130};
+    for (int j = 0; j < 2; j++) {
+      int64_t c = sizes[j];
+      float* x = malloc((size_t)(B * NN * c) * sizeof *x);
+      float* shf = malloc((size_t)c * sizeof *shf);
+      float* mx = malloc((size_t)(B * c) * sizeof *mx);
+      float* out = malloc((size_t)(B * c) * sizeof *out);
+      int64_t* an = malloc((size_t)(B * c) * sizeof *an);
+      uint32_t st = 17;
+      for (int64_t i = 0; i < B * NN * c; i++) x[i] = (float)(int)(frand(&st) * 4);
+      for (int64_t i = 0; i < c; i++) shf[i] = (float)i * 0.5f;
+      x[1 * NN * c + 7 * c + 2] = NAN; /* b=1, n=7, column 2 */
+      void* mem[6] = {x, shf, mx, an, NULL, out};
+      cpu_kernel_ctx kc = cgh_run(&k, mem, &c, 0);
+      CHECK(kc.error == 0);
+      CHECK(cgh_check_interp(&h, s, mem, &c, 0, 1e-5, 1e-4) == 0);
+      for (int64_t bb = 0; bb < B; bb++) {
+        for (int64_t cc = 0; cc < c; cc++) {
+          float wm = -INFINITY;
+          int64_t wa = -1;
+          double ws = 0;
+          bool nan = false;
+          for (int64_t n = 0; n < NN; n++) {
+            float xv = x[bb * NN * c + n * c + cc];
+            nan |= isnan(xv);
+            if (xv > wm) wm = xv;
+            if (wa < 0 || (!isnan(x[bb * NN * c + wa * c + cc]) && (isnan(xv) || xv < x[bb * NN * c + wa * c + cc]))) wa = n;
+            ws += xv - shf[cc];
+          }
+          if (nan) wm = NAN;
+          float wo = (float)(ws * shf[cc]) + wm;
+          CHECK(isnan(wm) ? isnan(mx[bb * c + cc]) : mx[bb * c + cc] == wm);
+          CHECK(an[bb * c + cc] == wa);
+          CHECK(cgh_close(out[bb * c + cc], wo, 1e-5, 1e-4));
+        }
+      }
+      free(x);
+      free(shf);
+      free(mx);
+      free(out);
+      free(an);
     }
   }
   cgh_kernel_free(&k);
@@ -369,6 +510,7 @@ static void test_split_rows(void) {
     for (int i = 0; i < R * C; i++) x[i] = (i % 1000) * 0.25 + (i >= C ? 1 : 0);
     void* mem[2] = {x, out};
     cgh_run(&k, mem, NULL, 0);
+    CHECK(cgh_check_interp(&h, s, mem, NULL, 0, 1e-12, 0) == 0);
     for (int r = 0; r < R; r++) {
       double w = 0;
       for (int c = 0; c < C; c++) w += x[r * C + c];
@@ -410,6 +552,7 @@ static void test_row_argmax(void) {
     int64_t am[R], an[R];
     void* mem[3] = {x, am, an};
     cgh_run(&k, mem, NULL, 0);
+    CHECK(cgh_check_interp(&h, s, mem, NULL, 0, 0, 0) == 0);
     CHECK(am[0] == 1 && am[1] == 1 && am[2] == 0 && am[3] == 0);
     CHECK(an[0] == 0 && an[1] == 1 && an[2] == 0 && an[3] == 3);
   }
@@ -446,6 +589,7 @@ static void test_indirect(void) {
     void* mem[3] = {t, idx, o};
     cpu_kernel_ctx kc = cgh_run(&k, mem, NULL, 0);
     CHECK(kc.error == 0);
+    CHECK(cgh_check_interp(&h, s, mem, NULL, 0, 0, 0) == 0);
     static const int want_row[NI] = {0, 2, 3, 3, 0};
     for (int i = 0; i < NI; i++)
       for (int d = 0; d < D; d++) CHECK(o[i * D + d] == t[want_row[i] * D + d]);
@@ -494,6 +638,7 @@ static void test_indirect_in_reduction(void) {
     void* mem[3] = {t, idx, o};
     cpu_kernel_ctx kc = cgh_run(&k, mem, sy, 0);
     CHECK(kc.error == 0 && o[0] == 60 && o[1] == 270 && o[2] == 200);
+    CHECK(cgh_check_interp(&h, s, mem, sy, 0, 0, 0) == 0);
     sy[0] = 6; /* now 9 is out of range */
     kc = cgh_run(&k, mem, sy, 0);
     CHECK(kc.error == CPU_KERR_INDIRECT && kc.error_bound == 6 && kc.error_value == 9);
@@ -557,6 +702,7 @@ static void test_index_math(void) {
       for (int i = 0; i < 15; i++) a[i] = i * 11;
       void* mem[4] = {a, t, f, m};
       cgh_run(&k, mem, sy, 0);
+      CHECK(cgh_check_interp(&h, s, mem, sy, 0, 0, 0) == 0);
       for (int i = 0; j == 0 && i < 15; i++) CHECK(t[i] == a[(i % 3) * 5 + i / 3]);
       for (int i = 0; j == 1 && i < NX; i++) {
         int64_t d = i - 5, fd = d >= 0 ? d / 4 : -((-d + 3) / 4), md = ((d % 4) + 4) % 4;
@@ -624,7 +770,8 @@ static void test_kernel_errors(void) {
 }
 
 /* ---- parallel / simd decisions ------------------------------------------------------------ */
-static void check_pointwise_schedule(int64_t d0, int64_t d1, int64_t d2, bool par, int collapse) {
+static void check_pointwise_schedule(int64_t d0, int64_t d1, int64_t d2, bool par, int collapse,
+                                     bool par_simd) {
   cgh h;
   CHECK(cgh_init(&h, 0, NULL, NULL, 2));
   sym_env* env = h.p->env;
@@ -645,7 +792,8 @@ static void check_pointwise_schedule(int64_t d0, int64_t d1, int64_t d2, bool pa
     char want[32];
     snprintf(want, sizeof want, "collapse(%d)", collapse);
     CHECK(collapse > 1 ? strstr(src, want) != NULL : strstr(src, "collapse(") == NULL);
-    CHECK(strstr(src, "#pragma omp simd\n    ") != NULL || strstr(src, "#pragma omp simd") != NULL);
+    CHECK((strstr(src, "#pragma omp parallel for simd") != NULL) == par_simd);
+    CHECK(par_simd || strstr(src, "#pragma omp simd") != NULL);
     int64_t total = d0 * d1 * d2;
     float* a = malloc((size_t)total * sizeof *a);
     float* o = malloc((size_t)total * sizeof *o);
@@ -665,10 +813,10 @@ static void check_pointwise_schedule(int64_t d0, int64_t d1, int64_t d2, bool pa
 }
 
 static void test_schedules(void) {
-  check_pointwise_schedule(2, 3, 5, false, 1);      /* small: serial, simd */
-  check_pointwise_schedule(512, 4, 64, true, 1);    /* x0 alone gives 512 iterations */
-  check_pointwise_schedule(4, 4, 8192, true, 2);    /* 4 < 64: collapse x0, x1 */
-  check_pointwise_schedule(2, 2, 40000, true, 2);   /* innermost dim kept for simd */
+  check_pointwise_schedule(2, 3, 5, false, 1, false);    /* small: serial, simd */
+  check_pointwise_schedule(512, 4, 64, true, 1, false);  /* x0 alone gives 512 iterations */
+  check_pointwise_schedule(8, 16, 8192, true, 2, false); /* collapse x0, x1; simd x2 */
+  check_pointwise_schedule(2, 2, 40000, true, 3, true);  /* 4 < 64: one parallel simd nest */
 }
 
 /* Unbacked sizes: hint 8192 decides the mode; the kernel runs at any size. */
@@ -729,6 +877,13 @@ static void test_codegen_errors(void) {
   s->kernels[0].n_ranges = 1;
   cgh_local(s, A); /* a local read before any store */
   CHECK_ERR(cpu_codegen_kernel(h.p, s, 0, &src), PTC_CODE_INTERNAL, "read before it is written");
+  s->buf_home[A] = SCHED_HOME_EXTERNAL;
+  ir_body* body = &ir_node_at(h.p, n)->body;
+  body->ops[1].args[0] = 5; /* the store's value: not an earlier op */
+  CHECK_ERR(cpu_codegen_kernel(h.p, s, 0, &src), PTC_CODE_INTERNAL, "op 1 (store) is malformed");
+  body->ops[1].args[0] = 0;
+  CHECK_OK(cpu_codegen_kernel(h.p, s, 0, &src));
+  cpu_kernel_src_free(&src);
   cgh_plan_free(s);
   cgh_free(&h);
 }
@@ -738,6 +893,8 @@ int main(void) {
   test_softmax_symbolic();
   test_layernorm();
   test_column_and_horizontal();
+  test_horizontal_rows();
+  test_tiled();
   test_full_reductions();
   test_split_rows();
   test_row_argmax();

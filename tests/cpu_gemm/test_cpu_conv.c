@@ -1,9 +1,11 @@
 /* test_cpu_conv.c - cpu_conv2d_f32/f64 against a naive long-double loop:
- * stride, padding, dilation, groups (incl. depthwise), 1x1 (the no-im2col
- * path), conv1d, even kernels with 'same' output sizes, channels-last and
- * padded layouts of input/weight/output, bias, alpha/beta and activations,
- * batches run as parallel jobs and big convolutions run in row chunks;
- * plus the geometry errors. */
+ * stride, padding, dilation, groups (incl. depthwise), 1x1 (x read as B
+ * directly), conv1d, even kernels with 'same' output sizes, channels-last
+ * and padded layouts of input/weight/output, bias, alpha/beta and
+ * activations, batches run as parallel jobs; plus the geometry errors.
+ * Every case runs twice: as given and with the output channels per group
+ * moved across CONV_DIRECT_MAX_COG (3), so both the GEMM path (im2col fused
+ * into packing) and the direct path see every geometry. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -212,8 +214,15 @@ static const ccase cases[] = {
     /* bigger: the GEMM runs threaded (one job at a time) */
     {1, 32, 34, 34, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 0, true, IR_ACT_RELU, 1, 1, T_NCHW, T_NCHW,
      T_NCHW},
-    /* im2col in several row chunks (K * out_h * out_w > the column cap) */
+    /* large K x spatial: many packed panels spanning output rows */
     {1, 64, 100, 100, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 0, true, 0, 1, 1, T_NCHW, T_NCHW, T_NCHW},
+    /* direct path: more taps than one pass sums (72 > 32); rows longer than
+     * its 256-column blocks; depthwise channels-last (strided taps) */
+    {1, 8, 9, 9, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 0, true, IR_ACT_RELU, 1, 1, T_NCHW, T_NCHW,
+     T_NCHW},
+    {1, 2, 1, 600, 2, 1, 3, 1, 1, 0, 1, 1, 1, 1, 0, 0, true, IR_ACT_SILU, 1, 1, T_NCHW, T_NCHW,
+     T_NCHW},
+    {2, 8, 9, 9, 8, 3, 3, 1, 1, 1, 1, 1, 1, 8, 0, 0, true, 0, 1, 1, T_NHWC, T_NHWC, T_NHWC},
     /* many small jobs: run in parallel with each other */
     {16, 4, 6, 6, 4, 3, 3, 1, 1, 1, 1, 1, 1, 2, 0, 0, true, IR_ACT_GELU, 1, 1, T_NCHW, T_NCHW,
      T_NCHW},
@@ -224,7 +233,12 @@ static const ccase cases[] = {
 };
 
 static void test_cases(void) {
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&cases[i], 11 + i);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ccase c = cases[i];
+    check_case(&c, 11 + i);
+    c.cout = c.cout / c.groups <= 3 ? c.cout * 4 : c.groups; /* the other path */
+    check_case(&c, 11 + i);
+  }
 }
 
 static void test_out_size(void) {

@@ -4,8 +4,9 @@
  * K = 0 and 1, blocks that cross every cache-blocking edge), layouts
  * (row/column-major, padded, non-unit and negative strides), and epilogues
  * (alpha, beta, bias, each activation). C starts as NaN: elements outside
- * the matrix must stay NaN, and C is never read. Also: bitwise-equal
- * results for any thread count, and calls from concurrent threads. */
+ * the matrix must stay NaN, and C is never read. Also: activation accuracy
+ * over a wide input range, bitwise-equal results for any thread count,
+ * calls from concurrent threads, and the batched entry points. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -438,6 +439,51 @@ static void test_concurrency(void) {
   for (int i = 0; i < NJ; i++) conc_free(&jobs[i]);
 }
 
+/* cpu_gemm_batch_*: bitwise equal to one cpu_gemm_* call per entry, for
+ * small entries (run in parallel with each other) and big ones (threads
+ * inside each), with a broadcast B (all offsets 0) and per-entry bias. */
+static void test_batch(void) {
+  const int64_t dims[][4] = {{24, 20, 16, 9}, {200, 180, 160, 3}}; /* m, n, k, count */
+  for (size_t s = 0; s < 2; s++) {
+    int64_t m = dims[s][0], n = dims[s][1], k = dims[s][2], cnt = dims[s][3];
+    uint64_t seed = 77 + s;
+    float *a = malloc(sizeof(float) * (size_t)(cnt * m * k)),
+          *b = malloc(sizeof(float) * (size_t)(k * n));
+    float* bias = malloc(sizeof(float) * (size_t)(cnt * n));
+    float *c1 = malloc(sizeof(float) * (size_t)(cnt * m * n)),
+          *c2 = malloc(sizeof(float) * (size_t)(cnt * m * n));
+    double *d1 = malloc(sizeof(double) * (size_t)(cnt * m * n)),
+           *d2 = malloc(sizeof(double) * (size_t)(cnt * m * n));
+    double *da = malloc(sizeof(double) * (size_t)(cnt * m * k)),
+           *db = malloc(sizeof(double) * (size_t)(k * n));
+    int64_t *ao = malloc(sizeof(int64_t) * (size_t)cnt),
+            *bo = malloc(sizeof(int64_t) * (size_t)cnt);
+    int64_t *dof = malloc(sizeof(int64_t) * (size_t)cnt),
+            *co = malloc(sizeof(int64_t) * (size_t)cnt);
+    for (int64_t i = 0; i < cnt * m * k; i++) da[i] = a[i] = (float)rnd_next(&seed);
+    for (int64_t i = 0; i < k * n; i++) db[i] = b[i] = (float)rnd_next(&seed);
+    for (int64_t i = 0; i < cnt * n; i++) bias[i] = (float)rnd_next(&seed);
+    for (int64_t e = 0; e < cnt; e++) {
+      ao[e] = e * m * k;
+      bo[e] = 0;
+      dof[e] = e * n;
+      co[e] = e * m * n;
+      cpu_gemm_f32(m, n, k, 0.5f, a + ao[e], k, 1, b, n, 1, 2.0f, bias + dof[e], 1, c1 + co[e], n,
+                   1, IR_ACT_GELU);
+      cpu_gemm_f64(m, n, k, 0.5, da + ao[e], k, 1, db, n, 1, 0.0, NULL, 0, d1 + co[e], n, 1,
+                   IR_ACT_NONE);
+    }
+    cpu_gemm_batch_f32(cnt, ao, bo, dof, co, m, n, k, 0.5f, a, k, 1, b, n, 1, 2.0f, bias, 1, c2, n,
+                       1, IR_ACT_GELU);
+    cpu_gemm_batch_f64(cnt, ao, bo, NULL, co, m, n, k, 0.5, da, k, 1, db, n, 1, 0.0, NULL, 0, d2, n,
+                       1, IR_ACT_NONE);
+    CHECK(memcmp(c1, c2, sizeof(float) * (size_t)(cnt * m * n)) == 0);
+    CHECK(memcmp(d1, d2, sizeof(double) * (size_t)(cnt * m * n)) == 0);
+    free(a), free(b), free(bias), free(c1), free(c2), free(d1), free(d2), free(da), free(db);
+    free(ao), free(bo), free(dof), free(co);
+  }
+}
+
 static void test_kernel_tables(void) {
   CHECK(cpu_gemm_kernel_for(4, CPU_GEMM_ISA_GENERIC) != NULL);
   CHECK(cpu_gemm_kernel_for(8, CPU_GEMM_ISA_GENERIC) != NULL);
@@ -463,5 +509,6 @@ int main(void) {
   test_activation_accuracy();
   test_thread_invariance();
   test_concurrency();
+  test_batch();
   return check_summary("test_cpu_gemm");
 }

@@ -169,6 +169,40 @@ static void test_poison(ptc_context* ctx) {
   ptc_graph_destroy(g);
 }
 
+/* Equal ops are emitted once; stores and reductions always anew. */
+static void test_cse(ptc_context* ctx) {
+  ptc_graph* g = NULL;
+  ir_program* p = new_program(ctx, &g);
+  int32_t in = add_buf(p, PTC_F32, 8), ix = add_buf(p, PTC_I64, 8);
+  ir_body b;
+  memset(&b, 0, sizeof b);
+  ir_val a = ir_ops_load(p, &b, in, p->xvars[0]);
+  CHECK(ir_ops_load(p, &b, in, p->xvars[0]) == a);
+  CHECK(ir_ops_load(p, &b, in, p->xvars[1]) != a);
+  ir_val s1 = ir_ops_unary(&b, IR_SIN, a, PTC_F32);
+  CHECK(ir_ops_unary(&b, IR_SIN, a, PTC_F32) == s1);
+  CHECK(ir_ops_unary(&b, IR_SIN, a, PTC_F64) != s1);
+  ir_val z = ir_ops_const_f(&b, 0.0, PTC_F32);
+  CHECK(ir_ops_const_f(&b, -0.0, PTC_F32) != z && ir_ops_const_f(&b, 0.0, PTC_F32) == z);
+  ir_val m = ir_ops_binary(&b, IR_GT, a, z, PTC_BOOL);
+  ir_val ml = ir_ops_load_masked(p, &b, in, p->xvars[0], m, 0.0);
+  CHECK(ml != a && ir_ops_load_masked(p, &b, in, p->xvars[0], m, 0.0) == ml);
+  const sym_expr *i1 = NULL, *i2 = NULL;
+  ir_val iv = ir_ops_load(p, &b, ix, p->xvars[0]);
+  ir_val d1 = ir_ops_indirect(p, &b, iv, sym_const(p->env, 8), &i1);
+  ir_val d2 = ir_ops_indirect(p, &b, iv, sym_const(p->env, 8), &i2);
+  CHECK(d1 == d2 && i1 && i1 == i2);
+  uint32_t n = b.n;
+  ir_ops_reduce(&b, IR_R_SUM, s1, -1, PTC_F32);
+  ir_ops_reduce(&b, IR_R_SUM, s1, -1, PTC_F32);
+  ir_ops_store(p, &b, in, p->xvars[0], s1);
+  ir_ops_store(p, &b, in, p->xvars[0], s1);
+  CHECK(b.n == n + 4);
+  ir_body_free(&b);
+  ir_program_destroy(p);
+  ptc_graph_destroy(g);
+}
+
 static void test_growth_and_names(ptc_context* ctx) {
   ptc_graph* g = NULL;
   ir_program* p = new_program(ctx, &g);
@@ -194,6 +228,7 @@ int main(void) {
   test_symbol_names(ctx);
   test_inner(ctx);
   test_poison(ctx);
+  test_cse(ctx);
   test_growth_and_names(ctx);
   ptc_context_release(ctx);
   return check_summary("test_ir_builder");

@@ -41,6 +41,30 @@ static void test_sin_cos_one_node(ptc_context* ctx) {
   ptc_graph_destroy(g);
 }
 
+/* x * x of a lazy x = sin(a): the inlined sin is emitted once (CSE). */
+static void test_square_cse(ptc_context* ctx) {
+  ptc_graph* g = new_graph(ctx);
+  ptc_value x = t_unary(g, "sin", t_input(g, PTC_F32, 2, S45));
+  CHECK_OK(ptc_graph_add_output(g, t_binary(g, "mul", x, x)));
+  ir_program* p = t_lower(g, NULL);
+  CHECK(p && p->nodes.len == 1 && t_count_ops(p, 0, IR_SIN) == 1 && t_count_ops(p, 0, IR_LOAD) == 1);
+  ir_program_destroy(p);
+  ptc_graph_destroy(g);
+}
+
+/* y = y * y forty times: each loader runs once per body (memoized), not
+ * 2^40 times; the body has one op per level. */
+static void test_square_chain(ptc_context* ctx) {
+  ptc_graph* g = new_graph(ctx);
+  ptc_value y = t_unary(g, "neg", t_input(g, PTC_F32, 2, S45));
+  for (int k = 0; k < 40; k++) y = t_binary(g, "mul", y, y);
+  CHECK_OK(ptc_graph_add_output(g, y));
+  ir_program* p = t_lower(g, NULL);
+  CHECK(p && p->nodes.len == 1 && t_count_ops(p, 0, IR_MUL) == 40);
+  ir_program_destroy(p);
+  ptc_graph_destroy(g);
+}
+
 /* e = exp(x) used twice: realized once (CPU rule: expensive op + reuse);
  * n = neg(x) used twice: cheap, recomputed in each consumer. */
 static void test_reuse(ptc_context* ctx, const char* op, size_t want_nodes, uint32_t want_ops) {
@@ -182,6 +206,27 @@ static void test_reshape(ptc_context* ctx) {
   ptc_graph_destroy(g);
 }
 
+/* 1000 transposes of a lazy value: views add no ops, yet the loaders'
+ * nesting stays bounded (realized at depth LOWER_MAX_DEPTH). */
+static void test_deep_views(ptc_context* ctx) {
+  ptc_graph* g = new_graph(ctx);
+  ptc_value x = t_unary(g, "sin", t_input(g, PTC_F32, 2, S45));
+  ptc_attr ta[2] = {ptc_attr_int("dim0", 0), ptc_attr_int("dim1", 1)};
+  for (int k = 0; k < 1001; k++) x = t_node(g, "transpose", &x, 1, ta, 2);
+  CHECK_OK(ptc_graph_add_output(g, x));
+  ir_program* p = t_lower(g, NULL);
+  /* realized at depth 128; the remaining (even number of) transposes view
+   * that buffer as it is, which is also the output */
+  CHECK(p && p->nodes.len == 1 && strcmp(ir_node_at(p, 0)->origin, "transpose_127") == 0);
+  CHECK(p && p->output_bufs[0] == ir_node_at(p, 0)->out_buf);
+  t_tensor a;
+  t_tensor_init(&a, PTC_F32, 2, S45, 9);
+  CHECK(t_matches_ref(ctx, g, NULL, &a.t, 1, 1e-6, 1e-6));
+  t_tensor_free(&a);
+  ir_program_destroy(p);
+  ptc_graph_destroy(g);
+}
+
 /* ---- reductions -------------------------------------------------------------------------------- */
 
 /* sum over dim 0 of exp(x): one reduction node with the exp inlined in the
@@ -286,6 +331,34 @@ static void test_linear(ptc_context* ctx) {
   }
   CHECK(t_matches_ref(ctx, g, NULL, ts, 3, 1e-5, 1e-6));
   for (int k = 0; k < 3; k++) t_tensor_free(&a[k]);
+  ir_program_destroy(p);
+  ptc_graph_destroy(g);
+}
+
+/* linear with constant weights: the transposed weight is a CONSTANT alias
+ * buffer of the same graph value; a constant also feeds a pointwise op. */
+static void test_constants(ptc_context* ctx) {
+  ptc_graph* g = new_graph(ctx);
+  const int64_t sx[2] = {3, 4}, sw[2] = {2, 4};
+  float w[8] = {0.5f, -1, 2, 0.25f, 1, 1, -0.5f, 3};
+  ptc_value wc = PTC_VALUE_NONE;
+  CHECK_OK(ptc_graph_add_constant(g, "w", PTC_F32, sw, 2, w, PTC_CONSTANT_COPY, &wc));
+  ptc_value in[2] = {t_input(g, PTC_F32, 2, sx), wc};
+  ptc_value l = t_node(g, "linear", in, 2, NULL, 0);
+  CHECK_OK(ptc_graph_add_output(g, l));
+  CHECK_OK(ptc_graph_add_output(g, t_scalar_op(g, "mul", wc, 2.0)));
+  ir_program* p = t_lower(g, NULL);
+  const ir_extern* e = only_extern(p);
+  CHECK(p && p->nodes.len == 2 && e);
+  if (e) {
+    const ir_buffer* wt = ir_buf(p, e->in[1]);
+    CHECK(wt->kind == IR_BUF_CONSTANT && wt->graph_value == wc);
+    CHECK(t_is_const(wt->strides[0], 1) && t_is_const(wt->strides[1], 4));
+  }
+  t_tensor a;
+  t_tensor_init(&a, PTC_F32, 2, sx, 70);
+  CHECK(t_matches_ref(ctx, g, NULL, &a.t, 1, 1e-5, 1e-6));
+  t_tensor_free(&a);
   ir_program_destroy(p);
   ptc_graph_destroy(g);
 }
@@ -427,6 +500,21 @@ static void test_custom_op(ptc_context* ctx) {
   ptc_graph_destroy(g);
 }
 
+/* A graph output that another node also reads is stored where it is
+ * computed and loaded by the other node (not recomputed). */
+static void test_output_reused(ptc_context* ctx) {
+  ptc_graph* g = new_graph(ctx);
+  ptc_value n = t_unary(g, "neg", t_input(g, PTC_F32, 2, S45));
+  CHECK_OK(ptc_graph_add_output(g, n));
+  CHECK_OK(ptc_graph_add_output(g, t_unary(g, "abs", n)));
+  ir_program* p = t_lower(g, NULL);
+  CHECK(p && p->nodes.len == 2 && t_count_ops(p, 0, IR_NEG) == 1 &&
+        t_count_ops(p, 1, IR_NEG) == 0);
+  CHECK(p && p->output_bufs[0] == ir_node_at(p, 0)->out_buf);
+  ir_program_destroy(p);
+  ptc_graph_destroy(g);
+}
+
 /* ---- outputs and the dump ------------------------------------------------------------------------------ */
 
 static void test_outputs_and_dump(ptc_context* ctx) {
@@ -463,20 +551,25 @@ int main(void) {
   ptc_context* ctx = NULL;
   CHECK_OK(ptc_context_create(NULL, &ctx));
   test_sin_cos_one_node(ctx);
+  test_square_cse(ctx);
+  test_square_chain(ctx);
   test_reuse(ctx, "exp", 3, 1);
   test_reuse(ctx, "neg", 2, 2);
   test_reads(ctx);
   test_view_composition(ctx);
   test_reshape(ctx);
+  test_deep_views(ctx);
   test_reduction(ctx);
   test_epilogue(ctx, false, false);
   test_epilogue(ctx, true, false);
   test_epilogue(ctx, false, true);
   test_linear(ctx);
+  test_constants(ctx);
   test_dynamic(ctx);
   test_gather_bounds(ctx);
   test_cat_masked_division(ctx);
   test_custom_op(ctx);
+  test_output_reused(ctx);
   test_outputs_and_dump(ctx);
   ptc_context_release(ctx);
   return check_summary("test_ir_lower");

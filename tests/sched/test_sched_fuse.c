@@ -464,6 +464,65 @@ static void test_window(void) {
   tp_done(&t, "window");
 }
 
+/* Contract violations are reported, never crash: unknown buffers, a read
+ * before the producer, two writers, bad options; extern deps are whole. */
+static void test_errors(void) {
+  tp t;
+  tp_init(&t, 100);
+  ir_program* p = t.p;
+  const sym_expr* N = tp_s0(&t);
+  int32_t in = tp_in(&t, N, NULL), a = tp_tmp(&t, N, NULL), b = tp_tmp(&t, N, NULL);
+  pw1(&t, a, in, IR_SIN, "sin");
+  int32_t ein[] = {a, -1};
+  size_t e = tp_extern(&t, ein, 2, b, "ext");
+  tp_output(&t, b);
+  sched_dep *r = NULL, *w = NULL;
+  size_t nr = 0, nw = 0;
+  CHECK_OK(sched_node_deps(p, e, &r, &nr, &w, &nw));
+  CHECK(nr == 1 && r[0].buf == a && r[0].index == NULL);
+  CHECK(nw == 1 && w[0].buf == b && w[0].index == NULL);
+  free(r);
+  free(w);
+  CHECK_ERR(sched_node_deps(p, 99, &r, &nr, &w, &nw), PTC_CODE_INVALID_ARGUMENT, "out of range");
+  sched_options o;
+  sched_options_init(&o);
+  o.max_nodes = 0;
+  sched_plan* pl = NULL;
+  CHECK_ERR(sched_run(p, &o, &pl), PTC_CODE_INVALID_ARGUMENT, "max_nodes");
+  CHECK_ERR(sched_run(NULL, NULL, &pl), PTC_CODE_INVALID_ARGUMENT, "NULL");
+  CHECK(pl == NULL);
+  /* A second writer of buffer a. */
+  pw1(&t, a, in, IR_COS, "cos");
+  CHECK_ERR(tp_sched(&t, true), PTC_CODE_INVALID_ARGUMENT, "is written by nodes 0 and 2");
+  tp_done(&t, "errors");
+
+  tp_init(&t, 100);
+  p = t.p;
+  N = tp_s0(&t);
+  in = tp_in(&t, N, NULL);
+  a = tp_tmp(&t, N, NULL);
+  b = tp_tmp(&t, N, NULL);
+  pw1(&t, b, a, IR_SIN, "early"); /* reads a before its producer */
+  pw1(&t, a, in, IR_COS, "late");
+  tp_output(&t, b);
+  CHECK_ERR(tp_sched(&t, true), PTC_CODE_INVALID_ARGUMENT, "node 0 reads buf1 before its producer");
+  tp_done(&t, "errors 2");
+
+  tp_init(&t, 100);
+  p = t.p;
+  N = tp_s0(&t);
+  in = tp_in(&t, N, NULL);
+  a = tp_tmp(&t, N, NULL);
+  pw1(&t, a, in, IR_SIN, "sin");
+  ir_node_at(p, 0)->body.ops[0].buf = 42; /* the load */
+  tp_output(&t, a);
+  CHECK_ERR(tp_sched(&t, true), PTC_CODE_INVALID_ARGUMENT, "node 0 loads unknown buffer 42");
+  t.outs[0] = 77;
+  ir_node_at(p, 0)->body.ops[0].buf = in;
+  CHECK_ERR(tp_sched(&t, true), PTC_CODE_INVALID_ARGUMENT, "graph output 0 names unknown buffer");
+  tp_done(&t, "errors 3");
+}
+
 /* Without fusion the kernel order is the node order. */
 static void test_nofuse_order(void) {
   tp t;
@@ -498,5 +557,6 @@ int main(void) {
   test_max_nodes();
   test_window();
   test_nofuse_order();
+  test_errors();
   return check_summary("test_sched_fuse");
 }
