@@ -11,8 +11,9 @@
  * and warm (same folder again) compile times. Output: a Markdown table.
  * Public API only.
  *
- * Usage: cpu_bench [--runs N] [--only NAME] [--skip-slow-ref] [--small]
+ * Usage: cpu_bench [--runs N] [--only NAME] [--skip-slow-ref] [--small] [--align B]
  *   --runs N         timed runs per variant (median; default 10)
+ *   --align B        alignment of the tensors' data in bytes (default 64; 0 = malloc)
  *   --only NAME      one workload (substring of its name)
  *   --skip-slow-ref  do not run ref on matmul/attention (it runs once there)
  *   --small          every workload 8x smaller (a quick smoke run)
@@ -35,6 +36,7 @@ typedef struct options {
   const char* only;
   bool skip_slow_ref;
   int64_t shrink; /* divides the big dims */
+  size_t align;   /* tensor data alignment; 0 = plain malloc */
 } options;
 
 static double now_s(void) {
@@ -215,7 +217,14 @@ typedef struct tensors {
 
 /* Contiguous f32 tensors shaped like the graph's inputs (or outputs), filled
  * with values in [-1, 1) when `fill`. */
-static void alloc_tensors(const ptc_graph* g, bool outputs, bool fill, tensors* ts) {
+static float* alloc_data(size_t numel, size_t align) {
+  void* p = NULL;
+  size_t bytes = (numel ? numel : 1) * sizeof(float);
+  if (!align) return malloc(bytes);
+  return posix_memalign(&p, align < sizeof(void*) ? sizeof(void*) : align, bytes) ? NULL : p;
+}
+
+static void alloc_tensors(const ptc_graph* g, bool outputs, bool fill, size_t align, tensors* ts) {
   memset(ts, 0, sizeof *ts);
   ts->n = outputs ? ptc_graph_num_outputs(g) : ptc_graph_num_inputs(g);
   uint32_t rng = 12345;
@@ -226,7 +235,7 @@ static void alloc_tensors(const ptc_graph* g, bool outputs, bool fill, tensors* 
     if (s) die("value info", s);
     size_t numel = 1;
     for (uint32_t d = 0; d < info.rank; d++) numel *= (size_t)(ts->shape[i][d] = info.shape[d].value);
-    ts->data[i] = malloc(numel * sizeof(float));
+    ts->data[i] = alloc_data(numel, align);
     if (!ts->data[i]) die("tensors", NULL);
     for (size_t k = 0; k < numel; k++) {
       rng = rng * 1103515245u + 12345u;
@@ -427,7 +436,8 @@ static void print_row(const workload* w, double bytes, double flops, const resul
 }
 
 static void usage(void) {
-  fprintf(stderr, "usage: cpu_bench [--runs N] [--only NAME] [--skip-slow-ref] [--small]\n");
+  fprintf(stderr, "usage: cpu_bench [--runs N] [--only NAME] [--skip-slow-ref] [--small] "
+          "[--align B]\n");
   exit(2);
 }
 
@@ -436,14 +446,16 @@ static void parse(int argc, char** argv, options* o) {
   o->only = NULL;
   o->skip_slow_ref = false;
   o->shrink = 1;
+  o->align = 64;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--runs") && i + 1 < argc) o->runs = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--only") && i + 1 < argc) o->only = argv[++i];
     else if (!strcmp(argv[i], "--skip-slow-ref")) o->skip_slow_ref = true;
     else if (!strcmp(argv[i], "--small")) o->shrink = 8;
+    else if (!strcmp(argv[i], "--align") && i + 1 < argc) o->align = (size_t)atol(argv[++i]);
     else usage();
   }
-  if (o->runs < 1) usage();
+  if (o->runs < 1 || (o->align & (o->align - 1))) usage();
 }
 
 static void bench_workload(ptc_context* ctx, const options* o, const workload* w, bool have_cpu,
@@ -454,8 +466,8 @@ static void bench_workload(ptc_context* ctx, const options* o, const workload* w
   double bytes, flops;
   build(g, w, o->shrink, &bytes, &flops);
   tensors in, out;
-  alloc_tensors(g, false, true, &in);
-  alloc_tensors(g, true, false, &out);
+  alloc_tensors(g, false, true, o->align, &in);
+  alloc_tensors(g, true, false, o->align, &out);
   bool per_call = w->kind == W_TINY;
   result none = {0}, ref = none, nof = none, fus = none;
   if (have_cpu) {
@@ -485,8 +497,9 @@ int main(int argc, char** argv) {
   double copyn = cores > 1 ? copy_bandwidth(copy_runs, (int)cores) : copy1;
   double copy_gbs = copyn > copy1 ? copyn : copy1;
   long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  printf("# cpu_bench: libptc %s, %ld cores, median of %d runs%s\n\n", ptc_version_string(),
-         cores, o.runs, o.shrink > 1 ? ", --small sizes (8x smaller)" : "");
+  printf("# cpu_bench: libptc %s, %ld cores, median of %d runs, tensors %s%s\n\n",
+         ptc_version_string(), cores, o.runs, o.align ? "aligned" : "from malloc",
+         o.shrink > 1 ? ", --small sizes (8x smaller)" : "");
   printf("copy of 256 MiB (bytes read + written, median): %.1f GB/s with 1 thread, %.1f GB/s "
          "with %ld threads; the ceiling for the %% column is %.1f GB/s.", copy1, copyn, cores,
          copy_gbs);

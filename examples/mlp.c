@@ -6,13 +6,16 @@
  * Weights are graph constants filled by a deterministic generator, so the
  * printed checksum is the same on every machine. Build it out of tree with
  *   cc mlp.c $(pkg-config --cflags --libs ptc) -o mlp
- * Usage: mlp [GRAPH.json]   (also saves the graph as JSON, e.g. for `ptc run`)
+ * Usage: mlp [--backend NAME] [GRAPH.json]
+ *   NAME: "ref" (default) or another backend `ptc info` lists, e.g. "cpu";
+ *   GRAPH.json: also save the graph as JSON (for `ptc run`, `ptc check`).
  * Exit status: 0 on success, 1 with the library's status message otherwise.
  */
 #include <ptc/ptc.h>
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 enum { BATCH = 4, IN = 16, HIDDEN = 32, OUT = 8 };
 
@@ -98,13 +101,15 @@ static void print_tensor_summary(size_t index, const ptc_tensor* t) {
   printf("]  checksum: sum=%.6f abs_sum=%.6f first=%.6f\n", sum, abs_sum, n ? p[0] : 0.0f);
 }
 
-static ptc_status compile_and_run(ptc_context* ctx, const ptc_graph* g) {
+static ptc_status compile_and_run(ptc_context* ctx, const ptc_graph* g,
+                                  const char* backend) {
   ptc_compile_options copts;
   ptc_compile_options_init(&copts);
-  copts.backend = "ref";
+  copts.backend = backend;
   ptc_executable* exe = NULL;
   ptc_status s = ptc_compile(ctx, g, &copts, &exe);
   if (s) return s;
+  printf("compiled for backend '%s': %zu kernels\n", backend, ptc_executable_num_kernels(exe));
 
   float xdata[BATCH * IN];
   uint64_t state = 7;
@@ -122,6 +127,28 @@ static ptc_status compile_and_run(ptc_context* ctx, const ptc_graph* g) {
   return s;
 }
 
+/* Command line: [--backend NAME] [GRAPH.json]; returns 0 or prints usage. */
+typedef struct args {
+  const char* backend;
+  const char* save_path;
+} args;
+
+static int parse_args(int argc, char** argv, args* a) {
+  a->backend = "ref";
+  a->save_path = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
+      a->backend = argv[++i];
+    } else if (argv[i][0] != '-' && !a->save_path) {
+      a->save_path = argv[i];
+    } else {
+      fprintf(stderr, "usage: %s [--backend NAME] [GRAPH.json]\n", argv[0]);
+      return 1;
+    }
+  }
+  return 0;
+}
+
 static int report(const char* step, ptc_status s) {
   fprintf(stderr, "mlp: %s failed: %s: %s\n", step, ptc_code_name(ptc_status_code(s)),
           ptc_status_message(s));
@@ -130,6 +157,8 @@ static int report(const char* step, ptc_status s) {
 }
 
 int main(int argc, char** argv) {
+  args a;
+  if (parse_args(argc, argv, &a)) return 2;
   printf("libptc %s (headers %s)\n", ptc_version_string(), PTC_VERSION_STRING);
   ptc_context* ctx = NULL;
   ptc_status s = ptc_context_create(NULL, &ctx);
@@ -140,9 +169,9 @@ int main(int argc, char** argv) {
   if (s) rc = report("graph", s);
   if (!rc && (s = build_mlp(g)) != PTC_OK) rc = report("build", s);
   if (!rc && (s = ptc_graph_print(g, stdout)) != PTC_OK) rc = report("print", s);
-  if (!rc && argc > 1 && (s = ptc_graph_save(g, argv[1], NULL)) != PTC_OK)
+  if (!rc && a.save_path && (s = ptc_graph_save(g, a.save_path, NULL)) != PTC_OK)
     rc = report("save", s);
-  if (!rc && (s = compile_and_run(ctx, g)) != PTC_OK) rc = report("run", s);
+  if (!rc && (s = compile_and_run(ctx, g, a.backend)) != PTC_OK) rc = report("run", s);
   ptc_graph_destroy(g);
   ptc_context_release(ctx);
   if (!rc) printf("mlp: ok\n");

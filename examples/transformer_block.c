@@ -9,7 +9,9 @@
  * spells the same thing out (matmul, mul by 1/sqrt(d), softmax, matmul) -
  * which also shows how NOT_FOUND statuses can be handled. Weights come from a
  * deterministic generator, so the checksum is the same everywhere.
- * Usage: transformer_block [GRAPH.json]  (also saves the graph as JSON for `ptc run`)
+ * Usage: transformer_block [--backend NAME] [GRAPH.json]
+ *   NAME: "ref" (default) or another backend `ptc info` lists, e.g. "cpu";
+ *   GRAPH.json: also save the graph as JSON (for `ptc run`, `ptc check`).
  * Exit status: 0 on success, 1 with the library's status message otherwise.
  */
 #include <ptc/ptc.h>
@@ -204,13 +206,15 @@ static void print_tensor_summary(size_t index, const ptc_tensor* t) {
   printf("]  checksum: sum=%.6f abs_sum=%.6f first=%.6f\n", sum, abs_sum, n ? p[0] : 0.0f);
 }
 
-static ptc_status compile_and_run(ptc_context* ctx, const ptc_graph* g) {
+static ptc_status compile_and_run(ptc_context* ctx, const ptc_graph* g,
+                                  const char* backend) {
   ptc_compile_options copts;
   ptc_compile_options_init(&copts);
-  copts.backend = "ref";
+  copts.backend = backend;
   ptc_executable* exe = NULL;
   ptc_status s = ptc_compile(ctx, g, &copts, &exe);
   if (s) return s;
+  printf("compiled for backend '%s': %zu kernels\n", backend, ptc_executable_num_kernels(exe));
 
   static float xdata[BATCH * SEQ * DMODEL];
   uint64_t state = 7;
@@ -229,6 +233,28 @@ static ptc_status compile_and_run(ptc_context* ctx, const ptc_graph* g) {
   return s;
 }
 
+/* Command line: [--backend NAME] [GRAPH.json]; returns 0 or prints usage. */
+typedef struct args {
+  const char* backend;
+  const char* save_path;
+} args;
+
+static int parse_args(int argc, char** argv, args* a) {
+  a->backend = "ref";
+  a->save_path = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
+      a->backend = argv[++i];
+    } else if (argv[i][0] != '-' && !a->save_path) {
+      a->save_path = argv[i];
+    } else {
+      fprintf(stderr, "usage: %s [--backend NAME] [GRAPH.json]\n", argv[0]);
+      return 1;
+    }
+  }
+  return 0;
+}
+
 static int report(const char* step, ptc_status s) {
   fprintf(stderr, "transformer_block: %s failed: %s: %s\n", step,
           ptc_code_name(ptc_status_code(s)), ptc_status_message(s));
@@ -237,6 +263,8 @@ static int report(const char* step, ptc_status s) {
 }
 
 int main(int argc, char** argv) {
+  args a;
+  if (parse_args(argc, argv, &a)) return 2;
   printf("libptc %s (headers %s)\n", ptc_version_string(), PTC_VERSION_STRING);
   ptc_context* ctx = NULL;
   ptc_status s = ptc_context_create(NULL, &ctx);
@@ -253,10 +281,10 @@ int main(int argc, char** argv) {
            ptc_graph_num_values(b.g),
            b.used_sdpa ? "scaled_dot_product_attention" : "matmul/softmax");
     if ((s = ptc_graph_print(b.g, stdout)) != PTC_OK) rc = report("print", s);
-    if (!rc && argc > 1 && (s = ptc_graph_save(b.g, argv[1], NULL)) != PTC_OK)
+    if (!rc && a.save_path && (s = ptc_graph_save(b.g, a.save_path, NULL)) != PTC_OK)
       rc = report("save", s);
   }
-  if (!rc && (s = compile_and_run(ctx, b.g)) != PTC_OK) rc = report("run", s);
+  if (!rc && (s = compile_and_run(ctx, b.g, a.backend)) != PTC_OK) rc = report("run", s);
   ptc_graph_destroy(b.g);
   ptc_context_release(ctx);
   if (!rc) printf("transformer_block: ok\n");

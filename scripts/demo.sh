@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # demo.sh - quick start: installs the Debian packages libptc needs, builds it
 # (meson + ninja, in build/) and runs the demo: the MLP and transformer-block
-# examples on the reference backend, then `ptc info` and `ptc run` on the
-# graph the MLP example saved as JSON.
+# examples on the reference backend, the transformer block again on the
+# compiled cpu backend, `ptc info`, and `ptc check` comparing the two
+# backends on the graph the transformer example saved as JSON.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -13,16 +14,19 @@ bash scripts/install-deps.sh
 ninja -C build
 
 echo
-echo "==== examples/mlp.c (also saves its graph to build/mlp.json) ===="
+echo "==== examples/mlp.c (ref backend) ===="
 build/examples/example_mlp build/mlp.json
 echo
-echo "==== examples/transformer_block.c ===="
-build/examples/example_transformer
+echo "==== examples/transformer_block.c (ref backend) ===="
+build/examples/example_transformer build/transformer.json
+echo
+echo "==== examples/transformer_block.c --backend cpu (last lines) ===="
+build/examples/example_transformer --backend cpu | tail -n 3
 echo
 echo "==== ptc info ===="
 build/ptc info
 echo
-echo "==== ptc run build/mlp.json (random inputs from --seed) ===="
-build/ptc run build/mlp.json --seed 1
+echo "==== ptc check build/transformer.json --backend cpu --against ref ===="
+build/ptc check build/transformer.json --backend cpu --against ref --seed 1
 echo
 echo "demo: ok (next: bash scripts/test.sh runs every test)"

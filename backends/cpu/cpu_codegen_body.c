@@ -452,12 +452,15 @@ static bool is_arg(const ir_op* op) {
 
 static bool is_float_type(const char* type) { return type[0] == 'f' || type[0] == 'd'; }
 
-/* Accumulator C type of a reduction op. */
+/* Accumulator C type of a reduction op. Sums and products of f32/f16/bf16
+ * accumulate in double: a float accumulator drifts over long reductions
+ * (rounding is biased when the addends are alike), and reductions are
+ * memory-bound, so the wider adds cost nothing measurable. */
 static const char* acc_type(const cg* g, const ir_op* op) {
   cg_cls rc = cg_cls_of(op->dtype);
   switch (op->rtype) {
     case IR_R_SUM:
-    case IR_R_PROD: return rc == CG_F32 ? "float" : rc == CG_F64 ? "double" : "uint64_t";
+    case IR_R_PROD: return rc == CG_F32 || rc == CG_F64 ? "double" : "uint64_t";
     case IR_R_MAX:
     case IR_R_MIN: return rc == CG_F32 ? "float" : rc == CG_F64 ? "double" : "int64_t";
     case IR_R_ARGMAX:
@@ -691,6 +694,8 @@ static void finalize_one(cg* g, ptc_strbuf* sb, ir_val i, const ir_op* op, void*
   } else if (rc == CG_INT || rc == CG_BOOL) {
     snprintf(w, sizeof w, "(int64_t)%s", a);
     cg_conv(&v, PTC_I64, op->dtype, w);
+  } else if (acc_type(g, op)[0] == 'd') {
+    cg_conv(&v, PTC_F64, op->dtype, a);
   } else {
     ptc_sb_append(&v, a);
   }

@@ -28,7 +28,8 @@ ptc_status ptc_status_newv(int32_t code, const char* fmt, va_list ap) {
   if (!s) return &oom_status;
   va_list ap2;
   va_copy(ap2, ap);
-  int n = vsnprintf(NULL, 0, fmt, ap2);
+  char probe[1];
+  int n = vsnprintf(probe, sizeof probe, fmt, ap2); /* length only */
   va_end(ap2);
   if (n < 0) n = 0;
   s->message = malloc((size_t)n + 1);

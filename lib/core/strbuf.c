@@ -36,7 +36,8 @@ void ptc_sb_printf(ptc_strbuf* sb, const char* fmt, ...) {
   va_list ap, ap2;
   va_start(ap, fmt);
   va_copy(ap2, ap);
-  int n = vsnprintf(NULL, 0, fmt, ap);
+  char probe[1];
+  int n = vsnprintf(probe, sizeof probe, fmt, ap); /* length only */
   va_end(ap);
   if (n > 0 && sb_grow(sb, (size_t)n)) {
     vsnprintf(sb->data + sb->len, (size_t)n + 1, fmt, ap2);

@@ -4,8 +4,10 @@
  * computed here with the ref backend's semantics (double math rounded to
  * the dtype; Python floor division and remainder; NaN-propagating max/min;
  * wrap-around integers) and with the IR interpreter; dtype conversions
- * between all ten dtypes against ir_scalar_convert and the interpreter; and
- * the random ops bit-exactly against backends/ref's Philox. */
+ * between all ten dtypes against ir_scalar_convert and the interpreter; the
+ * random ops bit-exactly against backends/ref's Philox; and the accuracy of
+ * the generator's vectorisable float exp/log/tanh/sigmoid over 2^20 inputs
+ * spread over every exponent. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -409,6 +411,70 @@ static void test_random(void) {
   cgh_free(&h);
 }
 
+/* ---- vectorised float exp / log / tanh / sigmoid: accuracy ------------------------------ */
+
+/* Error of got in units of the last place of the float nearest to w. */
+static double ulp_error(float got, double w) {
+  float wf = (float)w;
+  if (got == wf || (isnan(got) && isnan(w))) return 0;
+  if (isnan(got) || isnan(w) || isinf(got) || isinf(wf)) return 1e9;
+  int e;
+  frexp(wf, &e);
+  double u = ldexp(1.0, e - 24);
+  return fabs((double)got - w) / (u < 1.401298464324817e-45 ? 1.401298464324817e-45 : u);
+}
+
+static void test_transcendental_accuracy(void) {
+  enum { NS = 1 << 20 };
+  static const ir_opcode ops[4] = {IR_EXP, IR_LOG, IR_TANH, IR_SIGMOID};
+  cgh h;
+  CHECK(cgh_init(&h, 0, NULL, NULL, 2));
+  const sym_expr* sz[1] = {cgh_c(&h, NS)};
+  const sym_expr* x0 = h.p->xvars[0];
+  int32_t A = cgh_buffer(&h, true, PTC_F32, 1, sz);
+  int32_t out[4];
+  uint32_t nodes[4];
+  for (int j = 0; j < 4; j++) {
+    out[j] = cgh_buffer(&h, false, PTC_F32, 1, sz);
+    ir_body b = {0};
+    ir_ops_store(h.p, &b, out[j], x0, ir_ops_unary(&b, ops[j], ir_ops_load(h.p, &b, A, x0), PTC_F32));
+    nodes[j] = cgh_node(&h, IR_POINTWISE, out[j], sz, 1, NULL, 0, &b);
+  }
+  sched_plan* s = cgh_plan(&h, nodes, NULL, 4, sz, 1, NULL, 0);
+  cgh_kernel k;
+  bool ok = cgh_compile(&h, s, &k);
+  CHECK(ok);
+  if (ok) {
+    float* x = malloc(NS * sizeof *x);
+    float* y[4];
+    for (int j = 0; j < 4; j++) y[j] = malloc(NS * sizeof *y[j]);
+    for (uint32_t i = 0; i < NS; i++) {
+      uint32_t u = i * 4099u; /* every exponent, both signs, specials */
+      memcpy(&x[i], &u, 4);
+    }
+    void* mem[5] = {x, y[0], y[1], y[2], y[3]};
+    cgh_run(&k, mem, NULL, 0);
+    static const double limit[4] = {1.0, 1.0, 1.5, 2.5};
+    for (int j = 0; j < 4; j++) {
+      double worst = 0;
+      float at = 0;
+      for (uint32_t i = 0; i < NS; i++) {
+        double xd = x[i];
+        double w = j == 0 ? exp(xd) : j == 1 ? log(xd) : j == 2 ? tanh(xd) : 1.0 / (1.0 + exp(-xd));
+        double e = ulp_error(y[j][i], w);
+        if (e > worst) worst = e, at = x[i];
+      }
+      printf("%s f32: max error %.3f ulp (at %.9g)\n", ir_opcode_name(ops[j]), worst, at);
+      CHECK(worst <= limit[j]);
+    }
+    free(x);
+    for (int j = 0; j < 4; j++) free(y[j]);
+  }
+  cgh_kernel_free(&k);
+  cgh_plan_free(s);
+  cgh_free(&h);
+}
+
 int main(void) {
   static const int32_t float_dts[] = {PTC_F32, PTC_F64, PTC_F16, PTC_BF16};
   for (size_t i = 0; i < sizeof float_dts / sizeof float_dts[0]; i++)
@@ -419,5 +485,6 @@ int main(void) {
   test_dtype(PTC_BOOL, bool_ops, sizeof bool_ops / sizeof bool_ops[0]);
   for (int32_t from = 0; from < PTC_DTYPE_COUNT; from++) test_conversions_from(from);
   test_random();
+  test_transcendental_accuracy();
   return check_summary("cpu_codegen_ops");
 }
