@@ -420,8 +420,8 @@ static ptc_status make_outputs(rg_gen* G) {
     ptc_status s = add_output(G, i);
     if (s) return s;
   }
-  if (!G->rg->n_outputs) return ptc_graph_add_output(G->g, G->pool[0].v); /* unreachable */
-  return PTC_OK;
+  /* nothing fitted any step: the first input is the output */
+  return G->rg->n_outputs ? PTC_OK : add_output(G, 0);
 }
 
 static ptc_status generate(rg_gen* G) {
@@ -433,9 +433,10 @@ static ptc_status generate(rg_gen* G) {
     if (rg_new_input(G, G->main_dtype, 1, &d) < 0) return NULL; /* reported below */
   }
   uint32_t steps = (uint32_t)rg_int(G, G->o->min_ops, G->o->max_ops);
-  for (uint32_t k = 0; k < steps; k++)
-    for (int tries = 0; tries < 8 && !rg_step(G); tries++) {
-    }
+  for (uint32_t k = 0; k < steps; k++) {
+    int tries = 0;
+    while (tries++ < 8 && !rg_step(G)) continue; /* a step that fitted nothing retries */
+  }
   return make_outputs(G);
 }
 

@@ -162,6 +162,16 @@ static ptc_status lower_and_schedule(ptc_context* ctx, const ptc_graph* dg, bool
   return st;
 }
 
+/* Activations the lowering emits itself (and folds into GEMM epilogues)
+ * stay whole; every other composite op is decomposed. */
+static bool want_decomposed(void* user, const char* op) {
+  (void)user;
+  static const char* const kept[] = {"gelu", "silu"};
+  for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
+    if (strcmp(op, kept[i]) == 0) return false;
+  return true;
+}
+
 static ptc_status cpu_prepare(ptc_context* ctx, const ptc_graph* g, const ptc_compile_options* opts,
                               void** out) {
   cpu_state* st = calloc(1, sizeof *st);
@@ -174,6 +184,7 @@ static ptc_status cpu_prepare(ptc_context* ctx, const ptc_graph* g, const ptc_co
   decomp_options dopt;
   memset(&dopt, 0, sizeof dopt);
   dopt.borrow_constants = true; /* g (the executable's snapshot) outlives the state */
+  dopt.want = want_decomposed;
   ptc_status e = decomp_graph_ex(g, &dopt, &st->dg);
   if (!e) e = lower_and_schedule(ctx, st->dg, fuse, &p, &s);
   if (!e && dir) e = dump_pre(dir, st->dg, p, s);
