@@ -670,10 +670,12 @@ typedef struct loaded {
   size_t n_in;
 } loaded;
 
+/* Frees what L holds and clears it, so calling it twice is harmless. */
 static void loaded_free(loaded* L) {
   host_free(L->in, L->n_in);
   ptc_graph_destroy(L->g);
   ptc_context_release(L->ctx);
+  memset(L, 0, sizeof *L);
 }
 
 static int load_graph(const char* path, loaded* L) {
