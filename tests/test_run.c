@@ -287,6 +287,18 @@ int main(void) {
   test_input_checks(exe);
   test_threads(exe);
   ptc_executable_release(exe);
+  /* the same checks on the compiled backend: 8 threads share one executable */
+  co.backend = "cpu";
+  exe = NULL;
+  CHECK_OK(ptc_compile(ctx, g, &co, &exe));
+  if (exe) {
+    CHECK(ptc_executable_num_kernels(exe) >= 1);
+    test_dynamic_sizes(exe);
+    test_caller_outputs(exe);
+    test_input_checks(exe);
+    test_threads(exe);
+  }
+  ptc_executable_release(exe);
   ptc_graph_destroy(g);
   test_static_guard();
   test_symbolic_guard();
