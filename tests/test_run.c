@@ -246,6 +246,41 @@ static void count_log(void* u, int32_t level, const char* msg) {
   atomic_fetch_add(&logs, 1);
 }
 
+/* gather / embedding reject negative indices on every backend (as ATen) */
+static void test_negative_index(const char* backend) {
+  ptc_graph* g = NULL;
+  CHECK_OK(ptc_graph_create(ctx, &g));
+  ptc_dim dx[1] = {{4, 0, 0}}, di[1] = {{2, 0, 0}};
+  ptc_value in[2], y;
+  size_t n;
+  CHECK_OK(ptc_graph_add_input(g, "x", PTC_F32, dx, 1, NULL, &in[0]));
+  CHECK_OK(ptc_graph_add_input(g, "i", PTC_I64, di, 1, NULL, &in[1]));
+  ptc_attr dim = ptc_attr_int("dim", 0);
+  CHECK_OK(ptc_graph_add_node(g, "gather", in, 2, &dim, 1, &y, 1, &n));
+  CHECK_OK(ptc_graph_add_output(g, y));
+  ptc_compile_options o;
+  ptc_compile_options_init(&o);
+  o.backend = backend;
+  ptc_executable* exe = NULL;
+  CHECK_OK(ptc_compile(ctx, g, &o, &exe));
+  float x[4] = {1, 2, 3, 4};
+  int64_t idx[2] = {1, -1}, s4[1] = {4}, s2[1] = {2};
+  ptc_tensor t[2] = {tensor(x, PTC_F32, s4, 1, NULL), tensor(idx, PTC_I64, s2, 1, NULL)};
+  ptc_results* r = NULL;
+  ptc_status st = ptc_executable_run_alloc(exe, t, 2, NULL, &r);
+  CHECK(ptc_status_code(st) == PTC_CODE_INVALID_ARGUMENT);
+  if (!st) printf("  %s: gather accepted index -1\n", backend);
+  ptc_status_destroy(st);
+  ptc_results_destroy(r);
+  idx[1] = 3;
+  r = NULL;
+  CHECK_OK(ptc_executable_run_alloc(exe, t, 2, NULL, &r));
+  CHECK(r && ((float*)ptc_results_get(r, 0)->data)[1] == 4.0f);
+  ptc_results_destroy(r);
+  ptc_executable_release(exe);
+  ptc_graph_destroy(g);
+}
+
 static void test_hooks(void) {
   ptc_context_options o;
   ptc_context_options_init(&o);
@@ -300,6 +335,8 @@ int main(void) {
   }
   ptc_executable_release(exe);
   ptc_graph_destroy(g);
+  test_negative_index("ref");
+  test_negative_index("cpu");
   test_static_guard();
   test_symbolic_guard();
   test_hooks();

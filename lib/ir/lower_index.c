@@ -163,6 +163,17 @@ static const sym_expr* indirect(lower_ctx* L, const lval* src, uint32_t d, ir_va
   return s ? s : lower_const(L, 0);
 }
 
+/* Like indirect(), for ops that reject negative indices (gather,
+ * index_select, embedding; only advanced indexing wraps them): a negative
+ * value is mapped to the bound itself, so the bounds check reports it. */
+static const sym_expr* indirect_nowrap(lower_ctx* L, const lval* src, uint32_t d, ir_val iv) {
+  const sym_expr* bound = src->rank ? src->shape[d] : lower_const(L, 1);
+  ir_val v = ir_ops_to_dtype(L->body, iv, PTC_I64);
+  ir_val neg = ir_ops_binary(L->body, IR_LT, v, ir_ops_const_i(L->body, 0, PTC_I64), PTC_BOOL);
+  ir_val b = ir_ops_index_expr(L->p, L->body, bound, PTC_I64);
+  return indirect(L, src, d, ir_ops_where(L->body, neg, b, v, PTC_I64));
+}
+
 static ir_val load_index_value(lower_ctx* L, const lval* ix, const sym_expr* const* idx) {
   return lval_load(L, ix, idx);
 }
@@ -173,7 +184,7 @@ static ir_val load_gather(lower_ctx* L, const lval* v, const sym_expr* const* id
   const sym_expr* src[PTC_MAX_RANK + 1];
   memcpy(src, idx, g->src->rank * sizeof *src);
   ir_val iv = load_index_value(L, g->index[0], idx);
-  const sym_expr* s = indirect(L, g->src, g->dim, iv);
+  const sym_expr* s = indirect_nowrap(L, g->src, g->dim, iv);
   if (g->src->rank) src[g->dim] = s;
   return lval_load(L, g->src, src);
 }
@@ -186,7 +197,7 @@ static ir_val load_index_select(lower_ctx* L, const lval* v, const sym_expr* con
   const sym_expr* zero = lower_const(L, 0);
   const sym_expr* at = g->src->rank ? idx[g->dim] : zero;
   ir_val iv = load_index_value(L, g->index[0], g->index[0]->rank ? &at : NULL);
-  const sym_expr* s = indirect(L, g->src, g->dim, iv);
+  const sym_expr* s = indirect_nowrap(L, g->src, g->dim, iv);
   if (g->src->rank) src[g->dim] = s;
   return lval_load(L, g->src, src);
 }
@@ -195,7 +206,7 @@ static ir_val load_index_select(lower_ctx* L, const lval* v, const sym_expr* con
 static ir_val load_embedding(lower_ctx* L, const lval* v, const sym_expr* const* idx) {
   const gather_data* g = v->data;
   ir_val iv = load_index_value(L, g->index[0], idx);
-  const sym_expr* src[2] = {indirect(L, g->src, 0, iv), idx[v->rank - 1]};
+  const sym_expr* src[2] = {indirect_nowrap(L, g->src, 0, iv), idx[v->rank - 1]};
   return lval_load(L, g->src, src);
 }
 

@@ -346,7 +346,7 @@ static void test_index_error(void) {
   CHECK_OK(cexe_compile(g, NULL, &e));
   float xv[12], yv[6];
   fill(xv, 12, 1);
-  int64_t iv[6] = {0, 3, 1, -1, 2, 2};
+  int64_t iv[6] = {0, 3, 1, 3, 2, 2};
   int64_t xs[2] = {3, 4}, is[2] = {3, 2};
   ptc_tensor in[2] = {tensor(xv, PTC_F32, xs, 2, NULL), tensor(iv, PTC_I64, is, 2, NULL)};
   ptc_tensor out = tensor(yv, PTC_F32, is, 2, NULL);
@@ -354,6 +354,8 @@ static void test_index_error(void) {
   CHECK(yv[0] == xv[0] && yv[1] == xv[3] && yv[3] == xv[4 + 3]);
   iv[4] = 4;
   CHECK_ERR(cexe_run(&e, in, 2, &out, 1), PTC_CODE_INVALID_ARGUMENT, "index 4 is out of bounds");
+  iv[4] = -1; /* gather rejects negative indices (as ATen and the ref backend) */
+  CHECK_ERR(cexe_run(&e, in, 2, &out, 1), PTC_CODE_INVALID_ARGUMENT, "out of bounds");
   cexe_free(&e);
   ptc_graph_destroy(g);
 }
