@@ -12,26 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int failures = 0;
-
-#define CHECK(cond)                                                   \
-  do {                                                                \
-    if (!(cond)) {                                                    \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      failures++;                                                     \
-    }                                                                 \
-  } while (0)
-
-#define OK(expr)                                                              \
-  do {                                                                        \
-    ptc_status ok_s_ = (expr);                                                \
-    if (ok_s_) {                                                              \
-      fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #expr,   \
-              ptc_status_message(ok_s_));                                     \
-      ptc_status_destroy(ok_s_);                                              \
-      failures++;                                                             \
-    }                                                                         \
-  } while (0)
+#include "check.h"
 
 static char tmpdir[64];
 
@@ -42,7 +23,7 @@ static void path_in_tmp(char* out, size_t cap, const char* name) {
 static ptc_value add1(ptc_graph* g, const char* op, const ptc_value* in, size_t n,
                       const ptc_attr* a, size_t na) {
   ptc_value out = PTC_VALUE_NONE;
-  OK(ptc_graph_add_node(g, op, in, n, a, na, &out, 1, NULL));
+  CHECK_OK(ptc_graph_add_node(g, op, in, n, a, na, &out, 1, NULL));
   return out;
 }
 
@@ -54,37 +35,37 @@ static ptc_sym expr_sym(ptc_graph* g, const sym_expr* e) {
 /* A graph exercising every part of the format. */
 static ptc_graph* build_graph(ptc_context* ctx) {
   ptc_graph* g = NULL;
-  OK(ptc_graph_create(ctx, &g));
+  CHECK_OK(ptc_graph_create(ctx, &g));
   if (!g) return NULL;
   ptc_symbol_options so;
   ptc_symbol_options_init(&so);
   so.hint = 8;
   ptc_sym s0 = 0, s1 = 0;
-  OK(ptc_graph_add_symbol(g, "s0", &so, &s0));
+  CHECK_OK(ptc_graph_add_symbol(g, "s0", &so, &s0));
   so.hint = 6;
   so.min_value = 2;
   so.max_value = 100;
-  OK(ptc_graph_add_symbol(g, "s1", &so, &s1));
+  CHECK_OK(ptc_graph_add_symbol(g, "s1", &so, &s1));
   const sym_expr* e1 = graph_sym_expr(g, s1);
   ptc_sym s1x2 = expr_sym(g, sym_mul_c(g->env, e1, 2));
 
   ptc_value x, y, z, w, big, big2;
   ptc_dim xs[2] = {{0, s0, 0}, {4, 0, 0}};
-  OK(ptc_graph_add_input(g, "x", PTC_F32, xs, 2, NULL, &x));
+  CHECK_OK(ptc_graph_add_input(g, "x", PTC_F32, xs, 2, NULL, &x));
   ptc_dim ys[1] = {{0, s1x2, 0}};
-  OK(ptc_graph_add_input(g, "y", PTC_F32, ys, 1, NULL, &y));
+  CHECK_OK(ptc_graph_add_input(g, "y", PTC_F32, ys, 1, NULL, &y));
   ptc_dim zs[2] = {{3, 0, 0}, {2, 0, 0}};
   int64_t zst[2] = {1, 3};
-  OK(ptc_graph_add_input(g, "z", PTC_I64, zs, 2, zst, &z));
+  CHECK_OK(ptc_graph_add_input(g, "z", PTC_I64, zs, 2, zst, &z));
   float wd[4] = {1, -2, 3.5f, NAN};
   int64_t w_shape[1] = {4};
-  OK(ptc_graph_add_constant(g, "w", PTC_F32, w_shape, 1, wd, PTC_CONSTANT_COPY, &w));
+  CHECK_OK(ptc_graph_add_constant(g, "w", PTC_F32, w_shape, 1, wd, PTC_CONSTANT_COPY, &w));
   static float bd[256], b2d[300];
   for (int i = 0; i < 256; i++) bd[i] = (float)i * 0.25f;
   for (int i = 0; i < 300; i++) b2d[i] = (float)(300 - i);
   int64_t big_shape[2] = {64, 4}, big2_shape[1] = {300};
-  OK(ptc_graph_add_constant(g, "big", PTC_F32, big_shape, 2, bd, PTC_CONSTANT_BORROW, &big));
-  OK(ptc_graph_add_constant(g, "big2", PTC_F32, big2_shape, 1, b2d, PTC_CONSTANT_COPY, &big2));
+  CHECK_OK(ptc_graph_add_constant(g, "big", PTC_F32, big_shape, 2, bd, PTC_CONSTANT_BORROW, &big));
+  CHECK_OK(ptc_graph_add_constant(g, "big2", PTC_F32, big2_shape, 1, b2d, PTC_CONSTANT_COPY, &big2));
 
   ptc_attr alpha = ptc_attr_float("alpha", 2.0);
   ptc_value a = add1(g, "add", (ptc_value[]){x, w}, 2, &alpha, 1);
@@ -102,7 +83,7 @@ static ptc_graph* build_graph(ptc_context* ctx) {
   ptc_attr topk[2] = {ptc_attr_int("k", 2), ptc_attr_int("dim", 1)};
   ptc_value tk[2] = {PTC_VALUE_NONE, PTC_VALUE_NONE};
   size_t ntk = 0;
-  OK(ptc_graph_add_node(g, "topk", &x, 1, topk, 2, tk, 2, &ntk));
+  CHECK_OK(ptc_graph_add_node(g, "topk", &x, 1, topk, 2, tk, 2, &ntk));
   CHECK(ntk == 2);
   /* symbolic INTS attribute */
   int64_t shp[1] = {0};
@@ -120,7 +101,7 @@ static ptc_graph* build_graph(ptc_context* ctx) {
   ptc_value m = add1(g, "mul", (ptc_value[]){r, sb}, 2, NULL, 0);
   ptc_value sb2 = add1(g, "sum", &big2, 1, NULL, 0);
   ptc_value outs[] = {m, s, tk[0], tk[1], t, rsh, lnv, sb2, ys2, m};
-  for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++) OK(ptc_graph_add_output(g, outs[i]));
+  for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++) CHECK_OK(ptc_graph_add_output(g, outs[i]));
   return g;
 }
 
@@ -130,7 +111,7 @@ static char* save_text(const ptc_graph* g, const char* weights, uint64_t inline_
   so.weights_path = weights;
   so.inline_limit = inline_limit;
   char* text = NULL;
-  OK(ptc_graph_to_json(g, &so, &text));
+  CHECK_OK(ptc_graph_to_json(g, &so, &text));
   return text;
 }
 
@@ -139,7 +120,7 @@ static ptc_graph* load_text(ptc_context* ctx, const char* text) {
   ptc_json_load_options_init(&lo);
   lo.base_dir = tmpdir;
   ptc_graph* g = NULL;
-  OK(ptc_graph_from_json(ctx, text, strlen(text), &lo, &g));
+  CHECK_OK(ptc_graph_from_json(ctx, text, strlen(text), &lo, &g));
   return g;
 }
 
@@ -200,10 +181,10 @@ static void test_round_trip(ptc_context* ctx) {
   ptc_json_save_options_init(&so);
   so.weights_path = "side.bin";
   so.inline_limit = 100;
-  OK(ptc_graph_save(g, jpath, &so));
+  CHECK_OK(ptc_graph_save(g, jpath, &so));
   CHECK(stat(w2, &st) == 0);
   ptc_graph* g4 = NULL;
-  OK(ptc_graph_load(ctx, jpath, NULL, &g4));
+  CHECK_OK(ptc_graph_load(ctx, jpath, NULL, &g4));
   if (g4) check_same_graph(g, g4);
   ptc_graph_destroy(g4);
   unlink(jpath);
@@ -244,7 +225,7 @@ static char* mutate(const char* base, const char* from, const char* to) {
     if (r) snprintf(r, n, "%.*s%s%s", (int)(hit - b), b, t, hit + strlen(f));
   } else {
     fprintf(stderr, "test bug: '%s' not in base\n", from);
-    failures++;
+    check_failures++;
   }
   free(b);
   free(f);
@@ -261,7 +242,7 @@ static void expect_load_error(ptc_context* ctx, const char* text, size_t len,
     fprintf(stderr, "%s:%d: expected %s containing \"%s\", got %s: \"%s\"\n", __FILE__, line,
             ptc_code_name(code), substr, ptc_code_name(ptc_status_code(s)),
             ptc_status_message(s));
-    failures++;
+    check_failures++;
   }
   CHECK(g == NULL);
   ptc_graph_destroy(g);
@@ -309,7 +290,7 @@ static void test_errors(ptc_context* ctx) {
       memcpy(u, t, n);
       memcpy(u + n, "garbage", 8);
       ptc_graph* g = NULL;
-      OK(ptc_graph_from_json(ctx, u, n, &lo, &g));
+      CHECK_OK(ptc_graph_from_json(ctx, u, n, &lo, &g));
       ptc_graph_destroy(g);
       expect_load_error(ctx, u, n - 1, &lo, PTC_CODE_INVALID_ARGUMENT, "malformed JSON", __LINE__);
     }
@@ -385,7 +366,7 @@ static void test_errors(ptc_context* ctx) {
     if (g) {
       ptc_value_info info;
       info.struct_size = sizeof info;
-      OK(ptc_graph_value_info(g, 0, &info));
+      CHECK_OK(ptc_graph_value_info(g, 0, &info));
       CHECK(info.shape[0].sym != 0 && info.shape[0].value == 10);
     }
     ptc_graph_destroy(g);
@@ -506,7 +487,7 @@ static void test_format(ptc_context* ctx) {
   char* buf = malloc(need + 1);
   if (buf) {
     size_t need2 = 0;
-    OK(ptc_graph_format(g, buf, need + 1, &need2));
+    CHECK_OK(ptc_graph_format(g, buf, need + 1, &need2));
     CHECK(need2 == need && strlen(buf) == need);
     CHECK(strstr(buf, "opcode") && strstr(buf, "placeholder") && strstr(buf, "get_attr"));
     CHECK(strstr(buf, "call_function") && strstr(buf, "topk"));
@@ -518,7 +499,7 @@ static void test_format(ptc_context* ctx) {
   }
   FILE* f = tmpfile();
   if (f) {
-    OK(ptc_graph_print(g, f));
+    CHECK_OK(ptc_graph_print(g, f));
     CHECK(ftell(f) == (long)need);
     fclose(f);
   }
@@ -557,7 +538,7 @@ int main(void) {
     return 1;
   }
   ptc_context* ctx = NULL;
-  OK(ptc_context_create(NULL, &ctx));
+  CHECK_OK(ptc_context_create(NULL, &ctx));
   if (!ctx) return 1;
   test_round_trip(ctx);
   test_base_loads(ctx);
@@ -568,10 +549,5 @@ int main(void) {
   test_save_errors(ctx);
   ptc_context_release(ctx);
   rmdir(tmpdir);
-  if (failures) {
-    fprintf(stderr, "test_json: %d failure(s)\n", failures);
-    return 1;
-  }
-  printf("test_json: all passed\n");
-  return 0;
+  return check_summary("test_json");
 }

@@ -11,44 +11,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures = 0;
-
-#define CHECK(cond)                                                                 \
-  do {                                                                              \
-    if (!(cond)) {                                                                  \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);     \
-      failures++;                                                                   \
-    }                                                                               \
-  } while (0)
-
-#define OK(expr)                                                                    \
-  do {                                                                              \
-    ptc_status ok_s_ = (expr);                                                      \
-    if (ok_s_) {                                                                    \
-      fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #expr,         \
-              ptc_status_message(ok_s_));                                           \
-      ptc_status_destroy(ok_s_);                                                    \
-      failures++;                                                                   \
-    }                                                                               \
-  } while (0)
+#include "check.h"
 
 static ptc_value node1(ptc_graph* g, const char* op, const ptc_value* in, size_t n,
                        const ptc_attr* a, size_t na) {
   ptc_value out = PTC_VALUE_NONE;
-  OK(ptc_graph_add_node(g, op, in, n, a, na, &out, 1, NULL));
+  CHECK_OK(ptc_graph_add_node(g, op, in, n, a, na, &out, 1, NULL));
   return out;
 }
 
 static ptc_value input(ptc_graph* g, const char* name, int64_t n) {
   ptc_dim d = {n, 0, 0};
   ptc_value v = PTC_VALUE_NONE;
-  OK(ptc_graph_add_input(g, name, PTC_F32, &d, 1, NULL, &v));
+  CHECK_OK(ptc_graph_add_input(g, name, PTC_F32, &d, 1, NULL, &v));
   return v;
 }
 
 static ptc_value constant(ptc_graph* g, const char* name, const float* data, int64_t n) {
   ptc_value v = PTC_VALUE_NONE;
-  OK(ptc_graph_add_constant(g, name, PTC_F32, &n, 1, data, PTC_CONSTANT_COPY, &v));
+  CHECK_OK(ptc_graph_add_constant(g, name, PTC_F32, &n, 1, data, PTC_CONSTANT_COPY, &v));
   return v;
 }
 
@@ -58,7 +39,7 @@ static const char* op_of(const ptc_graph* g, size_t node) {
 
 static void test_dce(ptc_context* ctx) {
   ptc_graph* g = NULL;
-  OK(ptc_graph_create(ctx, &g));
+  CHECK_OK(ptc_graph_create(ctx, &g));
   if (!g) return;
   ptc_value x = input(g, "x", 3);
   float cd[3] = {1, 2, 3};
@@ -68,10 +49,10 @@ static void test_dce(ptc_context* ctx) {
   ptc_value dead2 = node1(g, "add", (ptc_value[]){dead, unused_c}, 2, NULL, 0);
   ptc_value r = node1(g, "relu", &x, 1, NULL, 0);
   (void)dead2;
-  OK(ptc_graph_add_output(g, r));
-  OK(ptc_graph_add_output(g, x));
+  CHECK_OK(ptc_graph_add_output(g, r));
+  CHECK_OK(ptc_graph_add_output(g, x));
   size_t removed = 99;
-  OK(ptc_graph_eliminate_dead_code(g, &removed));
+  CHECK_OK(ptc_graph_eliminate_dead_code(g, &removed));
   CHECK(removed == 2);
   CHECK(ptc_graph_num_nodes(g) == 1);
   CHECK(ptc_graph_num_values(g) == 3); /* x, y, relu */
@@ -86,7 +67,7 @@ static void test_dce(ptc_context* ctx) {
     CHECK(graph_value(g, 2)->node == 0);
   }
   /* a second run removes nothing */
-  OK(ptc_graph_eliminate_dead_code(g, &removed));
+  CHECK_OK(ptc_graph_eliminate_dead_code(g, &removed));
   CHECK(removed == 0);
   ptc_status s = ptc_graph_eliminate_dead_code(NULL, &removed);
   CHECK(ptc_status_code(s) == PTC_CODE_INVALID_ARGUMENT);
@@ -96,7 +77,7 @@ static void test_dce(ptc_context* ctx) {
 
 static void test_cse(ptc_context* ctx) {
   ptc_graph* g = NULL;
-  OK(ptc_graph_create(ctx, &g));
+  CHECK_OK(ptc_graph_create(ctx, &g));
   if (!g) return;
   ptc_value x = input(g, "x", 4), y = input(g, "y", 4);
   ptc_value a1 = node1(g, "add", (ptc_value[]){x, y}, 2, NULL, 0);
@@ -112,11 +93,11 @@ static void test_cse(ptc_context* ctx) {
   ptc_value m = node1(g, "mul", (ptc_value[]){r1, r2}, 2, NULL, 0);
   ptc_value m2 = node1(g, "mul", (ptc_value[]){n1, n2}, 2, NULL, 0);
   ptc_value m3 = node1(g, "add", (ptc_value[]){m, a3}, 2, NULL, 0);
-  OK(ptc_graph_add_output(g, m3));
-  OK(ptc_graph_add_output(g, m2));
-  OK(ptc_graph_add_output(g, r2));
+  CHECK_OK(ptc_graph_add_output(g, m3));
+  CHECK_OK(ptc_graph_add_output(g, m2));
+  CHECK_OK(ptc_graph_add_output(g, r2));
   size_t before = ptc_graph_num_nodes(g), merged = 0;
-  OK(ptc_graph_eliminate_common_subexpressions(g, &merged));
+  CHECK_OK(ptc_graph_eliminate_common_subexpressions(g, &merged));
   CHECK(merged == 2);
   CHECK(ptc_graph_num_nodes(g) == before - 2);
   size_t n_rand = 0, n_relu = 0;
@@ -132,7 +113,7 @@ static void test_cse(ptc_context* ctx) {
     const gnode* n = graph_node(g, i);
     if (strcmp(op_of(g, i), "mul") == 0 && n->in[0] == out2) CHECK(n->in[1] == out2);
   }
-  OK(ptc_graph_eliminate_common_subexpressions(g, &merged));
+  CHECK_OK(ptc_graph_eliminate_common_subexpressions(g, &merged));
   CHECK(merged == 0);
   ptc_graph_destroy(g);
 }
@@ -149,8 +130,8 @@ static bool run_ref(ptc_context* ctx, const ptc_graph* g, float* in0, int64_t n_
   t.ndim = 1;
   t.dtype = ptc_dtype_to_dl(PTC_F32);
   t.shape = &n_in0;
-  OK(ptc_compile(ctx, g, NULL, &exe));
-  if (exe) OK(ptc_executable_run_alloc(exe, &t, 1, NULL, &r));
+  CHECK_OK(ptc_compile(ctx, g, NULL, &exe));
+  if (exe) CHECK_OK(ptc_executable_run_alloc(exe, &t, 1, NULL, &r));
   const ptc_tensor* o = ptc_results_get(r, 0);
   bool ok = o && o->ndim == 1 && o->shape[0] == n;
   if (ok) memcpy(out, o->data, (size_t)n * sizeof(float));
@@ -161,7 +142,7 @@ static bool run_ref(ptc_context* ctx, const ptc_graph* g, float* in0, int64_t n_
 
 static void test_fold(ptc_context* ctx) {
   ptc_graph* g = NULL;
-  OK(ptc_graph_create(ctx, &g));
+  CHECK_OK(ptc_graph_create(ctx, &g));
   if (!g) return;
   ptc_value x = input(g, "x", 3);
   float c1d[3] = {1, 2, 3}, c2d[3] = {10, 20, 30};
@@ -175,12 +156,12 @@ static void test_fold(ptc_context* ctx) {
   ptc_value z = node1(g, "add", (ptc_value[]){rn, c1}, 2, NULL, 0); /* random input */
   ptc_value n = node1(g, "neg", &c1, 1, NULL, 0);                   /* unused: folded, dropped */
   (void)n;
-  OK(ptc_graph_add_output(g, y));
-  OK(ptc_graph_add_output(g, z));
+  CHECK_OK(ptc_graph_add_output(g, y));
+  CHECK_OK(ptc_graph_add_output(g, z));
   float xin[3] = {0.5f, -1, 2}, before[3] = {0}, after[3] = {0};
   CHECK(run_ref(ctx, g, xin, 3, before, 3));
   size_t folded = 0;
-  OK(ptc_graph_fold_constants(g, 0, &folded));
+  CHECK_OK(ptc_graph_fold_constants(g, 0, &folded));
   CHECK(folded == 3);
   /* remaining: add(x, const), rand, add(rand, c1) */
   CHECK(ptc_graph_num_nodes(g) == 3);
@@ -199,18 +180,18 @@ static void test_fold(ptc_context* ctx) {
   CHECK(memcmp(before, after, sizeof before) == 0);
   CHECK(after[0] == 110.5f && after[1] == 439 && after[2] == 992);
   /* nothing more to fold; max_bytes limits what folds */
-  OK(ptc_graph_fold_constants(g, 0, &folded));
+  CHECK_OK(ptc_graph_fold_constants(g, 0, &folded));
   CHECK(folded == 0);
   ptc_graph_destroy(g);
 
-  OK(ptc_graph_create(ctx, &g));
+  CHECK_OK(ptc_graph_create(ctx, &g));
   if (!g) return;
   c1 = constant(g, "c1", c1d, 3);
   s = node1(g, "neg", &c1, 1, NULL, 0);
-  OK(ptc_graph_add_output(g, s));
-  OK(ptc_graph_fold_constants(g, 8, &folded)); /* 12-byte output > 8 */
+  CHECK_OK(ptc_graph_add_output(g, s));
+  CHECK_OK(ptc_graph_fold_constants(g, 8, &folded)); /* 12-byte output > 8 */
   CHECK(folded == 0 && ptc_graph_num_nodes(g) == 1);
-  OK(ptc_graph_fold_constants(g, 12, &folded));
+  CHECK_OK(ptc_graph_fold_constants(g, 12, &folded));
   CHECK(folded == 1 && ptc_graph_num_nodes(g) == 0 && ptc_graph_num_values(g) == 1);
   ptc_value o = ptc_graph_output(g, 0);
   if (o < ptc_graph_num_values(g)) {
@@ -222,16 +203,11 @@ static void test_fold(ptc_context* ctx) {
 
 int main(void) {
   ptc_context* ctx = NULL;
-  OK(ptc_context_create(NULL, &ctx));
+  CHECK_OK(ptc_context_create(NULL, &ctx));
   if (!ctx) return 1;
   test_dce(ctx);
   test_cse(ctx);
   test_fold(ctx);
   ptc_context_release(ctx);
-  if (failures) {
-    fprintf(stderr, "test_passes: %d failure(s)\n", failures);
-    return 1;
-  }
-  printf("test_passes: all passed\n");
-  return 0;
+  return check_summary("test_passes");
 }
