@@ -208,6 +208,52 @@ PTC_API ptc_value ptc_graph_output(const ptc_graph* g, size_t i);
  * an unknown id. */
 PTC_API size_t ptc_graph_sym_format(const ptc_graph* g, ptc_sym sym, char* buf, size_t cap);
 
+/* ---- size arithmetic (for hosts that trace programs) -------------------------- */
+
+/** Operations of ptc_graph_sym_op (floor division and modulo as in Python). */
+enum {
+  PTC_SYM_ADD = 0,
+  PTC_SYM_SUB = 1,
+  PTC_SYM_MUL = 2,
+  PTC_SYM_FLOORDIV = 3,
+  PTC_SYM_MOD = 4,
+  PTC_SYM_CEILDIV = 5,
+  PTC_SYM_MIN = 6,
+  PTC_SYM_MAX = 7
+};
+
+/** Computes `a op b` on sizes, each a static value (sym 0) or a symbolic
+ * size of this graph, simplified (`(s0*4)//4` is `s0`). `*out` is static
+ * (sym 0, value set) when the result folds to a constant; otherwise it names
+ * a symbolic expression of the graph and `value` is its value at the
+ * symbols' hints (-1 if a symbol has none). Usable anywhere a ptc_dim or a
+ * symbolic attribute is accepted (e.g. the sizes of a reshape).
+ * Errors: INVALID_ARGUMENT (NULL, unknown op or symbol id, division by zero
+ * or by a divisor not known to be positive), RESOURCE_EXHAUSTED.
+ * Not thread-safe with other calls on the same graph. */
+PTC_API PTC_MUST_USE ptc_status ptc_graph_sym_op(ptc_graph* g, int32_t op, ptc_dim a, ptc_dim b,
+                                                 ptc_dim* out);
+
+/** Relations of ptc_graph_sym_decide / ptc_graph_sym_static. */
+enum { PTC_SYM_EQ = 0, PTC_SYM_NE = 1, PTC_SYM_LT = 2, PTC_SYM_LE = 3, PTC_SYM_GT = 4,
+       PTC_SYM_GE = 5 };
+
+/** Decides `a rel b` the way a traced program branches on sizes: from the
+ * symbols' ranges when that settles it (nothing recorded), otherwise from the
+ * hints, recording a guard that keeps the answer true (listed by
+ * ptc_graph_guard_format and checked on every run of executables compiled
+ * from the graph). `*result` is 1 or 0.
+ * Errors: INVALID_ARGUMENT (NULL, unknown relation or symbol id),
+ * FAILED_PRECONDITION when a symbol has no hint. Not thread-safe with other
+ * calls on the same graph. */
+PTC_API PTC_MUST_USE ptc_status ptc_graph_sym_decide(ptc_graph* g, int32_t rel, ptc_dim a,
+                                                     ptc_dim b, int* result);
+
+/** Whether `a rel b` holds for every value in the symbols' ranges: 1 (always),
+ * 0 (never), -1 (depends on the values, or invalid arguments). Records
+ * nothing. Not thread-safe with calls that modify the same graph. */
+PTC_API int ptc_graph_sym_static(const ptc_graph* g, int32_t rel, ptc_dim a, ptc_dim b);
+
 /** Number of shape guards recorded while building (e.g. "s0 == s1" from
  * broadcasting two symbolic sizes). */
 PTC_API size_t ptc_graph_num_guards(const ptc_graph* g);

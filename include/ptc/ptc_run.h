@@ -135,6 +135,24 @@ PTC_API PTC_MUST_USE ptc_status ptc_executable_run(const ptc_executable* exe,
                                                    const ptc_tensor* outputs, size_t n_outputs,
                                                    const ptc_run_options* opts);
 
+/** Checks `inputs` exactly as ptc_executable_run does (dtypes, ranks,
+ * static sizes, symbolic-size guards) without running, and describes the
+ * outputs a run with these inputs produces: for each of the `n_outputs`
+ * entries (must equal ptc_executable_num_outputs) it sets `ndim`, `dtype`
+ * and `device` and writes the sizes into `outputs[i].shape`, which the caller
+ * points at PTC_MAX_RANK int64_t entries beforehand; `data`, `strides` and
+ * `byte_offset` are left as they are. Hosts use it to allocate outputs with
+ * their own allocator (contiguous) and to test whether an executable accepts
+ * inputs (any error means it does not).
+ * Errors: INVALID_ARGUMENT (a mismatch, with the message ptc_executable_run
+ * would give, e.g. "input 0 dim 1: expected 128, got 64"; or a NULL shape).
+ * Thread-safe. */
+PTC_API PTC_MUST_USE ptc_status ptc_executable_infer_outputs(const ptc_executable* exe,
+                                                             const ptc_tensor* inputs,
+                                                             size_t n_inputs,
+                                                             ptc_tensor* outputs,
+                                                             size_t n_outputs);
+
 /** Outputs allocated by the library for one run. */
 typedef struct ptc_results ptc_results;
 /** Runs and allocates the outputs (contiguous, with the context's allocator);

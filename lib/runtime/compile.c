@@ -202,6 +202,33 @@ ptc_status ptc_executable_run(const ptc_executable* e, const ptc_tensor* inputs,
   return s;
 }
 
+ptc_status ptc_executable_infer_outputs(const ptc_executable* e, const ptc_tensor* inputs,
+                                        size_t n_in, ptc_tensor* outputs, size_t n_out) {
+  if (!e) return PTC_ERR(INVALID_ARGUMENT, "ptc_executable_infer_outputs: NULL executable");
+  const ptc_graph* g = e->graph;
+  if (n_out != g->outputs.len)
+    return PTC_ERR(INVALID_ARGUMENT, "expected %zu outputs, got %zu", g->outputs.len, n_out);
+  if (n_out && !outputs) return PTC_ERR(INVALID_ARGUMENT, "outputs is NULL");
+  for (size_t i = 0; i < n_out; i++)
+    if (!outputs[i].shape)
+      return PTC_ERR(INVALID_ARGUMENT, "output %zu: shape must point at PTC_MAX_RANK sizes", i);
+  int64_t* vals;
+  size_t n_syms;
+  PTC_TRY(bind(e, inputs, n_in, &vals, &n_syms));
+  ptc_status s = PTC_OK;
+  for (size_t i = 0; !s && i < n_out; i++) {
+    ptc_value v = PTC_VEC_AT(&g->outputs, ptc_value, i);
+    const gvalue* gv = graph_value(g, v);
+    s = runtime_value_shape(g, v, vals, n_syms, outputs[i].shape);
+    outputs[i].ndim = (int32_t)gv->rank;
+    outputs[i].dtype = ptc_dtype_to_dl(gv->dtype);
+    outputs[i].device.device_type = PTC_DEVICE_CPU;
+    outputs[i].device.device_id = 0;
+  }
+  free(vals);
+  return s;
+}
+
 void ptc_results_destroy(ptc_results* r) {
   if (!r) return;
   for (size_t i = 0; i < r->n; i++) ptc_free_ctx(r->ctx, r->t[i].data, r->bytes[i], 64);
