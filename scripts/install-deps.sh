@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # install-deps.sh - installs the Debian 12 packages libptc needs to build and
 # test (gcc and clang with OpenMP, meson, cJSON, libffi, PyTorch for the
-# differential tests, valgrind). Idempotent: apt is only called for packages
+# differential tests and the Python binding's tests, torchvision for its
+# model tests, valgrind). Idempotent: apt is only called for packages
 # that are missing, so a second run costs a few dpkg queries.
 # Non-interactive.
 set -euo pipefail
 
 PACKAGES=(
   meson ninja-build pkg-config gcc g++ libc6-dev clang libclang-rt-14-dev libomp-dev binutils
-  libcjson-dev libffi-dev python3-dev python3-torch python3-pytest python3-numpy
+  libcjson-dev libffi-dev python3-dev python3-torch python3-torchvision python3-pytest python3-numpy
   valgrind
 )
 

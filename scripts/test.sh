@@ -4,10 +4,19 @@
 # Legs, each counted on its own:
 #   meson     build/ with the default options; every registered test
 #             (unit tests, differential tests against PyTorch's outputs,
-#             packaging checks), counted from meson's testlog.json
+#             packaging checks) except suite 'python', counted from meson's
+#             testlog.json
+#   python    build/'s suite 'python' (pytest files of the ptc package,
+#             tests/python), run on its own with a fresh PTC_CACHE_DIR under
+#             build/; prints the interpreter and torch version it used. When
+#             /usr/bin/python3 has torch but the suite has no tests (the
+#             extension was not configured, e.g. missing Python headers), that
+#             counts as a failure rather than silently vanishing
 #   asan      build-asan/ with -Db_sanitize=address,undefined (and
 #             -Dwerror=false, see below); the C test suite again (packaging
-#             suite excluded), any sanitizer report fails
+#             and python suites excluded: CPython loading an ASan-built
+#             extension needs LD_PRELOAD of the runtime), any sanitizer
+#             report fails
 #   valgrind  memcheck --leak-check=full on the C unit tests and one ops
 #             data file, using build/'s binaries
 #   fuzz      build-fuzz/ with clang, -Dfuzzing=true and ASan+UBSan; fuzz_json and
@@ -141,11 +150,48 @@ say "meson: build/ (all registered tests)"
 MAIN_BUILT=0
 if meson_build meson build; then
   MAIN_BUILT=1
-  meson_tests meson build
+  meson_tests meson build --no-suite python
   read -r p f s <<<"$LAST_COUNTS"
   count meson "$p" "$f" "$( [ "$s" -gt 0 ] && echo "$s skipped")"
 else
   count meson 0 1 "build failed"
+fi
+
+# ---- leg 1b: the python suite of build/ ------------------------------------------------
+say "python: build/'s suite 'python' (the ptc package, pytest)"
+if [ "$MAIN_BUILT" = 1 ]; then
+  # "N INTERPRETER": the number of tests in suite 'python' and the program
+  # the first one runs (its interpreter), from meson's introspection.
+  py_info=$(meson introspect --tests build | "$PY" -c '
+import json, sys
+tests = [t for t in json.load(sys.stdin)
+         if any(s == "python" or s.endswith(":python") for s in t.get("suite", []))]
+print(len(tests), tests[0]["cmd"][0] if tests else "-")
+' 2>/dev/null) || py_info="0 -"
+  read -r py_n py_exe <<<"$py_info"
+  if [ "${py_n:-0}" -gt 0 ]; then
+    # A fresh compiled-kernel cache per run, inside build/, so the suite
+    # measures cold compiles and never reads a stale user cache.
+    export PTC_CACHE_DIR=$ROOT/build/ptc-cache-python
+    rm -rf "$PTC_CACHE_DIR"
+    mkdir -p "$PTC_CACHE_DIR"
+    py_t0=$(date +%s)
+    meson_tests python build --suite python
+    read -r p f s <<<"$LAST_COUNTS"
+    unset PTC_CACHE_DIR
+    py_ver=$("$py_exe" -c 'import sys, torch; print("Python %d.%d.%d, torch %s" % (sys.version_info[:3] + (torch.__version__,)))' 2>/dev/null) ||
+      py_ver="version unknown"
+    echo "python: suite 'python' ran $py_n test files ($p passed, $f failed, $s skipped) in $(( $(date +%s) - py_t0 ))s with $py_exe ($py_ver)"
+    count python "$p" "$f" "$( [ "$s" -gt 0 ] && echo "$s skipped")"
+  elif "$PY" -c 'import torch' >/dev/null 2>&1; then
+    failed python "$PY has torch but build/ registered no test in suite 'python' (meson option python disabled or Python headers missing?)"
+    count python 0 1
+  else
+    echo "note: $PY has no torch and build/ has no python suite; python tests skipped"
+    count python 0 0 "skipped: no torch"
+  fi
+else
+  count python 0 0 "not run: build/ did not build"
 fi
 
 # ---- leg 2: sanitizers -------------------------------------------------------------
@@ -157,7 +203,7 @@ say "asan: build-asan/ (-Db_sanitize=address,undefined)"
 if meson_build asan build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dwerror=false; then
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1:abort_on_error=1:print_summary=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:abort_on_error=1:print_stacktrace=1:print_summary=1}
-  meson_tests asan build-asan --no-suite packaging --timeout-multiplier 4
+  meson_tests asan build-asan --no-suite packaging --no-suite python --timeout-multiplier 4
   read -r p f s <<<"$LAST_COUNTS"
   count asan "$p" "$f" "$( [ "$s" -gt 0 ] && echo "$s skipped")"
   unset ASAN_OPTIONS UBSAN_OPTIONS
