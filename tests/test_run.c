@@ -124,7 +124,8 @@ static void test_input_checks(ptc_executable* exe) {
             "expected 1 inputs, got 0");
   in = tensor(x, PTC_F32, s3, 2, NULL);
   in.device.device_type = PTC_DEVICE_CUDA;
-  CHECK_ERR(ptc_executable_run_alloc(exe, &in, 1, NULL, &r), PTC_CODE_UNIMPLEMENTED, "device");
+  CHECK_ERR(ptc_executable_run_alloc(exe, &in, 1, NULL, &r), PTC_CODE_INVALID_ARGUMENT,
+            "tensor on cuda");
   CHECK(r == NULL);
 }
 

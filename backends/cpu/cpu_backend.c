@@ -215,5 +215,11 @@ static ptc_status cpu_run(void* state, const ptc_graph* g, const ptc_tensor* inp
 }
 
 const backend_vtable ptc_cpu_backend = {
-    "cpu", cpu_unavailable, cpu_prepare, cpu_run, cpu_destroy, cpu_describe, cpu_num_kernels,
+    .name = "cpu",
+    .unavailable_reason = cpu_unavailable,
+    .prepare = cpu_prepare,
+    .run = cpu_run,
+    .destroy = cpu_destroy,
+    .describe = cpu_describe,
+    .num_kernels = cpu_num_kernels,
 };

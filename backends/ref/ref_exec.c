@@ -234,5 +234,11 @@ static size_t ref_num_kernels(const void* state, const ptc_graph* g) {
 }
 
 const backend_vtable ptc_ref_backend = {
-    "ref", ref_unavailable, ref_prepare, ref_run, ref_destroy, ref_describe, ref_num_kernels,
+    .name = "ref",
+    .unavailable_reason = ref_unavailable,
+    .prepare = ref_prepare,
+    .run = ref_run,
+    .destroy = ref_destroy,
+    .describe = ref_describe,
+    .num_kernels = ref_num_kernels,
 };

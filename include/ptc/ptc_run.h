@@ -27,7 +27,11 @@ typedef struct ptc_dl_dtype {
 } ptc_dl_dtype;
 /** Layout of DLTensor: a borrowed view of memory. `strides` (in elements) may
  * be NULL for contiguous. A `DLTensor*` can be passed where a
- * `const ptc_tensor*` is expected. */
+ * `const ptc_tensor*` is expected. `device` says where `data` lives: the
+ * "ref" and "cpu" backends take PTC_DEVICE_CPU tensors, the "cuda" backend
+ * PTC_DEVICE_CUDA tensors (device memory of the CUDA device the backend
+ * uses, device_id 0; `data` is a CUdeviceptr); a tensor on another device
+ * is an INVALID_ARGUMENT naming the input or output and both devices. */
 typedef struct ptc_tensor {
   void* data;
   ptc_device device;
@@ -49,7 +53,10 @@ PTC_API size_t ptc_backend_count(void);
 /** Name of backend `i` or NULL. Static string. Thread-safe. */
 PTC_API const char* ptc_backend_name(size_t i);
 /** Whether backend `name` can run here; if not, a static reason is stored in
- * `*reason` (may be NULL). Returns 0 for unknown names. Thread-safe. */
+ * `*reason` (may be NULL), e.g. for "cuda": "libcuda.so.1 not found: ...",
+ * "NVRTC (libnvrtc.so.13/.12) not found: ..." or "no CUDA device" (the
+ * first query of "cuda" opens those libraries and initialises the driver).
+ * Returns 0 for unknown names. Thread-safe. */
 PTC_API int ptc_backend_available(const char* name, const char** reason);
 
 /* ---- compile ----------------------------------------------------------------- */
@@ -67,8 +74,9 @@ typedef struct ptc_dynamic_dim {
 /** Compile options. */
 typedef struct ptc_compile_options {
   size_t struct_size;
-  /** "ref" (reference interpreter, also called "eager") or "cpu" (fused C +
-   * OpenMP kernels); default "ref". */
+  /** "ref" (reference interpreter, also called "eager"), "cpu" (fused C +
+   * OpenMP kernels) or "cuda" (fused CUDA kernels compiled with NVRTC, for
+   * CUDA tensors; see ptc_backend_available); default "ref". */
   const char* backend;
   /** "default" or "max-autotune" (reserved); NULL = default. */
   const char* mode;
@@ -114,12 +122,25 @@ PTC_API size_t ptc_executable_num_kernels(const ptc_executable* exe);
 PTC_API size_t ptc_executable_num_inputs(const ptc_executable* exe);
 PTC_API size_t ptc_executable_num_outputs(const ptc_executable* exe);
 
-/** Run options. */
+/** Run options. Fields are only ever appended: a caller compiled against an
+ * older header passes its smaller struct_size and the later fields keep
+ * their defaults. */
 typedef struct ptc_run_options {
   size_t struct_size;
   /** Seed of the counter-based RNG used by rand/randn/bernoulli nodes that
    * have no "seed" attribute. Default 0. */
   uint64_t seed;
+  /** Device backends ("cuda"): the stream the run is ordered on, a
+   * `CUstream` (or `cudaStream_t`, the same handle) of the device's primary
+   * context, such as PyTorch's current stream; NULL (default) = the legacy
+   * default stream. The run's kernels, copies and the outputs of
+   * ptc_executable_run_alloc are ordered on this stream: the call may
+   * return before they finish (synchronise the stream before reading the
+   * outputs on the host or from another stream), except that a run whose
+   * kernels can report errors (out-of-range indices, integer division by
+   * zero) or that executes ops on the host waits for the stream. The
+   * library never destroys the stream. Ignored by host backends. */
+  void* stream;
 } ptc_run_options;
 /** Fills defaults. Never fails. */
 PTC_API void ptc_run_options_init(ptc_run_options* opts);
@@ -128,8 +149,10 @@ PTC_API void ptc_run_options_init(ptc_run_options* opts);
  * of the right dtype and shape (strides may be NULL = contiguous). Inputs are
  * checked against the executable's guards on every run: a mismatch is an
  * INVALID_ARGUMENT status such as "input 0 dim 1: expected 128, got 64".
- * Errors: INVALID_ARGUMENT, UNIMPLEMENTED (unsupported device), op errors
- * (e.g. an index out of range in gather), RESOURCE_EXHAUSTED. Thread-safe. */
+ * Inputs and outputs must be on the backend's device (see ptc_tensor).
+ * Errors: INVALID_ARGUMENT (including a tensor on the wrong device), op
+ * errors (e.g. an index out of range in gather), RESOURCE_EXHAUSTED,
+ * INTERNAL (a device failure, with the driver's error). Thread-safe. */
 PTC_API PTC_MUST_USE ptc_status ptc_executable_run(const ptc_executable* exe,
                                                    const ptc_tensor* inputs, size_t n_inputs,
                                                    const ptc_tensor* outputs, size_t n_outputs,
@@ -139,7 +162,7 @@ PTC_API PTC_MUST_USE ptc_status ptc_executable_run(const ptc_executable* exe,
  * static sizes, symbolic-size guards) without running, and describes the
  * outputs a run with these inputs produces: for each of the `n_outputs`
  * entries (must equal ptc_executable_num_outputs) it sets `ndim`, `dtype`
- * and `device` and writes the sizes into `outputs[i].shape`, which the caller
+ * and `device` (the backend's device: cpu, or cuda device 0) and writes the sizes into `outputs[i].shape`, which the caller
  * points at PTC_MAX_RANK int64_t entries beforehand; `data`, `strides` and
  * `byte_offset` are left as they are. Hosts use it to allocate outputs with
  * their own allocator (contiguous) and to test whether an executable accepts
@@ -155,8 +178,13 @@ PTC_API PTC_MUST_USE ptc_status ptc_executable_infer_outputs(const ptc_executabl
 
 /** Outputs allocated by the library for one run. */
 typedef struct ptc_results ptc_results;
-/** Runs and allocates the outputs (contiguous, with the context's allocator);
- * the caller owns `*out` and frees it with ptc_results_destroy(). Errors as
+/** Runs and allocates the outputs (contiguous): with the context's
+ * allocator for host backends; for device backends in device memory from
+ * the backend's caching allocator, on the run's stream (see
+ * ptc_run_options.stream), and ptc_results_destroy returns that memory to
+ * the cache, where only work later queued on the same stream reuses it
+ * (destroying results while that stream still reads them is safe). The
+ * caller owns `*out` and frees it with ptc_results_destroy(). Errors as
  * ptc_executable_run. Thread-safe. */
 PTC_API PTC_MUST_USE ptc_status ptc_executable_run_alloc(const ptc_executable* exe,
                                                          const ptc_tensor* inputs,
@@ -165,9 +193,11 @@ PTC_API PTC_MUST_USE ptc_status ptc_executable_run_alloc(const ptc_executable* e
                                                          ptc_results** out);
 /** Number of tensors in `r` (0 for NULL). */
 PTC_API size_t ptc_results_count(const ptc_results* r);
-/** Tensor `i` of `r`, owned by `r`; NULL if out of range. */
+/** Tensor `i` of `r`, owned by `r`; NULL if out of range. Its `device` is
+ * the executable's backend's device (device memory for "cuda"). */
 PTC_API const ptc_tensor* ptc_results_get(const ptc_results* r, size_t i);
-/** Frees `r` and its tensors. Accepts NULL. */
+/** Frees `r` and its tensors (device memory goes back to the backend's
+ * cache). Accepts NULL. Thread-safe for distinct results. */
 PTC_API void ptc_results_destroy(ptc_results* r);
 
 /* ---- host-registered extern ops (custom ops) -------------------------------------

@@ -25,6 +25,24 @@ typedef struct backend_vtable {
   void (*describe)(const void* state, const ptc_graph* g, ptc_strbuf* sb);
   /** Kernels + extern calls per run. */
   size_t (*num_kernels)(const void* state, const ptc_graph* g);
+  /* ---- device backends (appended; host backends leave these zero) -------
+   * A device backend runs on tensors of its own device type: inputs,
+   * caller outputs and the outputs of ptc_executable_run_alloc live there. */
+  /** DLPack device type of every tensor `run` takes; 0 = PTC_DEVICE_CPU. */
+  int32_t device_type;
+  /** Like `run`, on the caller's stream (an opaque handle such as a
+   * CUstream; NULL = the backend's default stream). The run is ordered on
+   * that stream and may still be executing when this returns. When set,
+   * ptc_executable_run(_alloc) call it instead of `run`. */
+  ptc_status (*run_stream)(void* state, const ptc_graph* g, const ptc_tensor* inputs,
+                           size_t n_in, const ptc_tensor* outputs, size_t n_out,
+                           const int64_t* sym_values, size_t n_syms, uint64_t seed,
+                           void* stream);
+  /** Device memory of `bytes` bytes (> 0) for the outputs of
+   * ptc_executable_run_alloc, usable in order on `stream`; freed with
+   * `free`. Thread-safe. NULL for host backends (context allocator). */
+  ptc_status (*alloc)(size_t bytes, void* stream, void** out);
+  void (*free)(void* p);
 } backend_vtable;
 
 /** Built-in backends (NULL-terminated lookup). */
@@ -37,6 +55,16 @@ extern const backend_vtable ptc_ref_backend;
 /** The CPU backend's table (backends/cpu/cpu_backend.c): fused C + OpenMP
  * kernels compiled with the system C compiler. */
 extern const backend_vtable ptc_cpu_backend;
+/** The CUDA backend's table (backends/cuda/cuda_backend.c): CUDA C kernels
+ * compiled with NVRTC, launched through the driver API (libcuda.so.1 and
+ * NVRTC are opened at run time; unavailable without them or a device). */
+extern const backend_vtable ptc_cuda_backend;
+
+/** The device type a backend's tensors live on (PTC_DEVICE_CPU unless the
+ * backend sets device_type). */
+int32_t backend_device_type(const backend_vtable* b);
+/** "cpu", "cuda" or "device type N" (static or thread-local text). */
+const char* runtime_device_name(int32_t device_type);
 
 /** Checks the inputs against the graph (count, device, rank, dtype, static
  * sizes, symbol consistency, guards) and fills sym_values[n_syms] (n_syms =
@@ -44,6 +72,13 @@ extern const backend_vtable ptc_cpu_backend;
  * "input 0 dim 1: expected 128, got 64". */
 ptc_status runtime_bind_inputs(const ptc_graph* g, const ptc_tensor* inputs, size_t n_in,
                                int64_t* sym_values, size_t n_syms);
+/** The same for a backend whose tensors live on `device_type` (named
+ * `backend` in messages): an input on another device is INVALID_ARGUMENT
+ * "input 0 (x): tensor on cpu, but backend 'cuda' runs on cuda tensors".
+ * runtime_bind_inputs is this with PTC_DEVICE_CPU and "this backend". */
+ptc_status runtime_bind_inputs_on(const ptc_graph* g, int32_t device_type, const char* backend,
+                                  const ptc_tensor* inputs, size_t n_in, int64_t* sym_values,
+                                  size_t n_syms);
 /** Evaluates value v's shape with the bound symbols into shape[rank]. */
 ptc_status runtime_value_shape(const ptc_graph* g, ptc_value v, const int64_t* sym_values,
                                size_t n_syms, int64_t* shape);

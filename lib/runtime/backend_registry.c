@@ -1,10 +1,12 @@
 /* backend_registry.c - the built-in backends and the public backend queries;
- * DLPack dtype mapping. */
+ * device types of backends; DLPack dtype mapping. */
 #include "backend.h"
 
+#include <stdio.h>
 #include <string.h>
 
-static const backend_vtable* const builtin[] = {&ptc_ref_backend, &ptc_cpu_backend};
+static const backend_vtable* const builtin[] = {&ptc_ref_backend, &ptc_cpu_backend,
+                                                &ptc_cuda_backend};
 #define N_BUILTIN (sizeof builtin / sizeof builtin[0])
 
 /* Aliases: "eager" is the reference interpreter (as torch.compile's eager). */
@@ -23,6 +25,18 @@ const backend_vtable* backend_find(const char* name) {
   for (size_t i = 0; i < N_BUILTIN; i++)
     if (strcmp(builtin[i]->name, name) == 0) return builtin[i];
   return NULL;
+}
+
+int32_t backend_device_type(const backend_vtable* b) {
+  return b && b->device_type ? b->device_type : PTC_DEVICE_CPU;
+}
+
+const char* runtime_device_name(int32_t device_type) {
+  static _Thread_local char buf[32];
+  if (device_type == PTC_DEVICE_CPU) return "cpu";
+  if (device_type == PTC_DEVICE_CUDA) return "cuda";
+  snprintf(buf, sizeof buf, "device type %d", (int)device_type);
+  return buf;
 }
 
 size_t ptc_backend_count(void) { return backend_count(); }

@@ -2,16 +2,26 @@
  * guards, and binds size symbols to concrete values. */
 #include "backend.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define UNBOUND INT64_MIN
 
-static ptc_status check_one(const ptc_graph* g, size_t i, const gvalue* v, const ptc_tensor* t) {
+typedef struct bind_device {
+  int32_t type;        /* the backend's device type */
+  const char* backend; /* its name, for messages */
+} bind_device;
+
+static ptc_status check_one(const bind_device* dev, size_t i, const gvalue* v,
+                            const ptc_tensor* t) {
   if (!t) return PTC_ERR(INVALID_ARGUMENT, "input %zu (%s): NULL tensor", i, v->name);
-  if (t->device.device_type != PTC_DEVICE_CPU)
-    return PTC_ERR(UNIMPLEMENTED, "input %zu (%s): device type %d is not supported by this "
-                   "backend (cpu memory expected)", i, v->name, (int)t->device.device_type);
+  if (t->device.device_type != dev->type) {
+    char got[32];
+    snprintf(got, sizeof got, "%s", runtime_device_name(t->device.device_type));
+    return PTC_ERR(INVALID_ARGUMENT, "input %zu (%s): tensor on %s, but backend '%s' runs on "
+                   "%s tensors", i, v->name, got, dev->backend, runtime_device_name(dev->type));
+  }
   int32_t dt = ptc_dtype_from_dl(t->dtype);
   if (dt != v->dtype)
     return PTC_ERR(INVALID_ARGUMENT, "input %zu (%s): expected dtype %s, got %s", i, v->name,
@@ -34,7 +44,6 @@ static ptc_status check_one(const ptc_graph* g, size_t i, const gvalue* v, const
       return PTC_ERR(INVALID_ARGUMENT, "input %zu dim %d: negative strides are not supported", i,
                      (int)d);
   }
-  (void)g;
   return PTC_OK;
 }
 
@@ -72,6 +81,13 @@ static void solve_linear(const sym_expr* e, int64_t* vals, size_t n_syms, int64_
 
 ptc_status runtime_bind_inputs(const ptc_graph* g, const ptc_tensor* inputs, size_t n_in,
                                int64_t* vals, size_t n_syms) {
+  return runtime_bind_inputs_on(g, PTC_DEVICE_CPU, "this backend", inputs, n_in, vals, n_syms);
+}
+
+ptc_status runtime_bind_inputs_on(const ptc_graph* g, int32_t device_type, const char* backend,
+                                  const ptc_tensor* inputs, size_t n_in, int64_t* vals,
+                                  size_t n_syms) {
+  bind_device dev = {device_type, backend};
   if (n_in != g->inputs.len)
     return PTC_ERR(INVALID_ARGUMENT, "expected %zu inputs, got %zu", g->inputs.len, n_in);
   if (n_in && !inputs) return PTC_ERR(INVALID_ARGUMENT, "inputs is NULL");
@@ -80,7 +96,7 @@ ptc_status runtime_bind_inputs(const ptc_graph* g, const ptc_tensor* inputs, siz
   for (size_t i = 0; i < n_in; i++) {
     const gvalue* v = graph_value(g, PTC_VEC_AT(&g->inputs, ptc_value, i));
     const ptc_tensor* t = &inputs[i];
-    PTC_TRY(check_one(g, i, v, t));
+    PTC_TRY(check_one(&dev, i, v, t));
     for (uint32_t d = 0; d < v->rank; d++) {
       const sym_expr* e = v->shape[d];
       int64_t c, got = t->shape[d];

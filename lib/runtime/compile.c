@@ -1,5 +1,7 @@
 /* compile.c - ptc_compile and executables: snapshot the graph, hand it to a
- * backend, and run it with input checking and optional output allocation. */
+ * backend, and run it with input checking and optional output allocation
+ * (host memory from the context's allocator, or device memory from a device
+ * backend's allocator; the run's stream comes from the run options). */
 #include "backend.h"
 
 #include <stdatomic.h>
@@ -18,6 +20,7 @@ struct ptc_executable {
 
 struct ptc_results {
   ptc_context* ctx;
+  const backend_vtable* device; /* non-NULL: tensors are this backend's device memory */
   size_t n;
   ptc_tensor* t;
   int64_t* dims; /* shape storage for all tensors */
@@ -134,13 +137,33 @@ size_t ptc_executable_num_kernels(const ptc_executable* e) {
 size_t ptc_executable_num_inputs(const ptc_executable* e) { return e ? e->graph->inputs.len : 0; }
 size_t ptc_executable_num_outputs(const ptc_executable* e) { return e ? e->graph->outputs.len : 0; }
 
-static ptc_status read_run_options(const ptc_run_options* opts, uint64_t* seed) {
-  *seed = 0;
+typedef struct run_opts {
+  uint64_t seed;
+  void* stream;
+} run_opts;
+
+/* Reads the fields the caller's struct_size covers (older callers pass a
+ * smaller struct: later fields keep their defaults). */
+static ptc_status read_run_options(const ptc_run_options* opts, run_opts* r) {
+  r->seed = 0;
+  r->stream = NULL;
   if (!opts) return PTC_OK;
   if (opts->struct_size < offsetof(ptc_run_options, seed) + sizeof(uint64_t))
     return PTC_ERR(INVALID_ARGUMENT, "run options struct_size too small");
-  *seed = opts->seed;
+  r->seed = opts->seed;
+  if (opts->struct_size >= offsetof(ptc_run_options, stream) + sizeof(void*))
+    r->stream = opts->stream;
   return PTC_OK;
+}
+
+static ptc_status backend_run(const ptc_executable* e, const ptc_tensor* in, size_t n_in,
+                              const ptc_tensor* out, size_t n_out, const int64_t* vals,
+                              size_t n_syms, const run_opts* ro) {
+  const backend_vtable* b = e->backend;
+  if (b->run_stream)
+    return b->run_stream(e->state, e->graph, in, n_in, out, n_out, vals, n_syms, ro->seed,
+                         ro->stream);
+  return b->run(e->state, e->graph, in, n_in, out, n_out, vals, n_syms, ro->seed);
 }
 
 /* Binds inputs; returns malloc'ed symbol values in *vals. */
@@ -149,7 +172,8 @@ static ptc_status bind(const ptc_executable* e, const ptc_tensor* in, size_t n_i
   *n_syms = sym_num_vars(e->graph->env);
   *vals = calloc(*n_syms + 1, sizeof **vals);
   if (!*vals) return ptc_status_oom();
-  ptc_status s = runtime_bind_inputs(e->graph, in, n_in, *vals, *n_syms);
+  ptc_status s = runtime_bind_inputs_on(e->graph, backend_device_type(e->backend),
+                                        e->backend->name, in, n_in, *vals, *n_syms);
   if (s) {
     free(*vals);
     *vals = NULL;
@@ -169,8 +193,13 @@ static ptc_status check_outputs(const ptc_executable* e, const ptc_tensor* out, 
     int64_t shape[PTC_MAX_RANK];
     PTC_TRY(runtime_value_shape(g, v, vals, n_syms, shape));
     const ptc_tensor* t = &out[i];
-    if (t->device.device_type != PTC_DEVICE_CPU)
-      return PTC_ERR(UNIMPLEMENTED, "output %zu: only cpu memory is supported", i);
+    int32_t want_dev = backend_device_type(e->backend);
+    if (t->device.device_type != want_dev) {
+      char got[32];
+      snprintf(got, sizeof got, "%s", runtime_device_name(t->device.device_type));
+      return PTC_ERR(INVALID_ARGUMENT, "output %zu: tensor on %s, but backend '%s' runs on %s "
+                     "tensors", i, got, e->backend->name, runtime_device_name(want_dev));
+    }
     if (ptc_dtype_from_dl(t->dtype) != gv->dtype)
       return PTC_ERR(INVALID_ARGUMENT, "output %zu: expected dtype %s", i, ptc_dtype_name(gv->dtype));
     if (t->ndim < 0 || (uint32_t)t->ndim != gv->rank || (t->ndim && !t->shape))
@@ -191,13 +220,13 @@ static ptc_status check_outputs(const ptc_executable* e, const ptc_tensor* out, 
 ptc_status ptc_executable_run(const ptc_executable* e, const ptc_tensor* inputs, size_t n_in,
                               const ptc_tensor* outputs, size_t n_out, const ptc_run_options* opts) {
   if (!e) return PTC_ERR(INVALID_ARGUMENT, "ptc_executable_run: NULL executable");
-  uint64_t seed;
-  PTC_TRY(read_run_options(opts, &seed));
+  run_opts ro;
+  PTC_TRY(read_run_options(opts, &ro));
   int64_t* vals;
   size_t n_syms;
   PTC_TRY(bind(e, inputs, n_in, &vals, &n_syms));
   ptc_status s = check_outputs(e, outputs, n_out, vals, n_syms);
-  if (!s) s = e->backend->run(e->state, e->graph, inputs, n_in, outputs, n_out, vals, n_syms, seed);
+  if (!s) s = backend_run(e, inputs, n_in, outputs, n_out, vals, n_syms, &ro);
   free(vals);
   return s;
 }
@@ -222,7 +251,7 @@ ptc_status ptc_executable_infer_outputs(const ptc_executable* e, const ptc_tenso
     s = runtime_value_shape(g, v, vals, n_syms, outputs[i].shape);
     outputs[i].ndim = (int32_t)gv->rank;
     outputs[i].dtype = ptc_dtype_to_dl(gv->dtype);
-    outputs[i].device.device_type = PTC_DEVICE_CPU;
+    outputs[i].device.device_type = backend_device_type(e->backend);
     outputs[i].device.device_id = 0;
   }
   free(vals);
@@ -231,7 +260,12 @@ ptc_status ptc_executable_infer_outputs(const ptc_executable* e, const ptc_tenso
 
 void ptc_results_destroy(ptc_results* r) {
   if (!r) return;
-  for (size_t i = 0; i < r->n; i++) ptc_free_ctx(r->ctx, r->t[i].data, r->bytes[i], 64);
+  for (size_t i = 0; i < r->n; i++) {
+    if (!r->device)
+      ptc_free_ctx(r->ctx, r->t[i].data, r->bytes[i], 64);
+    else if (r->t[i].data)
+      r->device->free(r->t[i].data);
+  }
   ptc_context_release(r->ctx);
   free(r->t);
   free(r->dims);
@@ -239,13 +273,31 @@ void ptc_results_destroy(ptc_results* r) {
   free(r);
 }
 
+/* Memory of one output: the context's allocator (64 bytes of slack), or the
+ * device backend's (none for empty outputs). */
+static ptc_status alloc_one(const ptc_executable* e, ptc_results* r, size_t i, int64_t bytes,
+                            void* stream) {
+  ptc_tensor* t = &r->t[i];
+  if (r->device) {
+    r->bytes[i] = (size_t)bytes;
+    return bytes > 0 ? r->device->alloc((size_t)bytes, stream, &t->data) : PTC_OK;
+  }
+  r->bytes[i] = (size_t)bytes + 64;
+  t->data = ptc_alloc_ctx(e->ctx, r->bytes[i], 64);
+  if (!t->data)
+    return PTC_ERR(RESOURCE_EXHAUSTED, "out of memory for output %zu (%lld bytes)", i,
+                   (long long)bytes);
+  return PTC_OK;
+}
+
 static ptc_status alloc_results(const ptc_executable* e, const int64_t* vals, size_t n_syms,
-                                ptc_results** out) {
+                                void* stream, ptc_results** out) {
   const ptc_graph* g = e->graph;
   size_t n = g->outputs.len;
   ptc_results* r = calloc(1, sizeof *r);
   if (!r) return ptc_status_oom();
   r->ctx = ptc_context_retain(e->ctx);
+  r->device = e->backend->alloc && e->backend->free ? e->backend : NULL;
   r->t = calloc(n + 1, sizeof *r->t);
   r->dims = calloc(n * PTC_MAX_RANK + 1, sizeof *r->dims);
   r->bytes = calloc(n + 1, sizeof *r->bytes);
@@ -264,19 +316,14 @@ static ptc_status alloc_results(const ptc_executable* e, const int64_t* vals, si
     if (!s && !ptc_mul_ok(numel, (int64_t)ptc_dtype_size(gv->dtype), &bytes))
       s = PTC_ERR(RESOURCE_EXHAUSTED, "output too large");
     ptc_tensor* t = &r->t[i];
-    if (!s) {
-      r->bytes[i] = (size_t)bytes + 64;
-      t->data = ptc_alloc_ctx(e->ctx, r->bytes[i], 64);
-      if (!t->data) s = PTC_ERR(RESOURCE_EXHAUSTED, "out of memory for output %zu (%lld bytes)",
-                                i, (long long)bytes);
-    }
+    if (!s) s = alloc_one(e, r, i, bytes, stream);
     if (s) {
       r->n = i;
       ptc_results_destroy(r);
       return s;
     }
     r->n = i + 1;
-    t->device.device_type = PTC_DEVICE_CPU;
+    t->device.device_type = backend_device_type(e->backend);
     t->ndim = (int32_t)gv->rank;
     t->dtype = ptc_dtype_to_dl(gv->dtype);
     t->shape = shape;
@@ -289,15 +336,14 @@ static ptc_status alloc_results(const ptc_executable* e, const int64_t* vals, si
 ptc_status ptc_executable_run_alloc(const ptc_executable* e, const ptc_tensor* inputs, size_t n_in,
                                     const ptc_run_options* opts, ptc_results** out) {
   if (!e || !out) return PTC_ERR(INVALID_ARGUMENT, "ptc_executable_run_alloc: NULL argument");
-  uint64_t seed;
-  PTC_TRY(read_run_options(opts, &seed));
+  run_opts ro;
+  PTC_TRY(read_run_options(opts, &ro));
   int64_t* vals;
   size_t n_syms;
   PTC_TRY(bind(e, inputs, n_in, &vals, &n_syms));
   ptc_results* r = NULL;
-  ptc_status s = alloc_results(e, vals, n_syms, &r);
-  if (!s)
-    s = e->backend->run(e->state, e->graph, inputs, n_in, r->t, r->n, vals, n_syms, seed);
+  ptc_status s = alloc_results(e, vals, n_syms, ro.stream, &r);
+  if (!s) s = backend_run(e, inputs, n_in, r->t, r->n, vals, n_syms, &ro);
   free(vals);
   if (s) {
     ptc_results_destroy(r);
