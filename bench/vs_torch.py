@@ -1,0 +1,571 @@
+#!/usr/bin/env python3
+# vs_torch.py - libptc against PyTorch, in one process and one run, on the
+# same inputs: PyTorch eager, torch.compile (Inductor, PyTorch >= 2), ptc
+# through the FX bridge (ptc.from_fx on torch.fx.symbolic_trace) and ptc as a
+# torch.compile backend (PyTorch >= 2). For each workload and system: the
+# first call (compile) time, the median of repeated warm calls, the maximum
+# error against eager (rows out of tolerance are marked WRONG), speed-ups of
+# ptc, achieved GB/s or GFLOP/s, and the machine's copy bandwidth as the
+# ceiling of the memory-bound rows. Prints a Markdown table, writes JSON.
+# Workloads and sizes: bench/vs_torch_models.py. How to read it:
+# docs/benchmarks.md (section vs_torch).
+#
+# Usage: PTC_PYTHONPATH=<build>/python /usr/bin/python3 bench/vs_torch.py
+#          [--device cpu|cuda] [--dtype float32|bfloat16] [--json OUT]
+#          [--only NAME,...] [--systems eager,inductor,ptc-fx,ptc-backend]
+#          [--repeat N] [--quick] [--threads N] [--hf auto|yes|no] [--keep-cache]
+
+import argparse
+import gc
+import json
+import os
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import traceback
+
+SYSTEMS = ["eager", "inductor", "ptc-fx", "ptc-backend"]
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description="libptc against PyTorch eager and torch.compile")
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    p.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
+    p.add_argument("--json", metavar="OUT", default=None,
+                   help="JSON results (default bench/results/vs_torch-<device>-<dtype>.json)")
+    p.add_argument("--only", default=None, help="comma-separated workload names (or substrings)")
+    p.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated subset of " + ",".join(SYSTEMS))
+    p.add_argument("--repeat", type=int, default=None, help="timed samples per measurement (default: ~1 s worth)")
+    p.add_argument("--quick", action="store_true", help="~0.2 s per measurement, smaller models")
+    p.add_argument("--threads", type=int, default=None,
+                   help="cpu threads for torch and ptc (default: the CPUs this process may use)")
+    p.add_argument("--hf", choices=["auto", "yes", "no"], default="auto",
+                   help="BERT/GPT-2 from transformers (auto: when importable) or hand-written")
+    p.add_argument("--blas", choices=["auto", "system"], default="auto",
+                   help="cpu: auto re-runs under Debian's OpenBLAS when torch would load the netlib "
+                        "reference BLAS and OpenBLAS is installed; system keeps what the loader picks")
+    p.add_argument("--keep-cache", action="store_true",
+                   help="use the usual ptc/Inductor caches (default: fresh empty ones, so first calls are cold)")
+    a = p.parse_args(argv)
+    a.systems = [s.strip() for s in a.systems.split(",") if s.strip()]
+    for s in a.systems:
+        if s not in SYSTEMS:
+            p.error(f"unknown system {s!r} (choose from {', '.join(SYSTEMS)})")
+    return a
+
+
+ARGS = parse_args()
+
+# Thread count and cache folders must be set before torch/ptc start.
+if ARGS.device == "cpu":
+    if ARGS.threads is None:
+        ARGS.threads = int(os.environ.get("OMP_NUM_THREADS", 0)) or len(os.sched_getaffinity(0))
+    os.environ["OMP_NUM_THREADS"] = str(ARGS.threads)
+CACHE_ROOT = None
+if not ARGS.keep_cache:
+    CACHE_ROOT = tempfile.mkdtemp(prefix="vs_torch-cache-")
+    os.environ["PTC_CACHE_DIR"] = os.path.join(CACHE_ROOT, "ptc")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(CACHE_ROOT, "inductor")
+    os.environ["TRITON_CACHE_DIR"] = os.path.join(CACHE_ROOT, "triton")
+
+import torch  # noqa: E402
+
+OPENBLAS_DIRS = ["/usr/lib/x86_64-linux-gnu/openblas-openmp", "/usr/lib/x86_64-linux-gnu/openblas-pthread",
+                 "/usr/lib/aarch64-linux-gnu/openblas-openmp", "/usr/lib/aarch64-linux-gnu/openblas-pthread"]
+
+
+def loaded_blas():
+    """Path of the BLAS shared library this process loaded (None if none is visible)."""
+    try:
+        with open("/proc/self/maps") as f:
+            libs = {line.split()[-1] for line in f if ".so" in line}
+    except OSError:
+        return None
+    for name in ("mkl", "openblas", "blis", "libblas"):
+        for lib in sorted(libs):
+            if name in os.path.basename(lib).lower():
+                return lib
+    return None
+
+
+def maybe_reexec_with_openblas():
+    """Debian's torch links libblas.so.3, which is the netlib reference BLAS (about
+    15x slower at GEMM) unless an optimised one is the selected alternative. A
+    baseline on reference BLAS is no baseline: re-run this script with OpenBLAS
+    first on the library path when it is installed (libopenblas0-openmp)."""
+    if ARGS.blas != "auto" or ARGS.device != "cpu" or os.environ.get("VS_TORCH_REEXEC"):
+        return
+    blas = loaded_blas()
+    if not blas or "/blas/libblas" not in blas:
+        return
+    for d in OPENBLAS_DIRS:
+        if os.path.exists(os.path.join(d, "libblas.so.3")):
+            env = dict(os.environ, VS_TORCH_REEXEC="1",
+                       LD_LIBRARY_PATH=d + (":" + os.environ["LD_LIBRARY_PATH"] if os.environ.get("LD_LIBRARY_PATH") else ""))
+            if CACHE_ROOT:
+                shutil.rmtree(CACHE_ROOT, ignore_errors=True)
+            print(f"vs_torch: torch loaded the reference BLAS ({blas}); re-running with "
+                  f"LD_LIBRARY_PATH={d} (--blas system to keep it)", file=sys.stderr, flush=True)
+            os.execve(sys.executable, [sys.executable] + sys.argv, env)
+
+
+maybe_reexec_with_openblas()
+
+sys.path.insert(0, HERE)
+import vs_torch_models as W  # noqa: E402
+
+TORCH2 = int(torch.__version__.split(".")[0]) >= 2 and hasattr(torch, "compile")
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def import_ptc():
+    """Imports ptc from $PTC_PYTHONPATH (or sys.path); exits with a clear message."""
+    pp = os.environ.get("PTC_PYTHONPATH")
+    if pp:
+        sys.path.insert(0, pp)
+    try:
+        import ptc
+        return ptc
+    except Exception as e:  # ImportError, or the extension refusing this Python
+        where = f"PTC_PYTHONPATH={pp}" if pp else "PTC_PYTHONPATH is not set"
+        sys.exit(f"vs_torch: cannot import ptc ({type(e).__name__}: {e}); {where}.\n"
+                 f"Build the binding and point PTC_PYTHONPATH at the build's python/ folder:\n"
+                 f"  meson setup /tmp/b && ninja -C /tmp/b\n"
+                 f"  PTC_PYTHONPATH=/tmp/b/python {sys.executable} {' '.join(sys.argv)}\n"
+                 f"or leave ptc out with --systems eager,inductor.")
+
+
+# ---- timing -------------------------------------------------------------------------------
+def sync():
+    if ARGS.device == "cuda":
+        torch.cuda.synchronize()
+
+
+def timed_call(fn, inputs):
+    sync()
+    t0 = time.perf_counter()
+    out = fn(*inputs)
+    sync()
+    return out, time.perf_counter() - t0
+
+
+def measure(fn, inputs):
+    """Median seconds per call. A sample is a batch of `inner` calls lasting at
+    least MIN_SAMPLE seconds (one call for all but small workloads), timed with
+    the device synchronised at both ends; samples fill ~TARGET seconds."""
+    target = 0.2 if ARGS.quick else 1.0
+    min_sample = 0.005 if ARGS.quick else 0.01
+    # warm-up, which also estimates the time of one call
+    _, t1 = timed_call(fn, inputs)
+    if not ARGS.quick:
+        _, t = timed_call(fn, inputs)
+        t1 = min(t1, t)
+    inner = max(1, int(min_sample / max(t1, 1e-7)) + 1) if t1 < min_sample else 1
+    if ARGS.repeat:
+        samples = ARGS.repeat
+    else:
+        samples = int(target / max(t1 * inner, 1e-9))
+        samples = max(3, min(samples, 30 if ARGS.quick else 200))
+    times = []
+    for _ in range(samples):
+        sync()
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            fn(*inputs)
+        sync()
+        times.append((time.perf_counter() - t0) / inner)
+    return statistics.median(times), dict(samples=samples, inner=inner,
+                                          min_s=min(times), max_s=max(times))
+
+
+# ---- outputs and correctness ---------------------------------------------------------------
+def flatten(out):
+    """Tensors of an output structure (tensor, tuple/list, dict, ModelOutput), in order."""
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, dict) or hasattr(out, "to_tuple"):
+        if "last_hidden_state" in out:  # a transformers output: the hidden state is what we compare
+            return [out["last_hidden_state"]]
+        return [t for v in out.values() for t in flatten(v)]
+    if isinstance(out, (list, tuple)):
+        return [t for v in out for t in flatten(v)]
+    return []
+
+
+def compare(ref, out, tol):
+    """(max abs error, normalised error, ok, message)."""
+    r, o = flatten(ref), flatten(out)
+    if len(r) != len(o):
+        return None, None, False, f"{len(o)} outputs, eager has {len(r)}"
+    worst_abs, worst_norm = 0.0, 0.0
+    for i, (a, b) in enumerate(zip(r, o)):
+        if tuple(a.shape) != tuple(b.shape):
+            return None, None, False, f"output {i}: shape {tuple(b.shape)}, eager {tuple(a.shape)}"
+        if a.dtype != b.dtype:
+            return None, None, False, f"output {i}: dtype {b.dtype}, eager {a.dtype}"
+        if a.numel() == 0:
+            continue
+        a32, b32 = a.detach().float(), b.detach().float()
+        if a32.device != b32.device:
+            b32 = b32.to(a32.device)
+        nan_mismatch = bool((torch.isnan(a32) != torch.isnan(b32)).any())
+        diff = (a32 - b32).abs()
+        diff = torch.where(torch.isnan(a32) & torch.isnan(b32), torch.zeros_like(diff), diff)
+        same_inf = torch.isinf(a32) & (a32 == b32)
+        diff = torch.where(same_inf, torch.zeros_like(diff), diff)
+        err = float(diff.max()) if not nan_mismatch else float("inf")
+        finite = a32[torch.isfinite(a32)]
+        scale = max(1.0, float(finite.abs().max())) if finite.numel() else 1.0
+        worst_abs = max(worst_abs, err)
+        worst_norm = max(worst_norm, err / scale)
+    ok = worst_norm <= tol
+    return worst_abs, worst_norm, ok, "" if ok else f"max abs err {worst_abs:.3g} (normalised {worst_norm:.3g} > tol {tol:g})"
+
+
+# ---- systems -------------------------------------------------------------------------------
+def first_line(e):
+    s = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {s[0] if s else ''}"
+
+
+def prepare(system, spec, ptc):
+    """A callable running `spec.module` under `system` (compilation may be lazy)."""
+    m = spec.module
+    if system == "eager":
+        return m
+    if system == "inductor":
+        torch._dynamo.reset()
+        return torch.compile(m)
+    if system == "ptc-backend":
+        torch._dynamo.reset()
+        return torch.compile(m, backend=ptc.backend)
+    if system == "ptc-fx":
+        gm = spec.trace(m) if spec.trace else torch.fx.symbolic_trace(m)
+        return ptc.from_fx(gm, list(spec.inputs), backend=ARGS.device)
+    raise KeyError(system)
+
+
+def run_system(system, spec, ref, ptc, tol):
+    r = dict(status="ok")
+    if system in ("inductor", "ptc-backend") and not TORCH2:
+        return dict(status="n/a", why="n/a (torch<2)")
+    fn = None
+    try:
+        gc.collect()
+        with torch.no_grad():
+            sync()
+            t0 = time.perf_counter()
+            fn = prepare(system, spec, ptc)
+            out = fn(*spec.inputs)
+            sync()
+            r["first_call_s"] = time.perf_counter() - t0
+            if system != "eager":
+                abs_err, norm_err, ok, msg = compare(ref, out, tol)
+                r.update(max_abs_err=abs_err, norm_err=norm_err, tol=tol)
+                if not ok:
+                    r["status"] = "WRONG"
+                    r["wrong"] = msg
+            del out
+            med, info = measure(fn, spec.inputs)
+            r["median_s"] = med
+            r.update(info)
+    except Exception as e:
+        r = dict(status="error", error=first_line(e), message=str(e),
+                 traceback=traceback.format_exc(), **{k: v for k, v in r.items() if k != "status"})
+    finally:
+        del fn
+        if system in ("inductor", "ptc-backend") and TORCH2:
+            torch._dynamo.reset()
+        gc.collect()
+        if ARGS.device == "cuda":
+            torch.cuda.empty_cache()
+    return r
+
+
+# ---- machine --------------------------------------------------------------------------------
+def copy_bandwidth():
+    """GB/s of dst.copy_(src) on a large tensor, read + write bytes, median."""
+    nbytes = (1 << 30) if ARGS.device == "cuda" else (256 << 20)
+    src = torch.ones(nbytes // 4, dtype=torch.float32, device=ARGS.device)
+    dst = torch.empty_like(src)
+    for _ in range(2):
+        dst.copy_(src)
+    times = []
+    for _ in range(5 if ARGS.quick else 15):
+        sync()
+        t0 = time.perf_counter()
+        dst.copy_(src)
+        sync()
+        times.append(time.perf_counter() - t0)
+    del src, dst
+    return 2 * nbytes / statistics.median(times) / 1e9
+
+
+def machine_info(ptc):
+    info = dict(python=platform.python_version(), torch=torch.__version__,
+                device=ARGS.device, dtype=ARGS.dtype, platform=platform.platform())
+    if ARGS.device == "cuda":
+        info["gpu"] = torch.cuda.get_device_name(0)
+        info["cuda"] = torch.version.cuda
+    model = platform.processor() or "unknown"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    info["cpu"] = model
+    info["cpus"] = len(os.sched_getaffinity(0))
+    info["torch_threads"] = torch.get_num_threads()
+    info["blas"] = loaded_blas() or "not loaded / static"
+    if ptc is not None:
+        info["ptc"] = ptc.version()
+        try:
+            info["ptc_backends"] = [list(b) for b in ptc.backends()]
+        except Exception as e:
+            info["ptc_backends"] = first_line(e)
+    try:
+        import torchvision
+        info["torchvision"] = torchvision.__version__
+    except Exception:
+        pass
+    t = W._transformers()
+    if t is not None:
+        info["transformers"] = t.__version__
+    return info
+
+
+# ---- report ---------------------------------------------------------------------------------
+def fmt_time(w, r):
+    if r is None:
+        return "-"
+    if r["status"] == "n/a":
+        return r["why"]
+    if r["status"] == "error":
+        msg = r["error"]
+        return "error: " + (msg if len(msg) <= 48 else msg[:45] + "...")
+    t = r["median_s"] * (1e6 if w["kind"] == "tiny" else 1e3)
+    s = f"{t:.1f}" if t >= 10 else f"{t:.3g}"
+    if w["kind"] == "tiny":
+        s += " us"
+    return s + (" WRONG" if r["status"] == "WRONG" else "")
+
+
+def ptc_choice(res):
+    """The ptc system the ratios use: ptc-backend when it ran (same Dynamo capture
+    as Inductor), else ptc-fx."""
+    for s in ("ptc-backend", "ptc-fx"):
+        r = res.get(s)
+        if r and r["status"] in ("ok", "WRONG") and "median_s" in r:
+            return s
+    return None
+
+
+def ratio(res, base, p):
+    b, q = res.get(base), res.get(p) if p else None
+    if not b or not q or "median_s" not in b or "median_s" not in q:
+        return None
+    return b["median_s"] / q["median_s"]
+
+
+def summarise(w, ceiling):
+    res = w["systems"]
+    p = ptc_choice(res)
+    w["ptc_used"] = p
+    w["speedup_vs_eager"] = ratio(res, "eager", p)
+    w["speedup_vs_inductor"] = ratio(res, "inductor", p)
+    for s, r in res.items():
+        if "median_s" in r:
+            if w["kind"] == "mem" and w["bytes"]:
+                r["gbps"] = w["bytes"] / r["median_s"] / 1e9
+                r["pct_of_copy"] = 100.0 * r["gbps"] / ceiling if ceiling else None
+            elif w["kind"] == "flops" and w["flops"]:
+                r["gflops"] = w["flops"] / r["median_s"] / 1e9
+
+
+def throughput_cell(w):
+    r = w["systems"].get(w.get("ptc_used") or "", None)
+    if not r:
+        return "-"
+    if "gbps" in r:
+        return f"{r['gbps']:.1f} ({r['pct_of_copy']:.0f}%)"
+    if "gflops" in r:
+        return f"{r['gflops']:.0f} GFLOP/s"
+    return "-"
+
+
+def compile_cell(w, systems):
+    parts = []
+    for s in systems:
+        if s == "eager":
+            continue
+        r = w["systems"].get(s)
+        parts.append(f"{r['first_call_s']:.2f}" if r and "first_call_s" in r and r["status"] != "error" else "-")
+    return " / ".join(parts)
+
+
+def print_report(meta, results, systems):
+    short = {"eager": "eager", "inductor": "inductor", "ptc-fx": "ptc-fx", "ptc-backend": "ptc-backend"}
+    compiled = [s for s in systems if s != "eager"]
+    print()
+    print(f"## vs_torch: {meta['device']} {meta['dtype']}")
+    print()
+    if meta["device"] == "cuda":
+        print(f"- GPU: {meta.get('gpu')} (CUDA {meta.get('cuda')})")
+    print(f"- CPU: {meta['cpu']}, {meta['cpus']} CPUs usable, torch threads {meta['torch_threads']}")
+    if meta["device"] == "cpu":
+        print(f"- torch's BLAS: {meta['blas']}")
+    print(f"- torch {meta['torch']}, ptc {meta.get('ptc', 'not loaded')}, Python {meta['python']}"
+          + (f", torchvision {meta['torchvision']}" if "torchvision" in meta else "")
+          + (f", transformers {meta['transformers']}" if "transformers" in meta else ""))
+    print(f"- copy bandwidth (dst.copy_(src), read+write): {meta['copy_gbps']:.1f} GB/s "
+          "= the ceiling of the memory-bound rows")
+    print(f"- times: median of warm calls, ms (tiny: us per call); ratios are speed-ups of ptc "
+          f"(>1 = ptc faster), ptc = ptc-backend when it ran, else ptc-fx; "
+          f"throughput: ptc's GB/s (% of copy bandwidth) or GFLOP/s; "
+          f"compile: first call in s ({' / '.join(compiled)}); caches {'kept' if meta['keep_cache'] else 'cold'}")
+    print()
+    head = ["workload"] + [f"{short[s]} ms" for s in systems] + \
+        ["ptc/eager", "ptc/inductor", "throughput", "compile s"]
+    rows = []
+    for w in results:
+        if w.get("status") == "n/a":
+            rows.append([w["name"]] + ["n/a"] * len(systems) + ["-", "-", "-", w["why"]])
+            continue
+        if w.get("status") == "error":
+            rows.append([w["name"]] + ["error: " + w["error"][:45]] + [""] * (len(systems) + 3))
+            continue
+        res = w["systems"]
+        rr = [w["name"]] + [fmt_time(w, res.get(s)) for s in systems]
+        se, si = w["speedup_vs_eager"], w["speedup_vs_inductor"]
+        rr.append(f"{se:.2f}x" if se else "-")
+        rr.append(f"{si:.2f}x" if si else ("n/a (torch<2)" if not TORCH2 else "-"))
+        rr.append(throughput_cell(w))
+        rr.append(compile_cell(w, systems))
+        rows.append(rr)
+    print("| " + " | ".join(head) + " |")
+    print("|" + "|".join(" --- " for _ in head) + "|")
+    for rr in rows:
+        print("| " + " | ".join(rr) + " |")
+    print()
+    print("Workloads:")
+    for w in results:
+        extra = f" [{w['note']}]" if w.get("note") else ""
+        print(f"- {w['name']}: {w.get('desc', '')}{extra}")
+    print()
+    print("Max abs error against eager (normalised error = abs / max(1, max|eager|)):")
+    for w in results:
+        cells = []
+        for s in compiled:
+            r = w.get("systems", {}).get(s)
+            if r and r.get("max_abs_err") is not None:
+                flag = " WRONG" if r["status"] == "WRONG" else ""
+                cells.append(f"{s} {r['max_abs_err']:.2e}{flag}")
+            elif r and r.get("status") == "WRONG":
+                cells.append(f"{s} WRONG ({r['wrong']})")
+        if cells:
+            print(f"- {w['name']}: " + ", ".join(cells) + f" (tol {w.get('tol', 0):g})")
+    errors = [(w["name"], s, r) for w in results for s, r in w.get("systems", {}).items()
+              if r["status"] == "error"]
+    if errors:
+        print()
+        print("Errors (full message):")
+        for name, s, r in errors:
+            msg = r["message"].strip().replace("\n", "\n    ")
+            print(f"- {name} / {s}: {r['error'].split(':', 1)[0]}: {msg}")
+
+
+# ---- main -----------------------------------------------------------------------------------
+def select(names):
+    if not ARGS.only:
+        return names
+    wanted = [x.strip() for x in ARGS.only.split(",") if x.strip()]
+    out = [n for n in names if any(n == x for x in wanted) or any(x in n for x in wanted)]
+    if not out:
+        sys.exit(f"vs_torch: --only {ARGS.only}: no workload matches (have {', '.join(names)})")
+    return out
+
+
+def main():
+    if ARGS.device == "cuda" and not torch.cuda.is_available():
+        sys.exit("vs_torch: --device cuda but torch.cuda.is_available() is False")
+    if ARGS.device == "cpu":
+        torch.set_num_threads(ARGS.threads)
+    dtype = getattr(torch, ARGS.dtype)
+    systems = ARGS.systems
+    ptc = import_ptc() if any(s.startswith("ptc") for s in systems) else None
+
+    meta = machine_info(ptc)
+    meta["keep_cache"] = ARGS.keep_cache
+    meta["args"] = {k: v for k, v in vars(ARGS).items()}
+    log(f"vs_torch: {meta['device']} {meta['dtype']}, torch {meta['torch']}, "
+        f"ptc {meta.get('ptc', '-')}, threads {meta['torch_threads']}")
+    meta["copy_gbps"] = copy_bandwidth()
+    log(f"copy bandwidth {meta['copy_gbps']:.1f} GB/s")
+
+    results = []
+    t_start = time.perf_counter()
+    for name in select(W.WORKLOADS):
+        w = dict(name=name)
+        try:
+            spec = W.build(name, ARGS.device, dtype, ARGS.quick, ARGS.hf)
+        except W.NotApplicable as e:
+            w.update(status="n/a", why=f"n/a ({e})")
+            results.append(w)
+            log(f"{name}: n/a ({e})")
+            continue
+        except Exception as e:
+            w.update(status="error", error=first_line(e), traceback=traceback.format_exc())
+            results.append(w)
+            log(f"{name}: build error: {first_line(e)}")
+            continue
+        tol = W.TOLERANCE[dtype][spec.tol]
+        w.update(kind=spec.kind, desc=spec.desc, note=spec.note, bytes=spec.bytes,
+                 flops=spec.flops, tol=tol, systems={},
+                 inputs=[dict(shape=list(t.shape), dtype=str(t.dtype)) for t in spec.inputs])
+        log(f"{name}: {spec.desc}{' [' + spec.note + ']' if spec.note else ''}")
+        try:
+            with torch.no_grad():
+                ref = spec.module(*spec.inputs)
+                sync()
+        except Exception as e:
+            w.update(status="error", error="eager: " + first_line(e), traceback=traceback.format_exc())
+            results.append(w)
+            log(f"{name}: eager error: {first_line(e)}")
+            continue
+        for s in systems:
+            r = run_system(s, spec, ref, ptc, tol)
+            w["systems"][s] = r
+            log(f"  {s:12s} {r['status']:6s} "
+                + (f"{r['median_s'] * 1e3:.3f} ms" if "median_s" in r else "")
+                + (f"  first call {r['first_call_s']:.2f} s" if "first_call_s" in r else "")
+                + (f"  err {r['max_abs_err']:.2e}" if r.get("max_abs_err") is not None else "")
+                + (f"  {r['error']}" if r["status"] == "error" else "")
+                + (f"  {r.get('why', '')}" if r["status"] == "n/a" else ""))
+        summarise(w, meta["copy_gbps"])
+        results.append(w)
+        del spec, ref
+        gc.collect()
+    meta["total_s"] = time.perf_counter() - t_start
+
+    print_report(meta, results, systems)
+    out = ARGS.json or os.path.join(HERE, "results", f"vs_torch-{ARGS.device}-{ARGS.dtype}.json")
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    with open(out, "w") as f:
+        json.dump(dict(meta=meta, workloads=results), f, indent=1, default=str)
+    log(f"\nwrote {out} (total {meta['total_s']:.0f} s)")
+    if CACHE_ROOT:
+        shutil.rmtree(CACHE_ROOT, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
