@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 import traceback
+import warnings
 
 SYSTEMS = ["eager", "inductor", "ptc-fx", "ptc-backend"]
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -235,7 +236,17 @@ def first_line(e):
     return f"{type(e).__name__}: {s[0] if s else ''}"
 
 
-def prepare(system, spec, ptc):
+def ptc_backend_for(ptc):
+    """A fresh torch.compile backend for this device (its .compiled and .fallbacks
+    tell what happened to each graph Dynamo handed it), or plain ptc.backend."""
+    import importlib
+    try:
+        return importlib.import_module("ptc.backend").make_backend(ARGS.device)
+    except (ImportError, AttributeError):
+        return ptc.backend
+
+
+def prepare(system, spec, ptc, r):
     """A callable running `spec.module` under `system` (compilation may be lazy)."""
     m = spec.module
     if system == "eager":
@@ -245,11 +256,32 @@ def prepare(system, spec, ptc):
         return torch.compile(m)
     if system == "ptc-backend":
         torch._dynamo.reset()
-        return torch.compile(m, backend=ptc.backend)
+        r["_backend"] = ptc_backend_for(ptc)
+        return torch.compile(m, backend=r["_backend"])
     if system == "ptc-fx":
         gm = spec.trace(m) if spec.trace else torch.fx.symbolic_trace(m)
         return ptc.from_fx(gm, list(spec.inputs), backend=ARGS.device)
     raise KeyError(system)
+
+
+def ptc_details(system, fn, r):
+    """Kernel counts, graph counts and eager fallbacks of a ptc system (for the JSON
+    and the fallback marking); never raises."""
+    try:
+        if system == "ptc-fx":
+            exes = fn.compiled.executables
+            r["kernels"] = exes[-1].num_kernels if exes else None
+            r["num_compiles"] = fn.compiled.num_compiles
+        elif system == "ptc-backend":
+            b = r.pop("_backend", None)
+            if b is not None and hasattr(b, "compiled"):
+                r["graphs"] = len(b.compiled)
+                r["kernels"] = sum(c.compiled.executables[-1].num_kernels
+                                   for c in b.compiled if c.compiled.executables)
+                r["fallbacks"] = list(b.fallbacks)
+                r["eager_calls"] = sum(getattr(c, "eager_calls", 0) for c in b.compiled)
+    except Exception as e:
+        r["details_error"] = first_line(e)
 
 
 def run_system(system, spec, ref, ptc, tol):
@@ -262,10 +294,13 @@ def run_system(system, spec, ref, ptc, tol):
         with torch.no_grad():
             sync()
             t0 = time.perf_counter()
-            fn = prepare(system, spec, ptc)
-            out = fn(*spec.inputs)
-            sync()
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                fn = prepare(system, spec, ptc, r)
+                out = fn(*spec.inputs)
+                sync()
             r["first_call_s"] = time.perf_counter() - t0
+            r["warnings"] = sorted({str(x.message) for x in caught if "ptc" in str(x.message)})
             if system != "eager":
                 abs_err, norm_err, ok, msg = compare(ref, out, tol)
                 r.update(max_abs_err=abs_err, norm_err=norm_err, tol=tol)
@@ -276,7 +311,12 @@ def run_system(system, spec, ref, ptc, tol):
             med, info = measure(fn, spec.inputs)
             r["median_s"] = med
             r.update(info)
+            if system.startswith("ptc"):
+                ptc_details(system, fn, r)
+                if r.get("fallbacks") or r.get("eager_calls"):
+                    r["eager_fallback"] = True
     except Exception as e:
+        r.pop("_backend", None)
         r = dict(status="error", error=first_line(e), message=str(e),
                  traceback=traceback.format_exc(), **{k: v for k, v in r.items() if k != "status"})
     finally:
@@ -357,6 +397,9 @@ def fmt_time(w, r):
     s = f"{t:.1f}" if t >= 10 else f"{t:.3g}"
     if w["kind"] == "tiny":
         s += " us"
+    if r.get("eager_fallback"):
+        n = len(r.get("fallbacks", []))
+        s += f" (eager fallback: {n} of {n + r.get('graphs', 0)} graphs)" if n else " (eager fallback)"
     return s + (" WRONG" if r["status"] == "WRONG" else "")
 
 
@@ -482,6 +525,14 @@ def print_report(meta, results, systems):
         for name, s, r in errors:
             msg = r["message"].strip().replace("\n", "\n    ")
             print(f"- {name} / {s}: {r['error'].split(':', 1)[0]}: {msg}")
+    falls = [(w["name"], s, r) for w in results for s, r in w.get("systems", {}).items()
+             if r.get("eager_fallback") or r.get("warnings")]
+    if falls:
+        print()
+        print("ptc warnings and eager fallbacks:")
+        for name, s, r in falls:
+            for msg in sorted(set(r.get("fallbacks", [])) | set(r.get("warnings", []))):
+                print(f"- {name} / {s}: " + msg.strip().replace("\n", "\n    "))
 
 
 # ---- main -----------------------------------------------------------------------------------
