@@ -9,6 +9,7 @@ import importlib as _importlib
 
 from . import _C
 from ._C import (
+    CompiledFunction,
     Error,
     Executable,
     Graph,
@@ -20,9 +21,6 @@ from ._C import (
 )
 from ._C import compile as compile_graph
 from ._dynamic import mark_dynamic
-
-# TEMPORARY until the CompiledFunction type lands (next commit).
-CompiledFunction = getattr(_C, "CompiledFunction", None)
 
 __version__ = version()
 
