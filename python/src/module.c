@@ -148,6 +148,8 @@ static PyMethodDef module_methods[] = {
      "compile(graph, backend='cpu', mode=None, dynamic_dims=(), debug_dir=None,\n"
      "        disable_fusion=False) -> Executable\n"
      "Compiles a Graph (a snapshot; the GIL is released while compiling)."},
+    {"_describe", ptcpy_describe, METH_O,
+     "_describe(tensor) -> dict: how a cpu tensor is lent to libptc (tests)."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module_def = {

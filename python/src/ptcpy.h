@@ -85,6 +85,11 @@ int ptcpy_is_contiguous(const ptc_tensor* t);
  * Returns the new tensor (owned) or NULL with an exception set. */
 PyObject* ptcpy_alloc_output(const ptc_tensor* desc, ptc_tensor* t);
 
+/** _C._describe(tensor) -> dict: the ptc_tensor a cpu tensor is lent as
+ * (data address, byte_offset, shape, strides, dtype name, device type,
+ * requires_grad); for tests of the zero-copy exchange. */
+PyObject* ptcpy_describe(PyObject* self, PyObject* obj);
+
 /* ---- Graph / Value / SymInt (py_graph.c) ------------------------------------ */
 typedef struct PtcGraph {
   PyObject_HEAD

@@ -185,6 +185,11 @@ static void call_buf_free(call_buf* b) {
 static PyObject* exec_call(PtcExec* self, PyObject* inputs, PyObject* outputs, uint64_t seed,
                            int mode) {
   if (ptcpy_torch_load() < 0) return NULL;
+  if (ptcpy_is_tensor(inputs) || (outputs && ptcpy_is_tensor(outputs))) {
+    PyErr_SetString(PyExc_TypeError,
+                    "inputs/outputs must be sequences of tensors (a list), not a tensor");
+    return NULL;
+  }
   PyObject* seq = PySequence_Fast(inputs, "inputs must be a sequence of torch.Tensor");
   if (!seq) return NULL;
   PyObject* oseq = NULL;

@@ -322,3 +322,28 @@ PyObject* ptcpy_alloc_output(const ptc_tensor* desc, ptc_tensor* t) {
   t->device.device_id = 0;
   return out;
 }
+
+PyObject* ptcpy_describe(PyObject* self, PyObject* obj) {
+  if (ptcpy_torch_load() < 0) return NULL;
+  ptcpy_in in;
+  if (ptcpy_in_import(obj, 0, "tensor", PTC_DEVICE_CPU, "cpu", &in) < 0) return NULL;
+  PyObject* shape = PyTuple_New(in.t.ndim);
+  PyObject* strides = in.t.strides ? PyTuple_New(in.t.ndim) : (Py_INCREF(Py_None), Py_None);
+  for (int32_t d = 0; shape && strides && d < in.t.ndim; d++) {
+    PyTuple_SET_ITEM(shape, d, PyLong_FromLongLong(in.t.shape[d]));
+    if (in.t.strides) PyTuple_SET_ITEM(strides, d, PyLong_FromLongLong(in.t.strides[d]));
+  }
+  const char* dt = ptc_dtype_name(ptc_dtype_from_dl(in.t.dtype));
+  PyObject* r = shape && strides && !PyErr_Occurred()
+                    ? Py_BuildValue("{s:K,s:K,s:O,s:O,s:s,s:i,s:O}", "data",
+                                    (unsigned long long)(uintptr_t)in.t.data, "byte_offset",
+                                    (unsigned long long)in.t.byte_offset, "shape", shape,
+                                    "strides", strides, "dtype", dt ? dt : "?", "device_type",
+                                    (int)in.t.device.device_type, "requires_grad",
+                                    in.requires_grad ? Py_True : Py_False)
+                    : NULL;
+  Py_XDECREF(shape);
+  Py_XDECREF(strides);
+  ptcpy_in_release(&in, 1);
+  return r;
+}
