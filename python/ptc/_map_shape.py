@@ -1,0 +1,721 @@
+"""_map_shape.py - mapping entries of shape ops and sizes: views/reshapes,
+permutes, squeeze/unsqueeze, expand/repeat, cat/stack/split/chunk/unbind,
+gather/scatter/index_select, tril/triu, flip/roll, indexing with
+ints/slices/None/Ellipsis/index tensors (operator.getitem), creation ops
+(full, zeros, ones, *_like, new_*, arange, eye, tensor), and size queries
+(size(), shape, dim(), numel()) that return ints or SymInts from the Value's
+metadata so dynamic sizes stay symbolic.
+
+Registered into the single table of _map_core."""
+import builtins
+import operator
+
+import torch
+
+from ._map_core import (Unsupported, concrete, is_int, is_sym, is_value, optional, register,
+                        tensor_method_keys)
+
+
+def _dims_arg(args):
+    """(*ints) or a single list/tuple/torch.Size -> list."""
+    if len(args) == 1 and isinstance(args[0], (list, tuple)):
+        return list(args[0])
+    return list(args)
+
+
+def _check_ints(vals, what):
+    for v in vals:
+        if not is_int(v):
+            raise Unsupported("%s must be ints, got %s" % (what, type(v).__name__))
+    return vals
+
+
+def _ints(vals, what):
+    """Static ints (SymInts specialised) for INT-typed attributes."""
+    return [int(concrete(v)) for v in _check_ints(list(vals), what)]
+
+
+def norm_dim(d, ndim):
+    d = int(concrete(d))
+    n = max(ndim, 1)
+    if d < -n or d >= n:
+        raise Unsupported("dim %d out of range for rank %d" % (d, ndim))
+    return d % n
+
+
+def _value(x, what="input"):
+    if not is_value(x):
+        raise Unsupported("%s must be a tensor, got %s" % (what, type(x).__name__))
+    return x
+
+
+# ---- sizes -----------------------------------------------------------------------------
+
+@register(*tensor_method_keys("size"))
+def _size(b, input, dim=None):
+    if dim is None:
+        return tuple(input.shape)
+    return input.shape[norm_dim(dim, input.ndim)]
+
+
+@register(*tensor_method_keys("dim", "ndimension"))
+def _dim(b, input):
+    return input.ndim
+
+
+@register(*tensor_method_keys("numel", "nelement"), torch.numel)
+def _numel(b, input):
+    return b.numel(input.shape)
+
+
+@register(*tensor_method_keys("element_size"))
+def _element_size(b, input):
+    return torch.empty((), dtype=input.dtype).element_size()
+
+
+@register(*tensor_method_keys("is_floating_point"), torch.is_floating_point)
+def _is_floating_point(b, input):
+    return input.dtype.is_floating_point
+
+
+@register(*tensor_method_keys("is_contiguous"))
+def _is_contiguous(b, input, memory_format=None):
+    return True  # ptc values are dense
+
+
+@register(builtins.len)
+def _len(b, obj):
+    if is_value(obj):
+        if obj.ndim == 0:
+            raise Unsupported("len() of a 0-d tensor")
+        return obj.shape[0]
+    return len(obj)
+
+
+def transpose(b, x, d0, d1):
+    return b.op("transpose", [x], {"dim0": int(concrete(d0)), "dim1": int(concrete(d1))})
+
+
+def _reverse_dims(b, x):
+    return b.op("permute", [x], {"dims": list(range(x.ndim - 1, -1, -1))})
+
+
+_ATTRS = {
+    "shape": lambda b, x: tuple(x.shape),
+    "dtype": lambda b, x: x.dtype,
+    "ndim": lambda b, x: x.ndim,
+    "device": lambda b, x: b.device,
+    "is_cuda": lambda b, x: b.device.type == "cuda",
+    "requires_grad": lambda b, x: False,
+    "layout": lambda b, x: torch.strided,
+    "data": lambda b, x: x,
+    "T": lambda b, x: x if x.ndim < 2 else _reverse_dims(b, x),
+    "mT": lambda b, x: transpose(b, x, -2, -1),
+}
+
+
+@register(builtins.getattr)
+def _getattr(b, obj, name, *default):
+    """getattr(x, "shape" / "dtype" / "ndim" / "device" / "T" / "mT" / ...)
+    on tensors; plain getattr on other objects (e.g. .values of max())."""
+    if is_value(obj):
+        fn = _ATTRS.get(name)
+        if fn is None:
+            raise Unsupported("tensor attribute %r" % (name,))
+        return fn(b, obj)
+    return getattr(obj, name, *default)
+
+
+# ---- views and reshapes -------------------------------------------------------------------
+
+@register(*tensor_method_keys("view"))
+def _view(b, input, *shape):
+    if len(shape) == 1 and isinstance(shape[0], torch.dtype):
+        if shape[0] == input.dtype:
+            return input
+        raise Unsupported("view(dtype) reinterpreting %s as %s" % (input.dtype, shape[0]))
+    return b.op("view", [input], {"size": _check_ints(_dims_arg(shape), "view sizes")})
+
+
+@register(*tensor_method_keys("reshape"))
+def _reshape_m(b, input, *shape):
+    return b.op("reshape", [input], {"shape": _check_ints(_dims_arg(shape), "reshape sizes")})
+
+
+@register(torch.reshape)
+def _reshape(b, input, shape):
+    return b.op("reshape", [input], {"shape": _check_ints(list(shape), "reshape sizes")})
+
+
+@register(*tensor_method_keys("view_as"))
+def _view_as(b, input, other):
+    return b.op("view", [input], {"size": list(other.shape)})
+
+
+@register(*tensor_method_keys("reshape_as"))
+def _reshape_as(b, input, other):
+    return b.op("reshape", [input], {"shape": list(other.shape)})
+
+
+def flatten(b, x, start_dim=0, end_dim=-1):
+    return b.op("flatten", [x], {"start_dim": int(concrete(start_dim)),
+                                 "end_dim": int(concrete(end_dim))})
+
+
+@register(torch.flatten, *tensor_method_keys("flatten"))
+def _flatten(b, input, start_dim=0, end_dim=-1):
+    return flatten(b, input, start_dim, end_dim)
+
+
+def unflatten(b, x, dim, sizes):
+    return b.op("unflatten", [x], {"dim": int(concrete(dim)),
+                                   "sizes": _check_ints(list(sizes), "unflatten sizes")})
+
+
+@register(torch.unflatten if hasattr(torch, "unflatten") else None,
+          *tensor_method_keys("unflatten"))
+def _unflatten(b, input, dim, sizes):
+    return unflatten(b, input, dim, sizes)
+
+
+@register(*tensor_method_keys("permute"))
+def _permute_m(b, input, *dims):
+    return b.op("permute", [input], {"dims": _ints(_dims_arg(dims), "permute dims")})
+
+
+@register(torch.permute)
+def _permute(b, input, dims):
+    return b.op("permute", [input], {"dims": _ints(dims, "permute dims")})
+
+
+@register(torch.transpose, torch.swapaxes, torch.swapdims,
+          *tensor_method_keys("transpose", "swapaxes", "swapdims"))
+def _transpose(b, input, dim0, dim1):
+    return transpose(b, input, dim0, dim1)
+
+
+@register(*tensor_method_keys("transpose_"), mutates=0)
+def _transpose_(b, input, dim0, dim1):
+    return transpose(b, input, dim0, dim1)
+
+
+@register(torch.t, *tensor_method_keys("t"))
+def _t(b, input):
+    if input.ndim > 2:
+        raise Unsupported("t() expects a tensor with <= 2 dimensions")
+    return input if input.ndim < 2 else transpose(b, input, 0, 1)
+
+
+@register(torch.adjoint if hasattr(torch, "adjoint") else None, *tensor_method_keys("adjoint"))
+def _adjoint(b, input):
+    return transpose(b, input, -2, -1)
+
+
+@register(torch.movedim, torch.moveaxis, *tensor_method_keys("movedim", "moveaxis"))
+def _movedim(b, input, source, destination):
+    src = [source] if is_int(source) else list(source)
+    dst = [destination] if is_int(destination) else list(destination)
+    n = input.ndim
+    src = [norm_dim(s, n) for s in src]
+    dst = [norm_dim(d, n) for d in dst]
+    order = [None] * n
+    for s, d in zip(src, dst):
+        order[d] = s
+    rest = iter([i for i in range(n) if i not in src])
+    order = [o if o is not None else next(rest) for o in order]
+    return b.op("permute", [input], {"dims": order})
+
+
+@register(torch.squeeze, *tensor_method_keys("squeeze"))
+def _squeeze(b, input, dim=None):
+    if dim is None:
+        return b.op("squeeze", [input])
+    dims = [dim] if is_int(dim) else list(dim)
+    return b.op("squeeze", [input], {"dim": _ints(dims, "squeeze dims")})
+
+
+@register(torch.unsqueeze, *tensor_method_keys("unsqueeze"))
+def _unsqueeze(b, input, dim):
+    return b.op("unsqueeze", [input], {"dim": int(concrete(dim))})
+
+
+@register(*tensor_method_keys("unsqueeze_"), mutates=0)
+def _unsqueeze_(b, input, dim):
+    return _unsqueeze(b, input, dim)
+
+
+@register(*tensor_method_keys("squeeze_"), mutates=0)
+def _squeeze_(b, input, dim=None):
+    return _squeeze(b, input, dim)
+
+
+@register(*tensor_method_keys("expand"))
+def _expand(b, input, *sizes, implicit=False):
+    return b.op("expand", [input], {"size": _check_ints(_dims_arg(sizes), "expand sizes")})
+
+
+@register(torch.broadcast_to, *tensor_method_keys("broadcast_to"))
+def _broadcast_to(b, input, size):
+    return b.op("expand", [input], {"size": _check_ints(list(size), "sizes")})
+
+
+@register(*tensor_method_keys("expand_as"))
+def _expand_as(b, input, other):
+    return b.op("expand", [input], {"size": list(other.shape)})
+
+
+def repeat(b, x, reps):
+    """x.repeat(reps): view as [1, s0, 1, s1, ...], expand to
+    [r0, s0, r1, s1, ...] and reshape to [r0*s0, r1*s1, ...]."""
+    reps = _check_ints(list(reps), "repeat sizes")
+    if len(reps) < x.ndim:
+        raise Unsupported("repeat: fewer repeats than dimensions")
+    shape = [1] * (len(reps) - x.ndim) + list(x.shape)
+    inter, big, out = [], [], []
+    for r, s in zip(reps, shape):
+        inter += [1, s]
+        big += [r, s]
+        out.append(r * s)
+    v = b.op("reshape", [x], {"shape": inter})
+    v = b.op("expand", [v], {"size": big})
+    return b.op("reshape", [v], {"shape": out})
+
+
+@register(*tensor_method_keys("repeat"))
+def _repeat(b, input, *sizes):
+    return repeat(b, input, _dims_arg(sizes))
+
+
+@register(torch.tile, *tensor_method_keys("tile"))
+def _tile(b, input, *dims):
+    reps = _dims_arg(dims)
+    if len(reps) < input.ndim:
+        reps = [1] * (input.ndim - len(reps)) + reps
+    return repeat(b, input, reps)
+
+
+@register(*tensor_method_keys("contiguous"))
+def _contiguous(b, input, memory_format=torch.contiguous_format):
+    return input
+
+
+@register(torch.clone, *tensor_method_keys("clone"))
+def _clone(b, input, *, memory_format=None):
+    return input  # values are immutable in the graph; outputs are fresh tensors
+
+
+@register(torch.detach, *tensor_method_keys("detach"))
+def _detach(b, input):
+    return input
+
+
+# ---- joining and splitting ------------------------------------------------------------------
+
+def _tensors(b, seq):
+    out = [b.as_value(t) for t in seq]
+    if not out:
+        raise Unsupported("an empty tensor list")
+    return out
+
+
+@register(torch.cat, torch.concat, optional(torch, "concatenate"))
+def _cat(b, tensors, dim=0, *, out=None):
+    if out is not None:
+        raise Unsupported("out= is not supported")
+    return b.op("cat", _tensors(b, tensors), {"dim": int(concrete(dim))})
+
+
+@register(torch.stack)
+def _stack(b, tensors, dim=0, *, out=None):
+    if out is not None:
+        raise Unsupported("out= is not supported")
+    return b.op("stack", _tensors(b, tensors), {"dim": int(concrete(dim))})
+
+
+@register(torch.hstack)
+def _hstack(b, tensors):
+    ts = _tensors(b, tensors)
+    return b.op("cat", ts, {"dim": 0 if ts[0].ndim == 1 else 1})
+
+
+@register(torch.vstack)
+def _vstack(b, tensors):
+    ts = [t if t.ndim >= 2 else b.op("view", [t], {"size": [1, b.numel(t.shape)]})
+          for t in _tensors(b, tensors)]
+    return b.op("cat", ts, {"dim": 0})
+
+
+def split(b, x, size_or_sections, dim=0):
+    dim = int(concrete(dim))
+    if is_int(size_or_sections):
+        return b.ops("split", [x], {"split_size": int(concrete(size_or_sections)), "dim": dim})
+    sizes = _ints(size_or_sections, "split sizes")
+    return b.ops("split", [x], {"split_sizes": sizes, "dim": dim})
+
+
+@register(torch.split, *tensor_method_keys("split"))
+def _split(b, tensor, split_size_or_sections, dim=0):
+    return split(b, tensor, split_size_or_sections, dim)
+
+
+@register(torch.split_with_sizes if hasattr(torch, "split_with_sizes") else None,
+          *tensor_method_keys("split_with_sizes"))
+def _split_with_sizes(b, input, split_sizes, dim=0):
+    return split(b, input, list(split_sizes), dim)
+
+
+@register(torch.chunk, *tensor_method_keys("chunk"))
+def _chunk(b, input, chunks, dim=0):
+    return b.ops("chunk", [input], {"chunks": int(concrete(chunks)), "dim": int(concrete(dim))})
+
+
+@register(torch.unbind, *tensor_method_keys("unbind"))
+def _unbind(b, input, dim=0):
+    d = norm_dim(dim, input.ndim)
+    n = int(concrete(input.shape[d]))
+    return tuple(b.op("select", [input], {"dim": d, "index": i}) for i in range(n))
+
+
+@register(torch.narrow, *tensor_method_keys("narrow"))
+def _narrow(b, input, dim, start, length):
+    if is_value(start):
+        raise Unsupported("narrow with a tensor start")
+    return b.op("narrow", [input], {"dim": int(concrete(dim)), "start": start, "length": length})
+
+
+@register(torch.select, *tensor_method_keys("select"))
+def _select(b, input, dim, index):
+    return b.op("select", [input], {"dim": int(concrete(dim)), "index": index})
+
+
+# ---- gather / scatter / index ----------------------------------------------------------------
+
+@register(torch.gather, *tensor_method_keys("gather"))
+def _gather(b, input, dim, index, *, sparse_grad=False, out=None):
+    return b.op("gather", [input, b.as_value(index)], {"dim": int(concrete(dim))})
+
+
+@register(torch.index_select, *tensor_method_keys("index_select"))
+def _index_select(b, input, dim, index, *, out=None):
+    return b.op("index_select", [input, b.as_value(index)], {"dim": int(concrete(dim))})
+
+
+def scatter(b, x, dim, index, src=None, value=None, reduce=None):
+    if reduce is not None:
+        raise Unsupported("scatter reduce=%r" % (reduce,))
+    dim = int(concrete(dim))
+    if src is not None and (is_value(src) or isinstance(src, torch.Tensor)):
+        return b.op("scatter", [x, b.as_value(index), b.as_value(src)], {"dim": dim})
+    v = src if src is not None else value
+    return b.op("scatter", [x, b.as_value(index), None], {"dim": dim, "value": concrete(v)})
+
+
+@register(torch.scatter, *tensor_method_keys("scatter"))
+def _scatter(b, input, dim, index, src=None, *, value=None, reduce=None):
+    return scatter(b, input, dim, index, src, value, reduce)
+
+
+@register(*tensor_method_keys("scatter_"), mutates=0)
+def _scatter_(b, input, dim, index, src=None, *, value=None, reduce=None):
+    return scatter(b, input, dim, index, src, value, reduce)
+
+
+@register(torch.scatter_add, *tensor_method_keys("scatter_add"))
+def _scatter_add(b, input, dim, index, src):
+    return b.op("scatter_add", [input, b.as_value(index), b.as_value(src)],
+                {"dim": int(concrete(dim))})
+
+
+@register(*tensor_method_keys("scatter_add_"), mutates=0)
+def _scatter_add_(b, input, dim, index, src):
+    return _scatter_add(b, input, dim, index, src)
+
+
+@register(torch.tril, *tensor_method_keys("tril"))
+def _tril(b, input, diagonal=0, *, out=None):
+    return b.op("tril", [input], {"diagonal": int(concrete(diagonal))})
+
+
+@register(torch.triu, *tensor_method_keys("triu"))
+def _triu(b, input, diagonal=0, *, out=None):
+    return b.op("triu", [input], {"diagonal": int(concrete(diagonal))})
+
+
+@register(*tensor_method_keys("tril_"), mutates=0)
+def _tril_(b, input, diagonal=0):
+    return _tril(b, input, diagonal)
+
+
+@register(*tensor_method_keys("triu_"), mutates=0)
+def _triu_(b, input, diagonal=0):
+    return _triu(b, input, diagonal)
+
+
+def arange_value(b, start, end, step=1, dtype=None):
+    """arange; a symbolic length (SymInt bounds, integer results) is built
+    as cumsum(ones(n)) so it stays dynamic."""
+    syms = any(is_sym(v) for v in (start, end, step))
+    floats = any(isinstance(v, float) for v in (start, end, step))
+    if syms and not floats and (dtype is None or dtype == torch.int64) and is_int(step) \
+            and not is_sym(step) and step != 0:
+        n = b.sym("ceildiv", end - start, step) if step > 0 else \
+            b.sym("ceildiv", start - end, -step)
+        ones = b.op("ones", [], {"size": [n], "dtype": torch.int64})
+        idx = b.op("sub", [b.op("cumsum", [ones], {"dim": 0})], {"other": 1})
+        if step != 1:
+            idx = b.op("mul", [idx], {"other": int(step)})
+        if not (is_int(start) and not is_sym(start) and start == 0):
+            idx = b.op("add", [idx, b.size_value(start)])
+        return idx
+    attrs = {"start": concrete(start), "end": concrete(end), "step": concrete(step),
+             "dtype": dtype}
+    return b.op("arange", [], attrs)
+
+
+@register(torch.flip, *tensor_method_keys("flip"))
+def _flip(b, input, *dims):
+    dims = _dims_arg(dims)
+    x = input
+    for d in dims:
+        d = norm_dim(d, x.ndim)
+        n = x.shape[d]
+        idx = arange_value(b, n - 1, -1, -1)
+        x = b.op("index_select", [x, idx], {"dim": d})
+    return x
+
+
+@register(torch.roll, *tensor_method_keys("roll"))
+def _roll(b, input, shifts, dims=None):
+    if dims is None:
+        flat = b.op("reshape", [input], {"shape": [-1]})
+        return b.op("view", [_roll(b, flat, shifts, 0)], {"size": list(input.shape)})
+    shifts = [shifts] if is_int(shifts) else list(shifts)
+    dims = [dims] if is_int(dims) else list(dims)
+    if len(shifts) != len(dims):
+        raise Unsupported("roll: shifts and dims differ in length")
+    x = input
+    for s, d in zip(shifts, dims):
+        d = norm_dim(d, x.ndim)
+        n = int(concrete(x.shape[d]))
+        s = int(concrete(s)) % n if n else 0
+        if s == 0:
+            continue
+        tail = b.op("slice", [x], {"dim": d, "start": n - s})
+        head = b.op("slice", [x], {"dim": d, "end": n - s})
+        x = b.op("cat", [tail, head], {"dim": d})
+    return x
+
+
+# ---- indexing ---------------------------------------------------------------------------------
+
+def _slice(b, x, d, s):
+    step = 1 if s.step is None else concrete(s.step)
+    if not isinstance(step, int) or step <= 0:
+        raise Unsupported("slice step must be a positive int, got %r" % (s.step,))
+    start, stop = s.start, s.stop
+    if is_value(start) or is_value(stop):
+        raise Unsupported("slice bounds given as tensors")
+    if (start is None or (isinstance(start, int) and start == 0)) and stop is None and step == 1:
+        return x
+    attrs = {"dim": d, "step": step}
+    if start is not None:
+        attrs["start"] = start
+    if stop is not None:
+        attrs["end"] = stop
+    return b.op("slice", [x], attrs)
+
+
+def index(b, x, idx):
+    """x[idx] for ints, slices, None, Ellipsis and integer index tensors
+    (lists of ints become constant index tensors). Ints are applied as
+    select first, then index tensors at their remaining positions, as torch
+    does."""
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    entries = []
+    for e in idx:
+        if isinstance(e, bool) or (is_value(e) and e.dtype == torch.bool) or \
+                (isinstance(e, torch.Tensor) and e.dtype == torch.bool):
+            raise Unsupported("boolean mask indexing has a data-dependent shape")
+        if isinstance(e, list):
+            e = torch.tensor(e)
+            if e.dtype not in (torch.int64, torch.int32):
+                raise Unsupported("index list of %s" % e.dtype)
+        entries.append(e)
+    consumed = sum(1 for e in entries if e is not None and e is not Ellipsis)
+    if sum(1 for e in entries if e is Ellipsis) > 1:
+        raise Unsupported("an index can only have a single ellipsis")
+    if consumed > x.ndim:
+        raise Unsupported("too many indices for a tensor of rank %d" % x.ndim)
+    d, adv, skip = 0, {}, x.ndim - consumed
+    for e in entries:
+        if e is None:
+            x = b.op("unsqueeze", [x], {"dim": d})
+            d += 1
+        elif e is Ellipsis:
+            d += skip
+        elif isinstance(e, slice):
+            x = _slice(b, x, d, e)
+            d += 1
+        elif is_int(e):
+            x = b.op("select", [x], {"dim": d, "index": e})
+        elif is_value(e) or isinstance(e, torch.Tensor):
+            v = b.as_value(e)
+            if v.dtype not in (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8):
+                raise Unsupported("index tensor of dtype %s" % v.dtype)
+            adv[d] = v
+            d += 1
+        else:
+            raise Unsupported("index of type %s" % type(e).__name__)
+    if adv:
+        ins = [x] + [adv.get(i) for i in range(max(adv) + 1)]
+        x = b.op("index", ins)
+    return x
+
+
+@register(operator.getitem, torch.Tensor.__getitem__)
+def _getitem(b, obj, idx):
+    if is_value(obj):
+        return index(b, obj, idx)
+    if is_value(idx):
+        raise Unsupported("indexing a %s with a tensor" % type(obj).__name__)
+    return obj[idx]
+
+
+# ---- creation -----------------------------------------------------------------------------------
+
+def _no_layout(layout=None, pin_memory=None, requires_grad=False, memory_format=None, out=None):
+    if layout not in (None, torch.strided):
+        raise Unsupported("layout=%s" % layout)
+    if out is not None:
+        raise Unsupported("out= is not supported")
+
+
+def _size_list(size):
+    size = _dims_arg(size)
+    return _check_ints(size, "sizes")
+
+
+@register(torch.full)
+def _full(b, size, fill_value, *, dtype=None, device=None, **kw):
+    _no_layout(**kw)
+    if is_value(fill_value):
+        raise Unsupported("full with a tensor fill value")
+    return b.op("full", [], {"size": _size_list([size]), "fill_value": concrete(fill_value),
+                             "dtype": dtype})
+
+
+def _zeros_like_op(op):
+    def conv(b, *size, dtype=None, device=None, names=None, **kw):
+        _no_layout(**kw)
+        return b.op(op, [], {"size": _size_list(size), "dtype": dtype})
+    conv.__name__ = "creation_" + op
+    return conv
+
+
+register(torch.zeros)(_zeros_like_op("zeros"))
+register(torch.ones)(_zeros_like_op("ones"))
+register(torch.empty)(_zeros_like_op("zeros"))  # contents unspecified: zeros
+
+
+def _like(op, value=None):
+    def conv(b, input, *, dtype=None, device=None, **kw):
+        _no_layout(**kw)
+        return b.op(op, [], {"size": list(input.shape), "dtype": dtype or input.dtype})
+    conv.__name__ = "like_" + op
+    return conv
+
+
+register(torch.zeros_like)(_like("zeros"))
+register(torch.ones_like)(_like("ones"))
+register(torch.empty_like)(_like("zeros"))
+
+
+@register(torch.full_like)
+def _full_like(b, input, fill_value, *, dtype=None, device=None, **kw):
+    _no_layout(**kw)
+    return b.op("full", [], {"size": list(input.shape), "fill_value": concrete(fill_value),
+                             "dtype": dtype or input.dtype})
+
+
+@register(*tensor_method_keys("fill_"), mutates=0)
+def _fill_(b, input, value):
+    if is_value(value):
+        return b.op("expand", [b.to_dtype(value, input.dtype)], {"size": list(input.shape)})
+    return b.op("fill", [input], {"value": concrete(value)})
+
+
+@register(*tensor_method_keys("zero_"), mutates=0)
+def _zero_(b, input):
+    return b.op("fill", [input], {"value": 0})
+
+
+def _new(op):
+    def conv(b, input, *size, dtype=None, device=None, **kw):
+        _no_layout(**kw)
+        return b.op(op, [], {"size": _size_list(size), "dtype": dtype or input.dtype})
+    conv.__name__ = "new_" + op
+    return conv
+
+
+register(*tensor_method_keys("new_zeros"))(_new("zeros"))
+register(*tensor_method_keys("new_ones"))(_new("ones"))
+register(*tensor_method_keys("new_empty"))(_new("zeros"))
+
+
+@register(*tensor_method_keys("new_full"))
+def _new_full(b, input, size, fill_value, *, dtype=None, device=None, **kw):
+    _no_layout(**kw)
+    return b.op("full", [], {"size": _size_list([size]), "fill_value": concrete(fill_value),
+                             "dtype": dtype or input.dtype})
+
+
+@register(*tensor_method_keys("new_tensor"))
+def _new_tensor(b, input, data, *, dtype=None, device=None, requires_grad=False):
+    return _tensor(b, data, dtype=dtype or input.dtype)
+
+
+@register(torch.tensor, torch.as_tensor)
+def _tensor(b, data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    def leaves(d):
+        if isinstance(d, (list, tuple)):
+            for e in d:
+                yield from leaves(e)
+        else:
+            yield d
+    if any(is_value(v) or is_sym(v) for v in leaves(data)):
+        raise Unsupported("torch.tensor() of traced values")
+    if isinstance(data, torch.Tensor):
+        t = data.to(dtype) if dtype is not None else data
+        return b.constant(t)
+    t = torch.tensor(data, dtype=dtype)
+    if t.dim() == 0:
+        return b.scalar(t.item(), t.dtype)
+    return b.constant(t, "tensor")
+
+
+@register(torch.scalar_tensor)
+def _scalar_tensor(b, s, *, dtype=None, device=None, **kw):
+    return b.scalar(s, dtype or torch.get_default_dtype())
+
+
+@register(torch.arange)
+def _arange(b, *args, dtype=None, device=None, **kw):
+    _no_layout(**kw)
+    if any(is_value(a) for a in args):
+        raise Unsupported("arange with tensor bounds")
+    if len(args) == 1:
+        start, end, step = 0, args[0], 1
+    elif len(args) == 2:
+        (start, end), step = args, 1
+    elif len(args) == 3:
+        start, end, step = args
+    else:
+        raise Unsupported("arange with %d positional arguments" % len(args))
+    return arange_value(b, start, end, step, dtype)
+
+
+@register(torch.eye)
+def _eye(b, n, m=None, *, dtype=None, device=None, **kw):
+    _no_layout(**kw)
+    return b.op("eye", [], {"n": n, "m": m, "dtype": dtype})

@@ -1,0 +1,668 @@
+"""fx.py - the FX bridge: `ptc.from_fx(gm, example_inputs, ...)` turns a
+torch.fx.GraphModule into libptc graphs through the op mapping table
+(ptc._mapping) and returns a CompiledGraph, a callable with the graph
+module's signature.
+
+How it works:
+- A first walk over the FX graph with the example inputs (the "trial
+  build") converts every node; each node that cannot be converted (no table
+  entry for its target, an argument form the converter refuses, a ptc error)
+  is recorded as "node <name>: <target>: <why>" and its users are skipped, so
+  ptc.UnsupportedError lists EVERY problem at once.
+- The returned CompiledGraph wraps a _C.CompiledFunction whose build callback
+  re-walks the FX graph for the inputs and dynamic dims it is given (dynamic
+  dims become graph symbols, so automatic dynamic and mark_dynamic work; the
+  first call reuses the trial build's graph).
+- Placeholders: tensors become graph inputs (contiguous ones declared
+  contiguous, others with their strides, inputs with dynamic dims declared
+  contiguous); non-tensor placeholders (ints, floats, bools, None, ...) are
+  specialised: the graph bakes in their value and a call with other values
+  compiles another CompiledFunction (up to MAX_SPECIALISATIONS, then eager);
+  torch 2 SymInt placeholders (node.meta["example_value"] is a torch.SymInt)
+  map to the ptc size of the tensor dimension with the same symbolic
+  expression (unsupported when there is none).
+- get_attr tensors (parameters, buffers) become graph constants borrowed
+  without a copy (one Value per tensor object); call_module converters get
+  the module and name their constants after its path.
+- In-place ops (x.add_(y), F.relu(x, inplace=True), nn.ReLU(inplace=True))
+  rebind the mutated node to the result for later uses; a mutated tensor
+  placeholder is written back into the caller's tensor after each call
+  (copy_), as eager does; in-place writes to module state (get_attr) or
+  through a view/alias of another tensor are unsupported.
+- Outputs keep the FX output structure (tuple / list / dict / single /
+  nested, named (values, indices) pairs). Output leaves that are graph
+  inputs (placeholders) or module attributes (get_attr) pass through
+  unchanged, the same objects eager returns; every other tensor leaf is a
+  fresh tensor computed by ptc, even where eager would return an alias (a
+  view of an input, x.contiguous(), x.to(x.dtype): ptc returns a copy).
+  Size leaves (ints / SymInts) are computed at run time as 0-d i64 outputs
+  and returned as Python ints; other Python values (dtypes, None, ...) are
+  returned as recorded at compile time.
+
+Thread-safety: a CompiledGraph may be called from several threads once
+compiled (the CompiledFunction is); compiling is serialised by a lock.
+"""
+import builtins
+import operator
+import threading
+import warnings
+
+import torch
+import torch.fx
+
+from . import _C
+from ._mapping import MinMaxResult, Unsupported, fmt_target, is_value, lookup
+from ._mapping import Builder
+
+__all__ = ["from_fx", "CompiledGraph", "UnsupportedError", "unsupported_nodes"]
+
+MAX_SPECIALISATIONS = 8
+
+# targets whose result may alias their input (in-place writes through them
+# would also modify the input: refused)
+_ALIAS_NAMES = {
+    "view", "view_as", "reshape", "reshape_as", "flatten", "unflatten", "transpose",
+    "transpose_", "permute", "t", "narrow", "select", "expand", "expand_as", "squeeze",
+    "unsqueeze", "split", "split_with_sizes", "chunk", "unbind", "contiguous", "detach", "to",
+    "type", "type_as", "float", "double", "half", "bfloat16", "long", "int", "short", "char",
+    "byte", "bool", "movedim", "moveaxis", "swapaxes", "swapdims", "as_strided", "broadcast_to",
+    "dropout", "adjoint", "getitem", "getattr", "__getitem__", "view_as_real", "diagonal",
+    "squeeze_", "unsqueeze_", "identity",
+}
+
+
+class UnsupportedError(NotImplementedError):
+    """from_fx could not map some nodes. str(e) lists each as
+    "node <name>: <target>: <why>", one per line; e.problems holds the
+    (node name, target description, reason) triples."""
+
+    def __init__(self, problems):
+        self.problems = list(problems)
+        super().__init__("\n".join("node %s: %s: %s" % p for p in self.problems))
+
+
+_POISON = object()
+
+
+class _Failed(Exception):
+    """A node failed during a non-collecting build."""
+
+
+def _node_target(gm, node):
+    """(converter key, module or None) of a call node."""
+    if node.op == "call_module":
+        mod = gm.get_submodule(node.target)
+        return type(mod), mod
+    return node.target, None
+
+
+def _describe(gm, node):
+    if node.op == "call_module":
+        try:
+            mod = gm.get_submodule(node.target)
+            return "%s (%s)" % (fmt_target(type(mod)), node.target)
+        except AttributeError:
+            return "module %s" % node.target
+    if node.op == "get_attr":
+        return "attribute %s" % node.target
+    return fmt_target(node.target)
+
+
+def _map(a, fn):
+    """Maps fn over the Nodes inside nested tuples/lists/dicts/slices."""
+    if isinstance(a, torch.fx.Node):
+        return fn(a)
+    if isinstance(a, tuple):
+        r = tuple(_map(x, fn) for x in a)
+        return type(a)(*r) if hasattr(a, "_fields") else r
+    if isinstance(a, list):
+        return [_map(x, fn) for x in a]
+    if isinstance(a, dict):
+        return {k: _map(v, fn) for k, v in a.items()}
+    if isinstance(a, slice):
+        return slice(_map(a.start, fn), _map(a.stop, fn), _map(a.step, fn))
+    return a
+
+
+def _has_poison(a):
+    found = []
+    _map_values(a, lambda v: found.append(v is _POISON))
+    return any(found)
+
+
+def _map_values(a, fn):
+    if isinstance(a, (tuple, list)):
+        for x in a:
+            _map_values(x, fn)
+    elif isinstance(a, dict):
+        for x in a.values():
+            _map_values(x, fn)
+    elif isinstance(a, slice):
+        for x in (a.start, a.stop, a.step):
+            _map_values(x, fn)
+    else:
+        fn(a)
+
+
+def _fetch_attr(gm, target):
+    obj = gm
+    for part in target.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def unsupported_nodes(gm):
+    """Static check (no example inputs): (node name, target, reason) for
+    every call node whose target has no mapping or whose module
+    configuration is refused. from_fx reports these plus argument-form
+    problems found while converting."""
+    out = []
+    for node in gm.graph.nodes:
+        if node.op not in ("call_function", "call_method", "call_module"):
+            continue
+        try:
+            key, mod = _node_target(gm, node)
+        except AttributeError as e:
+            out.append((node.name, "module %s" % node.target, str(e)))
+            continue
+        conv = lookup(key)
+        if conv is None:
+            out.append((node.name, _describe(gm, node), "no ptc mapping for this target"))
+            continue
+        check = getattr(conv, "check_module", None)
+        if mod is not None and check is not None:
+            why = check(mod)
+            if why:
+                out.append((node.name, _describe(gm, node), why))
+    return out
+
+
+def _sym_expr(v):
+    node = getattr(v, "node", None)
+    return getattr(node, "expr", None) if node is not None else None
+
+
+def _example_meta(node):
+    return node.meta.get("example_value", node.meta.get("val"))
+
+
+def _is_symint(v):
+    st = getattr(torch, "SymInt", None)
+    return st is not None and isinstance(v, st)
+
+
+class _Template:
+    """The output structure: a tree of ("slot", k) / ("int", k) / ("arg", i)
+    / ("attr", name) / ("py", value) / ("seq", kind, children) /
+    ("dict", keys, children) leaves, plus write-back slots
+    [(placeholder index, k)]."""
+
+    def __init__(self, tree, n_slots, writebacks):
+        self.tree, self.n_slots, self.writebacks = tree, n_slots, writebacks
+
+    def key(self):
+        return (_freeze(self.tree), self.n_slots, tuple(self.writebacks))
+
+
+def _freeze(t):
+    if isinstance(t, (list, tuple)):
+        return tuple(_freeze(x) for x in t)
+    if isinstance(t, dict):
+        return tuple(sorted((k, _freeze(v)) for k, v in t.items()))
+    try:
+        hash(t)
+        return (type(t).__name__, t)
+    except TypeError:
+        return repr(t)
+
+
+class _Converter:
+    """Walks one FX graph into ptc graphs (one per build)."""
+
+    def __init__(self, gm):
+        self.gm = gm
+        self.nodes = list(gm.graph.nodes)
+        self.placeholders = [n for n in self.nodes if n.op == "placeholder"]
+        self.output = next(n for n in self.nodes if n.op == "output")
+        self.lock = threading.Lock()
+        self.last_graph = None
+
+    # ---- placeholders ----------------------------------------------------------------------
+    def classify(self, example_inputs):
+        """Per placeholder: "tensor", "symint" or "const"; example values;
+        SymInt sources {placeholder index: (tensor placeholder index, dim)}."""
+        ex = list(example_inputs)
+        kinds, values, sources, problems = [], [], {}, []
+        dim_of_expr = {}
+        for i, ph in enumerate(self.placeholders):
+            v = ex[i] if i < len(ex) else (ph.args[0] if ph.args else None)
+            values.append(v)
+            if isinstance(v, torch.Tensor):
+                kinds.append("tensor")
+                fake = _example_meta(ph)
+                for d, s in enumerate(getattr(fake, "shape", ()) or ()):
+                    e = _sym_expr(s)
+                    if e is not None:
+                        dim_of_expr.setdefault(e, (i, d))
+            elif _is_symint(v) or _is_symint(_example_meta(ph)):
+                kinds.append("symint")
+            else:
+                kinds.append("const")
+        for i, ph in enumerate(self.placeholders):
+            if kinds[i] != "symint":
+                continue
+            sym = values[i] if _is_symint(values[i]) else _example_meta(ph)
+            src = dim_of_expr.get(_sym_expr(sym))
+            if src is None:
+                problems.append((ph.name, "placeholder (SymInt %s)" % sym,
+                                 "size input that is not a dimension of a tensor input"))
+            else:
+                sources[i] = src
+        return kinds, values, sources, problems
+
+    # ---- one build ---------------------------------------------------------------------------
+    def build(self, kinds, consts, sources, tensors, dynamic_dims, collect):
+        """Returns (graph, template, problems). tensors: the tensor inputs in
+        placeholder order; consts: {placeholder index: value}."""
+        g = _C.Graph()
+        device = tensors[0].device if tensors else torch.device("cpu")
+        b = Builder(g, device)
+        env, problems, mutated = {}, [], {}
+        ti = 0
+        tensor_ph = {}
+        for i, ph in enumerate(self.placeholders):
+            if kinds[i] == "tensor":
+                t = tensors[ti]
+                shape = []
+                dyn = False
+                for d, s in enumerate(t.shape):
+                    if (ti, d) in dynamic_dims and s >= 2:
+                        shape.append(g.add_symbol("s_%s_%d" % (ph.name, d), int(s)))
+                        dyn = True
+                    else:
+                        shape.append(int(s))
+                strides = None if dyn or t.is_contiguous() else list(t.stride())
+                env[ph] = g.add_input(ph.name, t.dtype, shape, strides)
+                b._names.add(ph.name)
+                tensor_ph[i] = ti
+                ti += 1
+            elif kinds[i] == "const":
+                env[ph] = consts[i]
+        for i, ph in enumerate(self.placeholders):
+            if kinds[i] == "symint":
+                if i not in sources:
+                    env[ph] = _POISON
+                    continue
+                src_i, d = sources[i]
+                env[ph] = env[self.placeholders[src_i]].shape[d]
+
+        def fail(node, why):
+            if not collect:
+                raise UnsupportedError([(node.name, _describe(self.gm, node), why)])
+            problems.append((node.name, _describe(self.gm, node), why))
+            env[node] = _POISON
+
+        for node in self.nodes:
+            if node.op in ("placeholder", "output"):
+                continue
+            if node.op == "get_attr":
+                try:
+                    obj = _fetch_attr(self.gm, node.target)
+                except AttributeError as e:
+                    fail(node, str(e))
+                    continue
+                if isinstance(obj, torch.Tensor):
+                    try:
+                        env[node] = b.constant(obj, node.target)
+                    except Exception as e:  # e.g. a dtype ptc lacks
+                        fail(node, "%s: %s" % (type(e).__name__, e))
+                else:
+                    env[node] = obj
+                continue
+            args = _map(node.args, lambda n: env[n])
+            kwargs = _map(dict(node.kwargs), lambda n: env[n])
+            if _has_poison(args) or _has_poison(kwargs):
+                env[node] = _POISON
+                continue
+            try:
+                key, mod = _node_target(self.gm, node)
+            except AttributeError as e:
+                fail(node, str(e))
+                continue
+            conv = lookup(key)
+            if conv is None:
+                fail(node, "no ptc mapping for this target")
+                continue
+            check = getattr(conv, "check_module", None)
+            if mod is not None and check is not None:
+                why = check(mod)
+                if why:
+                    fail(node, why)
+                    continue
+            call_args = (mod,) + tuple(args) if mod is not None else tuple(args)
+            b.scope = node.target if mod is not None else ""
+            try:
+                res = conv(b, *call_args, **kwargs)
+            except (Unsupported, TypeError, ValueError, IndexError, _C.Error,
+                    NotImplementedError, RuntimeError, AttributeError, KeyError) as e:
+                why = str(e) if isinstance(e, Unsupported) else "%s: %s" % (type(e).__name__, e)
+                fail(node, why)
+                continue
+            finally:
+                b.scope = ""
+            env[node] = res
+            mut = getattr(conv, "mutates", None)
+            idx = mut(call_args, kwargs) if mut is not None else None
+            if idx is not None:
+                fx_args = ((None,) + tuple(node.args)) if mod is not None else tuple(node.args)
+                target = fx_args[idx] if idx < len(fx_args) else None
+                why = self._mutation(target, res, env, mutated)
+                if why:
+                    fail(node, why)
+        template = None
+        if not problems:
+            template = self._outputs(b, env, mutated)
+        self.last_graph = g
+        return g, template, problems
+
+    def _mutation(self, target, res, env, mutated):
+        """Records an in-place write to FX node `target` (None = not a node)."""
+        if not isinstance(target, torch.fx.Node) or not is_value(res):
+            return None
+        if target.op == "get_attr":
+            return "in-place update of module state %s (ptc graphs do not mutate " \
+                   "parameters or buffers)" % target.target
+        if target.op == "placeholder":
+            mutated[self.placeholders.index(target)] = res
+        elif target.op == "call_module":
+            pass
+        else:
+            t = target.target
+            name = t if isinstance(t, str) else getattr(t, "__name__", "")
+            if name in _ALIAS_NAMES or t in (operator.getitem, builtins.getattr):
+                return "in-place write through %s (a view or alias of another tensor)" % \
+                    fmt_target(t)
+        env[target] = res
+        return None
+
+    def _outputs(self, b, env, mutated):
+        slots = {}
+        g = b.graph
+
+        def slot_of(v):
+            if v.kind != "node":
+                v = b.op("clone", [v])
+            k = slots.get(v.id)
+            if k is None:
+                k = slots[v.id] = len(slots)
+                g.add_output(v)
+            return k
+
+        def leaf(v):
+            if is_value(v):
+                return ("slot", slot_of(v))
+            if isinstance(v, MinMaxResult):
+                return ("seq", "minmax", [leaf(x) for x in v])
+            if isinstance(v, (tuple, list)):
+                return ("seq", "list" if isinstance(v, list) else "tuple", [leaf(x) for x in v])
+            if isinstance(v, dict):
+                return ("dict", list(v.keys()), [leaf(x) for x in v.values()])
+            if isinstance(v, _C.SymInt) or (isinstance(v, int) and not isinstance(v, bool)):
+                return ("int", slot_of(b.size_value(v)))
+            return ("py", v)
+
+        def walk(a):
+            if isinstance(a, torch.fx.Node):
+                if a.op == "placeholder":
+                    return ("arg", self.placeholders.index(a))
+                if a.op == "get_attr" and isinstance(env.get(a), _C.Value):
+                    return ("attr", a.target)
+                return leaf(env[a])
+            if isinstance(a, (tuple, list)):
+                kind = "list" if isinstance(a, list) else "tuple"
+                return ("seq", kind, [walk(x) for x in a])
+            if isinstance(a, dict):
+                return ("dict", list(a.keys()), [walk(x) for x in a.values()])
+            return ("py", a)
+
+        tree = walk(self.output.args[0])
+        wb = []
+        for i in sorted(mutated):
+            wb.append((i, slot_of(mutated[i])))
+        return _Template(tree, len(slots), wb)
+
+
+def _rebuild(t, outs, args, gm):
+    kind = t[0]
+    if kind == "slot":
+        return outs[t[1]]
+    if kind == "int":
+        return int(outs[t[1]].item())
+    if kind == "arg":
+        return args[t[1]]
+    if kind == "attr":
+        return _fetch_attr(gm, t[1])
+    if kind == "py":
+        return t[1]
+    if kind == "seq":
+        items = [_rebuild(c, outs, args, gm) for c in t[2]]
+        if t[1] == "list":
+            return items
+        if t[1] == "minmax":
+            return MinMaxResult(*items)
+        return tuple(items)
+    if kind == "dict":
+        return {k: _rebuild(c, outs, args, gm) for k, c in zip(t[1], t[2])}
+    raise AssertionError(kind)
+
+
+def _extract(t, value, slots, args):
+    """Fills slots[k] from an eager output `value` following template t."""
+    kind = t[0]
+    if kind == "slot":
+        slots[t[1]] = value
+    elif kind == "int":
+        slots[t[1]] = torch.tensor(int(value), dtype=torch.int64)
+    elif kind == "seq":
+        for c, v in zip(t[2], value):
+            _extract(c, v, slots, args)
+    elif kind == "dict":
+        for k, c in zip(t[1], t[2]):
+            _extract(c, value[k], slots, args)
+
+
+class _Specialisation:
+    """One CompiledFunction for one tuple of non-tensor placeholder values."""
+
+    def __init__(self, owner, consts):
+        self.owner = owner
+        self.consts = consts
+        self.template = None
+        self.compiled = None
+
+
+class CompiledGraph:
+    """The result of from_fx: call it like the GraphModule.
+
+    Attributes: compiled (the CompiledFunction of the example inputs'
+    non-tensor values), graph (the last ptc Graph built), fallback (the
+    GraphModule itself, the eager fallback), gm, specialisations (number of
+    CompiledFunctions, one per distinct tuple of non-tensor inputs)."""
+
+    def __init__(self, gm, converter, kinds, sources, backend, mode, dynamic, debug_dir,
+                 max_recompiles):
+        self.gm = gm
+        self.fallback = gm
+        self._conv = converter
+        self._kinds = kinds
+        self._sources = sources
+        self._opts = dict(backend=backend, mode=mode, dynamic=dynamic, debug_dir=debug_dir,
+                          max_recompiles=max_recompiles)
+        self._tensor_idx = [i for i, k in enumerate(kinds) if k == "tensor"]
+        self._const_idx = [i for i, k in enumerate(kinds) if k == "const"]
+        self._specs = {}
+        self._lock = threading.Lock()
+        self._trial = None
+        self._warned = False
+        self.compiled = None
+
+    @property
+    def graph(self):
+        return self._conv.last_graph
+
+    @property
+    def specialisations(self):
+        return len(self._specs)
+
+    def _key(self, args):
+        vals = []
+        for i in self._const_idx:
+            v = args[i] if i < len(args) else None
+            try:
+                hash(v)
+            except TypeError:
+                v = repr(v)
+            vals.append((type(v).__name__, v))
+        return tuple(vals)
+
+    def _spec(self, key, args):
+        with self._lock:
+            sp = self._specs.get(key)
+            if sp is not None:
+                return sp
+            if len(self._specs) >= MAX_SPECIALISATIONS:
+                return None
+            consts = {i: args[i] for i in self._const_idx}
+            sp = _Specialisation(self, consts)
+            sp.compiled = _C.CompiledFunction(
+                self._make_build(sp), fallback=self._make_fallback(sp),
+                name=type(self.gm).__name__, **self._opts)
+            self._specs[key] = sp
+            if self.compiled is None:
+                self.compiled = sp.compiled
+            return sp
+
+    def _make_build(self, sp):
+        conv = self._conv
+
+        def build(tensors, dynamic_dims):
+            trial = self._trial
+            if trial is not None and trial[0] is sp and trial[1] == _sig(tensors, dynamic_dims):
+                self._trial = None
+                g, template = trial[2], trial[3]
+            else:
+                with conv.lock:
+                    g, template, _ = conv.build(self._kinds, sp.consts, self._sources,
+                                                list(tensors), dynamic_dims, collect=False)
+            if sp.template is None:
+                sp.template = template
+            elif sp.template.key() != template.key():
+                raise UnsupportedError([("output", "output", "the output structure changed "
+                                         "between compiles (%s)" % type(self.gm).__name__)])
+            return g
+        return build
+
+    def _make_fallback(self, sp):
+        gm = self.gm
+
+        def fallback(*tensors):
+            args = self._merge(tensors, sp)
+            res = gm(*args)
+            t = sp.template
+            slots = [None] * t.n_slots
+            _extract(t.tree, res, slots, args)
+            for i, k in t.writebacks:
+                slots[k] = args[i]
+            return tuple(slots)
+        return fallback
+
+    def _merge(self, tensors, sp):
+        args = [None] * len(self._kinds)
+        it = iter(tensors)
+        for i, k in enumerate(self._kinds):
+            if k == "tensor":
+                args[i] = next(it)
+            elif k == "const":
+                args[i] = sp.consts[i]
+        for i, (src, d) in self._sources.items():
+            args[i] = args[src].shape[d]
+        return args
+
+    def __call__(self, *args):
+        if len(args) != len(self._kinds):
+            raise TypeError("%s: expected %d arguments, got %d" % (
+                type(self.gm).__name__, len(self._kinds), len(args)))
+        sp = self._spec(self._key(args), args)
+        if sp is None:
+            if not self._warned:
+                self._warned = True
+                warnings.warn("ptc: %s specialised on more than %d distinct non-tensor "
+                              "inputs; running eagerly" % (type(self.gm).__name__,
+                                                           MAX_SPECIALISATIONS), stacklevel=2)
+            return self.gm(*args)
+        tensors = [args[i] for i in self._tensor_idx]
+        for i, (src, d) in self._sources.items():
+            if int(args[i]) != args[src].shape[d]:
+                raise ValueError("%s: size input %d is %d but dimension %d of input %d is %d"
+                                 % (type(self.gm).__name__, i, int(args[i]), d, src,
+                                    args[src].shape[d]))
+        outs = sp.compiled(*tensors)
+        t = sp.template
+        for i, k in t.writebacks:
+            if outs[k] is not args[i]:
+                with torch.no_grad():
+                    args[i].copy_(outs[k])
+        return _rebuild(t.tree, outs, args, self.gm)
+
+
+def _sig(tensors, dynamic_dims):
+    return (tuple((t.dtype, tuple(t.shape), tuple(t.stride())) for t in tensors),
+            frozenset(dynamic_dims))
+
+
+def _initial_dynamic(tensors, dynamic):
+    """The dims CompiledFunction makes dynamic on the first compile."""
+    dims = set()
+    for i, t in enumerate(tensors):
+        if dynamic is True:
+            dims.update((i, d) for d, s in enumerate(t.shape) if s >= 2)
+        for attr in ("_ptc_dynamic_dims", "_dynamo_dynamic_indices"):
+            for d in getattr(t, attr, ()) or ():
+                if 0 <= d < t.dim() and t.shape[d] >= 2:
+                    dims.add((i, d))
+    return frozenset(dims)
+
+
+def from_fx(gm, example_inputs, backend="cpu", mode=None, dynamic=None, debug_dir=None,
+            max_recompiles=8):
+    """Compiles a torch.fx.GraphModule with libptc.
+
+    gm: the GraphModule (parameters/buffers it holds become borrowed
+    constants; call it in eval mode: dropout/batch-norm training is
+    unsupported). example_inputs: one value per placeholder (tensors; ints
+    and other Python values are specialised; torch 2 SymInts must be
+    dimensions of tensor inputs). backend, mode, debug_dir: passed to
+    _C.compile; dynamic: None (automatic dynamic after a size-caused
+    recompile), True (every dim >= 2 dynamic from the start) or False;
+    max_recompiles: the CompiledFunction's cap before eager fallback.
+
+    Returns a CompiledGraph. Raises UnsupportedError listing every node that
+    cannot be converted (see the module comment). Compiling itself happens
+    on the first call."""
+    if not isinstance(gm, torch.fx.GraphModule):
+        raise TypeError("from_fx expects a torch.fx.GraphModule, got %s" % type(gm).__name__)
+    conv = _Converter(gm)
+    kinds, values, sources, problems = conv.classify(example_inputs)
+    tensors = [v for v, k in zip(values, kinds) if k == "tensor"]
+    consts = {i: v for i, (v, k) in enumerate(zip(values, kinds)) if k == "const"}
+    dims = _initial_dynamic(tensors, dynamic)
+    g, template, walk_problems = conv.build(kinds, consts, sources, tensors, dims, collect=True)
+    problems += walk_problems
+    if problems:
+        raise UnsupportedError(problems)
+    cg = CompiledGraph(gm, conv, kinds, sources, backend, mode, dynamic, debug_dir,
+                       max_recompiles)
+    args = list(values)
+    sp = cg._spec(cg._key(args), args)
+    cg._trial = (sp, _sig(tensors, dims), g, template)
+    return cg
