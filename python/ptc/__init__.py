@@ -30,7 +30,9 @@ _LAZY = {
     "CompiledGraph": ("fx", "CompiledGraph"),
     "UnsupportedError": ("fx", "UnsupportedError"),
     "backend": ("backend", "backend"),
+    "make_backend": ("backend", "make_backend"),
     "explain": ("explain", "explain"),
+    "Explanation": ("explain", "Explanation"),
 }
 
 __all__ = [
