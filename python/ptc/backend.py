@@ -10,10 +10,10 @@ from_fx:
 
 - graphs with unsupported targets run eagerly (`gm.forward`) after a
   `warnings.warn` that lists every unsupported target with its node name;
-- Dynamo's size placeholders (graphs captured with dynamic shapes take the
-  symbolic sizes as extra int/SymInt inputs) are rewritten into `x.size(d)`
-  of the tensor input they come from, so ptc sees tensors only; a size whose
-  origin is not a plain tensor dimension makes the graph run eagerly (warned);
+- Dynamo's size inputs (graphs captured with dynamic shapes take the
+  symbolic sizes as extra int/SymInt placeholders) are handled by from_fx,
+  which maps each to the tensor dimension with the same symbolic expression;
+  one that is no plain tensor dimension is unsupported (eager, warned);
 - gradients: ptc computes none. Dynamo hands a backend the graph as it is
   called in grad mode too, so a call that needs gradients (grad mode on and a
   parameter of the graph module, or an input, requires grad) runs the graph
@@ -38,85 +38,6 @@ import warnings
 __all__ = ["backend", "make_backend", "Backend", "CompiledForDynamo"]
 
 
-def _is_size_value(v):
-    """True for a Python int or a torch.SymInt (Dynamo's size inputs)."""
-    import torch
-
-    if isinstance(v, bool):
-        return False
-    if isinstance(v, int):
-        return True
-    sym_int = getattr(torch, "SymInt", None)
-    return sym_int is not None and isinstance(v, sym_int)
-
-
-def _sym_expr(v):
-    """The sympy expression behind a SymInt (fake-tensor metadata), or None."""
-    node = getattr(v, "node", None)
-    return getattr(node, "expr", None) if node is not None else None
-
-
-class _NoSizeSource(Exception):
-    """A size placeholder that is not a plain dimension of a tensor input."""
-
-
-def _rewrite_size_placeholders(gm, example_inputs):
-    """Returns (gm2, tensor_positions).
-
-    gm2 has no int/SymInt placeholders: each one is replaced by
-    `t.size(d)` of the tensor placeholder whose (fake) example value has that
-    symbol as dimension d. tensor_positions lists the positions in the
-    original argument list that gm2 takes (tensors, in order). Returns
-    (gm, None) when there is nothing to rewrite. Raises _NoSizeSource with
-    the placeholder's name when a size cannot be traced back to a tensor dim.
-    """
-    import torch
-    import torch.fx
-
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    if len(placeholders) != len(example_inputs):
-        return gm, None
-    size_idx = [i for i, v in enumerate(example_inputs) if _is_size_value(v)]
-    if not size_idx:
-        return gm, None
-
-    # Where does each symbol appear as a whole dimension of a tensor input?
-    dim_of_expr = {}
-    for i, (ph, v) in enumerate(zip(placeholders, example_inputs)):
-        if not isinstance(v, torch.Tensor):
-            continue
-        fake = ph.meta.get("example_value", ph.meta.get("val"))
-        shape = getattr(fake, "shape", None)
-        if shape is None:
-            continue
-        for d, s in enumerate(shape):
-            e = _sym_expr(s)
-            if e is not None and e not in dim_of_expr:
-                dim_of_expr[e] = (i, d)
-
-    graph = torch.fx.Graph()
-    env = {}
-    out = graph.graph_copy(gm.graph, env)
-    graph.output(out)
-    new_ph = {old: env[old] for old in placeholders}
-    first_body = next((n for n in graph.nodes if n.op != "placeholder"), None)
-    for i in size_idx:
-        old = placeholders[i]
-        sym = old.meta.get("example_value", old.meta.get("val"))
-        src = dim_of_expr.get(_sym_expr(sym)) if sym is not None else None
-        if src is None:
-            raise _NoSizeSource(old.name)
-        t_i, d = src
-        with graph.inserting_before(first_body):
-            size_node = graph.call_method("size", (new_ph[placeholders[t_i]], d))
-        new_ph[old].replace_all_uses_with(size_node)
-        graph.erase_node(new_ph[old])
-    graph.lint()
-    gm2 = torch.fx.GraphModule(gm, graph)
-    positions = [i for i in range(len(example_inputs)) if i not in set(size_idx)]
-    return gm2, positions
-
-
 class CompiledForDynamo:
     """What the backend returns for a graph ptc compiled: callable with the
     graph module's positional arguments, returns its outputs.
@@ -128,10 +49,9 @@ class CompiledForDynamo:
     Thread-safety: as the CompiledFunction (runs may be concurrent).
     """
 
-    def __init__(self, compiled_graph, gm, positions, num_parameter_inputs):
+    def __init__(self, compiled_graph, gm, num_parameter_inputs):
         self.compiled_graph = compiled_graph
         self.gm = gm
-        self._positions = positions
         self.num_parameter_inputs = num_parameter_inputs
         self._params_need_grad = any(p.requires_grad for p in gm.parameters())
         self.eager_calls = 0
@@ -159,11 +79,7 @@ class CompiledForDynamo:
 
         if self._params_need_grad and torch.is_grad_enabled():
             return self._eager(args, "grad mode is on and the graph's parameters require grad")
-        if self._positions is not None:
-            args_ptc = [args[i] for i in self._positions]
-        else:
-            args_ptc = list(args)
-        return self.compiled_graph(*args_ptc)
+        return self.compiled_graph(*args)
 
 
 class Backend:
@@ -172,8 +88,7 @@ class Backend:
     Backend(backend="cpu", mode=None, debug_dir=None, dynamic=None) - the
     libptc backend name ("cpu", "ref", ...), compile mode, debug-dump folder
     and the CompiledFunction's dynamic policy (None: automatic dynamic after
-    a size-caused recompile; Dynamo's own dynamic graphs arrive with their
-    size inputs rewritten, see the module comment).
+    a size-caused recompile).
 
     Calling it as Dynamo does, `b(gm, example_inputs, **kwargs)`, returns a
     CompiledForDynamo, or `gm.forward` when the graph has unsupported targets
@@ -208,25 +123,14 @@ class Backend:
         from .fx import UnsupportedError, from_fx
 
         example_inputs = list(example_inputs)
+        n_params = sum(1 for v in example_inputs if isinstance(v, torch.nn.Parameter))
         try:
-            gm_ptc, positions = _rewrite_size_placeholders(gm, example_inputs)
-        except _NoSizeSource as e:
-            return self._fallback(gm, "ptc.backend: running graph eagerly: size input %s is not "
-                                  "a dimension of a tensor input" % e.args[0])
-        examples = ([example_inputs[i] for i in positions] if positions is not None
-                    else example_inputs)
-        bad = [type(v).__name__ for v in examples if not isinstance(v, torch.Tensor)]
-        if bad:
-            return self._fallback(gm, "ptc.backend: running graph eagerly: non-tensor graph "
-                                  "inputs (%s)" % ", ".join(bad))
-        n_params = sum(1 for v in examples if isinstance(v, torch.nn.Parameter))
-        try:
-            cg = from_fx(gm_ptc, examples, backend=self.backend, mode=self.mode,
+            cg = from_fx(gm, example_inputs, backend=self.backend, mode=self.mode,
                          dynamic=self.dynamic, debug_dir=self.debug_dir)
         except UnsupportedError as e:
             return self._fallback(gm, "ptc.backend: running graph eagerly; unsupported "
                                   "targets:\n%s" % e)
-        out = CompiledForDynamo(cg, gm, positions, n_params)
+        out = CompiledForDynamo(cg, gm, n_params)
         with self._lock:
             self.compiled.append(out)
         return out

@@ -14,13 +14,15 @@ ATen (tiled GEMM/conv externs, fused reductions, vectorised exp/tanh/erf), so
 results differ by rounding: rtol 1e-4 / atol 1e-5 for the MLP and CNN, atol
 1e-4 for the attention models (softmax and layer norm of 64-wide rows); for the
 18- and 53-layer torchvision models the error grows with depth, so the bound
-is relative to the output's scale: |out - ref| <= 1e-3 * max|ref| + 1e-3 * |ref|.
+is relative to the output's scale: |out - ref| <= 1e-4 * max|ref| + 1e-4 * |ref|
+(observed: about 1e-6 * max|ref| for both).
 BatchNorm running statistics and affine parameters are randomised so that the
 eval-mode normalisation is not the identity.
 """
 
 import math
 import os
+import re
 
 import pytest
 import torch
@@ -198,7 +200,9 @@ def _torchvision():
 
 
 # 224x224, batch 2: the models' real input size (resnet18 ~3.6 GFLOP, mobilenet_v2
-# ~0.6 GFLOP per run; what costs time is compiling the kernels, not running).
+# ~0.6 GFLOP per run). What costs time is compiling the kernels: with a cold
+# kernel cache about 7 s (resnet18, 41 steps) and 21 s (mobilenet_v2, 107
+# steps) on 2 cores.
 @pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2"])
 def test_torchvision(name):
     tv = _torchvision()
@@ -206,31 +210,38 @@ def test_torchvision(name):
     model = getattr(tv.models, name)()  # random weights (no download)
     _randomize_bn(model, torch.Generator().manual_seed(4)).eval()
     x = torch.randn(2, 3, 224, 224)
-    _compile_and_compare(model, [x], "cpu", rtol=1e-3, atol=1e-3, scale_atol=True)
+    _compile_and_compare(model, [x], "cpu", rtol=1e-4, atol=1e-4, scale_atol=True)
 
 
 # ---- ptc.explain ------------------------------------------------------------------------------
 
-def test_explain_mlp(tmp_path, capsys):
+def test_explain_encoder_block(tmp_path, capsys):
     torch.manual_seed(5)
-    model = MLP().eval()
-    x = torch.randn(4, 32)
+    model = EncoderBlock().eval()
+    x = torch.randn(2, 16, 64)
     rep = ptc.explain(model, x, backend="cpu", debug_dir=str(tmp_path))
     printed = capsys.readouterr().out
     assert printed.strip() == str(rep).strip()
     assert rep.unsupported is None
     assert rep.debug_dir == str(tmp_path)
-    # The graph: the three linears appear, and it matches the compiled one.
+    # The graph: matches the compiled one and shows the model's ops.
     assert rep.num_nodes == rep.compiled.graph.num_nodes > 0
     assert rep.graph == rep.compiled.graph.format()
-    assert rep.graph.count("linear") >= 3
-    # Kernels after fusion: what the executable reports, and its count.
+    for op in ("linear", "softmax", "layer_norm", "gelu"):
+        assert op in rep.graph, op
+    # Kernels after fusion: what the executable reports, and its count; the
+    # softmax/layer-norm reductions fuse with their neighbours.
     exe = rep.compiled.compiled.executables[0]
     assert rep.num_kernels == exe.num_kernels > 0
     assert rep.kernels == exe.format() and "backend cpu" in rep.kernels
-    # The debug dir holds the generated kernel sources, named in the report.
+    fusions = re.search(r"(\d+) fusions", rep.kernels)
+    assert fusions and int(fusions.group(1)) > 0, rep.kernels
+    # Where the generated sources are: the kernel cache paths it names exist,
+    # and the debug dir holds a copy of each kernel's source.
+    cached = re.findall(r"\((/[^,()]+\.c),", rep.kernels)
+    assert cached and all(os.path.isfile(p) for p in cached), rep.kernels
     sources = [f for f in rep.files if f.endswith(".c")]
-    assert sources, rep.files
+    assert len(sources) == len(cached), (rep.files, cached)
     for f in rep.files:
         assert os.path.isfile(os.path.join(rep.debug_dir, f))
     assert str(tmp_path) in printed and sources[0] in printed
