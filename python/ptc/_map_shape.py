@@ -296,12 +296,16 @@ def _tile(b, input, *dims):
 
 @register(*tensor_method_keys("contiguous"))
 def _contiguous(b, input, memory_format=torch.contiguous_format):
-    return input
+    if memory_format not in (torch.contiguous_format, torch.preserve_format):
+        raise Unsupported("contiguous(memory_format=%s)" % memory_format)
+    return b.op("contiguous", [input])  # ptc tracks view strides: a real op
 
 
 @register(torch.clone, *tensor_method_keys("clone"))
 def _clone(b, input, *, memory_format=None):
-    return input  # values are immutable in the graph; outputs are fresh tensors
+    if memory_format not in (None, torch.contiguous_format, torch.preserve_format):
+        raise Unsupported("clone(memory_format=%s)" % memory_format)
+    return b.op("clone", [input])
 
 
 @register(torch.detach, *tensor_method_keys("detach"))

@@ -503,6 +503,7 @@ class CompiledGraph:
         self._specs = {}
         self._lock = threading.Lock()
         self._trial = None
+        self._meta = None
         self._warned = False
         self.compiled = None
 
@@ -588,6 +589,23 @@ class CompiledGraph:
             args[i] = args[src].shape[d]
         return args
 
+    def _check_inputs(self, sp, tensors):
+        """Strictness: the graph was traced for the example inputs' dtypes,
+        ranks and devices; other ones raise (TypeError for non-tensors, else
+        the _C.Error libptc gives, e.g. "input 0 (x): expected dtype f32,
+        got f64"). Sizes and strides may change (recompiles)."""
+        for k, (t, want) in enumerate(zip(tensors, self._meta)):
+            if not isinstance(t, torch.Tensor):
+                raise TypeError("%s: input %d must be a tensor, got %s" % (
+                    type(self.gm).__name__, self._tensor_idx[k], type(t).__name__))
+            if (t.dtype, t.dim(), t.device.type) != want:
+                exes = sp.compiled.executables
+                if exes:
+                    exes[0].check(tensors)  # raises libptc's message
+                raise _C.Error("%s: input %d: expected %s rank %d on %s, got %s rank %d on %s"
+                               % ((type(self.gm).__name__, self._tensor_idx[k]) + want +
+                                  (t.dtype, t.dim(), t.device.type)))
+
     def __call__(self, *args):
         if len(args) != len(self._kinds):
             raise TypeError("%s: expected %d arguments, got %d" % (
@@ -601,6 +619,7 @@ class CompiledGraph:
                                                            MAX_SPECIALISATIONS), stacklevel=2)
             return self.gm(*args)
         tensors = [args[i] for i in self._tensor_idx]
+        self._check_inputs(sp, tensors)
         for i, (src, d) in self._sources.items():
             if int(args[i]) != args[src].shape[d]:
                 raise ValueError("%s: size input %d is %d but dimension %d of input %d is %d"
@@ -665,4 +684,5 @@ def from_fx(gm, example_inputs, backend="cpu", mode=None, dynamic=None, debug_di
     args = list(values)
     sp = cg._spec(cg._key(args), args)
     cg._trial = (sp, _sig(tensors, dims), g, template)
+    cg._meta = [(t.dtype, t.dim(), t.device.type) for t in tensors]
     return cg
