@@ -259,7 +259,8 @@ def prepare(system, spec, ptc, r):
         r["_backend"] = ptc_backend_for(ptc)
         return torch.compile(m, backend=r["_backend"])
     if system == "ptc-fx":
-        gm = spec.trace(m) if spec.trace else torch.fx.symbolic_trace(m)
+        gm = spec.trace(m, spec.inputs) if spec.trace else torch.fx.symbolic_trace(m)
+        r["tracer"] = getattr(gm, "tracer_used", "torch.fx.symbolic_trace")
         return ptc.from_fx(gm, list(spec.inputs), backend=ARGS.device)
     raise KeyError(system)
 
@@ -366,6 +367,7 @@ def machine_info(ptc):
     info["cpu"] = model
     info["cpus"] = len(os.sched_getaffinity(0))
     info["torch_threads"] = torch.get_num_threads()
+    info["loadavg_start"] = os.getloadavg()
     info["blas"] = loaded_blas() or "not loaded / static"
     if ptc is not None:
         info["ptc"] = ptc.version()
@@ -440,7 +442,7 @@ def throughput_cell(w):
     if not r:
         return "-"
     if "gbps" in r:
-        return f"{r['gbps']:.1f} ({r['pct_of_copy']:.0f}%)"
+        return f"{r['gbps']:.1f} GB/s ({r['pct_of_copy']:.0f}%)"
     if "gflops" in r:
         return f"{r['gflops']:.0f} GFLOP/s"
     return "-"
@@ -459,12 +461,15 @@ def compile_cell(w, systems):
 def print_report(meta, results, systems):
     short = {"eager": "eager", "inductor": "inductor", "ptc-fx": "ptc-fx", "ptc-backend": "ptc-backend"}
     compiled = [s for s in systems if s != "eager"]
+    ran = [s for s in compiled if not (s in ("inductor", "ptc-backend") and not TORCH2)]
     print()
     print(f"## vs_torch: {meta['device']} {meta['dtype']}")
     print()
     if meta["device"] == "cuda":
         print(f"- GPU: {meta.get('gpu')} (CUDA {meta.get('cuda')})")
-    print(f"- CPU: {meta['cpu']}, {meta['cpus']} CPUs usable, torch threads {meta['torch_threads']}")
+    print(f"- CPU: {meta['cpu']}, {meta['cpus']} CPUs usable, torch threads {meta['torch_threads']}; "
+          f"load average {meta['loadavg_start'][0]:.1f} at the start, {meta['loadavg_end'][0]:.1f} at the end "
+          f"(other processes share the CPUs when it exceeds {meta['cpus']})")
     if meta["device"] == "cpu":
         print(f"- torch's BLAS: {meta['blas']}")
     print(f"- torch {meta['torch']}, ptc {meta.get('ptc', 'not loaded')}, Python {meta['python']}"
@@ -475,14 +480,14 @@ def print_report(meta, results, systems):
     print(f"- times: median of warm calls, ms (tiny: us per call); ratios are speed-ups of ptc "
           f"(>1 = ptc faster), ptc = ptc-backend when it ran, else ptc-fx; "
           f"throughput: ptc's GB/s (% of copy bandwidth) or GFLOP/s; "
-          f"compile: first call in s ({' / '.join(compiled)}); caches {'kept' if meta['keep_cache'] else 'cold'}")
+          f"compile: first call in s ({' / '.join(ran)}); caches {'kept' if meta['keep_cache'] else 'cold'}")
     print()
     head = ["workload"] + [f"{short[s]} ms" for s in systems] + \
         ["ptc/eager", "ptc/inductor", "throughput", "compile s"]
     rows = []
     for w in results:
         if w.get("status") == "n/a":
-            rows.append([w["name"]] + ["n/a"] * len(systems) + ["-", "-", "-", w["why"]])
+            rows.append([w["name"], w["why"]] + [""] * (len(systems) + 3))
             continue
         if w.get("status") == "error":
             rows.append([w["name"]] + ["error: " + w["error"][:45]] + [""] * (len(systems) + 3))
@@ -493,7 +498,7 @@ def print_report(meta, results, systems):
         rr.append(f"{se:.2f}x" if se else "-")
         rr.append(f"{si:.2f}x" if si else ("n/a (torch<2)" if not TORCH2 else "-"))
         rr.append(throughput_cell(w))
-        rr.append(compile_cell(w, systems))
+        rr.append(compile_cell(w, ["eager"] + ran))
         rows.append(rr)
     print("| " + " | ".join(head) + " |")
     print("|" + "|".join(" --- " for _ in head) + "|")
@@ -503,7 +508,10 @@ def print_report(meta, results, systems):
     print("Workloads:")
     for w in results:
         extra = f" [{w['note']}]" if w.get("note") else ""
-        print(f"- {w['name']}: {w.get('desc', '')}{extra}")
+        tr = w.get("systems", {}).get("ptc-fx", {}).get("tracer")
+        if tr and tr != "torch.fx.symbolic_trace":
+            extra += f" [ptc-fx traced with {tr}]"
+        print(f"- {w['name']}: {w.get('desc') or w.get('why') or w.get('error', '')}{extra}")
     print()
     print("Max abs error against eager (normalised error = abs / max(1, max|eager|)):")
     for w in results:
@@ -607,6 +615,7 @@ def main():
         del spec, ref
         gc.collect()
     meta["total_s"] = time.perf_counter() - t_start
+    meta["loadavg_end"] = os.getloadavg()
 
     print_report(meta, results, systems)
     out = ARGS.json or os.path.join(HERE, "results", f"vs_torch-{ARGS.device}-{ARGS.dtype}.json")

@@ -16,6 +16,7 @@ from typing import Any, Callable, List, Optional, Tuple
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+import torch.fx
 
 
 @dataclass
@@ -31,7 +32,7 @@ class Spec:
     bytes: int = 0            # ideal fused kernel: bytes read + written (kind "mem")
     flops: int = 0            # kind "flops"
     note: str = ""            # e.g. which implementation of a model was used
-    trace: Optional[Callable[[nn.Module], Any]] = None   # FX tracer; None = symbolic_trace
+    trace: Optional[Callable[..., Any]] = None   # FX tracer (module, inputs) -> GraphModule; None = symbolic_trace
     extra: dict = field(default_factory=dict)
 
 
@@ -151,7 +152,7 @@ class _SelfAttention(nn.Module):
             self.causal = None
 
     def forward(self, x):
-        b, s, h = x.shape
+        b, s, h = x.size(0), x.size(1), x.size(2)
         q = self.query(x).view(b, s, self.heads, self.hd).transpose(1, 2)
         k = self.key(x).view(b, s, self.heads, self.hd).transpose(1, 2)
         v = self.value(x).view(b, s, self.heads, self.hd).transpose(1, 2)
@@ -233,6 +234,19 @@ class GPT2Decoder(nn.Module):
         return self.ln_f(x)
 
 
+class _BufferTracer(torch.fx.Tracer):
+    """symbolic_trace that also turns buffers into get_attr proxies, so forward code
+    may slice a buffer by a traced size (`self.causal[:, :, :s, :s]`), as
+    transformers' own tracer allows."""
+    proxy_buffer_attributes = True
+
+
+def _trace_proxy_buffers(module: nn.Module, inputs=None):
+    gm = torch.fx.GraphModule(module, _BufferTracer().trace(module))
+    gm.tracer_used = "torch.fx.Tracer with buffers proxied"
+    return gm
+
+
 def _init_small(module: nn.Module) -> nn.Module:
     """Initialise like BERT/GPT-2 (normal std 0.02, zero bias, unit LayerNorm) so
     activations stay in a sane range through 12 layers."""
@@ -255,12 +269,35 @@ class _HFLastHidden(nn.Module):
         return self.model(input_ids=input_ids).last_hidden_state
 
 
-def _hf_trace(wrapper: nn.Module):
-    """FX-traces the wrapped transformers model with transformers' own tracer (plain
-    torch.fx.symbolic_trace cannot trace it); falls back to symbolic_trace."""
-    from transformers.utils import fx as hf_fx
-    gm = hf_fx.symbolic_trace(wrapper.model, input_names=["input_ids"])
-    return gm
+def _hf_trace(wrapper: nn.Module, inputs=None):
+    """An FX GraphModule of a transformers model (wrapped by _HFLastHidden), from the
+    first tracer that works: transformers.utils.fx (transformers 4.x; plain
+    torch.fx.symbolic_trace cannot trace these models), torch.fx.symbolic_trace,
+    then torch._dynamo.export (torch-level graph; transformers 5 has no FX
+    tracer). Sets `gm.tracer_used`. Raises the errors of every tracer tried."""
+    errors = []
+    try:
+        from transformers.utils import fx as hf_fx
+        gm = hf_fx.symbolic_trace(wrapper.model, input_names=["input_ids"])
+        gm.tracer_used = "transformers.utils.fx"
+        return gm
+    except Exception as e:
+        errors.append(f"transformers.utils.fx: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+    try:
+        gm = torch.fx.symbolic_trace(wrapper)
+        gm.tracer_used = "torch.fx.symbolic_trace"
+        return gm
+    except Exception as e:
+        errors.append(f"torch.fx.symbolic_trace: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+    dyn = getattr(torch, "_dynamo", None)
+    if inputs is not None and dyn is not None and hasattr(dyn, "export"):
+        try:
+            gm = dyn.export(wrapper, aten_graph=False)(*inputs).graph_module
+            gm.tracer_used = "torch._dynamo.export"
+            return gm
+        except Exception as e:
+            errors.append(f"torch._dynamo.export: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+    raise RuntimeError("no FX tracer could trace this transformers model: " + "; ".join(errors))
 
 
 def _transformers():
@@ -387,7 +424,7 @@ def build(name: str, device: str, dtype: torch.dtype, quick: bool, hf: str = "au
             desc = f"GPT-2 decoder, batch {b} seq {s}"
         ids = torch.randint(0, vocab, (b, s), device=device)
         return fin(Spec(name, "model", desc, mod, (ids,), "model", note=note,
-                        trace=_hf_trace if t is not None else None))
+                        trace=_hf_trace if t is not None else _trace_proxy_buffers))
     raise KeyError(name)
 
 
