@@ -683,6 +683,9 @@ def from_fx(gm, example_inputs, backend="cpu", mode=None, dynamic=None, debug_di
                        max_recompiles)
     args = list(values)
     sp = cg._spec(cg._key(args), args)
+    # The output template is known from the trial build: the eager fallback
+    # (grad needed, recompile cap) may run before the first compile.
+    sp.template = template
     cg._trial = (sp, _sig(tensors, dims), g, template)
     cg._meta = [(t.dtype, t.dim(), t.device.type) for t in tensors]
     return cg
