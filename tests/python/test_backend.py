@@ -101,7 +101,15 @@ def test_make_backend_ref_and_dynamic_batch():
             x = torch.randn(batch, 32)
             torch.testing.assert_close(cm(x), model(x), **TOL)
     assert b.compiled and b.fallbacks == []
+    # Dynamo recompiles once with a symbolic batch (its size input is mapped
+    # to x.size(0) by from_fx); no graph per batch size.
+    assert len(b.compiled) <= 2, len(b.compiled)
     assert all(c.compiled.executables[0].backend == "ref" for c in b.compiled)
+    inline = getattr(getattr(torch._dynamo, "config", None), "inline_inbuilt_nn_modules", False)
+    if inline:  # parameters arrive as graph inputs (fc1/fc2 weight and bias)
+        assert all(c.num_parameter_inputs == 4 for c in b.compiled)
+    else:       # parameters are get_attr constants of the graph module
+        assert all(c.num_parameter_inputs == 0 for c in b.compiled)
 
 
 @needs_compile

@@ -277,3 +277,27 @@ def test_explain_reports_unsupported():
 def test_explain_rejects_non_callable():
     with pytest.raises(TypeError, match="GraphModule"):
         ptc.explain(42, torch.randn(2), verbose=False)
+
+
+# ---- autograd: ptc computes no gradients ------------------------------------------------------
+
+def test_grad_needed_runs_eagerly_then_ptc_under_no_grad():
+    torch.manual_seed(6)
+    model = MLP().eval()
+    x = torch.randn(4, 32, requires_grad=True)
+    cg = ptc.from_fx(torch.fx.symbolic_trace(model), [x], backend="ref")
+    with pytest.warns(UserWarning, match="grad"):
+        out = cg(x)
+    # Eager ran: the result carries autograd history and gradients flow.
+    assert out.grad_fn is not None
+    out.sum().backward()
+    expected_grad = torch.autograd.grad(model(x).sum(), x)[0]
+    torch.testing.assert_close(x.grad, expected_grad)
+    assert cg.compiled.num_compiles == 0
+    # Without grad mode the same input runs in ptc.
+    with torch.no_grad():
+        out = cg(x)
+        expected = model(x)
+    assert out.grad_fn is None
+    torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-5)
+    assert cg.compiled.num_compiles == 1
