@@ -1,0 +1,88 @@
+/* cuda_cg.h - the CUDA C code generator of the cuda backend (internal):
+ * from one kernel of a scheduled program (the same ir_program + sched_plan
+ * the cpu backend compiles) to one CUDA translation unit.
+ *
+ * Kernel shapes ("layouts", chosen per kernel from size hints and access
+ * patterns, see cuda_cg_kernel.c):
+ *  - POINTWISE: one thread per outer point, grid-stride over the flattened
+ *    outer ranges, CUDA_CG_ILP points per thread per step (unrolled, each
+ *    BLOCK apart so loads stay coalesced).
+ *  - ROW: a reduction whose rows are contiguous (or anything not COL): one
+ *    row per group of `lanes` threads (whole warps) with `slots` rows per
+ *    block; each lane folds r = lane, lane + lanes, ... and the lanes then
+ *    combine with warp shuffles (and shared memory across warps), so every
+ *    lane holds the reduced value and the member nodes after the reduction
+ *    (pointwise epilogues, later reductions of the same row: softmax,
+ *    layer norm) run in the same kernel.
+ *  - COL: a reduction over a strided dim whose last outer dim is contiguous
+ *    (column sums): threadIdx.x walks the outer points (coalesced),
+ *    threadIdx.y splits the reduction; shared memory combines. Tiny rows
+ *    (rnumel <= CUDA_CG_TINY_ROW) use COL with one lane: a thread per row.
+ * Every kernel is emitted as a template over its index type IT with two
+ * entry points <name>_i32 / <name>_i64: 32-bit indexing is used when every
+ * extent the kernel touches fits (decided at launch, cuda_cg_use_i32); a
+ * kernel with static sizes only gets the variant it needs.
+ *
+ * Entry signature (both variants):
+ *   extern "C" __global__ void <name>_iNN(<buffers...>, i64 <size syms...>,
+ *       i64 xnumel, i64 rnumel, ptc_kerr* kerr, u64 seed)
+ * buffers: element 0 of each buffer's storage, in cuda_kernel_src.bufs
+ * order; size syms: values of env symbols cuda_kernel_src.syms; xnumel /
+ * rnumel: products of the kernel's ranges / rranges this run; kerr: the
+ * run's error word (cuda_kerr), seed: the run seed.
+ */
+#ifndef PTC_BACKENDS_CUDA_CG_H
+#define PTC_BACKENDS_CUDA_CG_H
+
+#include "../../lib/ir/ir.h"
+#include "../../lib/sched/sched.h"
+
+#define PTC_CUDA_CODEGEN_VERSION "cuda-codegen-1"
+
+/* ---- tunables --------------------------------------------------------------- */
+#define CUDA_CG_BLOCK 256       /* pointwise threads per block */
+#define CUDA_CG_ILP 4           /* pointwise points per thread per step */
+#define CUDA_CG_TINY_ROW 16     /* rnumel at or below: a thread per row */
+#define CUDA_CG_COL_X 32        /* COL: outer points per block */
+#define CUDA_CG_COL_Y 16        /* COL: reduction lanes per outer point */
+#define CUDA_CG_UNBACKED_HINT 8192
+
+typedef enum cuda_layout { CUDA_LAYOUT_POINTWISE = 0, CUDA_LAYOUT_ROW, CUDA_LAYOUT_COL } cuda_layout;
+
+/** The host-side twin of the prelude's ptc_kerr. */
+typedef struct cuda_kerr {
+  int32_t error;       /* 0 ok, else CUDA_KERR_* */
+  int32_t node;        /* ir node index */
+  int64_t value;
+  int64_t bound;
+} cuda_kerr;
+enum { CUDA_KERR_INDIRECT = 1, CUDA_KERR_DIV_ZERO = 2, CUDA_KERR_EMPTY = 3 };
+
+/** One generated kernel. */
+typedef struct cuda_kernel_src {
+  char* source;           /* malloc'ed CUDA translation unit (prelude included) */
+  char name[48];          /* "ptc_k3"; entry points name_i32 / name_i64 */
+  bool has_i32, has_i64;  /* which entry points exist */
+  uint32_t n_bufs;
+  int32_t* bufs;          /* malloc'ed buffer ids in argument order */
+  uint32_t n_syms;
+  uint32_t* syms;         /* malloc'ed env symbol indices passed by value */
+  uint8_t layout;         /* cuda_layout */
+  uint32_t block_x, block_y;
+  uint32_t slots;         /* outer points per block (POINTWISE: BLOCK*ILP per step) */
+  bool uses_err;          /* may report through kerr (the run reads it back) */
+} cuda_kernel_src;
+
+/** Emits CUDA C for kernel `k` of plan `s` (not an extern), named "ptc_k<k>". */
+ptc_status cuda_codegen_kernel(const ir_program* p, const sched_plan* s, uint32_t k,
+                               cuda_kernel_src* out);
+/** The same with the entry points named <name>_i32 / <name>_i64 (name: a C
+ * identifier of at most 40 characters). */
+ptc_status cuda_codegen_kernel_named(const ir_program* p, const sched_plan* s, uint32_t k,
+                                     const char* name, cuda_kernel_src* out);
+void cuda_kernel_src_free(cuda_kernel_src* src);
+
+/** The device prelude (cuda_prelude.cuh, embedded at build time). */
+extern const char ptc_cuda_prelude_text[];
+
+#endif /* PTC_BACKENDS_CUDA_CG_H */

@@ -1,0 +1,124 @@
+/* cuda_cg_internal.h - private interfaces of the CUDA code generator
+ * (cuda_cg_*.c): the generator state shared by the kernel emitter, the body
+ * emitter and the index printer, value classes, the member analysis.
+ *
+ * Structure of a generated kernel body (cuda_cg_kernel.c): declarations
+ * (size symbols as IT), uniform up-front checks, then the layout's loop over
+ * outer points. Per outer point the member nodes run in "groups" as in the
+ * cpu backend: a group is a run of reduction / inner pointwise members
+ * sharing one loop over the reduction index; a member that needs a reduced
+ * value of the current group, or an outer pointwise member, closes it.
+ * Names: op values t<m>_<i>, accumulators a<m>_<i> (+ ai.. for the index of
+ * argmax/argmin), register copies of buffers v_<buf> (kernel-local buffers,
+ * and outer-level stores that later members of the kernel read).
+ */
+#ifndef PTC_BACKENDS_CUDA_CG_INTERNAL_H
+#define PTC_BACKENDS_CUDA_CG_INTERNAL_H
+
+#include "cuda_cg.h"
+
+/* ---- value classes: the CUDA type a dtype is computed in ------------------ */
+typedef enum cu_cls {
+  CU_F32 = 0, /* f16, bf16, f32: float */
+  CU_F64,     /* f64: double */
+  CU_INT,     /* i8..i64, u8: i64, wrapped to the dtype after each op */
+  CU_BOOL     /* bool: u8 holding 0/1 */
+} cu_cls;
+
+typedef enum cu_var_role { CU_VAR_NONE = 0, CU_VAR_SIZE, CU_VAR_X, CU_VAR_R, CU_VAR_INDIRECT } cu_var_role;
+typedef enum cu_stage { CU_PRE = 0, CU_LOOP, CU_POST } cu_stage;
+typedef enum cu_member_kind { CU_MEM_REDUCTION = 0, CU_MEM_INNER, CU_MEM_OUTER } cu_member_kind;
+
+typedef struct cu_var {
+  uint8_t role;     /* cu_var_role */
+  bool used;        /* size symbol referenced (passed as an argument) */
+  uint32_t k;       /* X/R: loop dim; SIZE: env index */
+  char name[48];    /* SIZE: "s0"; INDIRECT: the checked index variable */
+} cu_var;
+
+typedef struct cu_member {
+  const ir_node* node;
+  int32_t node_index;
+  uint8_t kind;     /* cu_member_kind */
+  uint8_t* stage;   /* per op: cu_stage */
+  uint8_t* live;    /* per op: emitted */
+} cu_member;
+
+typedef struct cug {
+  const ir_program* p;
+  const sched_plan* s;
+  const sched_kernel* k;
+  uint32_t kidx;
+  ptc_strbuf body;
+  ptc_strbuf checks;
+  ptc_strbuf shared;        /* __shared__ declarations of the combine buffers */
+  int indent;
+  ptc_status err;
+  size_t n_buffers;
+  bool* stored;             /* buffer id -> stored by this kernel (global memory) */
+  bool* in_reg;             /* buffer id -> its value is in v_<buf> now */
+  bool* outer_reread;       /* buffer id -> stored at outer level and read again here */
+  size_t n_vars;
+  cu_var* vars;
+  cu_member* members;
+  cu_member* cur;
+  uint32_t member;
+  int32_t node_index;
+  bool rename_x;            /* inner pointwise member: x_{n+k} prints as r_k */
+  uint8_t layout;           /* cuda_layout */
+  uint32_t lanes, slots;    /* reduction layouts: lanes per outer point, points per block */
+  bool in_loop;             /* emitting the reduction loop's statements */
+  bool uses_err, inplace_hazard;
+  uint32_t n_combines;      /* shared combine buffers declared */
+} cug;
+
+/* ---- helpers (cuda_cg_kernel.c) -------------------------------------------- */
+void cug_fail(cug* g, ptc_status s);
+void cug_line(cug* g, ptc_strbuf* sb, const char* fmt, ...) PTC_PRINTF(3, 4);
+/** C name of buffer `id`'s pointer ("in0", "buf3", or "b<id>"). */
+void cug_buf_name(const cug* g, int32_t id, char* out, size_t cap);
+
+/* ---- index expressions (cuda_cg_index.c) ----------------------------------- */
+ptc_status cug_vars_init(cug* g);
+/** Prints `e` as an IT expression (floor semantics where needed). */
+void cug_index(cug* g, ptc_strbuf* sb, const sym_expr* e);
+/** Hint of a size expression (CUDA_CG_UNBACKED_HINT per unbacked symbol). */
+int64_t cug_hint(const cug* g, const sym_expr* e);
+/** Coefficient of `var` in `e` (false when non-linear). */
+bool cug_coef(const sym_expr* e, const sym_expr* var, int64_t* c);
+void cug_index_vars(const sym_expr* e, void (*fn)(void* u, size_t var), void* u);
+
+/* ---- values (cuda_cg_ops.c) ----------------------------------------------------- */
+cu_cls cu_cls_of(int32_t dtype);
+const char* cu_ctype(cu_cls c);
+const char* cu_storage_type(int32_t dtype);
+void cu_conv(ptc_strbuf* sb, int32_t from, int32_t to, const char* expr);
+void cu_load(ptc_strbuf* sb, int32_t dt, const char* ptr, const char* idx);
+void cu_encode(ptc_strbuf* sb, int32_t dt, const char* val);
+void cu_float_lit(ptc_strbuf* sb, double v, cu_cls c);
+void cu_int_lit(ptc_strbuf* sb, int64_t v);
+void cu_const(ptc_strbuf* sb, const ir_op* op);
+/** Right-hand side of a table op; false when the opcode/dtype has no row. */
+bool cu_math(ptc_strbuf* sb, const ir_op* op, const char* const* args, const int32_t* arg_dt,
+             const char* ctx_arg, bool* uses_err);
+
+/* ---- bodies (cuda_cg_body.c) ------------------------------------------------------- */
+ptc_status cug_members_init(cug* g);
+void cug_members_free(cug* g);
+void cug_member_begin(cug* g, uint32_t m);
+/** Emits the current member's live ops of `stage`. */
+void cug_emit_stage(cug* g, ptc_strbuf* sb, cu_stage stage);
+/** Accumulator declarations (per thread), in-loop updates, the cross-lane
+ * combine of the layout, and the finalisation into the IR_REDUCE temporary. */
+void cug_emit_acc_decls(cug* g, ptc_strbuf* sb);
+void cug_emit_acc_updates(cug* g, ptc_strbuf* sb);
+void cug_emit_acc_combine(cug* g, ptc_strbuf* sb);
+void cug_emit_acc_finalize(cug* g, ptc_strbuf* sb);
+bool cug_member_reads(const cug* g, uint32_t m, int32_t buf);
+bool cug_member_needs_nonempty(const cug* g, uint32_t m);
+/** Up-front checks of member m's indirect ops whose bound may be <= 0. */
+void cug_member_indirect_checks(cug* g, uint32_t m);
+/** "((IT)1*X0*...)" product of the outer and/or inner ranges. */
+void cug_numel(cug* g, ptc_strbuf* sb, bool outer, bool inner);
+
+#endif /* PTC_BACKENDS_CUDA_CG_INTERNAL_H */

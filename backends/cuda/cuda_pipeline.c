@@ -1,0 +1,125 @@
+/* cuda_pipeline.c - the cuda backend's compile pipeline up to the schedule
+ * (decomp_graph -> ir_lower -> sched_run, as the cpu backend; gelu and silu
+ * stay whole so the lowering folds them into GEMM epilogues), and the
+ * compile-only check used by CI, where NVRTC exists but no GPU does. */
+#include "../../lib/decomp/decomp.h"
+#include "cuda.h"
+#include "cuda_cg.h"
+#include "cuda_nvrtc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static bool want_decomposed(void* user, const char* op) {
+  (void)user;
+  static const char* const kept[] = {"gelu", "silu"};
+  for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
+    if (strcmp(op, kept[i]) == 0) return false;
+  return true;
+}
+
+ptc_status cuda_pipeline(ptc_context* ctx, const ptc_graph* g, bool fuse, ptc_graph** dg,
+                         ir_program** p, sched_plan** s) {
+  *dg = NULL;
+  *p = NULL;
+  *s = NULL;
+  decomp_options dopt;
+  memset(&dopt, 0, sizeof dopt);
+  dopt.borrow_constants = true;
+  dopt.want = want_decomposed;
+  PTC_TRY(decomp_graph_ex(g, &dopt, dg));
+  ir_lower_options lo;
+  ir_lower_options_init(&lo);
+  lo.inline_pointwise = fuse;
+  ptc_status st = ir_lower(ctx, *dg, &lo, p);
+  if (!st) {
+    sched_options so;
+    sched_options_init(&so);
+    so.fuse = fuse;
+    st = sched_run(*p, &so, s);
+  }
+  if (st) {
+    ir_program_destroy(*p);
+    ptc_graph_destroy(*dg);
+    *p = NULL;
+    *dg = NULL;
+  }
+  return st;
+}
+
+const char* cuda_nvrtc_unavailable(void) {
+  const cuda_libs* L = cuda_libs_get();
+  return L->have_nvrtc ? NULL : L->nvrtc_error;
+}
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+ptc_status cuda_check_generate(ptc_context* ctx, const ptc_graph* g, bool fuse, const char* prefix,
+                               ptc_strbuf* tu, cuda_check_stats* st) {
+  ptc_graph* dg;
+  ir_program* p;
+  sched_plan* s;
+  double t0 = now_ms();
+  PTC_TRY(cuda_pipeline(ctx, g, fuse, &dg, &p, &s));
+  size_t plen = strlen(ptc_cuda_prelude_text);
+  ptc_status e = PTC_OK;
+  for (uint32_t k = 0; !e && k < s->n_kernels; k++) {
+    if (s->kernels[k].is_extern) {
+      st->externs++;
+      continue;
+    }
+    char name[48];
+    snprintf(name, sizeof name, "%sk%u", prefix ? prefix : "ptc_", k);
+    cuda_kernel_src src;
+    e = cuda_codegen_kernel_named(p, s, k, name, &src);
+    if (e) break;
+    const char* rest = strstr(src.source, ptc_cuda_prelude_text);
+    ptc_sb_append(tu, rest ? rest + plen : src.source);
+    cuda_kernel_src_free(&src);
+    st->kernels++;
+  }
+  if (!e && tu->oom) e = ptc_status_oom();
+  sched_plan_destroy(s);
+  ir_program_destroy(p);
+  ptc_graph_destroy(dg);
+  st->codegen_ms += now_ms() - t0;
+  return e;
+}
+
+ptc_status cuda_check_compile(const char* kernels, const int* archs, size_t n_archs,
+                              cuda_check_stats* st) {
+  const char* why = cuda_nvrtc_unavailable();
+  if (why) return PTC_ERR(UNAVAILABLE, "cuda backend: %s", why);
+  ptc_strbuf tu;
+  ptc_sb_init(&tu);
+  ptc_sb_append(&tu, ptc_cuda_prelude_text);
+  ptc_sb_append(&tu, kernels ? kernels : "");
+  ptc_status e = tu.oom ? ptc_status_oom() : PTC_OK;
+  double t0 = now_ms();
+  for (size_t a = 0; !e && a < n_archs; a++) {
+    cuda_cubin c;
+    e = cuda_nvrtc_compile_ex(tu.data, "ptc_check", archs[a], "--Ofast-compile=max", &c);
+    st->cubin_bytes += c.size;
+    st->programs++;
+    cuda_cubin_free(&c);
+  }
+  st->nvrtc_ms += now_ms() - t0;
+  ptc_sb_free(&tu);
+  return e;
+}
+
+ptc_status cuda_compile_check(ptc_context* ctx, const ptc_graph* g, bool fuse, const int* archs,
+                              size_t n_archs, cuda_check_stats* stats) {
+  ptc_strbuf tu;
+  ptc_sb_init(&tu);
+  ptc_status e = cuda_check_generate(ctx, g, fuse, NULL, &tu, stats);
+  if (!e) e = cuda_check_compile(tu.data, archs, n_archs, stats);
+  ptc_sb_free(&tu);
+  return e;
+}

@@ -1,0 +1,277 @@
+// cuda_prelude.cuh - the text every generated CUDA kernel starts with
+// (embedded into the library at build time as ptc_cuda_prelude_text).
+// It needs no header: NVRTC compiles it with no include path, so the fixed
+// width types, half/bfloat16 conversions, NaN/inf constants and helpers are
+// written here. Semantics are those of backends/ref and the cpu backend:
+// ATen conversions (float->int truncates, NaN->0, out of range->INT64_MIN),
+// Python floor division/remainder, wrap-around integer arithmetic,
+// NaN-propagating max/min, and Philox4x32-10 random numbers addressed as
+// backends/ref/ref_random.c so every backend draws the same values.
+// Half/bfloat16 are stored as 16-bit integers and computed in float;
+// conversions use the PTX cvt instructions (round to nearest even).
+typedef signed char i8;
+typedef short i16;
+typedef int i32;
+typedef long long i64;
+typedef unsigned char u8;
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+#define PTC_D __device__ __forceinline__
+#define PTC_INF_F __int_as_float(0x7f800000)
+#define PTC_NAN_F __int_as_float(0x7fc00000)
+#define PTC_INF_D __longlong_as_double(0x7ff0000000000000LL)
+#define PTC_NAN_D __longlong_as_double(0x7ff8000000000000LL)
+#define PTC_I64_MIN (-9223372036854775807LL - 1)
+#define PTC_I64_MAX 9223372036854775807LL
+
+// ---- error channel (layout = cuda_kerr on the host) ----------------------
+struct ptc_kerr {
+  i32 error;
+  i32 node;
+  i64 value;
+  i64 bound;
+};
+enum { PTC_KERR_INDIRECT = 1, PTC_KERR_DIV_ZERO = 2, PTC_KERR_EMPTY = 3 };
+// The first failing thread wins; k == 0 disables reporting (threads that
+// only pad a tile).
+PTC_D void ptc_fail(ptc_kerr* k, i32 code, i32 node, i64 v, i64 b) {
+  if (!k) return;
+  if (atomicCAS(&k->error, 0, code) == 0) {
+    k->node = node;
+    k->value = v;
+    k->bound = b;
+  }
+}
+
+// ---- half / bfloat16 storage ---------------------------------------------
+PTC_D float ptc_h2f(u16 h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+PTC_D u16 ptc_f2h(float f) {
+  u16 h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+PTC_D float ptc_bf2f(u16 h) { return __uint_as_float((u32)h << 16); }
+PTC_D u16 ptc_f2bf(float f) {
+#if __CUDA_ARCH__ >= 800
+  u16 h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+#else
+  u32 u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (u16)((u >> 16) | 0x40);
+  return (u16)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+#endif
+}
+PTC_D float ptc_round_f16(float f) { return ptc_h2f(ptc_f2h(f)); }
+PTC_D float ptc_round_bf16(float f) { return ptc_bf2f(ptc_f2bf(f)); }
+
+// ---- integers: index helpers (floor semantics, never trap) ---------------
+template <typename T> PTC_D T ptc_floordiv(T a, T b) {
+  if (b == 0) return 0;
+  if (b == -1) return (T)(0 - a);
+  T q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+template <typename T> PTC_D T ptc_mod(T a, T b) {
+  if (b == 0 || b == -1) return 0;
+  T m = a % b;
+  return (m != 0 && ((b < 0) != (m < 0))) ? m + b : m;
+}
+template <typename T> PTC_D T ptc_ceildiv(T a, T b) { return (T)(0 - ptc_floordiv((T)(0 - a), b)); }
+template <typename T> PTC_D T ptc_imin(T a, T b) { return a < b ? a : b; }
+template <typename T> PTC_D T ptc_imax(T a, T b) { return a > b ? a : b; }
+
+// ---- integers: values (wrap-around; division by zero reported) ------------
+PTC_D i64 ptc_ineg(i64 a) { return (i64)(0ull - (u64)a); }
+PTC_D i64 ptc_iadd(i64 a, i64 b) { return (i64)((u64)a + (u64)b); }
+PTC_D i64 ptc_isub(i64 a, i64 b) { return (i64)((u64)a - (u64)b); }
+PTC_D i64 ptc_imul(i64 a, i64 b) { return (i64)((u64)a * (u64)b); }
+PTC_D i64 ptc_iabs(i64 a) { return a < 0 ? ptc_ineg(a) : a; }
+PTC_D i64 ptc_idiv_chk(ptc_kerr* k, i32 node, i64 a, i64 b) {
+  if (b == 0) {
+    ptc_fail(k, PTC_KERR_DIV_ZERO, node, a, 0);
+    return 0;
+  }
+  return b == -1 ? ptc_ineg(a) : a / b;
+}
+PTC_D i64 ptc_floordiv_chk(ptc_kerr* k, i32 node, i64 a, i64 b) {
+  if (b == 0) {
+    ptc_fail(k, PTC_KERR_DIV_ZERO, node, a, 0);
+    return 0;
+  }
+  return ptc_floordiv<i64>(a, b);
+}
+PTC_D i64 ptc_mod_chk(ptc_kerr* k, i32 node, i64 a, i64 b) {
+  if (b == 0) {
+    ptc_fail(k, PTC_KERR_DIV_ZERO, node, a, 0);
+    return 0;
+  }
+  return ptc_mod<i64>(a, b);
+}
+PTC_D i64 ptc_ipow(i64 a, i64 b) {
+  if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
+  u64 r = 1, base = (u64)a;
+  for (u64 e = (u64)b; e; e >>= 1) {
+    if (e & 1) r *= base;
+    base *= base;
+  }
+  return (i64)r;
+}
+PTC_D i64 ptc_f2i(double v) {
+  if (v != v) return 0;
+  if (v >= 9.2233720368547758e18 || v <= -9.2233720368547758e18) return PTC_I64_MIN;
+  return (i64)v;
+}
+
+// ---- floating helpers (float and double overloads) -------------------------
+PTC_D bool ptc_isnan(float a) { return a != a; }
+PTC_D bool ptc_isnan(double a) { return a != a; }
+PTC_D bool ptc_isinf(float a) { return fabsf(a) == PTC_INF_F; }
+PTC_D bool ptc_isinf(double a) { return fabs(a) == PTC_INF_D; }
+template <typename T> PTC_D T ptc_fmax(T a, T b) { return (a != a || b != b) ? a + b : a > b ? a : b; }
+template <typename T> PTC_D T ptc_fmin(T a, T b) { return (a != a || b != b) ? a + b : a < b ? a : b; }
+template <typename T> PTC_D T ptc_sign(T a) { return (T)((a > 0) - (a < 0)); }
+template <typename T> PTC_D T ptc_relu(T a) { return a < 0 ? (T)0 : a; }
+PTC_D float ptc_sigmoid(float a) {
+  float e = expf(a < 0 ? a : -a);
+  return a >= 0 ? 1.0f / (1.0f + e) : e / (1.0f + e);
+}
+PTC_D double ptc_sigmoid(double a) {
+  double e = exp(a < 0 ? a : -a);
+  return a >= 0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
+}
+PTC_D float ptc_fmod_py(float a, float b) {
+  float m = fmodf(a, b);
+  if (m != 0 && ((b < 0) != (m < 0))) m += b;
+  return m;
+}
+PTC_D double ptc_fmod_py(double a, double b) {
+  double m = fmod(a, b);
+  if (m != 0 && ((b < 0) != (m < 0))) m += b;
+  return m;
+}
+PTC_D float ptc_ffloordiv(float a, float b) {
+  if (b == 0) return a / b;
+  float m = fmodf(a, b), d = (a - m) / b;
+  if (m != 0 && ((b < 0) != (m < 0))) d -= 1;
+  if (d == 0) return copysignf(0.0f, a / b);
+  float fl = floorf(d);
+  if (d - fl > 0.5f) fl += 1;
+  return fl;
+}
+PTC_D double ptc_ffloordiv(double a, double b) {
+  if (b == 0) return a / b;
+  double m = fmod(a, b), d = (a - m) / b;
+  if (m != 0 && ((b < 0) != (m < 0))) d -= 1;
+  if (d == 0) return copysign(0.0, a / b);
+  double fl = floor(d);
+  if (d - fl > 0.5) fl += 1;
+  return fl;
+}
+
+// ---- Philox4x32-10 (key = seed; counter = index lo/hi, stream lo/hi) --------
+PTC_D void ptc_philox(u64 seed, u64 stream, u64 ctr, u32 o[4]) {
+  u32 k0 = (u32)seed, k1 = (u32)(seed >> 32);
+  u32 c0 = (u32)ctr, c1 = (u32)(ctr >> 32), c2 = (u32)stream, c3 = (u32)(stream >> 32);
+#pragma unroll
+  for (int r = 0; r < 10; r++) {
+    if (r > 0) {
+      k0 += 0x9E3779B9u;
+      k1 += 0xBB67AE85u;
+    }
+    u64 p0 = (u64)0xD2511F53u * c0, p1 = (u64)0xCD9E8D57u * c2;
+    u32 n0 = (u32)(p1 >> 32) ^ c1 ^ k0, n2 = (u32)(p0 >> 32) ^ c3 ^ k1;
+    c1 = (u32)p1;
+    c3 = (u32)p0;
+    c0 = n0;
+    c2 = n2;
+  }
+  o[0] = c0;
+  o[1] = c1;
+  o[2] = c2;
+  o[3] = c3;
+}
+PTC_D double ptc_unit(u32 a, u32 b) {
+  u64 bits = ((u64)(a >> 5) << 26) | (b >> 6);
+  return (double)bits * (1.0 / 9007199254740992.0);
+}
+// uniform [0,1) truncated to `scale` = 2^(mantissa bits) of the dtype
+PTC_D double ptc_rand(u64 seed, i64 stream, i64 i, double scale) {
+  u32 w[4];
+  ptc_philox(seed, (u64)stream, (u64)i, w);
+  return floor(ptc_unit(w[0], w[1]) * scale) / scale;
+}
+PTC_D double ptc_randn(u64 seed, i64 stream, i64 i) {
+  u32 w[4];
+  ptc_philox(seed, (u64)stream, (u64)i, w);
+  double u1 = 1.0 - ptc_unit(w[0], w[1]), u2 = ptc_unit(w[2], w[3]);
+  return sqrt(-2.0 * log(u1)) * cos(6.283185307179586476925 * u2);
+}
+
+// ---- reductions: combine operators (associative and commutative, so a
+// butterfly gives every lane the same bits) ---------------------------------
+struct ptc_op_sum {
+  template <typename T> PTC_D T operator()(T a, T b) const { return a + b; }
+};
+struct ptc_op_prod {
+  template <typename T> PTC_D T operator()(T a, T b) const { return a * b; }
+};
+struct ptc_op_max {  // NaN wins
+  PTC_D float operator()(float a, float b) const { return a != a ? a : b != b ? b : (a > b ? a : b); }
+  PTC_D double operator()(double a, double b) const { return a != a ? a : b != b ? b : (a > b ? a : b); }
+  PTC_D i64 operator()(i64 a, i64 b) const { return a > b ? a : b; }
+};
+struct ptc_op_min {
+  PTC_D float operator()(float a, float b) const { return a != a ? a : b != b ? b : (a < b ? a : b); }
+  PTC_D double operator()(double a, double b) const { return a != a ? a : b != b ? b : (a < b ? a : b); }
+  PTC_D i64 operator()(i64 a, i64 b) const { return a < b ? a : b; }
+};
+struct ptc_op_or {
+  PTC_D u8 operator()(u8 a, u8 b) const { return (u8)(a | b); }
+};
+struct ptc_op_and {
+  PTC_D u8 operator()(u8 a, u8 b) const { return (u8)(a & b); }
+};
+
+// Whether candidate (v, i) replaces best (bv, bi) for argmax (mx) / argmin:
+// an index < 0 is "empty"; NaN beats numbers; equal values keep the lower
+// index. A total order, so combining is associative and commutative.
+template <typename T> PTC_D bool ptc_arg_better(T v, i64 i, T bv, i64 bi, bool mx) {
+  if (i < 0) return false;
+  if (bi < 0) return true;
+  bool n = v != v, bn = bv != bv;
+  if (n || bn) return n && (!bn || i < bi);
+  if (v == bv) return i < bi;
+  return mx ? v > bv : v < bv;
+}
+
+PTC_D float ptc_shfl(float v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
+PTC_D double ptc_shfl(double v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
+PTC_D i64 ptc_shfl(i64 v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
+PTC_D u64 ptc_shfl(u64 v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
+PTC_D u8 ptc_shfl(u8 v, int o) { return (u8)__shfl_xor_sync(0xffffffffu, (int)v, o); }
+
+// Butterfly over the 32 lanes of a warp: every lane ends with the result.
+template <typename F, typename T> PTC_D T ptc_warp_all(T v) {
+  F f;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = f(v, ptc_shfl(v, o));
+  return v;
+}
+template <typename T> PTC_D void ptc_warp_arg(T& v, i64& i, bool mx) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    T ov = ptc_shfl(v, o);
+    i64 oi = ptc_shfl(i, o);
+    if (ptc_arg_better(ov, oi, v, i, mx)) {
+      v = ov;
+      i = oi;
+    }
+  }
+}
