@@ -181,7 +181,24 @@ print(len(tests), tests[0]["cmd"][0] if tests else "-")
     unset PTC_CACHE_DIR
     py_ver=$("$py_exe" -c 'import sys, torch; print("Python %d.%d.%d, torch %s" % (sys.version_info[:3] + (torch.__version__,)))' 2>/dev/null) ||
       py_ver="version unknown"
-    echo "python: suite 'python' ran $py_n test files ($p passed, $f failed, $s skipped) in $(( $(date +%s) - py_t0 ))s with $py_exe ($py_ver)"
+    # pytest's own counts, from each file's closing line in the test log.
+    py_cases=$("$PY" - build/meson-logs/testlog.json <<'EOF'
+import json, re, sys
+tot = {}
+for line in open(sys.argv[1], encoding="utf-8", errors="replace"):
+    try:
+        t = json.loads(line)
+    except ValueError:
+        continue
+    # pytest's closing line: "3 passed, 1 skipped in 4.02s" (maybe in ===).
+    summary = [l for l in (t.get("stdout") or "").splitlines()
+               if re.search(r"\d+ (passed|failed|skipped|errors?)\b.* in [\d.]+s", l)]
+    for n, what in re.findall(r"(\d+) (passed|failed|skipped|errors?)\b", summary[-1] if summary else ""):
+        tot[what] = tot.get(what, 0) + int(n)
+print(", ".join("%d %s" % (v, k) for k, v in sorted(tot.items())) or "no pytest summary")
+EOF
+    ) || py_cases="pytest counts unreadable"
+    echo "python: suite 'python' ran $py_n test files ($p passed, $f failed, $s skipped; pytest cases: $py_cases) in $(( $(date +%s) - py_t0 ))s with $py_exe ($py_ver)"
     count python "$p" "$f" "$( [ "$s" -gt 0 ] && echo "$s skipped")"
   elif "$PY" -c 'import torch' >/dev/null 2>&1; then
     failed python "$PY has torch but build/ registered no test in suite 'python' (meson option python disabled or Python headers missing?)"
