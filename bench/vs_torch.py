@@ -13,7 +13,8 @@
 # Usage: PTC_PYTHONPATH=<build>/python /usr/bin/python3 bench/vs_torch.py
 #          [--device cpu|cuda] [--dtype float32|bfloat16] [--json OUT]
 #          [--only NAME,...] [--systems eager,inductor,ptc-fx,ptc-backend]
-#          [--repeat N] [--quick] [--threads N] [--hf auto|yes|no] [--keep-cache]
+#          [--repeat N] [--quick] [--threads N] [--mode MODE] [--hf auto|yes|no]
+#          [--blas auto|system] [--keep-cache]
 
 import argparse
 import gc
@@ -44,6 +45,9 @@ def parse_args(argv=None):
     p.add_argument("--quick", action="store_true", help="~0.2 s per measurement, smaller models")
     p.add_argument("--threads", type=int, default=None,
                    help="cpu threads for torch and ptc (default: the CPUs this process may use)")
+    p.add_argument("--mode", default=None,
+                   help="compile mode passed to both torch.compile (Inductor) and ptc "
+                        "(e.g. reduce-overhead, max-autotune; default: each one's default)")
     p.add_argument("--hf", choices=["auto", "yes", "no"], default="auto",
                    help="BERT/GPT-2 from transformers (auto: when importable) or hand-written")
     p.add_argument("--blas", choices=["auto", "system"], default="auto",
@@ -165,7 +169,7 @@ def measure(fn, inputs):
     min_sample = 0.005 if ARGS.quick else 0.01
     # warm-up, which also estimates the time of one call
     _, t1 = timed_call(fn, inputs)
-    if not ARGS.quick:
+    if not ARGS.quick and t1 < 0.5:
         _, t = timed_call(fn, inputs)
         t1 = min(t1, t)
     inner = max(1, int(min_sample / max(t1, 1e-7)) + 1) if t1 < min_sample else 1
@@ -241,8 +245,10 @@ def ptc_backend_for(ptc):
     tell what happened to each graph Dynamo handed it), or plain ptc.backend."""
     import importlib
     try:
-        return importlib.import_module("ptc.backend").make_backend(ARGS.device)
+        return importlib.import_module("ptc.backend").make_backend(ARGS.device, mode=ARGS.mode)
     except (ImportError, AttributeError):
+        if ARGS.mode:
+            raise RuntimeError("--mode needs ptc.backend.make_backend")
         return ptc.backend
 
 
@@ -253,7 +259,7 @@ def prepare(system, spec, ptc, r):
         return m
     if system == "inductor":
         torch._dynamo.reset()
-        return torch.compile(m)
+        return torch.compile(m, mode=ARGS.mode) if ARGS.mode else torch.compile(m)
     if system == "ptc-backend":
         torch._dynamo.reset()
         r["_backend"] = ptc_backend_for(ptc)
@@ -261,7 +267,7 @@ def prepare(system, spec, ptc, r):
     if system == "ptc-fx":
         gm = spec.trace(m, spec.inputs) if spec.trace else torch.fx.symbolic_trace(m)
         r["tracer"] = getattr(gm, "tracer_used", "torch.fx.symbolic_trace")
-        return ptc.from_fx(gm, list(spec.inputs), backend=ARGS.device)
+        return ptc.from_fx(gm, list(spec.inputs), backend=ARGS.device, mode=ARGS.mode)
     raise KeyError(system)
 
 
@@ -290,6 +296,11 @@ def run_system(system, spec, ref, ptc, tol):
     if system in ("inductor", "ptc-backend") and not TORCH2:
         return dict(status="n/a", why="n/a (torch<2)")
     fn = None
+    if CACHE_ROOT and system.startswith("ptc"):
+        # libptc reads PTC_CACHE_DIR at every compile: a fresh folder per workload
+        # and system keeps each first call cold (ptc-backend would otherwise hit
+        # the kernels ptc-fx just compiled).
+        os.environ["PTC_CACHE_DIR"] = os.path.join(CACHE_ROOT, "ptc", f"{spec.name}-{system}")
     try:
         gc.collect()
         with torch.no_grad():
@@ -328,6 +339,41 @@ def run_system(system, spec, ref, ptc, tol):
         if ARGS.device == "cuda":
             torch.cuda.empty_cache()
     return r
+
+
+class _Startup(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x * 3.0 - 1.0)
+
+
+def startup(systems, ptc):
+    """Compiles a trivial module once per compiling system before the workloads, so
+    one-time process start-up (Inductor's compile workers and first C++ build,
+    Dynamo's import) is reported once here and not charged to the first workload.
+    Returns {system: seconds}; failures are left to the workloads to report."""
+    spec = W.Spec("startup", "tiny", "", _Startup().to(ARGS.device).eval(),
+                  (torch.randn(8, 3, device=ARGS.device),), "pointwise")
+    out = {}
+    for s in systems:
+        if s == "eager" or (s in ("inductor", "ptc-backend") and not TORCH2):
+            continue
+        if CACHE_ROOT and s.startswith("ptc"):
+            os.environ["PTC_CACHE_DIR"] = os.path.join(CACHE_ROOT, "ptc", "startup-" + s)
+        try:
+            with torch.no_grad(), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                sync()
+                t0 = time.perf_counter()
+                fn = prepare(s, spec, ptc, {})
+                fn(*spec.inputs)
+                sync()
+                out[s] = time.perf_counter() - t0
+                del fn
+        except Exception as e:
+            log(f"start-up of {s} failed: {first_line(e)}")
+        if s in ("inductor", "ptc-backend"):
+            torch._dynamo.reset()
+    return out
 
 
 # ---- machine --------------------------------------------------------------------------------
@@ -463,7 +509,7 @@ def print_report(meta, results, systems):
     compiled = [s for s in systems if s != "eager"]
     ran = [s for s in compiled if not (s in ("inductor", "ptc-backend") and not TORCH2)]
     print()
-    print(f"## vs_torch: {meta['device']} {meta['dtype']}")
+    print(f"## vs_torch: {meta['device']} {meta['dtype']}" + (f", mode {ARGS.mode}" if ARGS.mode else ""))
     print()
     if meta["device"] == "cuda":
         print(f"- GPU: {meta.get('gpu')} (CUDA {meta.get('cuda')})")
@@ -475,6 +521,9 @@ def print_report(meta, results, systems):
     print(f"- torch {meta['torch']}, ptc {meta.get('ptc', 'not loaded')}, Python {meta['python']}"
           + (f", torchvision {meta['torchvision']}" if "torchvision" in meta else "")
           + (f", transformers {meta['transformers']}" if "transformers" in meta else ""))
+    if meta.get("startup_s"):
+        print("- one-time start-up, first compile of a trivial module in the process (not in the "
+              "compile column): " + ", ".join(f"{k} {v:.2f} s" for k, v in meta["startup_s"].items()))
     print(f"- copy bandwidth (dst.copy_(src), read+write): {meta['copy_gbps']:.1f} GB/s "
           "= the ceiling of the memory-bound rows")
     print(f"- times: median of warm calls, ms (tiny: us per call); ratios are speed-ups of ptc "
@@ -570,6 +619,11 @@ def main():
         f"ptc {meta.get('ptc', '-')}, threads {meta['torch_threads']}")
     meta["copy_gbps"] = copy_bandwidth()
     log(f"copy bandwidth {meta['copy_gbps']:.1f} GB/s")
+
+    meta["startup_s"] = startup(systems, ptc)
+    if meta["startup_s"]:
+        log("start-up (first compile in the process): " +
+            ", ".join(f"{k} {v:.2f} s" for k, v in meta["startup_s"].items()))
 
     results = []
     t_start = time.perf_counter()
