@@ -41,7 +41,7 @@ extern ptcpy_torch_cache ptcpy_torch;
 /** Interned method/attribute names. */
 extern PyObject *ptcpy_s_dlpack, *ptcpy_s_data_ptr, *ptcpy_s_detach, *ptcpy_s_view,
     *ptcpy_s_contiguous, *ptcpy_s_device, *ptcpy_s_dtype, *ptcpy_s_requires_grad,
-    *ptcpy_s_type, *ptcpy_s_ptc_dyn, *ptcpy_s_dynamo_dyn;
+    *ptcpy_s_type, *ptcpy_s_ptc_dyn, *ptcpy_s_dynamo_dyn, *ptcpy_s_is_cpu, *ptcpy_s_is_cuda;
 
 /** Interns the names above. 0, or -1 with an exception set. */
 int ptcpy_tensor_init(void);

@@ -5,7 +5,10 @@
  * On a miss it recompiles, making dims dynamic automatically when only sizes
  * changed (or as asked by dynamic=True / mark_dynamic), up to max_recompiles
  * recompiles; past that, and when autograd needs gradients, it runs the
- * eager `fallback` with a one-time warning.
+ * eager `fallback` with a one-time warning. strict=True (from_fx, the
+ * torch.compile backend) recompiles for size/stride changes only: another
+ * dtype/device/rank/requires_grad raises libptc's error from checking the
+ * inputs against the newest executable.
  *
  * Thread-safety: calls may come from several threads; the GIL is released
  * while an executable runs or compiles, so an entry's Executable is kept
@@ -44,6 +47,7 @@ typedef struct PtcCompiled {
   PyObject* mode;     /* str or NULL */
   PyObject* debug_dir;
   int dynamic; /* -1 None (automatic), 0 False, 1 True */
+  int strict;  /* recompile for size/stride changes only; other misses raise */
   long max_recompiles;
   entry* entries; /* oldest first; looked up newest first */
   size_t n_entries, cap_entries;
@@ -401,6 +405,27 @@ static PyObject* miss(PtcCompiled* self, PyObject* const* args, const ptcpy_in* 
     if (k == self->n_entries - 1) reason = diff; /* newest entry's reason */
     else Py_XDECREF(diff);
   }
+  if (self->strict && self->n_entries && !near) {
+    /* strict: a dtype/device/rank/requires_grad change is the caller's
+     * error; libptc's own message when the newest executable rejects it. */
+    const entry* last = &self->entries[self->n_entries - 1];
+    if (last->n_in == n) {
+      if (out_buf_reserve(ob, last->exe->n_out) < 0) {
+        Py_XDECREF(reason);
+        return NULL;
+      }
+      ptc_status s = ptc_executable_infer_outputs(last->exe->exe, tin, n, ob->desc,
+                                                  last->exe->n_out);
+      if (s) {
+        Py_XDECREF(reason);
+        return ptcpy_raise(s);
+      }
+    }
+    ptcpy_raise_code("INVALID_ARGUMENT", "ptc: '%U': %U (strict: only sizes and strides may "
+                     "change between calls)", self->name, reason);
+    Py_XDECREF(reason);
+    return NULL;
+  }
   if (near) {
     Py_CLEAR(reason);
     size_t bad;
@@ -561,13 +586,14 @@ done:
 
 static PyObject* compiled_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   static char* kw[] = {"build",    "backend",  "mode",           "debug_dir", "dynamic",
-                       "max_recompiles", "fallback", "name", NULL};
+                       "max_recompiles", "fallback", "name", "strict", NULL};
   PyObject *build, *backend = NULL, *mode = Py_None, *debug_dir = Py_None, *dynamic = Py_None,
                    *fallback = Py_None, *name = NULL;
   long max_recompiles = 8;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$OOOOlOO:CompiledFunction", kw, &build,
+  int strict = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$OOOOlOOp:CompiledFunction", kw, &build,
                                    &backend, &mode, &debug_dir, &dynamic, &max_recompiles,
-                                   &fallback, &name))
+                                   &fallback, &name, &strict))
     return NULL;
   if (!PyCallable_Check(build))
     return PyErr_Format(PyExc_TypeError, "CompiledFunction: build must be callable");
@@ -608,6 +634,7 @@ static PyObject* compiled_new(PyTypeObject* type, PyObject* args, PyObject* kwar
   }
   self->dynamic = dynamic == Py_None ? -1 : dynamic == Py_True;
   self->max_recompiles = max_recompiles;
+  self->strict = strict;
   self->reasons = PyList_New(0);
   self->dyn = PySet_New(NULL);
   if (!self->name || !self->backend || !self->reasons || !self->dyn) {

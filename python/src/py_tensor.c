@@ -17,7 +17,7 @@
 ptcpy_torch_cache ptcpy_torch;
 PyObject *ptcpy_s_dlpack, *ptcpy_s_data_ptr, *ptcpy_s_detach, *ptcpy_s_view,
     *ptcpy_s_contiguous, *ptcpy_s_device, *ptcpy_s_dtype, *ptcpy_s_requires_grad, *ptcpy_s_type,
-    *ptcpy_s_ptc_dyn, *ptcpy_s_dynamo_dyn;
+    *ptcpy_s_ptc_dyn, *ptcpy_s_dynamo_dyn, *ptcpy_s_is_cpu, *ptcpy_s_is_cuda;
 static PyObject* to_dlpack; /* torch.utils.dlpack.to_dlpack or NULL (use __dlpack__) */
 
 int ptcpy_tensor_init(void) {
@@ -34,7 +34,9 @@ int ptcpy_tensor_init(void) {
                {&ptcpy_s_requires_grad, "requires_grad"},
                {&ptcpy_s_type, "type"},
                {&ptcpy_s_ptc_dyn, "_ptc_dynamic_dims"},
-               {&ptcpy_s_dynamo_dyn, "_dynamo_dynamic_indices"}};
+               {&ptcpy_s_dynamo_dyn, "_dynamo_dynamic_indices"},
+               {&ptcpy_s_is_cpu, "is_cpu"},
+               {&ptcpy_s_is_cuda, "is_cuda"}};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     if (!*names[i].slot && !(*names[i].slot = PyUnicode_InternFromString(names[i].text)))
       return -1;
@@ -171,74 +173,16 @@ static PyObject* export_capsule(PyObject* obj) {
   return PyObject_VectorcallMethod(ptcpy_s_dlpack, &obj, 1, NULL);
 }
 
-/* Whether tensor `obj` is on device type `want` (compared by name). */
+/* Whether tensor `obj` is on device type `want` (Tensor.is_cpu / is_cuda).
+ * Checked before exporting: torch's exporter leaks its descriptor (and a
+ * reference to the tensor) when it throws for an unsupported device or
+ * dtype, so nothing known to fail is handed to it. */
 static int on_device(PyObject* obj, int32_t want, int* result) {
-  PyObject* dev = PyObject_GetAttr(obj, ptcpy_s_device);
-  PyObject* type = dev ? PyObject_GetAttr(dev, ptcpy_s_type) : NULL;
-  Py_XDECREF(dev);
-  if (!type) return -1;
-  *result = PyUnicode_CompareWithASCIIString(type, device_type_name(want)) == 0;
-  Py_DECREF(type);
+  PyObject* flag = PyObject_GetAttr(obj, want == PTC_DEVICE_CUDA ? ptcpy_s_is_cuda : ptcpy_s_is_cpu);
+  if (!flag) return -1;
+  *result = flag == Py_True;
+  Py_DECREF(flag);
   return 0;
-}
-
-/* Export failed: retry through a detached or uint8 view, or explain why. */
-static PyObject* export_slow(PyObject* obj, size_t index, const char* role, int32_t device_type,
-                             const char* backend, int32_t* dtype_override) {
-  PyObject *etype, *evalue, *etb;
-  PyErr_Fetch(&etype, &evalue, &etb);
-  int same = 0;
-  if (on_device(obj, device_type, &same) < 0 || !same) {
-    Py_XDECREF(etype);
-    Py_XDECREF(evalue);
-    Py_XDECREF(etb);
-    if (PyErr_Occurred()) return NULL;
-    device_error(obj, index, role, device_type, backend);
-    return NULL;
-  }
-  PyObject* view = NULL;
-  PyObject* dt = PyObject_GetAttr(obj, ptcpy_s_dtype);
-  if (dt && dt == ptcpy_torch.dtypes[PTC_BOOL]) {
-    PyObject* args[2] = {obj, ptcpy_torch.dtypes[PTC_U8]};
-    view = PyObject_VectorcallMethod(ptcpy_s_view, args, 2, NULL);
-    *dtype_override = PTC_BOOL;
-  } else if (dt) {
-    PyObject* rg = PyObject_GetAttr(obj, ptcpy_s_requires_grad);
-    if (rg == Py_True) view = PyObject_CallMethodNoArgs(obj, ptcpy_s_detach);
-    Py_XDECREF(rg);
-  }
-  Py_XDECREF(dt);
-  if (PyErr_Occurred()) {
-    Py_XDECREF(view);
-    Py_XDECREF(etype);
-    Py_XDECREF(evalue);
-    Py_XDECREF(etb);
-    return NULL;
-  }
-  if (view) {
-    Py_XDECREF(etype);
-    Py_XDECREF(evalue);
-    Py_XDECREF(etb);
-    PyObject* cap = export_capsule(view);
-    if (!cap && *dtype_override < 0) {
-      /* detached but still not exportable (e.g. bool that requires grad) */
-      int32_t inner = -1;
-      cap = export_slow(view, index, role, device_type, backend, &inner);
-      if (inner >= 0) *dtype_override = inner;
-    }
-    Py_DECREF(view);
-    return cap;
-  }
-  /* Nothing to retry: report torch's reason as a ptc error. */
-  PyObject* msg = evalue ? PyObject_Str(evalue) : NULL;
-  Py_XDECREF(etype);
-  Py_XDECREF(evalue);
-  Py_XDECREF(etb);
-  if (!msg) return NULL;
-  ptcpy_raise_code("INVALID_ARGUMENT", "%s %zu: cannot lend this tensor through DLPack: %U", role,
-                   index, msg);
-  Py_DECREF(msg);
-  return NULL;
 }
 
 int ptcpy_in_import(PyObject* obj, size_t index, const char* role, int32_t device_type,
@@ -254,10 +198,44 @@ int ptcpy_in_import(PyObject* obj, size_t index, const char* role, int32_t devic
   if (!rg) return -1;
   out->requires_grad = rg == Py_True;
   Py_DECREF(rg);
+  int same = 0;
+  if (on_device(obj, device_type, &same) < 0) return -1;
+  if (!same) return device_error(obj, index, role, device_type, backend);
   int32_t override = -1;
-  PyObject* cap = export_capsule(obj);
-  if (!cap) cap = export_slow(obj, index, role, device_type, backend, &override);
-  if (!cap) return -1;
+  PyObject* view = NULL; /* what is exported when not `obj` itself */
+  if (!ptcpy_torch.bool_dlpack) {
+    PyObject* dt = PyObject_GetAttr(obj, ptcpy_s_dtype);
+    if (!dt) return -1;
+    if (dt == ptcpy_torch.dtypes[PTC_BOOL]) { /* zero-copy uint8 view, bool on the ptc side */
+      PyObject* args[2] = {obj, ptcpy_torch.dtypes[PTC_U8]};
+      view = PyObject_VectorcallMethod(ptcpy_s_view, args, 2, NULL);
+      override = PTC_BOOL;
+    }
+    Py_DECREF(dt);
+    if (override >= 0 && !view) return -1;
+  }
+  if (!to_dlpack && out->requires_grad) { /* Tensor.__dlpack__ refuses tensors needing grad */
+    PyObject* src = view ? view : obj;
+    PyObject* det = PyObject_CallMethodNoArgs(src, ptcpy_s_detach);
+    Py_XDECREF(view);
+    if (!det) return -1;
+    view = det;
+  }
+  PyObject* cap = export_capsule(view ? view : obj);
+  Py_XDECREF(view);
+  if (!cap) {
+    PyObject *etype, *evalue, *etb;
+    PyErr_Fetch(&etype, &evalue, &etb);
+    PyObject* msg = evalue ? PyObject_Str(evalue) : NULL;
+    Py_XDECREF(etype);
+    Py_XDECREF(evalue);
+    Py_XDECREF(etb);
+    if (!msg) return -1;
+    ptcpy_raise_code("INVALID_ARGUMENT", "%s %zu: cannot lend this tensor through DLPack: %U",
+                     role, index, msg);
+    Py_DECREF(msg);
+    return -1;
+  }
   const ptc_tensor* dl = PyCapsule_GetPointer(cap, "dltensor");
   if (!dl) {
     Py_DECREF(cap);

@@ -702,3 +702,28 @@ def test_no_reference_leaks_per_call():
         cf(x)
         ex.accepts([x])
     assert sys.getrefcount(x) == before
+
+
+def _rss_kib():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096 // 1024
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/statm")
+def test_failed_and_bool_lends_do_not_leak():
+    """torch's DLPack exporter leaks the tensor when it throws (meta device,
+    bool on torch 1.13): such tensors must never reach it."""
+    ex = ptc.compile_graph(unary_graph("logical_not", [256, 256], torch.bool), backend="ref")
+    xb = torch.zeros(256, 256, dtype=torch.bool)  # 64 KiB
+    meta = torch.empty(256, 256, device="meta")
+    for _ in range(20):
+        ex.run([xb])
+    gc.collect()
+    before = _rss_kib()
+    for _ in range(300):  # ~19 MiB if each call leaked its input
+        ex.run([xb])
+        _C._describe(xb)
+        with pytest.raises(ptc.Error):
+            ex.run([meta])
+    gc.collect()
+    assert _rss_kib() - before < 8 * 1024
