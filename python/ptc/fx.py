@@ -497,7 +497,7 @@ class CompiledGraph:
         self._kinds = kinds
         self._sources = sources
         self._opts = dict(backend=backend, mode=mode, dynamic=dynamic, debug_dir=debug_dir,
-                          max_recompiles=max_recompiles)
+                          max_recompiles=max_recompiles, strict=True)
         self._tensor_idx = [i for i, k in enumerate(kinds) if k == "tensor"]
         self._const_idx = [i for i, k in enumerate(kinds) if k == "const"]
         self._specs = {}
