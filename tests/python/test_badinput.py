@@ -98,3 +98,32 @@ def test_executable_wrong_dtype_rank_device():
         exe.check([torch.randn(4, 9)])
     x = torch.randn(4, 8)
     torch.testing.assert_close(exe.run([x])[0], torch.relu(x))
+
+
+# ---- CompiledFunction(strict=True) directly ----------------------------------------------------
+
+def _relu_build(example, dynamic_dims):
+    g = ptc.Graph()
+    x = g.add_input("x", example[0].dtype, list(example[0].shape))
+    (y,) = g.add_node("relu", [x])
+    g.add_output(y)
+    return g
+
+
+def test_compiled_function_strict():
+    cf = ptc.CompiledFunction(_relu_build, backend="ref", strict=True, name="relu")
+    for shape in ((3, 4), (5, 4)):  # size changes recompile
+        x = torch.randn(*shape)
+        torch.testing.assert_close(cf(x)[0], torch.relu(x))
+    assert cf.num_compiles == 2
+    with pytest.raises(ptc.Error, match=r"expected dtype f32, got f64"):
+        cf(torch.randn(3, 4, dtype=torch.float64))
+    with pytest.raises(ptc.Error, match=r"expected rank 2, got 3"):
+        cf(torch.randn(3, 4, 2))
+    assert cf.num_compiles == 2
+    # Not strict: the same calls recompile instead.
+    lax = ptc.CompiledFunction(_relu_build, backend="ref", name="relu")
+    lax(torch.randn(3, 4))
+    x64 = torch.randn(3, 4, dtype=torch.float64)
+    torch.testing.assert_close(lax(x64)[0], torch.relu(x64))
+    assert lax.num_compiles == 2
