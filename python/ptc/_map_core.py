@@ -36,16 +36,26 @@ def register(*keys, mutates=None, check_module=None):
     int (index of the argument written in place) or a function
     (args, kwargs) -> int | None."""
     def deco(fn):
-        if mutates is not None:
-            fn.mutates = mutates if callable(mutates) else (lambda a, k, i=mutates: i)
-        if check_module is not None:
-            fn.check_module = check_module
+        conv = fn
+        if mutates is not None or check_module is not None:
+            # a fresh function object: the attributes belong to these keys
+            # only, not to other registrations of the same converter
+            def conv(*args, **kwargs):
+                return fn(*args, **kwargs)
+            conv.__name__ = fn.__name__
+            conv.__qualname__ = fn.__qualname__
+            conv.__doc__ = fn.__doc__
+            conv.__wrapped__ = fn
+            if mutates is not None:
+                conv.mutates = mutates if callable(mutates) else (lambda a, k, i=mutates: i)
+            if check_module is not None:
+                conv.check_module = check_module
         for k in keys:
             if k is None:
                 continue
-            if k in TABLE and TABLE[k] is not fn:
+            if k in TABLE and TABLE[k] is not conv:
                 raise RuntimeError("ptc mapping: duplicate key %r" % (k,))
-            TABLE[k] = fn
+            TABLE[k] = conv
         return fn
     return deco
 
@@ -100,28 +110,34 @@ def concrete(x):
     return x
 
 
+def _namespaces():
+    import builtins
+    import operator
+    import torch.nn.functional as F
+    return [("operator", operator), ("builtins", builtins), ("torch", torch),
+            ("torch.nn.functional", F), ("torch.Tensor", torch.Tensor),
+            ("torch.special", getattr(torch, "special", None)),
+            ("torch.linalg", getattr(torch, "linalg", None))]
+
+
 def fmt_target(t):
-    """Human-readable name of a mapping key / FX target."""
+    """Human-readable name of a mapping key / FX target: "torch.add",
+    "torch.Tensor.view", "method .view", "module torch.nn.Linear", ..."""
     if isinstance(t, str):
         return "method ." + t
     if isinstance(t, type):
-        return "module %s.%s" % (t.__module__, t.__qualname__)
+        mod = t.__module__
+        if mod.startswith("torch.nn.modules"):
+            mod = "torch.nn"
+        return "module %s.%s" % (mod, t.__qualname__)
+    name = getattr(t, "__name__", None)
+    if name:
+        for ns_name, ns in _namespaces():
+            if ns is not None and getattr(ns, name, None) is t:
+                return "%s.%s" % (ns_name, name)
     mod = getattr(t, "__module__", None)
-    name = getattr(t, "__qualname__", None) or getattr(t, "__name__", None) or repr(t)
-    if mod is None:
-        objcls = getattr(t, "__objclass__", None)
-        if objcls is not None:
-            return "%s.%s" % (objcls.__name__, name)
-        self_ = getattr(t, "__self__", None)
-        if isinstance(self_, type(torch)):
-            return "%s.%s" % (self_.__name__, getattr(t, "__name__", name))
-        if self_ is not None and getattr(self_, "__name__", None):
-            return "%s.%s" % (self_.__name__, getattr(t, "__name__", name))
-    if mod in ("_operator",):
-        mod = "operator"
-    if mod in ("torch._C._VariableFunctions",) or (mod and mod.startswith("torch._C")):
-        mod = "torch"
-    return "%s.%s" % (mod, name) if mod else name
+    qual = getattr(t, "__qualname__", None) or name or repr(t)
+    return "%s.%s" % (mod, qual) if mod else qual
 
 
 def lookup(target, module=None):
@@ -190,6 +206,7 @@ class Builder:
         self.scope = ""
         self._consts = {}
         self._names = set()
+        self.strided_inputs = set()  # ids of inputs added with explicit strides
 
     # ---- nodes -----------------------------------------------------------------
     def ops(self, op, inputs, attrs=None):

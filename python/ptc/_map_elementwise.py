@@ -423,7 +423,7 @@ def _clamp_max(b, input, max):
     return _clamp(b, input, max=max)
 
 
-@register(torch.where, *tensor_method_keys("where"))
+@register(torch.where)
 def _where(b, condition, input=None, other=None):
     if input is None and other is None:
         raise Unsupported("torch.where(condition) has a data-dependent output shape")
@@ -436,6 +436,12 @@ def _where(b, condition, input=None, other=None):
     x = b.as_value(input, other if is_value(other) else None)
     y = b.as_value(other, input if is_value(input) else None)
     return b.op("where", [condition, x, y])
+
+
+@register(*tensor_method_keys("where"))
+def _where_m(b, input, condition, other):
+    """x.where(condition, y) == torch.where(condition, x, y)."""
+    return _where(b, condition, input, other)
 
 
 def masked_fill(b, input, mask, value):
@@ -606,10 +612,13 @@ def _a_is_value(args, kwargs):
     return 0 if args and is_value(args[0]) else None
 
 
-register(operator.iadd, mutates=_a_is_value)(_iop(_py_or(operator.add, _bin("add"))))
-register(operator.isub, mutates=_a_is_value)(_iop(_py_or(operator.sub, _rsub_op)))
-register(operator.imul, mutates=_a_is_value)(_iop(_py_or(operator.mul, _bin("mul"))))
-register(operator.itruediv, mutates=_a_is_value)(_iop(_py_or(operator.truediv, _rdiv)))
+for _pyop, _inop, _fn in ((operator.add, operator.iadd, _bin("add")),
+                          (operator.sub, operator.isub, _rsub_op),
+                          (operator.mul, operator.imul, _bin("mul")),
+                          (operator.truediv, operator.itruediv, _rdiv)):
+    _c = _iop(_py_or(_pyop, _fn))
+    _c.__name__ = "operator_" + _inop.__name__
+    register(_inop, mutates=_a_is_value)(_c)
 
 
 # ---- dtype conversions -----------------------------------------------------------------

@@ -80,7 +80,10 @@ def _is_floating_point(b, input):
 
 @register(*tensor_method_keys("is_contiguous"))
 def _is_contiguous(b, input, memory_format=None):
-    return True  # ptc values are dense
+    """False for graph inputs declared with non-contiguous strides, else True
+    (ptc computes every other value densely; a view of an input answers True
+    where eager may say False)."""
+    return input.id not in b.strided_inputs
 
 
 @register(builtins.len)

@@ -13,6 +13,10 @@ How it works:
   re-walks the FX graph for the inputs and dynamic dims it is given (dynamic
   dims become graph symbols, so automatic dynamic and mark_dynamic work; the
   first call reuses the trial build's graph).
+- The CompiledFunction is strict (strict=True): a call whose tensors differ
+  from the compiled ones in dtype, rank or device raises libptc's error
+  (e.g. "input 0 (x): expected dtype f32, got f64"); size and stride
+  changes recompile (automatic dynamic).
 - Placeholders: tensors become graph inputs (contiguous ones declared
   contiguous, others with their strides, inputs with dynamic dims declared
   contiguous); non-tensor placeholders (ints, floats, bools, None, ...) are
@@ -283,6 +287,8 @@ class _Converter:
                         shape.append(int(s))
                 strides = None if dyn or t.is_contiguous() else list(t.stride())
                 env[ph] = g.add_input(ph.name, t.dtype, shape, strides)
+                if strides is not None:
+                    b.strided_inputs.add(env[ph].id)
                 b._names.add(ph.name)
                 tensor_ph[i] = ti
                 ti += 1
@@ -373,6 +379,11 @@ class _Converter:
             return "in-place update of module state %s (ptc graphs do not mutate " \
                    "parameters or buffers)" % target.target
         if target.op == "placeholder":
+            cur = env.get(target)
+            if is_value(cur) and (tuple(cur.shape) != tuple(res.shape) or
+                                  cur.dtype != res.dtype):
+                return "in-place op changes the shape or dtype of graph input %s (only " \
+                       "values can be written back)" % target.name
             mutated[self.placeholders.index(target)] = res
         elif target.op == "call_module":
             pass
@@ -429,6 +440,8 @@ class _Converter:
         wb = []
         for i in sorted(mutated):
             wb.append((i, slot_of(mutated[i])))
+        if not slots:  # libptc compiles no graph without outputs: a 0-d dummy
+            slot_of(b.scalar(0, torch.int64))
         return _Template(tree, len(slots), wb)
 
 
@@ -503,7 +516,6 @@ class CompiledGraph:
         self._specs = {}
         self._lock = threading.Lock()
         self._trial = None
-        self._meta = None
         self._warned = False
         self.compiled = None
 
@@ -589,23 +601,6 @@ class CompiledGraph:
             args[i] = args[src].shape[d]
         return args
 
-    def _check_inputs(self, sp, tensors):
-        """Strictness: the graph was traced for the example inputs' dtypes,
-        ranks and devices; other ones raise (TypeError for non-tensors, else
-        the _C.Error libptc gives, e.g. "input 0 (x): expected dtype f32,
-        got f64"). Sizes and strides may change (recompiles)."""
-        for k, (t, want) in enumerate(zip(tensors, self._meta)):
-            if not isinstance(t, torch.Tensor):
-                raise TypeError("%s: input %d must be a tensor, got %s" % (
-                    type(self.gm).__name__, self._tensor_idx[k], type(t).__name__))
-            if (t.dtype, t.dim(), t.device.type) != want:
-                exes = sp.compiled.executables
-                if exes:
-                    exes[0].check(tensors)  # raises libptc's message
-                raise _C.Error("%s: input %d: expected %s rank %d on %s, got %s rank %d on %s"
-                               % ((type(self.gm).__name__, self._tensor_idx[k]) + want +
-                                  (t.dtype, t.dim(), t.device.type)))
-
     def __call__(self, *args):
         if len(args) != len(self._kinds):
             raise TypeError("%s: expected %d arguments, got %d" % (
@@ -619,7 +614,6 @@ class CompiledGraph:
                                                            MAX_SPECIALISATIONS), stacklevel=2)
             return self.gm(*args)
         tensors = [args[i] for i in self._tensor_idx]
-        self._check_inputs(sp, tensors)
         for i, (src, d) in self._sources.items():
             if int(args[i]) != args[src].shape[d]:
                 raise ValueError("%s: size input %d is %d but dimension %d of input %d is %d"
@@ -687,5 +681,5 @@ def from_fx(gm, example_inputs, backend="cpu", mode=None, dynamic=None, debug_di
     # (grad needed, recompile cap) may run before the first compile.
     sp.template = template
     cg._trial = (sp, _sig(tensors, dims), g, template)
-    cg._meta = [(t.dtype, t.dim(), t.device.type) for t in tensors]
+    sp.template = template
     return cg
