@@ -241,6 +241,11 @@ def check(out, ref, tol, where="output"):
         rtol, atol = TOL.get(ref.dtype, (0, 0))
         torch.testing.assert_close(out, ref, rtol=rtol * tol, atol=atol * tol, equal_nan=True,
                                    msg=lambda m: "%s: %s" % (where, m))
+    elif isinstance(ref, dict):
+        assert isinstance(out, dict) and set(out) == set(ref), "%s: keys %r, expected %r" % (
+            where, list(out), list(ref))
+        for k in ref:
+            check(out[k], ref[k], tol, "%s[%r]" % (where, k))
     elif isinstance(ref, (tuple, list)):
         assert isinstance(out, (tuple, list)), "%s: got %r, expected %r" % (where, out, ref)
         assert len(out) == len(ref), "%s: %d items, expected %d" % (where, len(out), len(ref))
@@ -890,3 +895,218 @@ def test_table_is_one_registry():
         assert M.lookup(k) is conv
     kinds = M.entries_by_kind()
     assert kinds["method"] > 0 and kinds["module"] > 0 and kinds["function"] > 0
+
+
+# ---- the FX bridge ----------------------------------------------------------------------------
+
+BACKENDS = ["ref", "cpu"]
+
+
+def _trace(fn):
+    return torch.fx.symbolic_trace(fn)
+
+
+def _view_rows(x):
+    return x.view(x.size(0), -1).sum(1) * x.shape[1] + x.reshape(x.shape[0] // 1, -1)[:, :2].T
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_dynamic_batch_sizes_stay_symbolic(backend):
+    """x.view(x.size(0), -1): after the first size-caused recompile the batch
+    dim is a symbol, so every further batch size runs without recompiling."""
+    cg = ptc.from_fx(_trace(_view_rows), [torch.randn(2, 3, 4)], backend=backend)
+    for n in (2, 3, 5, 8, 17):
+        x = torch.randn(n, 3, 4)
+        torch.testing.assert_close(cg(x), _view_rows(x), rtol=1e-4, atol=1e-5)
+    assert cg.compiled.num_compiles == 2, cg.compiled.recompile_reasons
+    assert (0, 0) in cg.compiled.dynamic_dims
+    assert "s_x_0" in str(cg.graph)
+
+
+def _size_arith(x):
+    h = x.shape[1] // 2
+    return x.reshape(x.shape[0] * 2, h)[: x.size(0) + 1] + x.new_zeros(1, h)
+
+
+def test_size_arithmetic_dynamic_from_start():
+    """dynamic=True: sizes computed with operator.* on SymInts (floordiv, mul,
+    add inside a slice) are exact for every size, with one compile."""
+    cg = ptc.from_fx(_trace(_size_arith), [torch.randn(3, 4)], backend="ref", dynamic=True)
+    for n, m in ((3, 4), (5, 6), (2, 10)):
+        x = torch.randn(n, m)
+        torch.testing.assert_close(cg(x), _size_arith(x))
+    assert cg.compiled.num_compiles == 1
+
+
+PROMOTION = [
+    ("int+float", lambda x: x + 2.5, I64),
+    ("f16*float", lambda x: x * 2.5, F16),
+    ("bf16-int", lambda x: 3 - x, BF16),
+    ("float/int", lambda x: 2 / x, I32),
+    ("int**int", lambda x: x ** 2, I64),
+    ("int**float", lambda x: x ** 0.5, I64),
+    ("float**tensor", lambda x: 2.0 ** x, F32),
+    ("int**tensor", lambda x: 2 ** x, I32),
+    ("bool+int", lambda x: x + 1, BOOL),
+    ("bool*bool", lambda x: x * True, BOOL),
+    ("i32*int", lambda x: x * 2, I32),
+    ("i32*float", lambda x: x * 2.0, I32),
+    ("u8+int", lambda x: x + 3, U8),
+    ("int//float", lambda x: x // 2.5, I64),
+    ("int%int", lambda x: 7 % (x + 4), I64),
+    ("f64+float", lambda x: x + 0.1, F64),
+    ("int>float", lambda x: x > 0.5, I64),
+    ("float<tensor", lambda x: 0.5 < x, I32),
+    ("where-scalar", lambda x: torch.where(x > 0, x, 0.5), I64),
+    ("where-scalars", lambda x: torch.where(x > 0, 1.0, 0), I64),
+    ("masked_fill-int", lambda x: x.masked_fill(x > 0, 2.7), I32),
+    ("clamp-int-float", lambda x: torch.clamp(x, min=0.5), I64),
+    ("0d-f64*f32", lambda x: x * torch.tensor(2.0, dtype=F64), F32),
+    ("sum-int", lambda x: x.sum(), I32),
+    ("mean-f16", lambda x: x.mean(0), F16),
+    ("neg-rsub-u8", lambda x: 1 - x, U8),
+]
+
+
+@pytest.mark.parametrize("fn,dt", [pytest.param(f, d, id=n) for n, f, d in PROMOTION])
+def test_python_scalar_promotion(fn, dt):
+    """Python scalars mixed with tensors give torch's result dtype and values."""
+    x = Gen(dt, False, 7).t(3, 4, lo=-3, hi=3)
+    cg = ptc.from_fx(_trace(fn), [x], backend="ref")
+    out, ref = cg(x), eager(fn, None, [x], (P(0),), {})
+    check(out, ref, 1.0)
+
+
+def _scaled(x, n: int, flag: bool):
+    return x * n + flag
+
+
+def test_non_tensor_inputs_specialised():
+    """int/bool placeholders are baked in; other values compile another
+    specialisation, the same values reuse theirs."""
+    gm = _trace(_scaled)
+    x = torch.randn(3, 4)
+    cg = ptc.from_fx(gm, [x, 3, True], backend="ref")
+    for n, f in ((3, True), (5, True), (3, False), (3, True)):
+        torch.testing.assert_close(cg(x, n, f), gm(x, n, f))
+    assert cg.specialisations == 3
+
+
+def _writes_input(x, y):
+    x.add_(y)
+    z = y * 2
+    F.relu(z, inplace=True)
+    z.mul_(x[0])
+    return x * 2, z, y
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_inplace_writes(backend):
+    """In-place ops: a written input is updated in the caller's tensor after
+    the call; in-place ops on intermediates are seen by later uses."""
+    gm = _trace(_writes_input)
+    x, y = torch.randn(3, 4), torch.randn(4)
+    x_ref = x.clone()
+    cg = ptc.from_fx(gm, [x.clone(), y], backend=backend)
+    out = cg(x, y)
+    ref = gm(x_ref, y)
+    check(list(out), list(ref), 1.0)
+    torch.testing.assert_close(x, x_ref)
+    assert out[2] is y  # an input returned as is
+
+
+class _Structured(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(4))
+
+    def forward(self, x, y):
+        m = torch.max(x, 1)
+        return {"sum": x + y, "pair": [x, (y.shape, m.values, m.indices)], "w": self.w,
+                "n": x.size(0), "dtype": x.dtype, "none": None}
+
+
+def test_output_structure_and_passthrough():
+    """Dicts, lists, tuples, namedtuple fields, sizes and Python values keep
+    eager's structure; inputs and parameters are returned as the same objects."""
+    m = _Structured()
+    gm = _trace(m)
+    x, y = torch.randn(3, 4), torch.randn(4)
+    cg = ptc.from_fx(gm, [x, y], backend="ref")
+    out, ref = cg(x, y), gm(x, y)
+    assert set(out) == set(ref)
+    check(out["sum"], ref["sum"], 1.0)
+    assert out["pair"][0] is x and out["w"] is m.w
+    assert tuple(out["pair"][1][0]) == (4,)
+    check(list(out["pair"][1][1:]), list(ref["pair"][1][1:]), 1.0)
+    assert out["n"] == 3 and type(out["n"]) is int
+    assert out["dtype"] == F32 and out["none"] is None
+
+
+def _three_sizes(x):
+    return {"y": x.sin() + x.size(0), "rows": x.shape[0]}
+
+
+def test_recompile_cap_falls_back_to_eager():
+    """dynamic=False and max_recompiles=1: the third size runs eagerly with a
+    warning, still returning the FX output structure."""
+    gm = _trace(_three_sizes)
+    cg = ptc.from_fx(gm, [torch.randn(2, 3)], backend="ref", dynamic=False, max_recompiles=1)
+    for n in (2, 3):
+        x = torch.randn(n, 3)
+        check(cg(x), gm(x), 1.0)
+    x = torch.randn(4, 3)
+    with pytest.warns(UserWarning, match="eagerly"):
+        out = cg(x)
+    check(out, gm(x), 1.0)
+    assert cg.compiled.num_compiles == 2
+
+
+class _Unsupported(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bn = nn.BatchNorm1d(4)  # left in training mode
+
+    def forward(self, x):
+        a = torch.cumprod(x, 1)           # no mapping
+        b = F.pad(x, (1, 1), mode="reflect")  # argument form refused
+        c = self.bn(x)                    # module configuration refused
+        d = torch.fft.fft(x).real if hasattr(torch, "fft") else x  # no mapping
+        return a.sum() + b.sum() + c.sum() + d.sum() + x.relu().sum()
+
+
+def test_unsupported_error_lists_every_node():
+    gm = _trace(_Unsupported())
+    with pytest.raises(ptc.UnsupportedError) as info:
+        ptc.from_fx(gm, [torch.randn(3, 4)], backend="ref")
+    e = info.value
+    assert isinstance(e, NotImplementedError)
+    lines = str(e).splitlines()
+    names = [p[0] for p in e.problems]
+    assert names == ["cumprod", "pad", "bn", "fft_fft"], str(e)
+    assert len(lines) == 4
+    assert lines[0].startswith("node cumprod: torch.cumprod: ")
+    assert "reflect" in lines[1] and lines[1].startswith("node pad: ")
+    assert lines[2].startswith("node bn: module torch.nn.BatchNorm1d (bn): ")
+    assert "training" in lines[2]
+    # users of failed nodes add no noise; the static check sees targets only
+    static = [p[0] for p in ptc.fx.unsupported_nodes(gm)]
+    assert static == ["cumprod", "bn", "fft_fft"]
+
+
+@pytest.mark.skipif(not TORCH2, reason="SymInt placeholders exist on PyTorch 2 only")
+def test_symint_placeholder_maps_to_tensor_dim():
+    """A Dynamo-style SymInt placeholder is the ptc size of the tensor dim with
+    the same symbol."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    def f(x, n):
+        return x.view(n, -1) * 2
+
+    x = torch.randn(4, 6)
+    gm = make_fx(f, tracing_mode="symbolic")(x, 4)
+    phs = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if not any(isinstance(p.meta.get("val"), torch.SymInt) for p in phs):
+        pytest.skip("this PyTorch traced n as a constant")
+    cg = ptc.from_fx(gm, [x, 4], backend="ref")
+    torch.testing.assert_close(cg(x, 4), f(x, 4))
