@@ -288,21 +288,6 @@ def _mha_check(m):
     return None
 
 
-def _proj(b, m, x, which, lo, hi):
-    """Input projection `which` (0 q, 1 k, 2 v) of x."""
-    if m._qkv_same_embed_dim:
-        w = m.in_proj_weight[lo:hi]
-        name = "in_proj_weight_%s" % "qkv"[which]
-    else:
-        w = getattr(m, "%s_proj_weight" % "qkv"[which])
-        name = "%s_proj_weight" % "qkv"[which]
-    bias = None
-    if m.in_proj_bias is not None:
-        bias = b.constant(m.in_proj_bias[lo:hi], _scoped(b, "in_proj_bias_%s" % "qkv"[which]))
-    wv = b.constant(w, _scoped(b, name))
-    return N.linear(b, x, wv, bias)
-
-
 def _scoped(b, name):
     return b.scope + "." + name if b.scope else name
 
@@ -315,25 +300,29 @@ def _to_float_mask(b, mask, dtype):
     return b.to_dtype(mask, dtype)
 
 
-def mha(b, m, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
-        average_attn_weights=True, is_causal=False):
-    reason = _mha_check(m)
-    if reason:
-        raise Unsupported(reason)
+def attention(b, query, key, value, num_heads, w, bias, out_w, out_b, batch_first,
+              key_padding_mask=None, need_weights=True, attn_mask=None,
+              average_attn_weights=True, is_causal=False):
+    """torch's multi-head attention forward on Values: w / bias are the
+    (q, k, v) projection weights and biases (bias entries may be None),
+    out_w / out_b the output projection. Batched inputs are [L, B, E]
+    ([B, L, E] when batch_first), unbatched ones [L, E]. Masks as
+    nn.MultiheadAttention: bool True = not allowed, float = added;
+    attn_mask [L, S] or [B*H, L, S], key_padding_mask [B, S]. Returns
+    (output, weights or None)."""
     batched = query.ndim == 3
     if not batched:
         query, key, value = (b.op("unsqueeze", [t], {"dim": 1}) for t in (query, key, value))
         if key_padding_mask is not None:
             key_padding_mask = b.op("unsqueeze", [key_padding_mask], {"dim": 0})
-    elif m.batch_first:  # work in [L, B, E] as torch does
+    elif batch_first:  # work in [L, B, E] as torch does
         query, key, value = (S.transpose(b, t, 0, 1) for t in (query, key, value))
-    E_, H = m.embed_dim, m.num_heads
+    E_ = query.shape[2]
+    H = int(num_heads)
     D = E_ // H
     L, B = query.shape[0], query.shape[1]
     Sk = key.shape[0]
-    q = _proj(b, m, query, 0, 0, E_)
-    k = _proj(b, m, key, 1, E_, 2 * E_)
-    v = _proj(b, m, value, 2, 2 * E_, 3 * E_)
+    q, k, v = (N.linear(b, x, wi, bi) for x, wi, bi in zip((query, key, value), w, bias))
 
     def heads(t, n):  # [n, B, E] -> [B, H, n, D]
         t = b.op("reshape", [t], {"shape": [n, B, H, D]})
@@ -357,10 +346,10 @@ def mha(b, m, query, key, value, key_padding_mask=None, need_weights=True, attn_
     scale = 1.0 / math.sqrt(D)
     weights = None
     if need_weights:
-        s = b.op("matmul", [b.op("mul", [q], {"other": scale}), S.transpose(b, k, -2, -1)])
+        sc = b.op("matmul", [b.op("mul", [q], {"other": scale}), S.transpose(b, k, -2, -1)])
         if mask is not None:
-            s = b.op("add", [s, mask])
-        p = b.op("softmax", [s], {"dim": -1})
+            sc = b.op("add", [sc, mask])
+        p = b.op("softmax", [sc], {"dim": -1})
         o = b.op("matmul", [p, v])
         weights = p
         if average_attn_weights:
@@ -371,14 +360,98 @@ def mha(b, m, query, key, value, key_padding_mask=None, need_weights=True, attn_
         o = N.sdpa(b, q, k, v, mask, 0.0, False, scale)
     o = b.op("permute", [o], {"dims": [2, 0, 1, 3]})  # [L, B, H, D]
     o = b.op("reshape", [o], {"shape": [L, B, E_]})
-    o = N.linear(b, o, b.constant(m.out_proj.weight, _scoped(b, "out_proj.weight")),
-                 None if m.out_proj.bias is None else
-                 b.constant(m.out_proj.bias, _scoped(b, "out_proj.bias")))
+    o = N.linear(b, o, out_w, out_b)
     if not batched:
         o = b.op("squeeze", [o], {"dim": [1]})
-    elif m.batch_first:
+    elif batch_first:
         o = S.transpose(b, o, 0, 1)
     return (o, weights)
+
+
+def _split3(b, t):
+    """A packed [3E, ...] projection tensor/Value -> three Values (None -> Nones)."""
+    if t is None:
+        return (None, None, None)
+    return tuple(b.ops("chunk", [b.as_value(t)], {"chunks": 3, "dim": 0}))
+
+
+def mha(b, m, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
+        average_attn_weights=True, is_causal=False):
+    """nn.MultiheadAttention.forward with the module's parameters as constants."""
+    reason = _mha_check(m)
+    if reason:
+        raise Unsupported(reason)
+    E_ = m.embed_dim
+    if m._qkv_same_embed_dim:
+        w = tuple(b.constant(m.in_proj_weight[i * E_:(i + 1) * E_],
+                             _scoped(b, "in_proj_weight_" + "qkv"[i])) for i in range(3))
+    else:
+        w = tuple(b.param(m, "%s_proj_weight" % c) for c in "qkv")
+    bias = (None, None, None)
+    if m.in_proj_bias is not None:
+        bias = tuple(b.constant(m.in_proj_bias[i * E_:(i + 1) * E_],
+                                _scoped(b, "in_proj_bias_" + "qkv"[i])) for i in range(3))
+    out_w = b.constant(m.out_proj.weight, _scoped(b, "out_proj.weight"))
+    out_b = None if m.out_proj.bias is None else \
+        b.constant(m.out_proj.bias, _scoped(b, "out_proj.bias"))
+    return attention(b, query, key, value, m.num_heads, w, bias, out_w, out_b, m.batch_first,
+                     key_padding_mask, need_weights, attn_mask, average_attn_weights, is_causal)
+
+
+def _fast_path_masks(mask, mask_type):
+    """(attn_mask, key_padding_mask) of the fused kernels' (mask, mask_type)."""
+    if mask is None or mask_type is None:
+        return None, None
+    if mask_type == 1:
+        return None, mask
+    if mask_type == 0:
+        return mask, None
+    raise Unsupported("fused attention mask_type=%r" % (mask_type,))
+
+
+@register(optional(torch, "_native_multi_head_attention"))
+def _native_mha(b, query, key, value, embed_dim, num_head, qkv_weight, qkv_bias, proj_weight,
+                proj_bias, mask=None, need_weights=True, average_attn_weights=True,
+                mask_type=None):
+    """The fused MultiheadAttention fast path (batch_first inputs [B, L, E])."""
+    am, kpm = _fast_path_masks(mask, mask_type)
+    out, w = attention(b, query, key, value, num_head, _split3(b, qkv_weight),
+                       _split3(b, qkv_bias), b.as_value(proj_weight),
+                       None if proj_bias is None else b.as_value(proj_bias), True, kpm,
+                       bool(need_weights), am, bool(average_attn_weights))
+    return (out, w)
+
+
+@register(optional(torch, "_transformer_encoder_layer_fwd"))
+def _native_encoder_layer(b, src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight,
+                          proj_bias, use_gelu, norm_first, eps, norm_weight_1, norm_bias_1,
+                          norm_weight_2, norm_bias_2, ffn_weight_1, ffn_bias_1, ffn_weight_2,
+                          ffn_bias_2, mask=None, mask_type=None):
+    """The fused TransformerEncoderLayer fast path (batch_first [B, L, E])."""
+    am, kpm = _fast_path_masks(mask, mask_type)
+    E_ = src.shape[-1]
+
+    def sa(x):
+        return attention(b, x, x, x, num_heads, _split3(b, qkv_weight), _split3(b, qkv_bias),
+                         b.as_value(proj_weight), b.as_value(proj_bias), True, kpm, False,
+                         am)[0]
+
+    def ln(x, w_, b_):
+        return R.layer_norm(b, x, [E_], w_, b_, eps)
+
+    def ff(x):
+        h = N.linear(b, x, b.as_value(ffn_weight_1), b.as_value(ffn_bias_1))
+        h = b.op("gelu", [h]) if use_gelu else b.op("relu", [h])
+        return N.linear(b, h, b.as_value(ffn_weight_2), b.as_value(ffn_bias_2))
+
+    x = src
+    if norm_first:
+        x = b.op("add", [x, sa(ln(x, norm_weight_1, norm_bias_1))])
+        x = b.op("add", [x, ff(ln(x, norm_weight_2, norm_bias_2))])
+    else:
+        x = ln(b.op("add", [x, sa(x)]), norm_weight_1, norm_bias_1)
+        x = ln(b.op("add", [x, ff(x)]), norm_weight_2, norm_bias_2)
+    return x
 
 
 @register(nn.MultiheadAttention, check_module=_mha_check)

@@ -8,6 +8,7 @@ metadata so dynamic sizes stay symbolic.
 
 Registered into the single table of _map_core."""
 import builtins
+import math
 import operator
 
 import torch
@@ -726,3 +727,63 @@ def _arange(b, *args, dtype=None, device=None, **kw):
 def _eye(b, n, m=None, *, dtype=None, device=None, **kw):
     _no_layout(**kw)
     return b.op("eye", [], {"n": n, "m": m, "dtype": dtype})
+
+
+# ---- Python-level calls in captured graphs (sizes, grad mode, asserts) -----------------------
+
+def _number(fn, name):
+    def conv(b, *args):
+        if any(is_value(a) for a in args):
+            raise Unsupported("%s of a tensor" % name)
+        return fn(*[concrete(a) for a in args])
+    conv.__name__ = "py_" + name
+    return conv
+
+
+register(math.sqrt)(_number(math.sqrt, "math.sqrt"))
+register(math.floor)(_number(math.floor, "math.floor"))
+register(math.ceil)(_number(math.ceil, "math.ceil"))
+register(math.log)(_number(math.log, "math.log"))
+register(math.pow)(_number(math.pow, "math.pow"))
+register(optional(torch, "sym_float"))(_number(float, "sym_float"))
+register(optional(torch, "sym_int"))(_number(int, "sym_int"))
+
+
+def _sym_minmax(op, pyfn):
+    def conv(b, a, c):
+        if is_value(a) or is_value(c):
+            raise Unsupported("%s of a tensor" % op)
+        if is_sym(a) or is_sym(c):
+            return b.sym(op, a, c)
+        return pyfn(a, c)
+    conv.__name__ = "sym_" + op
+    return conv
+
+
+register(optional(torch, "sym_max"))(_sym_minmax("max", max))
+register(optional(torch, "sym_min"))(_sym_minmax("min", min))
+
+
+@register(torch._C._set_grad_enabled,
+          optional(torch, "autograd", "grad_mode", "_enter_inference_mode"),
+          optional(torch, "autograd", "grad_mode", "_exit_inference_mode"))
+def _grad_mode(b, *args):
+    """Grad-mode switches in captured graphs: ptc computes no gradients."""
+    return None
+
+
+@register(torch._assert, optional(torch, "_check"), optional(torch, "_check_is_size"))
+def _assert(b, condition, message=None):
+    """Asserts on sizes are decided at trace time (SymInt comparisons record
+    guards); a tensor condition cannot be checked."""
+    if is_value(condition):
+        raise Unsupported("an assert on tensor values")
+    if callable(message):
+        message = message()
+    if is_int(condition):  # _check_is_size(n)
+        if not condition >= 0:
+            raise Unsupported("size check failed")
+        return None
+    if not condition:
+        raise Unsupported("assertion failed while tracing: %s" % (message,))
+    return None

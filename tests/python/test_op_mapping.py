@@ -117,8 +117,9 @@ class S:
     meaningful, module(dt) for nn.Module keys, tolerance scale."""
 
     def __init__(self, keys, make, dtypes=(F32,), nc=True, module=None, tol=1.0, cpu=True,
-                 name=None, via_clone=False):
+                 name=None, via_clone=False, expect=NotImplemented):
         self.keys = [k for k in keys if k is not None]
+        self.expect = expect  # a fixed expected result instead of the eager call
         self.via_clone = via_clone
         self.make, self.dtypes, self.nc = make, tuple(dtypes), nc
         self.module, self.tol, self.cpu = module, tol, cpu
@@ -269,7 +270,10 @@ def run_case(spec, key, dt, nc, backend, seed):
     ptc_in = [t.clone() for t in ins]
     if spec.via_clone:
         ins = [t.clone() for t in ref_in]
-    expected = eager(key, module, ins if spec.via_clone else ref_in, args, kwargs)
+    if spec.expect is NotImplemented:
+        expected = eager(key, module, ins if spec.via_clone else ref_in, args, kwargs)
+    else:
+        expected = spec.expect
     cg = ptc.from_fx(gm, ptc_in, backend=backend)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # an eager fallback would warn
@@ -851,6 +855,49 @@ SPECS += [
                       (P(0), P(0), P(0)), {"attn_mask": P(1), "need_weights": False,
                                            "average_attn_weights": False}),
       dtypes=(F32,), tol=3, name="mha_unbatched_boolmask"),
+]
+# fused attention fast paths (what eval-mode MultiheadAttention / TransformerEncoderLayer
+# call, and what Dynamo captures from them)
+def _native_mha_case(g):
+    q, kv = g.t(2, 6, 8), g.t(2, 6, 8)  # the fused kernel wants equal shapes
+    w, bias, pw, pb = g.t(24, 8, lo=-0.5, hi=0.5), g.t(24), g.t(8, 8, lo=-0.5, hi=0.5), g.t(8)
+    kpm = g.b(2, 6) & (torch.arange(6) > 0)
+    return [q, kv, w, bias, pw, pb, kpm], (P(0), P(1), P(1), 8, 2, P(2), P(3), P(4), P(5), P(6),
+                                           True, True, 1), {}
+
+
+def _native_encoder_case(g):
+    ws = [g.t(24, 8, lo=-0.5, hi=0.5), g.t(24), g.t(8, 8, lo=-0.5, hi=0.5), g.t(8),
+          g.t(8, lo=0.5, hi=1.5), g.t(8), g.t(8, lo=0.5, hi=1.5), g.t(8),
+          g.t(16, 8, lo=-0.5, hi=0.5), g.t(16), g.t(8, 16, lo=-0.5, hi=0.5), g.t(8)]
+    args = (P(0), 8, 2, P(1), P(2), P(3), P(4), g.pick(False, True), g.pick(False, True), 1e-5,
+            P(5), P(6), P(7), P(8), P(9), P(10), P(11), P(12))
+    return [g.t(2, 5, 8)] + ws, args, {}
+
+
+SPECS += [
+    S([getattr(torch, "_native_multi_head_attention", None)], _native_mha_case, (F32, F64),
+      tol=3),
+    S([getattr(torch, "_transformer_encoder_layer_fwd", None)], _native_encoder_case,
+      (F32, F64), tol=5),
+]
+
+# Python-level calls of captured graphs (numbers, grad mode, asserts)
+SPECS += [
+    S([math.sqrt], lambda g: ([], (16,), {}), nc=False, cpu=False),
+    S([math.floor, math.ceil], lambda g: ([], (2.5,), {}), nc=False, cpu=False),
+    S([math.log, math.pow], lambda g: ([], (8.0, 2.0), {}), nc=False, cpu=False),
+    S([getattr(torch, "sym_float", None), getattr(torch, "sym_int", None)],
+      lambda g: ([], (3,), {}), nc=False, cpu=False),
+    S([getattr(torch, "sym_max", None), getattr(torch, "sym_min", None)],
+      lambda g: ([], (3, 5), {}), nc=False, cpu=False),
+    S([torch._C._set_grad_enabled], lambda g: ([], (True,), {}), nc=False, cpu=False),
+    S([torch._assert, getattr(torch, "_check", None)], lambda g: ([], (True, "ok"), {}),
+      nc=False, cpu=False),
+    S([getattr(torch, "_check_is_size", None)], lambda g: ([], (3,), {}), nc=False, cpu=False),
+    S([getattr(getattr(torch.autograd, "grad_mode", None), "_enter_inference_mode", None),
+       getattr(getattr(torch.autograd, "grad_mode", None), "_exit_inference_mode", None)],
+      lambda g: ([], (None,), {}), nc=False, cpu=False, expect=None),
 ]
 SPECS = [s for s in SPECS if s is not None and s.keys]
 
