@@ -96,6 +96,8 @@ typedef struct cu_api {
   cu_result (*MemcpyDtoDAsync)(cu_deviceptr d, cu_deviceptr s_, size_t n, cu_stream s); /* _v2 */
   cu_result (*MemsetD8Async)(cu_deviceptr d, unsigned char v, size_t n, cu_stream s);
   cu_result (*StreamSynchronize)(cu_stream s);
+  cu_result (*StreamCreate)(cu_stream* s, unsigned flags);
+  cu_result (*StreamDestroy)(cu_stream s);                      /* _v2 */
   cu_result (*PointerGetAttribute)(void* data, int attr, cu_deviceptr p);
   cu_result (*GetErrorString)(cu_result r, const char** s);
   cu_result (*GetErrorName)(cu_result r, const char** s);

@@ -47,6 +47,8 @@ static const sym_row cu_rows[] = {
     CU_ROW(MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"),
     CU_ROW(MemsetD8Async, "cuMemsetD8Async"),
     CU_ROW(StreamSynchronize, "cuStreamSynchronize"),
+    CU_ROW(StreamCreate, "cuStreamCreate"),
+    CU_ROW(StreamDestroy, "cuStreamDestroy_v2"),
     CU_ROW(PointerGetAttribute, "cuPointerGetAttribute"),
     CU_ROW(GetErrorString, "cuGetErrorString"),
     CU_ROW(GetErrorName, "cuGetErrorName"),

@@ -1,0 +1,221 @@
+/* cuda_blaslt.c - the matmul extern through cuBLASLt (opened at run time,
+ * cuda_loader.c) when the operands fit its model, else the caller falls
+ * back to the support GEMM. cuBLASLt is column-major; a C with unit column
+ * stride is computed as C^T = B^T A^T, one with unit row stride as C = A B;
+ * each operand must then have a unit stride in one of its dims (op N or T)
+ * and a leading dimension covering the other; batch dims must collapse into
+ * one uniform non-zero stride per operand. Epilogues used: bias (a vector
+ * along C's last dim for the C^T form, along its rows for the C form, with
+ * beta = 1) and relu; other activations (cuBLASLt's GELU is the tanh
+ * approximation) go to the support GEMM. f32 uses CUBLAS_COMPUTE_32F (no
+ * TF32, PyTorch's default "highest" precision), f16/bf16 accumulate in f32,
+ * f64 in f64. */
+#include "cuda_plan.h"
+
+#include <pthread.h>
+#include <string.h>
+
+/* enum values of the public cuBLAS / cuBLASLt ABI */
+enum {
+  LT_COMPUTE_32F = 68, LT_COMPUTE_64F = 70,
+  LT_R_32F = 0, LT_R_64F = 1, LT_R_16F = 2, LT_R_16BF = 14,
+  LT_OP_N = 0, LT_OP_T = 1,
+  LT_DESC_TRANSA = 3, LT_DESC_TRANSB = 4, LT_DESC_EPILOGUE = 7, LT_DESC_BIAS_POINTER = 8,
+  LT_LAYOUT_BATCH_COUNT = 5, LT_LAYOUT_BATCH_STRIDE = 6,
+  LT_PREF_MAX_WORKSPACE = 1,
+  LT_EPI_DEFAULT = 1, LT_EPI_RELU = 2, LT_EPI_BIAS = 4
+};
+
+#define LT_WORKSPACE ((size_t)32 << 20)
+
+static pthread_once_t handle_once = PTHREAD_ONCE_INIT;
+static cublaslt_handle handle;
+
+static void create_handle(void) {
+  const cuda_libs* L = cuda_libs_get();
+  if (L->have_lt && L->lt.Create(&handle) != 0) handle = NULL;
+}
+
+/* One operand in column-major terms: rows x cols, element (r, c) at r*sr + c*sc. */
+typedef struct lt_mat {
+  int64_t rows, cols, sr, sc;
+  int op;                       /* LT_OP_N / LT_OP_T */
+  uint64_t lrows, lcols;        /* the stored layout */
+  int64_t ld;
+} lt_mat;
+
+static bool fit(lt_mat* m) {
+  if (m->rows < 1 || m->cols < 1) return false;
+  if (m->sr == 1 || m->rows == 1) {
+    m->op = LT_OP_N;
+    m->lrows = (uint64_t)m->rows;
+    m->lcols = (uint64_t)m->cols;
+    m->ld = m->cols == 1 ? m->rows : m->sc;
+    return m->ld >= m->rows;
+  }
+  if (m->sc == 1 || m->cols == 1) {
+    m->op = LT_OP_T;
+    m->lrows = (uint64_t)m->cols;
+    m->lcols = (uint64_t)m->rows;
+    m->ld = m->rows == 1 ? m->cols : m->sr;
+    return m->ld >= m->cols;
+  }
+  return false;
+}
+
+/* One stride for all batch dims (0 when there is one entry); false when
+ * they do not collapse or an operand is broadcast over them. */
+static bool batch_stride(const cuda_mm_args* g, const int64_t* bs, int64_t* out) {
+  int64_t stride = 0, expect = 0;
+  bool seen = false;
+  for (int32_t d = g->nb - 1; d >= 0; d--) {
+    if (g->batch[d] == 1) continue;
+    if (!seen) {
+      stride = bs[d];
+      seen = true;
+    } else if (bs[d] != expect) {
+      return false;
+    }
+    expect = bs[d] * g->batch[d];
+  }
+  *out = stride;
+  return !seen || stride > 0;
+}
+
+typedef struct lt_plan {
+  lt_mat x, y, d;
+  const cu_deviceptr* px;
+  const cu_deviceptr* py;
+  int64_t sx, sy, sd;    /* batch strides */
+  int epilogue;
+} lt_plan;
+
+static bool plan_of(const cuda_mm_args* g, const cu_deviceptr* pa, const cu_deviceptr* pb,
+                    lt_plan* lp) {
+  memset(lp, 0, sizeof *lp);
+  int64_t sa, sb, sc;
+  if (!batch_stride(g, g->a_bs, &sa) || !batch_stride(g, g->b_bs, &sb) ||
+      !batch_stride(g, g->c_bs, &sc))
+    return false;
+  for (int32_t d = 0; d < g->nb; d++)
+    if (g->has_bias && g->d_bs[d] != 0 && g->batch[d] != 1) return false;
+  bool tform = g->c_sn == 1 || g->n == 1;
+  if (tform) { /* C^T (n x m) = B^T (n x k) A^T (k x m) */
+    lp->x = (lt_mat){g->n, g->k, g->b_sn, g->b_sk, 0, 0, 0, 0};
+    lp->y = (lt_mat){g->k, g->m, g->a_sk, g->a_sm, 0, 0, 0, 0};
+    lp->d = (lt_mat){g->n, g->m, g->c_sn, g->c_sm, 0, 0, 0, 0};
+    lp->px = pb;
+    lp->py = pa;
+    lp->sx = sb;
+    lp->sy = sa;
+    if (g->has_bias && !(g->d_sm == 0 && (g->d_sn == 1 || g->n == 1))) return false;
+  } else { /* C (m x n) = A (m x k) B (k x n) */
+    lp->x = (lt_mat){g->m, g->k, g->a_sm, g->a_sk, 0, 0, 0, 0};
+    lp->y = (lt_mat){g->k, g->n, g->b_sk, g->b_sn, 0, 0, 0, 0};
+    lp->d = (lt_mat){g->m, g->n, g->c_sm, g->c_sn, 0, 0, 0, 0};
+    lp->px = pa;
+    lp->py = pb;
+    lp->sx = sa;
+    lp->sy = sb;
+    if (g->has_bias && !(g->d_sn == 0 && (g->d_sm == 1 || g->m == 1))) return false;
+  }
+  lp->sd = sc;
+  if (!fit(&lp->x) || !fit(&lp->y) || !fit(&lp->d) || lp->d.op != LT_OP_N) return false;
+  lp->epilogue = (g->act == IR_ACT_RELU ? LT_EPI_RELU : 0) | (g->has_bias ? LT_EPI_BIAS : 0);
+  if (!lp->epilogue) lp->epilogue = LT_EPI_DEFAULT;
+  return true;
+}
+
+static int lt_type(int32_t dt) {
+  switch (dt) {
+    case PTC_F32: return LT_R_32F;
+    case PTC_F64: return LT_R_64F;
+    case PTC_F16: return LT_R_16F;
+    case PTC_BF16: return LT_R_16BF;
+    default: return -1;
+  }
+}
+
+typedef struct lt_objs {
+  cublaslt_matmul_desc desc;
+  cublaslt_layout lx, ly, ld;
+  cublaslt_pref pref;
+} lt_objs;
+
+static void objs_free(const cublaslt_api* lt, lt_objs* o) {
+  if (o->pref) lt->PreferenceDestroy(o->pref);
+  if (o->lx) lt->MatrixLayoutDestroy(o->lx);
+  if (o->ly) lt->MatrixLayoutDestroy(o->ly);
+  if (o->ld) lt->MatrixLayoutDestroy(o->ld);
+  if (o->desc) lt->MatmulDescDestroy(o->desc);
+}
+
+static bool make_layout(const cublaslt_api* lt, const lt_mat* m, int type, int64_t count,
+                        int64_t stride, cublaslt_layout* out) {
+  if (lt->MatrixLayoutCreate(out, type, m->lrows, m->lcols, m->ld) != 0) return false;
+  if (count <= 1) return true;
+  int32_t c32 = (int32_t)count;
+  return lt->MatrixLayoutSetAttribute(*out, LT_LAYOUT_BATCH_COUNT, &c32, sizeof c32) == 0 &&
+         lt->MatrixLayoutSetAttribute(*out, LT_LAYOUT_BATCH_STRIDE, &stride, sizeof stride) == 0;
+}
+
+ptc_status cuda_blaslt_matmul(const cuda_ext_call* c, const cuda_mm_args* g, int64_t count,
+                              int32_t dtype, cu_deviceptr pa, cu_deviceptr pb, cu_deviceptr pbias,
+                              cu_deviceptr pc, bool* done) {
+  *done = false;
+  const cuda_libs* L = cuda_libs_get();
+  if (!L->have_lt || g->k < 1 || count > INT32_MAX) return PTC_OK;
+  if (g->act != IR_ACT_NONE && g->act != IR_ACT_RELU) return PTC_OK;
+  if (g->has_bias && g->beta != 1.0) return PTC_OK;
+  int type = lt_type(dtype);
+  lt_plan lp;
+  if (type < 0 || !plan_of(g, &pa, &pb, &lp)) return PTC_OK;
+  pthread_once(&handle_once, create_handle);
+  if (!handle) return PTC_OK;
+  const cublaslt_api* lt = &L->lt;
+  bool f64 = dtype == PTC_F64;
+  lt_objs o;
+  memset(&o, 0, sizeof o);
+  int32_t ta = lp.x.op, tb = lp.y.op;
+  uint32_t epi = (uint32_t)lp.epilogue;
+  bool ok = lt->MatmulDescCreate(&o.desc, f64 ? LT_COMPUTE_64F : LT_COMPUTE_32F,
+                                 f64 ? LT_R_64F : LT_R_32F) == 0 &&
+            lt->MatmulDescSetAttribute(o.desc, LT_DESC_TRANSA, &ta, sizeof ta) == 0 &&
+            lt->MatmulDescSetAttribute(o.desc, LT_DESC_TRANSB, &tb, sizeof tb) == 0 &&
+            lt->MatmulDescSetAttribute(o.desc, LT_DESC_EPILOGUE, &epi, sizeof epi) == 0;
+  if (ok && g->has_bias) {
+    const void* bp = (const void*)(uintptr_t)pbias;
+    ok = lt->MatmulDescSetAttribute(o.desc, LT_DESC_BIAS_POINTER, &bp, sizeof bp) == 0;
+  }
+  ok = ok && make_layout(lt, &lp.x, type, count, lp.sx, &o.lx) &&
+       make_layout(lt, &lp.y, type, count, lp.sy, &o.ly) &&
+       make_layout(lt, &lp.d, type, count, lp.sd, &o.ld);
+  size_t ws_max = LT_WORKSPACE;
+  ok = ok && lt->PreferenceCreate(&o.pref) == 0 &&
+       lt->PreferenceSetAttribute(o.pref, LT_PREF_MAX_WORKSPACE, &ws_max, sizeof ws_max) == 0;
+  cublaslt_heuristic h;
+  memset(&h, 0, sizeof h);
+  int n_ret = 0;
+  ok = ok && lt->AlgoGetHeuristic(handle, o.desc, o.lx, o.ly, o.ld, o.ld, o.pref, 1, &h, &n_ret) == 0 &&
+       n_ret > 0;
+  cu_deviceptr ws = 0;
+  ptc_status s = PTC_OK;
+  if (ok && h.workspace_size) s = cuda_alloc(h.workspace_size, c->stream, &ws);
+  if (ok && !s) {
+    float af = (float)g->alpha, bf = 0.0f;
+    double ad = g->alpha, bd = 0.0;
+    const void* alpha = f64 ? (const void*)&ad : (const void*)&af;
+    const void* beta = f64 ? (const void*)&bd : (const void*)&bf;
+    void* dp = (void*)(uintptr_t)pc;
+    int r = lt->Matmul(handle, o.desc, alpha, (const void*)(uintptr_t)*lp.px, o.lx,
+                       (const void*)(uintptr_t)*lp.py, o.ly, beta, dp, o.ld, dp, o.ld, h.algo,
+                       (void*)(uintptr_t)ws, h.workspace_size, c->stream);
+    if (r != 0)
+      s = PTC_ERR(INTERNAL, "cuda backend: cublasLtMatmul failed with status %d", r);
+    else
+      *done = true;
+  }
+  cuda_free(ws);
+  objs_free(lt, &o);
+  return s;
+}

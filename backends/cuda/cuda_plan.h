@@ -1,0 +1,119 @@
+/* cuda_plan.h - the cuda backend's run plan (internal): what prepare builds
+ * from a scheduled program (loaded kernels with their launch shapes, extern
+ * steps, graph constants uploaded to the device) and what a run needs
+ * (cuda_plan_run.c), the support kernels (cuda_support.c) and the extern
+ * steps (cuda_ext.c). Immutable once built; runs share nothing mutable. */
+#ifndef PTC_BACKENDS_CUDA_PLAN_H
+#define PTC_BACKENDS_CUDA_PLAN_H
+
+#include "cuda_cg.h"
+#include "cuda_nvrtc.h"
+
+/* ---- support kernels (cuda_support.c / cuda_support.cuh) -------------------- */
+/** Device layout of ptc_copy_args. */
+typedef struct cuda_copy_args {
+  int64_t n;
+  int32_t rank, pad;
+  int64_t shape[PTC_MAX_RANK], src_st[PTC_MAX_RANK], dst_st[PTC_MAX_RANK];
+} cuda_copy_args;
+
+/** Device layout of ptc_mm_args. */
+typedef struct cuda_mm_args {
+  int64_t m, n, k;
+  int64_t a_sm, a_sk, b_sk, b_sn, c_sm, c_sn, d_sm, d_sn;
+  double alpha, beta;
+  int32_t act, has_bias, nb, pad;
+  int64_t batch[PTC_MAX_RANK];
+  int64_t a_bs[PTC_MAX_RANK], b_bs[PTC_MAX_RANK], c_bs[PTC_MAX_RANK], d_bs[PTC_MAX_RANK];
+} cuda_mm_args;
+
+typedef struct cuda_support {
+  cu_module module;
+  cu_function copy[4];  /* element sizes 1, 2, 4, 8 */
+  cu_function gemm[4];  /* f32, f64, f16, bf16 */
+} cuda_support;
+
+extern const char ptc_cuda_support_text[];
+
+/** The support module, built and loaded on first use (thread-safe; the
+ * primary context must be current). */
+ptc_status cuda_support_get(ptc_context* ctx, const cuda_device* d, const cuda_support** out);
+/** Copies src's elements into dst (same dtype and shape; views of device
+ * memory, any strides) on `stream`. */
+ptc_status cuda_copy_strided(const cuda_support* su, const cuda_device* d, cu_stream stream,
+                             const runtime_tensor* src, const runtime_tensor* dst);
+
+/* ---- plan ------------------------------------------------------------------------ */
+typedef struct cuda_step {
+  uint32_t sched_kernel;
+  bool is_extern;
+  uint32_t node;            /* extern: the IR node */
+  bool on_host;             /* extern run on the host (copies in and out) */
+  cu_module module;         /* generated kernel */
+  cu_function fn_i32, fn_i64;
+  uint32_t n_bufs;
+  int32_t* bufs;
+  uint32_t n_syms;
+  uint32_t* syms;
+  uint8_t layout;           /* cuda_layout */
+  uint32_t block_x, block_y, slots;
+  bool uses_err, cache_hit;
+  char name[64];
+  char source_path[600];
+} cuda_step;
+
+typedef struct cuda_plan {
+  ptc_context* ctx;
+  const cuda_device* dev;
+  const cuda_support* sup;
+  ptc_graph* dg;            /* the decomposed graph the program refers to */
+  ir_program* p;
+  sched_plan* s;
+  uint32_t n_steps;
+  cuda_step* steps;
+  size_t n_bufs;
+  bool uses_err;            /* some kernel may report an error */
+  cu_deviceptr* const_ptr;  /* per buffer: device copy of a CONSTANT's storage (element 0) */
+  cu_deviceptr* uploads;    /* the device copies, one per graph constant used */
+  size_t n_uploads;
+  uint32_t n_host_steps;
+  char host_ops[256];       /* ops run on the host, for the report */
+} cuda_plan;
+
+/** Builds the plan: generates and compiles every kernel for the device's
+ * architecture (cached, in parallel), loads them, uploads constants.
+ * Takes ownership of dg, p and s. The primary context must be current. */
+ptc_status cuda_plan_build(ptc_context* ctx, const cuda_device* d, ptc_graph* dg, ir_program* p,
+                           sched_plan* s, cuda_plan** out);
+void cuda_plan_destroy(cuda_plan* plan);
+/** One run on `stream` (the primary context current). Reentrant. */
+ptc_status cuda_plan_run(const cuda_plan* plan, const ptc_tensor* inputs, size_t n_in,
+                         const ptc_tensor* outputs, size_t n_out, const int64_t* sym_values,
+                         size_t n_syms, uint64_t seed, cu_stream stream);
+
+/* ---- extern steps (cuda_ext.c) ---------------------------------------------------------- */
+/** What an extern step sees: its node and device views of its buffers. */
+typedef struct cuda_ext_call {
+  const cuda_plan* plan;
+  const ir_node* node;
+  const runtime_tensor* in;   /* one per ext.in entry (absent: data NULL) */
+  const runtime_tensor* out;  /* one per ext.out entry */
+  const int64_t* syms;
+  size_t n_syms;
+  uint64_t seed;
+  cu_stream stream;
+} cuda_ext_call;
+/** Whether extern node n runs on the device (matmul) or on the host. */
+bool cuda_ext_on_device(const ir_node* n);
+/** Runs an extern step: GEMM on the device; convolution, ops without a
+ * CUDA lowering and host custom ops on the host (inputs copied out, the
+ * reference kernel or the host function run, outputs copied back; the
+ * stream is synchronised). */
+ptc_status cuda_ext_run(const cuda_ext_call* c);
+/** The matmul through cuBLASLt (cuda_blaslt.c): *done false (and PTC_OK)
+ * when cuBLASLt is absent or cannot take this layout, dtype or epilogue. */
+ptc_status cuda_blaslt_matmul(const cuda_ext_call* c, const cuda_mm_args* g, int64_t count,
+                              int32_t dtype, cu_deviceptr pa, cu_deviceptr pb, cu_deviceptr pbias,
+                              cu_deviceptr pc, bool* done);
+
+#endif /* PTC_BACKENDS_CUDA_PLAN_H */

@@ -1,0 +1,381 @@
+/* cuda_plan_run.c - executes a cuda run plan once on a stream: evaluates
+ * every buffer's layout with the run's sizes, binds device memory (caller
+ * inputs, relaid out on the device when their strides differ from the
+ * compiled layout; uploaded constants; caller outputs written in place when
+ * their layout matches; one workspace block for every scheduler slot;
+ * temporaries otherwise, all from the caching allocator), launches the
+ * kernels and extern steps in order, copies outputs that were not written
+ * in place, and, when some kernel can report an error, reads the error word
+ * back (which waits for the stream). All memory of the run is returned to
+ * the cache on the run's stream, so the next user on that stream is ordered
+ * after this run's kernels. */
+#include "cuda_plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define I32_LIMIT ((int64_t)1 << 30)
+
+typedef struct buf_rt {
+  runtime_tensor view;   /* data = device address of storage element `offset` */
+  int64_t offset;
+  int64_t numel;         /* storage elements */
+  cu_deviceptr base;     /* storage element 0 */
+  bool temp;             /* base is this run's allocation */
+  int32_t direct_output; /* >= 0: the graph output written in place */
+} buf_rt;
+
+typedef struct run_frame {
+  const cuda_plan* plan;
+  cu_stream stream;
+  buf_rt* b;
+  cu_deviceptr* in_base;
+  bool* in_temp;
+  cu_deviceptr ws;
+  cu_deviceptr kerr;
+  const int64_t* syms;
+  size_t n_syms;
+  uint64_t seed;
+} run_frame;
+
+static size_t esize(const ir_buffer* b) { return ptc_dtype_size(b->dtype); }
+
+static void* dptr(cu_deviceptr p) { return (void*)(uintptr_t)p; }
+
+/* ---- layouts ------------------------------------------------------------------- */
+
+static int64_t extent_of(const runtime_tensor* v, int64_t offset) {
+  int64_t e = offset + 1;
+  for (int32_t d = 0; d < v->rank; d++) {
+    if (v->shape[d] == 0) return 0;
+    e += (v->shape[d] - 1) * (v->strides[d] < 0 ? 0 : v->strides[d]);
+  }
+  return e;
+}
+
+static ptc_status eval_layout(const run_frame* f, const ir_buffer* b, buf_rt* r) {
+  r->view.dtype = b->dtype;
+  r->view.rank = (int32_t)b->rank;
+  r->direct_output = -1;
+  for (uint32_t d = 0; d < b->rank; d++) {
+    PTC_TRY(sym_eval(b->shape[d], f->syms, f->n_syms, &r->view.shape[d]));
+    PTC_TRY(sym_eval(b->strides[d], f->syms, f->n_syms, &r->view.strides[d]));
+  }
+  r->offset = 0;
+  if (b->offset) PTC_TRY(sym_eval(b->offset, f->syms, f->n_syms, &r->offset));
+  int64_t ext = extent_of(&r->view, r->offset);
+  r->numel = ext;
+  if (b->numel) PTC_TRY(sym_eval(b->numel, f->syms, f->n_syms, &r->numel));
+  if (r->numel < ext) r->numel = ext;
+  return PTC_OK;
+}
+
+static void set_base(buf_rt* r, cu_deviceptr base, size_t es) {
+  r->base = base;
+  r->view.data = base ? dptr(base + (cu_deviceptr)(r->offset * (int64_t)es)) : NULL;
+}
+
+static bool layout_matches(const buf_rt* r, const int64_t* strides) {
+  if (r->offset != 0) return false;
+  runtime_tensor c = r->view;
+  if (!strides) runtime_tensor_contiguous(&c);
+  for (int32_t d = 0; d < r->view.rank; d++) {
+    int64_t s = strides ? strides[d] : c.strides[d];
+    if (r->view.shape[d] > 1 && s != r->view.strides[d]) return false;
+  }
+  return true;
+}
+
+static ptc_status alloc_bytes(const run_frame* f, int64_t numel, size_t es, cu_deviceptr* out) {
+  int64_t bytes;
+  if (!ptc_mul_ok(numel, (int64_t)es, &bytes))
+    return PTC_ERR(RESOURCE_EXHAUSTED, "cuda backend: buffer too large");
+  return cuda_alloc((size_t)bytes, f->stream, out);
+}
+
+/* ---- binding ---------------------------------------------------------------------- */
+
+static ptc_status bind_input_storage(run_frame* f, size_t i, const ptc_tensor* t) {
+  const ptc_graph* g = f->plan->p->graph;
+  const gvalue* gv = graph_value(g, PTC_VEC_AT(&g->inputs, ptc_value, i));
+  buf_rt layout;
+  memset(&layout, 0, sizeof layout);
+  layout.view.dtype = gv->dtype;
+  layout.view.rank = (int32_t)gv->rank;
+  for (uint32_t d = 0; d < gv->rank; d++) {
+    PTC_TRY(sym_eval(gv->shape[d], f->syms, f->n_syms, &layout.view.shape[d]));
+    PTC_TRY(sym_eval(gv->strides[d], f->syms, f->n_syms, &layout.view.strides[d]));
+  }
+  cu_deviceptr data = t->data ? (cu_deviceptr)(uintptr_t)t->data + t->byte_offset : 0;
+  if (layout_matches(&layout, t->strides)) {
+    f->in_base[i] = data;
+    return PTC_OK;
+  }
+  PTC_TRY(alloc_bytes(f, extent_of(&layout.view, 0), ptc_dtype_size(gv->dtype), &f->in_base[i]));
+  f->in_temp[i] = true;
+  runtime_tensor src = layout.view, dst = layout.view;
+  src.data = dptr(data);
+  if (t->strides)
+    memcpy(src.strides, t->strides, (size_t)src.rank * sizeof *t->strides);
+  else
+    runtime_tensor_contiguous(&src);
+  dst.data = dptr(f->in_base[i]);
+  return cuda_copy_strided(f->plan->sup, f->plan->dev, f->stream, &src, &dst);
+}
+
+static ptc_status bind_inputs(run_frame* f, const ptc_tensor* in, size_t n_in) {
+  const cuda_plan* plan = f->plan;
+  const ir_program* p = plan->p;
+  if (n_in != p->graph->inputs.len)
+    return PTC_ERR(INVALID_ARGUMENT, "cuda backend: expected %zu inputs, got %zu",
+                   p->graph->inputs.len, n_in);
+  for (size_t i = 0; i < n_in; i++) PTC_TRY(bind_input_storage(f, i, &in[i]));
+  for (size_t i = 0; i < p->buffers.len; i++) {
+    const ir_buffer* b = ir_buf(p, (int32_t)i);
+    if (b->kind == IR_BUF_INPUT) {
+      if (b->graph_input < 0 || (size_t)b->graph_input >= n_in)
+        return PTC_ERR(INTERNAL, "cuda backend: buffer %s reads input %d of %zu", b->name,
+                       (int)b->graph_input, n_in);
+      set_base(&f->b[i], f->in_base[b->graph_input], esize(b));
+    } else if (b->kind == IR_BUF_CONSTANT) {
+      set_base(&f->b[i], plan->const_ptr[i], esize(b));
+    }
+  }
+  return PTC_OK;
+}
+
+static void bind_outputs_in_place(run_frame* f, const ptc_tensor* out, size_t n_out) {
+  const cuda_plan* plan = f->plan;
+  for (size_t j = 0; j < n_out && j < plan->p->n_outputs; j++) {
+    int32_t id = plan->p->output_bufs[j];
+    buf_rt* r = &f->b[id];
+    if (plan->s->buf_home[id] != SCHED_HOME_OUTPUT || r->direct_output >= 0) continue;
+    runtime_tensor contiguous = r->view;
+    runtime_tensor_contiguous(&contiguous);
+    int64_t numel = 1;
+    for (int32_t d = 0; d < r->view.rank; d++) numel *= r->view.shape[d];
+    bool packed = layout_matches(r, contiguous.strides) && r->numel == numel;
+    if (!packed || !layout_matches(r, out[j].strides)) continue;
+    set_base(r, out[j].data ? (cu_deviceptr)(uintptr_t)out[j].data + out[j].byte_offset : 0,
+             esize(ir_buf(plan->p, id)));
+    r->direct_output = (int32_t)j;
+  }
+}
+
+static ptc_status bind_workspace(run_frame* f) {
+  const sched_plan* s = f->plan->s;
+  size_t* off = calloc(s->n_slots + 1, sizeof *off);
+  if (!off) return ptc_status_oom();
+  size_t total = 0;
+  ptc_status st = PTC_OK;
+  for (uint32_t k = 0; k < s->n_slots && !st; k++) {
+    int64_t bytes = 0;
+    st = sym_eval(s->slots[k].bytes, f->syms, f->n_syms, &bytes);
+    off[k] = total;
+    total += ((size_t)(bytes > 0 ? bytes : 0) + 255) / 256 * 256;
+  }
+  if (!st && total) st = cuda_alloc(total, f->stream, &f->ws);
+  for (size_t i = 0; !st && i < f->plan->n_bufs; i++)
+    if (s->buf_home[i] == SCHED_HOME_SLOT)
+      set_base(&f->b[i], f->ws + off[s->buf_slot[i]], esize(ir_buf(f->plan->p, (int32_t)i)));
+  free(off);
+  return st;
+}
+
+static ptc_status bind_rest(run_frame* f) {
+  const cuda_plan* plan = f->plan;
+  for (size_t i = 0; i < plan->n_bufs; i++) {
+    if (plan->s->buf_home[i] == SCHED_HOME_LOCAL || f->b[i].base) continue;
+    const ir_buffer* b = ir_buf(plan->p, (int32_t)i);
+    if (b->kind != IR_BUF_COMPUTED || f->b[i].numel == 0) continue;
+    cu_deviceptr p;
+    PTC_TRY(alloc_bytes(f, f->b[i].numel, esize(b), &p));
+    f->b[i].temp = true;
+    set_base(&f->b[i], p, esize(b));
+  }
+  return PTC_OK;
+}
+
+static ptc_status bind_all(run_frame* f, const ptc_tensor* in, size_t n_in, const ptc_tensor* out,
+                           size_t n_out) {
+  const cuda_plan* plan = f->plan;
+  for (size_t i = 0; i < plan->n_bufs; i++) {
+    if (plan->s->buf_home[i] == SCHED_HOME_LOCAL) continue;
+    ptc_status s = eval_layout(f, ir_buf(plan->p, (int32_t)i), &f->b[i]);
+    if (s) return ptc_status_prefix(s, "cuda backend: buffer %s", ir_buf(plan->p, (int32_t)i)->name);
+  }
+  PTC_TRY(bind_inputs(f, in, n_in));
+  bind_outputs_in_place(f, out, n_out);
+  PTC_TRY(bind_workspace(f));
+  return bind_rest(f);
+}
+
+static void frame_free(run_frame* f) {
+  for (size_t i = 0; f->b && i < f->plan->n_bufs; i++)
+    if (f->b[i].temp) cuda_free(f->b[i].base);
+  for (size_t i = 0; f->in_temp && i < f->plan->p->graph->inputs.len; i++)
+    if (f->in_temp[i]) cuda_free(f->in_base[i]);
+  cuda_free(f->ws);
+  cuda_free(f->kerr);
+  free(f->b);
+  free(f->in_base);
+  free(f->in_temp);
+}
+
+/* ---- kernels ------------------------------------------------------------------------ */
+
+static ptc_status eval_product(const run_frame* f, const sym_expr* const* r, uint32_t n,
+                               int64_t* out) {
+  int64_t p = 1;
+  for (uint32_t d = 0; d < n; d++) {
+    int64_t v;
+    PTC_TRY(sym_eval(r[d], f->syms, f->n_syms, &v));
+    if (!ptc_mul_ok(p, v < 0 ? 0 : v, &p)) return PTC_ERR(RESOURCE_EXHAUSTED, "cuda backend: loop too large");
+  }
+  *out = p;
+  return PTC_OK;
+}
+
+static ptc_status run_kernel(run_frame* f, const cuda_step* st) {
+  const cuda_plan* plan = f->plan;
+  const sched_kernel* k = &plan->s->kernels[st->sched_kernel];
+  int64_t xn, rn;
+  PTC_TRY(eval_product(f, k->ranges, k->n_ranges, &xn));
+  PTC_TRY(eval_product(f, k->rranges, k->n_rranges, &rn));
+  if (xn == 0) return PTC_OK;
+  int64_t ext = xn > INT64_MAX / (rn > 0 ? rn : 1) ? INT64_MAX : xn * (rn > 0 ? rn : 1);
+  size_t n_args = st->n_bufs + st->n_syms + 4;
+  void* small[64];
+  cu_deviceptr ptrs[64];
+  int64_t vals[64];
+  if (n_args > 64 || st->n_syms > 60) return PTC_ERR(UNIMPLEMENTED, "cuda backend: kernel %s has too many arguments", st->name);
+  for (uint32_t j = 0; j < st->n_bufs; j++) {
+    const buf_rt* r = &f->b[st->bufs[j]];
+    ptrs[j] = r->base;
+    if (r->numel > ext) ext = r->numel;
+    small[j] = &ptrs[j];
+  }
+  for (uint32_t j = 0; j < st->n_syms; j++) {
+    vals[j] = st->syms[j] < f->n_syms ? f->syms[st->syms[j]] : 0;
+    small[st->n_bufs + j] = &vals[j];
+  }
+  vals[st->n_syms] = xn;
+  vals[st->n_syms + 1] = rn;
+  size_t a = st->n_bufs + st->n_syms;
+  small[a] = &vals[st->n_syms];
+  small[a + 1] = &vals[st->n_syms + 1];
+  cu_deviceptr kerr = f->kerr;
+  uint64_t seed = f->seed;
+  small[a + 2] = &kerr;
+  small[a + 3] = &seed;
+  cu_function fn = st->fn_i32 && ext < I32_LIMIT ? st->fn_i32 : st->fn_i64;
+  if (!fn)
+    return PTC_ERR(UNIMPLEMENTED, "cuda backend: kernel %s was compiled for 32-bit indexing only "
+                   "but this run needs %lld elements", st->name, (long long)ext);
+  int64_t per_block = st->layout == CUDA_LAYOUT_POINTWISE ? (int64_t)st->slots : (int64_t)st->slots;
+  int64_t blocks = (xn + per_block - 1) / per_block;
+  int64_t threads = (int64_t)st->block_x * st->block_y;
+  int64_t cap = (int64_t)plan->dev->sm_count * (2048 / threads) * 4;
+  if (blocks > cap) blocks = cap;
+  if (blocks < 1) blocks = 1;
+  char what[96];
+  snprintf(what, sizeof what, "launching kernel %s", st->name);
+  CUDA_TRY(cuda_libs_get()->cu.LaunchKernel(fn, (unsigned)blocks, 1, 1, st->block_x, st->block_y, 1,
+                                            0, f->stream, small, NULL),
+           what);
+  return PTC_OK;
+}
+
+static ptc_status run_extern(run_frame* f, const cuda_step* st) {
+  const ir_node* n = ir_node_at(f->plan->p, st->node);
+  const ir_extern* e = &n->ext;
+  runtime_tensor* v = calloc(e->n_in + e->n_out + 1, sizeof *v);
+  if (!v) return ptc_status_oom();
+  for (uint32_t k = 0; k < e->n_in; k++)
+    if (e->in[k] >= 0) v[k] = f->b[e->in[k]].view;
+  for (uint32_t k = 0; k < e->n_out; k++) v[e->n_in + k] = f->b[e->out[k]].view;
+  cuda_ext_call c = {f->plan, n, v, v + e->n_in, f->syms, f->n_syms, f->seed, f->stream};
+  ptc_status s = cuda_ext_run(&c);
+  free(v);
+  return s;
+}
+
+static ptc_status copy_outputs(const run_frame* f, const ptc_tensor* out, size_t n_out) {
+  const ir_program* p = f->plan->p;
+  for (size_t j = 0; j < n_out && j < p->n_outputs; j++) {
+    const buf_rt* r = &f->b[p->output_bufs[j]];
+    if (r->direct_output == (int32_t)j) continue;
+    runtime_tensor dst = r->view;
+    dst.data = out[j].data ? dptr((cu_deviceptr)(uintptr_t)out[j].data + out[j].byte_offset) : NULL;
+    if (out[j].strides)
+      memcpy(dst.strides, out[j].strides, (size_t)dst.rank * sizeof *dst.strides);
+    else
+      runtime_tensor_contiguous(&dst);
+    PTC_TRY(cuda_copy_strided(f->plan->sup, f->plan->dev, f->stream, &r->view, &dst));
+  }
+  return PTC_OK;
+}
+
+/* ---- errors --------------------------------------------------------------------------- */
+
+static ptc_status kernel_error(const cuda_plan* plan, const cuda_kerr* k) {
+  const ir_program* p = plan->p;
+  const char* origin = "a kernel";
+  if (k->node >= 0 && (size_t)k->node < p->nodes.len && ir_node_at(p, (size_t)k->node)->origin)
+    origin = ir_node_at(p, (size_t)k->node)->origin;
+  switch (k->error) {
+    case CUDA_KERR_INDIRECT:
+      return PTC_ERR(INVALID_ARGUMENT, "%s: index %lld is out of bounds for dimension with size %lld",
+                     origin, (long long)k->value, (long long)k->bound);
+    case CUDA_KERR_DIV_ZERO: return PTC_ERR(INVALID_ARGUMENT, "%s: integer division by zero", origin);
+    case CUDA_KERR_EMPTY:
+      return PTC_ERR(INVALID_ARGUMENT, "%s: cannot reduce over a zero-size dimension", origin);
+    default: return PTC_ERR(INTERNAL, "%s: kernel failed with error %d", origin, (int)k->error);
+  }
+}
+
+static ptc_status check_errors(run_frame* f) {
+  const cu_api* cu = &cuda_libs_get()->cu;
+  cuda_kerr k;
+  memset(&k, 0, sizeof k);
+  CUDA_TRY(cu->MemcpyDtoHAsync(&k, f->kerr, sizeof k, f->stream), "reading the error word");
+  CUDA_TRY(cu->StreamSynchronize(f->stream), "waiting for the run");
+  return k.error ? kernel_error(f->plan, &k) : PTC_OK;
+}
+
+ptc_status cuda_plan_run(const cuda_plan* plan, const ptc_tensor* inputs, size_t n_in,
+                         const ptc_tensor* outputs, size_t n_out, const int64_t* sym_values,
+                         size_t n_syms, uint64_t seed, cu_stream stream) {
+  if (n_out != plan->p->n_outputs)
+    return PTC_ERR(INVALID_ARGUMENT, "cuda backend: expected %zu outputs, got %zu",
+                   plan->p->n_outputs, n_out);
+  run_frame f;
+  memset(&f, 0, sizeof f);
+  f.plan = plan;
+  f.stream = stream;
+  f.syms = sym_values;
+  f.n_syms = n_syms;
+  f.seed = seed;
+  size_t n_gin = plan->p->graph->inputs.len;
+  f.b = calloc(plan->n_bufs + 1, sizeof *f.b);
+  f.in_base = calloc(n_gin + 1, sizeof *f.in_base);
+  f.in_temp = calloc(n_gin + 1, sizeof *f.in_temp);
+  ptc_status s = f.b && f.in_base && f.in_temp ? PTC_OK : ptc_status_oom();
+  for (size_t i = 0; !s && i < plan->n_bufs; i++) f.b[i].direct_output = -1;
+  if (!s && plan->uses_err) {
+    s = cuda_alloc(sizeof(cuda_kerr), stream, &f.kerr);
+    if (!s)
+      s = cuda_libs_get()->cu.MemsetD8Async(f.kerr, 0, sizeof(cuda_kerr), stream) == CU_SUCCESS
+              ? PTC_OK
+              : PTC_ERR(INTERNAL, "cuda backend: clearing the error word failed");
+  }
+  if (!s) s = bind_all(&f, inputs, n_in, outputs, n_out);
+  for (uint32_t i = 0; !s && i < plan->n_steps; i++) {
+    const cuda_step* st = &plan->steps[i];
+    s = st->is_extern ? run_extern(&f, st) : run_kernel(&f, st);
+  }
+  if (!s) s = copy_outputs(&f, outputs, n_out);
+  if (!s && plan->uses_err) s = check_errors(&f);
+  frame_free(&f);
+  return s;
+}

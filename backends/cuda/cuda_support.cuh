@@ -1,0 +1,183 @@
+// cuda_support.cuh - the cuda backend's fixed device kernels (embedded into
+// the library as ptc_cuda_support_text and compiled after the prelude, once
+// per process and architecture, through the kernel cache):
+//  - ptc_copy_e{1,2,4,8}: strided copy of elements of 1/2/4/8 bytes between
+//    two views of one shape (input relayout, non-contiguous outputs);
+//  - ptc_gemm_{f32,f64,f16,bf16}: batched C = act(alpha * A @ B + beta *
+//    bias) with arbitrary element strides, the fallback GEMM used when
+//    cuBLASLt is absent or cannot take the layout. 64x64 output tiles, 16-deep
+//    K steps through shared memory, 256 threads with a 4x4 register block
+//    each (rows ty + 16i, columns tx + 16j so stores stay coalesced); f16 and
+//    bf16 accumulate in float.
+#define PTC_SUP_MAX_RANK 16
+
+struct ptc_copy_args {
+  i64 n;
+  i32 rank;
+  i32 pad;
+  i64 shape[PTC_SUP_MAX_RANK];
+  i64 src_st[PTC_SUP_MAX_RANK];
+  i64 dst_st[PTC_SUP_MAX_RANK];
+};
+
+template <typename T> PTC_D void ptc_copy_body(const T* __restrict__ src, T* __restrict__ dst,
+                                               const ptc_copy_args& a) {
+  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < a.n; i += (i64)gridDim.x * blockDim.x) {
+    i64 rest = i, so = 0, dof = 0;
+    for (int d = a.rank - 1; d >= 0; d--) {
+      i64 c = rest % a.shape[d];
+      rest /= a.shape[d];
+      so += c * a.src_st[d];
+      dof += c * a.dst_st[d];
+    }
+    dst[dof] = src[so];
+  }
+}
+extern "C" __global__ void ptc_copy_e1(const u8* s, u8* d, ptc_copy_args a) { ptc_copy_body(s, d, a); }
+extern "C" __global__ void ptc_copy_e2(const u16* s, u16* d, ptc_copy_args a) { ptc_copy_body(s, d, a); }
+extern "C" __global__ void ptc_copy_e4(const u32* s, u32* d, ptc_copy_args a) { ptc_copy_body(s, d, a); }
+extern "C" __global__ void ptc_copy_e8(const u64* s, u64* d, ptc_copy_args a) { ptc_copy_body(s, d, a); }
+
+// ---- GEMM -------------------------------------------------------------------
+struct ptc_mm_args {
+  i64 m, n, k;
+  i64 a_sm, a_sk, b_sk, b_sn, c_sm, c_sn, d_sm, d_sn;
+  double alpha, beta;
+  i32 act;       // ir_activation: 0 none, 1 relu, 2 gelu, 3 gelu tanh, 4 silu, 5 sigmoid, 6 tanh
+  i32 has_bias;
+  i32 nb;        // batch rank; blockIdx.z walks the batch entries
+  i32 pad;
+  i64 batch[PTC_SUP_MAX_RANK];
+  i64 a_bs[PTC_SUP_MAX_RANK], b_bs[PTC_SUP_MAX_RANK], c_bs[PTC_SUP_MAX_RANK], d_bs[PTC_SUP_MAX_RANK];
+};
+
+// storage <-> accumulator per kind: 0 f32, 1 f64, 2 f16, 3 bf16
+template <int K> struct ptc_mm_kind;
+template <> struct ptc_mm_kind<0> {
+  typedef float S;
+  typedef float A;
+  static PTC_D A load(S v) { return v; }
+  static PTC_D S store(A v) { return v; }
+};
+template <> struct ptc_mm_kind<1> {
+  typedef double S;
+  typedef double A;
+  static PTC_D A load(S v) { return v; }
+  static PTC_D S store(A v) { return v; }
+};
+template <> struct ptc_mm_kind<2> {
+  typedef u16 S;
+  typedef float A;
+  static PTC_D A load(S v) { return ptc_h2f(v); }
+  static PTC_D S store(A v) { return ptc_f2h(v); }
+};
+template <> struct ptc_mm_kind<3> {
+  typedef u16 S;
+  typedef float A;
+  static PTC_D A load(S v) { return ptc_bf2f(v); }
+  static PTC_D S store(A v) { return ptc_f2bf(v); }
+};
+
+PTC_D float ptc_erf_t(float x) { return erff(x); }
+PTC_D double ptc_erf_t(double x) { return erf(x); }
+PTC_D float ptc_tanh_t(float x) { return tanhf(x); }
+PTC_D double ptc_tanh_t(double x) { return tanh(x); }
+PTC_D float ptc_exp_t(float x) { return expf(x); }
+PTC_D double ptc_exp_t(double x) { return exp(x); }
+
+// The activations of the ref backend's formulas.
+template <typename A> PTC_D A ptc_activate(int act, A x) {
+  switch (act) {
+    case 1: return x < (A)0 ? (A)0 : x;
+    case 2: return (A)0.5 * x * ((A)1 + ptc_erf_t(x * (A)0.70710678118654752440));
+    case 3: return (A)0.5 * x * ((A)1 + ptc_tanh_t((A)0.79788456080286535588 * (x + (A)0.044715 * x * x * x)));
+    case 4: return x / ((A)1 + ptc_exp_t(-x));
+    case 5: return (A)1 / ((A)1 + ptc_exp_t(-x));
+    case 6: return ptc_tanh_t(x);
+    default: return x;
+  }
+}
+
+#define PTC_MM_TM 64
+#define PTC_MM_TN 64
+#define PTC_MM_TK 16
+
+template <int K> PTC_D void ptc_gemm_body(const typename ptc_mm_kind<K>::S* __restrict__ a,
+                                          const typename ptc_mm_kind<K>::S* __restrict__ b,
+                                          const typename ptc_mm_kind<K>::S* __restrict__ bias,
+                                          typename ptc_mm_kind<K>::S* __restrict__ c,
+                                          const ptc_mm_args& g) {
+  typedef ptc_mm_kind<K> KD;
+  typedef typename KD::A A;
+  __shared__ A As[PTC_MM_TK][PTC_MM_TM + 1];
+  __shared__ A Bs[PTC_MM_TK][PTC_MM_TN + 1];
+  i64 rest = blockIdx.z, ao = 0, bo = 0, co = 0, dof = 0;
+  for (int d = g.nb - 1; d >= 0; d--) {
+    i64 i = rest % g.batch[d];
+    rest /= g.batch[d];
+    ao += i * g.a_bs[d];
+    bo += i * g.b_bs[d];
+    co += i * g.c_bs[d];
+    dof += i * g.d_bs[d];
+  }
+  const i64 row0 = (i64)blockIdx.y * PTC_MM_TM, col0 = (i64)blockIdx.x * PTC_MM_TN;
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  A acc[4][4];
+#pragma unroll
+  for (int i = 0; i < 4; i++)
+#pragma unroll
+    for (int j = 0; j < 4; j++) acc[i][j] = (A)0;
+  for (i64 k0 = 0; k0 < g.k; k0 += PTC_MM_TK) {
+    for (int e = threadIdx.x; e < PTC_MM_TM * PTC_MM_TK; e += 256) {
+      const int i = e / PTC_MM_TK, kk = e % PTC_MM_TK;
+      const i64 r = row0 + i, kq = k0 + kk;
+      As[kk][i] = (r < g.m && kq < g.k) ? KD::load(a[ao + r * g.a_sm + kq * g.a_sk]) : (A)0;
+    }
+    for (int e = threadIdx.x; e < PTC_MM_TK * PTC_MM_TN; e += 256) {
+      const int kk = e / PTC_MM_TN, j = e % PTC_MM_TN;
+      const i64 col = col0 + j, kq = k0 + kk;
+      Bs[kk][j] = (col < g.n && kq < g.k) ? KD::load(b[bo + kq * g.b_sk + col * g.b_sn]) : (A)0;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < PTC_MM_TK; kk++) {
+      A av[4], bv[4];
+#pragma unroll
+      for (int i = 0; i < 4; i++) av[i] = As[kk][ty + 16 * i];
+#pragma unroll
+      for (int j = 0; j < 4; j++) bv[j] = Bs[kk][tx + 16 * j];
+#pragma unroll
+      for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) acc[i][j] += av[i] * bv[j];
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < 4; i++)
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+      const i64 r = row0 + ty + 16 * i, col = col0 + tx + 16 * j;
+      if (r >= g.m || col >= g.n) continue;
+      A v = (A)g.alpha * acc[i][j];
+      if (g.has_bias) v += (A)g.beta * KD::load(bias[dof + r * g.d_sm + col * g.d_sn]);
+      c[co + r * g.c_sm + col * g.c_sn] = KD::store(ptc_activate<A>(g.act, v));
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+    ptc_gemm_f32(const float* a, const float* b, const float* bias, float* c, ptc_mm_args g) {
+  ptc_gemm_body<0>(a, b, bias, c, g);
+}
+extern "C" __global__ void __launch_bounds__(256)
+    ptc_gemm_f64(const double* a, const double* b, const double* bias, double* c, ptc_mm_args g) {
+  ptc_gemm_body<1>(a, b, bias, c, g);
+}
+extern "C" __global__ void __launch_bounds__(256)
+    ptc_gemm_f16(const u16* a, const u16* b, const u16* bias, u16* c, ptc_mm_args g) {
+  ptc_gemm_body<2>(a, b, bias, c, g);
+}
+extern "C" __global__ void __launch_bounds__(256)
+    ptc_gemm_bf16(const u16* a, const u16* b, const u16* bias, u16* c, ptc_mm_args g) {
+  ptc_gemm_body<3>(a, b, bias, c, g);
+}
