@@ -746,9 +746,10 @@ static PyTypeObject PtcCompiled_Type = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_doc =
         "CompiledFunction(build, *, backend='cpu', mode=None, debug_dir=None, dynamic=None,\n"
-        "                 max_recompiles=8, fallback=None, name='fn')\n"
+        "                 max_recompiles=8, fallback=None, name='fn', strict=False)\n"
         "Callable over tensors caching executables made from build(example_inputs,\n"
-        "dynamic_dims) -> Graph; guards checked in C; automatic dynamic; eager fallback.",
+        "dynamic_dims) -> Graph; guards checked in C; automatic dynamic; eager fallback.\n"
+        "strict=True: only size/stride changes recompile; other changes raise Error.",
     .tp_traverse = (traverseproc)compiled_traverse,
     .tp_clear = (inquiry)compiled_clear,
     .tp_methods = compiled_methods,

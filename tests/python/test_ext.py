@@ -5,6 +5,7 @@ tensors, Graph/Value/SymInt API and its errors, Executable checks and
 devices, CompiledFunction caching / recompiles / automatic dynamic /
 mark_dynamic / fallbacks, and 8 threads sharing one Executable."""
 import gc
+import os
 import sys
 import threading
 import warnings
@@ -710,6 +711,8 @@ def _rss_kib():
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/statm")
+@pytest.mark.skipif("asan" in os.environ.get("LD_PRELOAD", ""),
+                    reason="ASan's quarantine grows RSS without leaks")
 def test_failed_and_bool_lends_do_not_leak():
     """torch's DLPack exporter leaks the tensor when it throws (meta device,
     bool on torch 1.13): such tensors must never reach it."""
@@ -727,3 +730,16 @@ def test_failed_and_bool_lends_do_not_leak():
             ex.run([meta])
     gc.collect()
     assert _rss_kib() - before < 8 * 1024
+
+
+def test_strict_recompiles_only_for_sizes():
+    cf = ptc.CompiledFunction(Builder(), backend="ref", strict=True)
+    cf(torch.randn(4, 3))
+    cf(torch.randn(6, 3))          # sizes: recompiles (automatic dynamic)
+    cf(torch.randn(3, 4).t())      # strides: accepted
+    assert cf.num_compiles == 2
+    with pytest.raises(ptc.Error, match="expected dtype f32, got f64"):
+        cf(torch.randn(4, 3, dtype=torch.float64))
+    with pytest.raises(ptc.Error):
+        cf(torch.randn(4, 3, 2))
+    assert cf.num_compiles == 2
