@@ -517,6 +517,8 @@ class CompiledGraph:
         self._lock = threading.Lock()
         self._trial = None
         self._warned = False
+        self._fast = None
+        self._nargs = len(kinds)
         self.compiled = None
 
     @property
@@ -601,7 +603,29 @@ class CompiledGraph:
             args[i] = args[src].shape[d]
         return args
 
+    def _fast_path(self, sp):
+        """A call path without the general bookkeeping, for graphs whose
+        inputs are all tensors and whose output is one tensor or a flat
+        tuple of the slots in order (the common case): None otherwise."""
+        t = sp.template
+        if self._const_idx or self._sources or t is None or t.writebacks:
+            return None
+        compiled = sp.compiled
+        tree = t.tree
+        if tree == ("slot", 0):
+            return lambda args: compiled(*args)[0]
+        if tree[0] == "seq" and tree[1] == "tuple" and \
+                [c for c in tree[2]] == [("slot", k) for k in range(t.n_slots)]:
+            return lambda args: compiled(*args)
+        return None
+
     def __call__(self, *args):
+        fast = self._fast
+        if fast is not None and len(args) == self._nargs:
+            return fast(args)
+        return self._call(args)
+
+    def _call(self, args):
         if len(args) != len(self._kinds):
             raise TypeError("%s: expected %d arguments, got %d" % (
                 type(self.gm).__name__, len(self._kinds), len(args)))
@@ -621,6 +645,8 @@ class CompiledGraph:
                                     args[src].shape[d]))
         outs = sp.compiled(*tensors)
         t = sp.template
+        if self._fast is None and len(self._specs) == 1:
+            self._fast = self._fast_path(sp)
         for i, k in t.writebacks:
             if outs[k] is not args[i]:
                 with torch.no_grad():
