@@ -4,6 +4,7 @@
 #include "ptcpy.h"
 
 #include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 ptc_context* ptcpy_ctx = NULL;
@@ -173,18 +174,22 @@ static int add_error(PyObject* m) {
   return PyModule_AddObject(m, "Error", ptcpy_Error);
 }
 
-PyMODINIT_FUNC PyInit__C(void) {
-#if PY_VERSION_HEX < 0x030B0000 || PY_VERSION_HEX >= 0x030D0000
+/* 0 when the running Python is 3.11 or 3.12 (and this module was built
+ * for one of them), else -1 with ImportError naming the supported ones. */
+static int check_python_version(void) {
+  int major = 0, minor = 0;
+  int built_ok = PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030D0000;
+  if (sscanf(Py_GetVersion(), "%d.%d", &major, &minor) == 2 && built_ok && major == 3 &&
+      (minor == 11 || minor == 12))
+    return 0;
   PyErr_Format(PyExc_ImportError,
-               "ptc._C supports Python 3.11 and 3.12 only (this is Python %s)", PY_VERSION);
-  return NULL;
-#else
-  if (Py_Version < 0x030B0000 || Py_Version >= 0x030D0000) {
-    PyErr_Format(PyExc_ImportError,
-                 "ptc._C supports Python 3.11 and 3.12 only (running Python %d.%d)",
-                 (int)((Py_Version >> 24) & 0xff), (int)((Py_Version >> 16) & 0xff));
-    return NULL;
-  }
+               "ptc._C supports Python 3.11 and 3.12 only (built for %s, running %d.%d)",
+               PY_VERSION, major, minor);
+  return -1;
+}
+
+PyMODINIT_FUNC PyInit__C(void) {
+  if (check_python_version() < 0) return NULL;
   if (ptc_version_number() != PTC_VERSION_NUMBER) {
     PyErr_Format(PyExc_ImportError,
                  "ptc._C was built for libptc %s but loaded libptc %s",
@@ -208,5 +213,4 @@ PyMODINIT_FUNC PyInit__C(void) {
     return NULL;
   }
   return m;
-#endif
 }

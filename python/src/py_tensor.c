@@ -173,6 +173,26 @@ static PyObject* export_capsule(PyObject* obj) {
   return PyObject_VectorcallMethod(ptcpy_s_dlpack, &obj, 1, NULL);
 }
 
+/* Clears the current exception and returns its str() (new reference), or
+ * NULL with an exception set. */
+static PyObject* take_error_text(void) {
+#if PY_VERSION_HEX >= 0x030C0000
+  PyObject* exc = PyErr_GetRaisedException();
+  PyObject* msg = exc ? PyObject_Str(exc) : NULL;
+  Py_XDECREF(exc);
+#else
+  PyObject *etype, *evalue, *etb;
+  PyErr_Fetch(&etype, &evalue, &etb);
+  PyErr_NormalizeException(&etype, &evalue, &etb);
+  PyObject* msg = evalue ? PyObject_Str(evalue) : NULL;
+  Py_XDECREF(etype);
+  Py_XDECREF(evalue);
+  Py_XDECREF(etb);
+#endif
+  if (!msg && !PyErr_Occurred()) msg = PyUnicode_FromString("unknown error");
+  return msg;
+}
+
 /* Whether tensor `obj` is on device type `want` (Tensor.is_cpu / is_cuda).
  * Checked before exporting: torch's exporter leaks its descriptor (and a
  * reference to the tensor) when it throws for an unsupported device or
@@ -224,12 +244,7 @@ int ptcpy_in_import(PyObject* obj, size_t index, const char* role, int32_t devic
   PyObject* cap = export_capsule(view ? view : obj);
   Py_XDECREF(view);
   if (!cap) {
-    PyObject *etype, *evalue, *etb;
-    PyErr_Fetch(&etype, &evalue, &etb);
-    PyObject* msg = evalue ? PyObject_Str(evalue) : NULL;
-    Py_XDECREF(etype);
-    Py_XDECREF(evalue);
-    Py_XDECREF(etb);
+    PyObject* msg = take_error_text();
     if (!msg) return -1;
     ptcpy_raise_code("INVALID_ARGUMENT", "%s %zu: cannot lend this tensor through DLPack: %U",
                      role, index, msg);
