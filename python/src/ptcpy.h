@@ -35,6 +35,7 @@ typedef struct ptcpy_torch_cache {
   PyObject* is_grad_enabled;
   PyObject* dtypes[PTC_DTYPE_COUNT]; /* torch dtype of each ptc dtype */
   PyObject* kw_dtype;       /* ("dtype",) for vectorcall */
+  PyObject* kw_dtype_device; /* ("dtype", "device") */
   int bool_dlpack;          /* torch exports bool tensors through DLPack */
 } ptcpy_torch_cache;
 extern ptcpy_torch_cache ptcpy_torch;

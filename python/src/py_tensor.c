@@ -61,6 +61,7 @@ int ptcpy_torch_load(void) {
   for (int i = 0; ok && i < PTC_DTYPE_COUNT; i++)
     ok = (c.dtypes[i] = PyObject_GetAttrString(c.torch, torch_dtype_names[i])) != NULL;
   if (ok) ok = (c.kw_dtype = Py_BuildValue("(s)", "dtype")) != NULL;
+  if (ok) ok = (c.kw_dtype_device = Py_BuildValue("(ss)", "dtype", "device")) != NULL;
   if (!ok) {
     Py_XDECREF(c.torch);
     Py_XDECREF(c.tensor_type);
@@ -68,6 +69,8 @@ int ptcpy_torch_load(void) {
     Py_XDECREF(c.empty);
     Py_XDECREF(c.is_grad_enabled);
     for (int i = 0; i < PTC_DTYPE_COUNT; i++) Py_XDECREF(c.dtypes[i]);
+    Py_XDECREF(c.kw_dtype);
+    Py_XDECREF(c.kw_dtype_device);
     return -1;
   }
   /* The C exporter behind Tensor.__dlpack__ (skips a Python frame). */
@@ -242,6 +245,13 @@ int ptcpy_in_import(PyObject* obj, size_t index, const char* role, int32_t devic
     view = det;
   }
   PyObject* cap = export_capsule(view ? view : obj);
+  if (!cap && out->requires_grad && PyErr_ExceptionMatches(PyExc_RuntimeError)) {
+    /* an exporter that refuses tensors needing grad: lend a detached view */
+    PyErr_Clear();
+    PyObject* det = PyObject_CallMethodNoArgs(view ? view : obj, ptcpy_s_detach);
+    cap = det ? export_capsule(det) : NULL;
+    Py_XDECREF(det);
+  }
   Py_XDECREF(view);
   if (!cap) {
     PyObject* msg = take_error_text();
@@ -297,8 +307,17 @@ PyObject* ptcpy_alloc_output(const ptc_tensor* desc, ptc_tensor* t) {
     }
     PyTuple_SET_ITEM(shape, d, v);
   }
-  PyObject* args[2] = {shape, ptcpy_torch.dtypes[dt]};
-  PyObject* out = PyObject_Vectorcall(ptcpy_torch.empty, args, 1, ptcpy_torch.kw_dtype);
+  PyObject* out;
+  if (desc->device.device_type == PTC_DEVICE_CUDA) { /* torch.empty(..., device="cuda:N") */
+    PyObject* dev = PyUnicode_FromFormat("cuda:%d", (int)desc->device.device_id);
+    PyObject* args[3] = {shape, ptcpy_torch.dtypes[dt], dev};
+    out = dev ? PyObject_Vectorcall(ptcpy_torch.empty, args, 1, ptcpy_torch.kw_dtype_device)
+              : NULL;
+    Py_XDECREF(dev);
+  } else {
+    PyObject* args[2] = {shape, ptcpy_torch.dtypes[dt]};
+    out = PyObject_Vectorcall(ptcpy_torch.empty, args, 1, ptcpy_torch.kw_dtype);
+  }
   Py_DECREF(shape);
   if (!out) return NULL;
   PyObject* ptr = PyObject_CallMethodNoArgs(out, ptcpy_s_data_ptr);
@@ -311,8 +330,10 @@ PyObject* ptcpy_alloc_output(const ptc_tensor* desc, ptc_tensor* t) {
   Py_DECREF(ptr);
   t->strides = NULL;
   t->byte_offset = 0;
-  t->device.device_type = PTC_DEVICE_CPU;
-  t->device.device_id = 0;
+  if (t->device.device_type != PTC_DEVICE_CUDA) {
+    t->device.device_type = PTC_DEVICE_CPU;
+    t->device.device_id = 0;
+  }
   return out;
 }
 
