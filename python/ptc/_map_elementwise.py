@@ -5,14 +5,13 @@ their Python operators with ATen type promotion (Python scalars become ptc's
 clamp, masked_fill, dtype conversions and dropout in eval mode.
 
 Registered into the single table of _map_core."""
-import math
 import operator
 
 import torch
 import torch.nn.functional as F
 
-from ._map_core import (Builder, Unsupported, concrete, if_new, is_scalar, is_sym, is_value,
-                        optional, register, tensor_method_keys)
+from ._map_core import (Unsupported, concrete, if_new, is_sym, is_value, optional, register,
+                        tensor_method_keys)
 
 # ---- unary ------------------------------------------------------------------------------
 
@@ -462,8 +461,7 @@ register(*tensor_method_keys("masked_fill_"), mutates=0)(_masked_fill)
 def _lerp(b, input, end, weight):
     """input + weight * (end - input)."""
     d = binary(b, "sub", end, input)
-    return binary(b, "add", input, binary(b, "mul", d, weight) if is_value(weight)
-                  else binary(b, "mul", d, weight))
+    return binary(b, "add", input, binary(b, "mul", d, weight))
 
 
 @register(torch.addcmul, *tensor_method_keys("addcmul"))
@@ -544,9 +542,11 @@ def _bin(op):
     return lambda b, a, c: binary(b, op, a, c)
 
 
-register(operator.add, torch.Tensor.__add__, torch.Tensor.__radd__)(_py_or(operator.add, _bin("add")))
+register(operator.add, torch.Tensor.__add__, torch.Tensor.__radd__)(
+    _py_or(operator.add, _bin("add")))
 register(operator.sub, torch.Tensor.__sub__)(_py_or(operator.sub, _rsub_op))
-register(operator.mul, torch.Tensor.__mul__, torch.Tensor.__rmul__)(_py_or(operator.mul, _bin("mul")))
+register(operator.mul, torch.Tensor.__mul__, torch.Tensor.__rmul__)(
+    _py_or(operator.mul, _bin("mul")))
 register(operator.truediv, torch.Tensor.__truediv__)(_py_or(operator.truediv, _rdiv))
 register(operator.floordiv, torch.Tensor.__floordiv__)(_py_or(operator.floordiv, _floordiv_op))
 register(operator.mod, torch.Tensor.__mod__)(_py_or(operator.mod, _bin("remainder")))
@@ -713,7 +713,3 @@ def _nan_to_num(b, input, nan=0.0, posinf=None, neginf=None):
     neg = b.op("logical_and", [inf, b.op("lt", [x], {"other": 0})])
     x = b.op("masked_fill", [x, pos], {"value": float(posinf)})
     return b.op("masked_fill", [x, neg], {"value": float(neginf)})
-
-
-__all__ = ["binary", "hardswish", "hardsigmoid", "leaky_relu", "elu", "softplus", "dropout",
-           "hardtanh", "masked_fill", "convert", "math", "Builder", "is_scalar"]

@@ -13,7 +13,6 @@ import math
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 from . import _map_elementwise as E
 from . import _map_nn as N
@@ -545,4 +544,4 @@ def _encoder(b, m, src, mask=None, src_key_padding_mask=None, is_causal=None):
     return x
 
 
-__all__ = ["mha", "call_submodule", "F"]
+__all__ = ["mha", "attention", "call_submodule"]

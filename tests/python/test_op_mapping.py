@@ -1157,3 +1157,18 @@ def test_symint_placeholder_maps_to_tensor_dim():
         pytest.skip("this PyTorch traced n as a constant")
     cg = ptc.from_fx(gm, [x, 4], backend="ref")
     torch.testing.assert_close(cg(x, 4), f(x, 4))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_parameters_are_borrowed(backend):
+    """Parameters become constants that borrow the module's memory: an
+    in-place update after compiling is seen by the next call (no copy)."""
+    m = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 4)).eval()
+    x = torch.randn(3, 8)
+    cg = ptc.from_fx(_trace(m), [x], backend=backend)
+    with torch.no_grad():
+        torch.testing.assert_close(cg(x), m(x))
+        m[0].weight.mul_(2)
+        m[2].bias.add_(1)
+        torch.testing.assert_close(cg(x), m(x))
+    assert cg.compiled.num_compiles == 1
