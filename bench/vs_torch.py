@@ -53,6 +53,8 @@ def parse_args(argv=None):
     p.add_argument("--blas", choices=["auto", "system"], default="auto",
                    help="cpu: auto re-runs under Debian's OpenBLAS when torch would load the netlib "
                         "reference BLAS and OpenBLAS is installed; system keeps what the loader picks")
+    p.add_argument("--no-interleave", action="store_true",
+                   help="time each system alone in turn (default: samples of all systems taken in turn)")
     p.add_argument("--keep-cache", action="store_true",
                    help="use the usual ptc/Inductor caches (default: fresh empty ones, so first calls are cold)")
     a = p.parse_args(argv)
@@ -123,7 +125,11 @@ maybe_reexec_with_openblas()
 sys.path.insert(0, HERE)
 import vs_torch_models as W  # noqa: E402
 
-TORCH2 = int(torch.__version__.split(".")[0]) >= 2 and hasattr(torch, "compile")
+TORCH_VERSION = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2])
+TORCH2 = TORCH_VERSION >= (2, 0) and hasattr(torch, "compile")
+# Interleaved timing keeps Inductor's and ptc.backend's torch.compile of the same
+# module alive together; Dynamo guards cache entries on the backend from 2.2 on.
+INTERLEAVE = not ARGS.no_interleave and (not TORCH2 or TORCH_VERSION >= (2, 2))
 
 
 def log(msg):
@@ -161,10 +167,11 @@ def timed_call(fn, inputs):
     return out, time.perf_counter() - t0
 
 
-def measure(fn, inputs):
-    """Median seconds per call. A sample is a batch of `inner` calls lasting at
-    least MIN_SAMPLE seconds (one call for all but small workloads), timed with
-    the device synchronised at both ends; samples fill ~TARGET seconds."""
+def plan(fn, inputs):
+    """Warm-up calls, then (inner, samples): a sample is a batch of `inner` calls
+    lasting at least 10 ms (5 with --quick; one call for all but small
+    workloads); the samples fill ~1 s (0.2 s with --quick), 3 to 200 of them
+    (30 with --quick), or exactly --repeat."""
     target = 0.2 if ARGS.quick else 1.0
     min_sample = 0.005 if ARGS.quick else 0.01
     # warm-up, which also estimates the time of one call
@@ -178,16 +185,17 @@ def measure(fn, inputs):
     else:
         samples = int(target / max(t1 * inner, 1e-9))
         samples = max(3, min(samples, 30 if ARGS.quick else 200))
-    times = []
-    for _ in range(samples):
-        sync()
-        t0 = time.perf_counter()
-        for _ in range(inner):
-            fn(*inputs)
-        sync()
-        times.append((time.perf_counter() - t0) / inner)
-    return statistics.median(times), dict(samples=samples, inner=inner,
-                                          min_s=min(times), max_s=max(times))
+    return inner, samples
+
+
+def sample(fn, inputs, inner):
+    """Seconds per call over one batch of `inner` calls, device synchronised at both ends."""
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(inner):
+        fn(*inputs)
+    sync()
+    return (time.perf_counter() - t0) / inner
 
 
 # ---- outputs and correctness ---------------------------------------------------------------
@@ -258,10 +266,8 @@ def prepare(system, spec, ptc, r):
     if system == "eager":
         return m
     if system == "inductor":
-        torch._dynamo.reset()
         return torch.compile(m, mode=ARGS.mode) if ARGS.mode else torch.compile(m)
     if system == "ptc-backend":
-        torch._dynamo.reset()
         r["_backend"] = ptc_backend_for(ptc)
         return torch.compile(m, backend=r["_backend"])
     if system == "ptc-fx":
@@ -287,20 +293,30 @@ def ptc_details(system, fn, r):
                                    for c in b.compiled if c.compiled.executables)
                 r["fallbacks"] = list(b.fallbacks)
                 r["eager_calls"] = sum(getattr(c, "eager_calls", 0) for c in b.compiled)
+                if not b.compiled and not b.fallbacks:
+                    r["fallbacks"] = ["Dynamo never called ptc.backend: nothing ran through ptc"]
     except Exception as e:
         r["details_error"] = first_line(e)
 
 
-def run_system(system, spec, ref, ptc, tol):
+def _error(r, e):
+    r.pop("_backend", None)
+    return dict(status="error", error=first_line(e), message=str(e),
+                traceback=traceback.format_exc(), **{k: v for k, v in r.items() if k != "status"})
+
+
+def setup_system(system, spec, ref, ptc, tol):
+    """Prepares `system` on the workload: first call (timed: the compile), check
+    against eager, warm-up and sampling plan. Returns (result dict, fn or None)."""
     r = dict(status="ok")
     if system in ("inductor", "ptc-backend") and not TORCH2:
-        return dict(status="n/a", why="n/a (torch<2)")
-    fn = None
+        return dict(status="n/a", why="n/a (torch<2)"), None
     if CACHE_ROOT and system.startswith("ptc"):
         # libptc reads PTC_CACHE_DIR at every compile: a fresh folder per workload
         # and system keeps each first call cold (ptc-backend would otherwise hit
         # the kernels ptc-fx just compiled).
         os.environ["PTC_CACHE_DIR"] = os.path.join(CACHE_ROOT, "ptc", f"{spec.name}-{system}")
+    fn = None
     try:
         gc.collect()
         with torch.no_grad():
@@ -320,25 +336,81 @@ def run_system(system, spec, ref, ptc, tol):
                     r["status"] = "WRONG"
                     r["wrong"] = msg
             del out
-            med, info = measure(fn, spec.inputs)
-            r["median_s"] = med
-            r.update(info)
-            if system.startswith("ptc"):
-                ptc_details(system, fn, r)
-                if r.get("fallbacks") or r.get("eager_calls"):
-                    r["eager_fallback"] = True
+            r["inner"], r["samples"] = plan(fn, spec.inputs)
+        return r, fn
     except Exception as e:
-        r.pop("_backend", None)
-        r = dict(status="error", error=first_line(e), message=str(e),
-                 traceback=traceback.format_exc(), **{k: v for k, v in r.items() if k != "status"})
-    finally:
-        del fn
-        if system in ("inductor", "ptc-backend") and TORCH2:
-            torch._dynamo.reset()
-        gc.collect()
-        if ARGS.device == "cuda":
-            torch.cuda.empty_cache()
-    return r
+        return _error(r, e), None
+
+
+def finish_system(system, fn, r, times):
+    r["median_s"] = statistics.median(times)
+    r["min_s"], r["max_s"] = min(times), max(times)
+    if system.startswith("ptc"):
+        ptc_details(system, fn, r)
+        if r.get("fallbacks") or r.get("eager_calls"):
+            r["eager_fallback"] = True
+
+
+def _release(device_too=True):
+    gc.collect()
+    if device_too and ARGS.device == "cuda":
+        torch.cuda.empty_cache()
+
+
+def run_workload(spec, ref, systems, ptc, tol):
+    """Every system on one workload. With INTERLEAVE, all systems are prepared
+    first and their timed samples then taken in turn (eager, inductor, ptc-fx,
+    ptc-backend, eager, ...), so load from other processes that comes and goes
+    hits every system alike; otherwise each system is timed and released in turn."""
+    res = {}
+    if TORCH2:
+        torch._dynamo.reset()
+    live = {}
+    for s in systems:
+        r, fn = setup_system(s, spec, ref, ptc, tol)
+        res[s] = r
+        log(f"  {s:12s} {r['status']:6s}"
+            + (f"  first call {r['first_call_s']:.2f} s" if "first_call_s" in r else "")
+            + (f"  err {r['max_abs_err']:.2e}" if r.get("max_abs_err") is not None else "")
+            + (f"  {r['error']}" if r["status"] == "error" else "")
+            + (f"  {r.get('why', '')}" if r["status"] == "n/a" else ""))
+        if fn is None:
+            continue
+        live[s] = [fn, []]
+        if not INTERLEAVE:
+            _time_round_robin(spec, res, {s: live.pop(s)})
+            if s in ("inductor", "ptc-backend"):
+                torch._dynamo.reset()
+            _release()
+    if live:
+        _time_round_robin(spec, res, live)
+    if TORCH2:
+        torch._dynamo.reset()
+    _release()
+    return res
+
+
+def _time_round_robin(spec, res, live):
+    """Takes each live system's samples in turn, then finishes their results."""
+    with torch.no_grad():
+        while True:
+            pending = [s for s, (fn, times) in live.items()
+                       if res[s]["status"] != "error" and len(times) < res[s]["samples"]]
+            if not pending:
+                break
+            for s in pending:
+                fn, times = live[s]
+                try:
+                    times.append(sample(fn, spec.inputs, res[s]["inner"]))
+                except Exception as e:
+                    res[s] = _error(res[s], e)
+    for s, (fn, times) in live.items():
+        if res[s]["status"] != "error":
+            finish_system(s, fn, res[s], times)
+            log(f"  {s:12s} {res[s]['median_s'] * 1e3:.3f} ms (median of {len(times)} x {res[s]['inner']})")
+    for s in list(live):
+        live[s][0] = None
+    live.clear()
 
 
 class _Startup(torch.nn.Module):
@@ -655,15 +727,7 @@ def main():
             results.append(w)
             log(f"{name}: eager error: {first_line(e)}")
             continue
-        for s in systems:
-            r = run_system(s, spec, ref, ptc, tol)
-            w["systems"][s] = r
-            log(f"  {s:12s} {r['status']:6s} "
-                + (f"{r['median_s'] * 1e3:.3f} ms" if "median_s" in r else "")
-                + (f"  first call {r['first_call_s']:.2f} s" if "first_call_s" in r else "")
-                + (f"  err {r['max_abs_err']:.2e}" if r.get("max_abs_err") is not None else "")
-                + (f"  {r['error']}" if r["status"] == "error" else "")
-                + (f"  {r.get('why', '')}" if r["status"] == "n/a" else ""))
+        w["systems"] = run_workload(spec, ref, systems, ptc, tol)
         summarise(w, meta["copy_gbps"])
         results.append(w)
         del spec, ref
