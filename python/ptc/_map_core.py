@@ -18,6 +18,8 @@ Optional converter attributes (set by `register`):
   conv.mutates(args, kwargs) -> int | None   index of the positional argument
       an in-place op writes (its result replaces that tensor for later uses)
   conv.check_module(module) -> str | None    why a module cannot be mapped
+  conv.returns_none = True                   the call's own result is None (the
+      converter returns the mutated argument's new value: x[i] = v)
 """
 import torch
 
@@ -31,13 +33,15 @@ class Unsupported(Exception):
     it cannot map to ptc; the message says why."""
 
 
-def register(*keys, mutates=None, check_module=None):
+def register(*keys, mutates=None, check_module=None, returns_none=False):
     """Decorator: registers the converter under every key. `mutates` is an
     int (index of the argument written in place) or a function
-    (args, kwargs) -> int | None."""
+    (args, kwargs) -> int | None; returns_none: the torch call returns None
+    (e.g. x[i] = v), the converter's result is only the written tensor's new
+    value."""
     def deco(fn):
         conv = fn
-        if mutates is not None or check_module is not None:
+        if mutates is not None or check_module is not None or returns_none:
             # a fresh function object: the attributes belong to these keys
             # only, not to other registrations of the same converter
             def conv(*args, **kwargs):
@@ -50,6 +54,7 @@ def register(*keys, mutates=None, check_module=None):
                 conv.mutates = mutates if callable(mutates) else (lambda a, k, i=mutates: i)
             if check_module is not None:
                 conv.check_module = check_module
+            conv.returns_none = returns_none
         for k in keys:
             if k is None:
                 continue

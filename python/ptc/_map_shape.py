@@ -590,6 +590,120 @@ def _getitem(b, obj, idx):
     return obj[idx]
 
 
+def _norm_bound(b, v, n, default):
+    """A slice bound clamped to [0, n] as Python does (ints or SymInts)."""
+    if v is None:
+        return default
+    if is_value(v):
+        raise Unsupported("slice bounds given as tensors")
+    if v < 0:
+        v = v + n
+        return 0 if v < 0 else v
+    return n if v > n else v
+
+
+def setitem(b, x, idx, value):
+    """x[idx] = value for ints, slices (positive steps), None and Ellipsis:
+    a mask of the written region (per-dim arange tests) selects between x
+    and the value (a scalar, or a tensor broadcast to the region and spread
+    to x's shape with index_select). Returns the new value of x."""
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    if any(is_value(e) or isinstance(e, (torch.Tensor, list, bool)) for e in idx):
+        raise Unsupported("assignment through index tensors (advanced indexing)")
+    consumed = sum(1 for e in idx if e is not None and e is not Ellipsis)
+    if consumed > x.ndim or sum(1 for e in idx if e is Ellipsis) > 1:
+        raise Unsupported("bad index for a tensor of rank %d" % x.ndim)
+    per_dim = []  # (dim, kind, start, stop, step)
+    d = 0
+    for e in idx:
+        if e is None:
+            continue
+        if e is Ellipsis:
+            d += x.ndim - consumed
+            continue
+        n = x.shape[d]
+        if isinstance(e, slice):
+            step = 1 if e.step is None else concrete(e.step)
+            if not isinstance(step, int) or step <= 0:
+                raise Unsupported("slice step must be a positive int, got %r" % (e.step,))
+            start = _norm_bound(b, e.start, n, 0)
+            stop = _norm_bound(b, e.stop, n, n)
+            if not (isinstance(start, int) and start == 0 and stop is n and step == 1):
+                per_dim.append((d, "slice", start, stop, step))
+        elif is_int(e):
+            i = e + n if e < 0 else e
+            per_dim.append((d, "int", i, i + 1, 1))
+        else:
+            raise Unsupported("index of type %s" % type(e).__name__)
+        d += 1
+    mask = None
+    ar_of = {}
+    for dim, kind, start, stop, step in per_dim:
+        n = x.shape[dim]
+        ar = arange_value(b, 0, n)
+        ar_of[dim] = ar
+        m = b.op("logical_and", [b.op("ge", [ar, b.size_value(start)]),
+                                 b.op("lt", [ar, b.size_value(stop)])])
+        if step != 1:
+            off = b.op("sub", [ar, b.size_value(start)])
+            m = b.op("logical_and", [m, b.op("eq", [b.op("remainder", [off], {"other": step})],
+                                             {"other": 0})])
+        shape = [1] * x.ndim
+        shape[dim] = n
+        m = b.op("reshape", [m], {"shape": shape})
+        mask = m if mask is None else b.op("logical_and", [mask, m])
+    if mask is None:  # x[...] = value / x[:] = value
+        mask = b.op("full", [], {"size": [1] * x.ndim, "fill_value": True, "dtype": torch.bool})
+    if not is_value(value) and not isinstance(value, torch.Tensor):
+        return b.op("masked_fill", [x, mask], {"value": concrete(value)})
+    v = b.to_dtype(b.as_value(value), x.dtype)
+    # the region's shape, then back to rank x.ndim (ints as size-1 dims)
+    region = index(b, x, idx)
+    if any(isinstance(sz, int) and sz == 0 for sz in region.shape):
+        return x  # nothing is written
+    v = b.op("expand", [v], {"size": list(region.shape)})
+    kept = [sz for sz, k in zip(region.shape, _region_dims(idx, x.ndim)) if k]
+    int_dims = {p[0] for p in per_dim if p[1] == "int"}
+    it = iter(kept)
+    sizes = [1 if dim in int_dims else next(it) for dim in range(x.ndim)]
+    v = b.op("reshape", [v], {"shape": sizes})
+    for dim, kind, start, stop, step in per_dim:
+        if kind == "int":
+            gi = b.op("zeros", [], {"size": [x.shape[dim]], "dtype": torch.int64})
+        else:
+            length = sizes[dim]
+            gi = b.op("sub", [ar_of[dim], b.size_value(start)])
+            gi = b.op("div", [gi], {"other": step, "rounding_mode": "floor"})
+            gi = b.op("clamp", [gi, None, b.op("sub", [b.size_value(length)], {"other": 1})],
+                      {"min": 0})
+        v = b.op("index_select", [v, gi], {"dim": dim})
+    return b.op("where", [mask, v, x])
+
+
+def _region_dims(idx, ndim):
+    """For each dim of x[idx] (ints dropped): False for a dim added by None."""
+    consumed = sum(1 for e in idx if e is not None and e is not Ellipsis)
+    out = []
+    for e in idx:
+        if e is None:
+            out.append(False)
+        elif e is Ellipsis:
+            out.extend([True] * (ndim - consumed))
+        elif isinstance(e, slice):
+            out.append(True)
+    if Ellipsis not in idx:
+        out.extend([True] * (ndim - consumed))
+    return out
+
+
+@register(operator.setitem, torch.Tensor.__setitem__, mutates=0, returns_none=True)
+def _setitem(b, obj, idx, value):
+    if not is_value(obj):
+        raise Unsupported("item assignment on a %s" % type(obj).__name__)
+    return setitem(b, obj, idx, value)
+
+
 # ---- creation -----------------------------------------------------------------------------------
 
 def _no_layout(layout=None, pin_memory=None, requires_grad=False, memory_format=None, out=None):

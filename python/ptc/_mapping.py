@@ -11,7 +11,9 @@ FX bridge and the bytecode capture).
          tensor arguments are ptc Values; module converters get the module
          instance as first argument. Converters raise Unsupported(reason).
     converter.mutates(args, kwargs) -> int | None (in-place ops: index of the
-         argument written), converter.check_module(module) -> str | None.
+         argument written; the converter returns its new value),
+    converter.returns_none (the torch call itself returns None: x[i] = v),
+    converter.check_module(module) -> str | None.
 
 The entries live in the family files _map_elementwise, _map_shape,
 _map_reduce, _map_nn and _map_modules, which register into the one dict

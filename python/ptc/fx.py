@@ -57,6 +57,7 @@ import torch.fx
 from . import _C
 from ._mapping import MinMaxResult, Unsupported, fmt_target, is_value, lookup
 from ._mapping import Builder
+from ._map_shape import setitem
 
 __all__ = ["from_fx", "CompiledGraph", "UnsupportedError", "unsupported_nodes"]
 
@@ -362,17 +363,21 @@ class _Converter:
             if idx is not None:
                 fx_args = ((None,) + tuple(node.args)) if mod is not None else tuple(node.args)
                 target = fx_args[idx] if idx < len(fx_args) else None
-                why = self._mutation(target, res, env, mutated)
+                why = self._mutation(target, res, env, mutated, b)
                 if why:
                     fail(node, why)
+            if getattr(conv, "returns_none", False) and env.get(node) is not _POISON:
+                env[node] = None
         template = None
         if not problems:
             template = self._outputs(b, env, mutated)
         self.last_graph = g
         return g, template, problems
 
-    def _mutation(self, target, res, env, mutated):
-        """Records an in-place write to FX node `target` (None = not a node)."""
+    def _mutation(self, target, res, env, mutated, b):
+        """Records an in-place write of `res` to FX node `target` (None = not
+        a node); a write into an indexed view (getitem) also updates its base
+        (as x[idx] = res). Returns why it is unsupported, or None."""
         if not isinstance(target, torch.fx.Node) or not is_value(res):
             return None
         if target.op == "get_attr":
@@ -389,10 +394,23 @@ class _Converter:
             pass
         else:
             t = target.target
-            name = t if isinstance(t, str) else getattr(t, "__name__", "")
-            if name in _ALIAS_NAMES or t in (operator.getitem, builtins.getattr):
-                return "in-place write through %s (a view or alias of another tensor)" % \
-                    fmt_target(t)
+            base = target.args[0] if target.args else None
+            if t in (operator.getitem, torch.Tensor.__getitem__) and \
+                    isinstance(base, torch.fx.Node) and is_value(env.get(base)):
+                # a write into x[idx] is x[idx] = new value: update the base too
+                idx = _map(target.args[1], lambda n: env[n])
+                try:
+                    new_base = setitem(b, env[base], idx, res)
+                except (Unsupported, _C.Error) as e:
+                    return "in-place write through an index: %s" % e
+                why = self._mutation(base, new_base, env, mutated, b)
+                if why:
+                    return why
+            else:
+                name = t if isinstance(t, str) else getattr(t, "__name__", "")
+                if name in _ALIAS_NAMES or t in (operator.getitem, builtins.getattr):
+                    return "in-place write through %s (a view or alias of another tensor)" \
+                        % fmt_target(t)
         env[target] = res
         return None
 

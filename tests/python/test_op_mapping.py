@@ -595,6 +595,16 @@ SPECS += [
       name="getitem_tensor"),
     S([operator.getitem], lambda g: ([g.t(4, 5, 6)], (P(0), (None, 2, [0, 3, 1])), {}), NUM,
       name="getitem_list"),
+    S([operator.setitem, torch.Tensor.__setitem__],
+      lambda g: ([g.t(4, 5, 6)], (P(0), (1, slice(None), slice(1, None, 2)), 2.5), {}), NUM),
+    S([operator.setitem], lambda g: ([g.t(4, 5, 6), g.t(5)],
+                                     (P(0), (slice(1, 3), Ellipsis, -2), P(1)), {}), NUM,
+      name="setitem_tensor_int"),
+    S([operator.setitem], lambda g: ([g.t(4, 5, 6), g.t(3, 1)],
+                                     (P(0), (slice(None, None, 2), slice(-3, None)), P(1)), {}),
+      NUM, name="setitem_tensor_step"),
+    S([operator.setitem], lambda g: ([g.t(4, 5), g.t(5, dt=F64)], (P(0), (None, 0), P(1)), {}),
+      NUM, name="setitem_none_cast"),
 ]
 
 # creation
@@ -1172,3 +1182,59 @@ def test_parameters_are_borrowed(backend):
         m[2].bias.add_(1)
         torch.testing.assert_close(cg(x), m(x))
     assert cg.compiled.num_compiles == 1
+
+
+def _assigns(x):
+    y = x * 2
+    y[:, 1:3] = 0.5
+    y[0] = x[-1].sin()
+    y[1:, ::2] += 1
+    return y
+
+
+def _assigns_gm():
+    """_assigns as an FX graph (torch 1.13's symbolic_trace cannot record
+    item assignment; Dynamo records operator.setitem like this)."""
+    g = torch.fx.Graph()
+    x = g.placeholder("x")
+    y = g.call_function(operator.mul, (x, 2))
+    g.call_function(operator.setitem, (y, (slice(None), slice(1, 3)), 0.5))
+    s = g.call_method("sin", (g.call_function(operator.getitem, (x, -1)),))
+    g.call_function(operator.setitem, (y, 0, s))
+    idx = (slice(1, None), slice(None, None, 2))
+    t = g.call_function(operator.iadd, (g.call_function(operator.getitem, (y, idx)), 1))
+    g.call_function(operator.setitem, (y, idx, t))
+    g.output(y)
+    return torch.fx.GraphModule(nn.Module(), g)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_item_assignment_dynamic(backend):
+    """x[idx] = v and x[idx] += v on intermediates, with a dynamic first dim."""
+    gm = _assigns_gm()
+    for n in (3, 4):
+        x = torch.randn(n, 5)
+        torch.testing.assert_close(gm(x), _assigns(x))
+    cg = ptc.from_fx(gm, [torch.randn(3, 5)], backend=backend, dynamic=True)
+    for n in (3, 4, 7):
+        x = torch.randn(n, 5)
+        torch.testing.assert_close(cg(x), _assigns(x))
+    assert cg.compiled.num_compiles == 1
+
+
+def _writes_through_index(x, y):
+    x[0].mul_(2)
+    x[1:, ::2].add_(y[:, None])
+    return x.sum(0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_inplace_through_index(backend):
+    """In-place ops on x[idx] write into x (here a graph input, written back)."""
+    gm = _trace(_writes_through_index)
+    x, y = torch.randn(3, 4), torch.randn(2)
+    x_ref = x.clone()
+    cg = ptc.from_fx(gm, [x.clone(), y], backend=backend)
+    out = cg(x, y)
+    torch.testing.assert_close(out, _writes_through_index(x_ref, y))
+    torch.testing.assert_close(x, x_ref)
