@@ -7,7 +7,7 @@
 # .devdeps/, see scripts/device-deps.sh; name .devdeps in `carry`). Run from
 # the repository root:
 #
-#   bash scripts/cuda-device-check.sh [--seeds N] [--no-ops] [--threads N] [--src TAR]
+#   bash scripts/cuda-device-check.sh [--seeds N] [--no-ops] [--threads N] [--probe] [--src TAR]
 #
 # --src TAR builds and tests the source tree in TAR (a `git archive` tarball,
 # .tar or .tar.gz) instead of this checkout: useful when the checkout that
@@ -20,7 +20,11 @@
 #   2. test_cuda_gpu    - API checks (caller stream, device mismatches,
 #                         kernel errors), the random-graph differential suite
 #                         against the ref backend, and every op case of
-#                         tests/data against PyTorch's outputs, on the GPU.
+#                         tests/data against PyTorch's outputs, on the GPU;
+#   3. (--probe) cuda_probe - timings of a few workloads (bandwidth against the
+#                         device-to-device copy, matmul TFLOP/s with and
+#                         without cuBLASLt, cold compile time, tiny-graph
+#                         host time per call).
 # Logs go to $OUT (the device tool's output folder) when set, else to the
 # build folder. Exit status: 0 when every step passed.
 set -uo pipefail
@@ -28,6 +32,7 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 SEEDS=300
+PROBE=0
 SRC_TAR=
 THREADS=$(nproc 2>/dev/null || echo 8)
 OPS=1
@@ -36,8 +41,9 @@ while [ $# -gt 0 ]; do
     --seeds) SEEDS=$2; shift 2 ;;
     --threads) THREADS=$2; shift 2 ;;
     --no-ops) OPS=0; shift ;;
+    --probe) PROBE=1; shift ;;
     --src) SRC_TAR=$2; shift 2 ;;
-    *) echo "usage: $0 [--seeds N] [--threads N] [--no-ops] [--src TAR]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--seeds N] [--threads N] [--no-ops] [--probe] [--src TAR]" >&2; exit 2 ;;
   esac
 done
 BUILD=${BUILD:-/tmp/ptc-cuda-build}
@@ -65,7 +71,8 @@ if [ ! -f "$BUILD/build.ninja" ]; then
   meson setup "$BUILD" -Dpython=disabled --buildtype=debugoptimized >"$LOGS/setup.log" 2>&1 ||
     { tail -30 "$LOGS/setup.log"; echo "cuda-device-check: meson setup failed"; exit 1; }
 fi
-if ! ninja -C "$BUILD" tests/cuda/test_cuda_gpu tests/cuda/test_cuda_nvrtc >"$LOGS/build.log" 2>&1; then
+if ! ninja -C "$BUILD" tests/cuda/test_cuda_gpu tests/cuda/test_cuda_nvrtc tests/cuda/cuda_probe \
+    >"$LOGS/build.log" 2>&1; then
   grep -E "error|FAILED" "$LOGS/build.log" | head -30
   echo "cuda-device-check: build failed"
   exit 1
@@ -96,6 +103,17 @@ note "  $(grep -E '^api checks:' "$LOGS/gpu.log")"
 note "  $(grep -E '^test_cuda_gpu:' "$LOGS/gpu.log")"
 fails=$(grep -c '^FAIL' "$LOGS/gpu.log")
 note "  FAIL lines: $fails (first ones above; full log $LOGS/gpu.log)"
+
+# ---- 3. timings (informative; the comparison with PyTorch is bench/vs_torch.py) ----
+if [ "$PROBE" = 1 ]; then
+  t3=$(date +%s)
+  "$BUILD/tests/cuda/cuda_probe" >"$LOGS/probe.log" 2>&1
+  PTC_CUBLASLT=0 "$BUILD/tests/cuda/cuda_probe" --mm >"$LOGS/probe_nolt.log" 2>&1
+  note "cuda_probe ($(( $(date +%s) - t3 )) s; cold compiles in a fresh cache):"
+  while IFS= read -r l; do note "  $l"; done <"$LOGS/probe.log"
+  note "  without cuBLASLt (support GEMM):"
+  while IFS= read -r l; do note "  $l"; done < <(grep "^mm" "$LOGS/probe_nolt.log")
+fi
 
 echo
 echo "==== cuda-device-check summary ($(( $(date +%s) - t0 )) s) ===="
