@@ -844,7 +844,7 @@ MODULE_SPECS = [
     (nn.TransformerEncoder, _mod(
         lambda: nn.TransformerEncoder(nn.TransformerEncoderLayer(
             8, 2, dim_feedforward=16, dropout=0.0, batch_first=True, activation="gelu",
-            norm_first=True), 2, enable_nested_tensor=False) if TORCH2 or True else None,
+            norm_first=True), 2, enable_nested_tensor=False),
         lambda g: ([g.t(2, 5, 8)], (P(0),), {}), dtypes=(F32, F64), tol=5)),
 ]
 for _cls, _kw in MODULE_SPECS:
@@ -950,6 +950,8 @@ def test_table_is_one_registry():
     for k, conv in M.TABLE.items():
         assert callable(conv), k
         assert M.lookup(k) is conv
+    from ptc import _map_core
+    assert not _map_core.DUPLICATES, _map_core.DUPLICATES
     kinds = M.entries_by_kind()
     assert kinds["method"] > 0 and kinds["module"] > 0 and kinds["function"] > 0
 
