@@ -713,3 +713,64 @@ def _nan_to_num(b, input, nan=0.0, posinf=None, neginf=None):
     neg = b.op("logical_and", [inf, b.op("lt", [x], {"other": 0})])
     x = b.op("masked_fill", [x, pos], {"value": float(posinf)})
     return b.op("masked_fill", [x, neg], {"value": float(neginf)})
+
+
+# ---- math functions ptc has no op for: short compositions -------------------------------------
+
+def _float_in(b, x):
+    """Integer/bool inputs compute in float32, as torch's unary float ops."""
+    return x if x.dtype.is_floating_point else b.to_dtype(x, torch.float32)
+
+
+def _one_minus_sq_sqrt(b, x):
+    """sqrt((1 - x) * (1 + x)) (more accurate than 1 - x*x near |x| = 1)."""
+    t = b.op("mul", [_rsub_op(b, 1, x), b.op("add", [x], {"other": 1})])
+    return b.op("sqrt", [t])
+
+
+def _composed(name, fn):
+    def conv(b, input, *, out=None):
+        _no_out(out)
+        return fn(b, _float_in(b, input))
+    conv.__name__ = "composed_" + name
+    return conv
+
+
+_COMPOSED = {
+    # atan(x) = atan2(x, 1)
+    "atan": lambda b, x: b.op("atan2", [x], {"other": 1.0}),
+    "asin": lambda b, x: b.op("atan2", [x, _one_minus_sq_sqrt(b, x)]),
+    "acos": lambda b, x: b.op("atan2", [_one_minus_sq_sqrt(b, x), x]),
+    # sinh via expm1 keeps small arguments exact; cosh = (e^x + e^-x) / 2
+    "sinh": lambda b, x: b.op("mul", [b.op("sub", [b.op("expm1", [x]),
+                                                   b.op("expm1", [b.op("neg", [x])])])],
+                              {"other": 0.5}),
+    "cosh": lambda b, x: b.op("mul", [b.op("add", [b.op("exp", [x]),
+                                                   b.op("exp", [b.op("neg", [x])])])],
+                              {"other": 0.5}),
+    "log10": lambda b, x: b.op("div", [b.op("log", [x])], {"other": 2.302585092994046}),
+    "frac": lambda b, x: b.op("sub", [x, b.op("trunc", [x])]),
+    "deg2rad": lambda b, x: b.op("mul", [x], {"other": 0.017453292519943295}),
+    "rad2deg": lambda b, x: b.op("mul", [x], {"other": 57.29577951308232}),
+}
+for _name, _fn in _COMPOSED.items():
+    register(getattr(torch, _name, None), *tensor_method_keys(_name))(_composed(_name, _fn))
+register(getattr(torch, "arctan", None), *tensor_method_keys("arctan"))(
+    _composed("arctan", _COMPOSED["atan"]))
+register(getattr(torch, "arcsin", None), *tensor_method_keys("arcsin"))(
+    _composed("arcsin", _COMPOSED["asin"]))
+register(getattr(torch, "arccos", None), *tensor_method_keys("arccos"))(
+    _composed("arccos", _COMPOSED["acos"]))
+
+
+@register(torch.hypot, *tensor_method_keys("hypot"))
+def _hypot(b, input, other, *, out=None):
+    _no_out(out)
+    s = b.op("add", [binary(b, "mul", input, input), binary(b, "mul", other, other)])
+    return b.op("sqrt", [s])
+
+
+@register(F.glu)
+def _f_glu(b, input, dim=-1):
+    a, g = b.ops("chunk", [input], {"chunks": 2, "dim": int(concrete(dim))})
+    return b.op("mul", [a, b.op("sigmoid", [g])])

@@ -303,6 +303,13 @@ for _n in ["neg", "abs", "exp", "exp2", "expm1", "log", "log2", "log1p", "sqrt",
                                                      "negative", "absolute", "fix"):
         SPECS.append(S(K(_n + "_", fn=False), un(_lo, _hi), FL))
 SPECS += [
+    S(K("atan") + K("arctan") + K("sinh") + K("cosh") + K("frac") + K("deg2rad") + K("rad2deg"),
+      un(-3, 3), FL),
+    S(K("asin") + K("arcsin") + K("acos") + K("arccos"), un(-1, 1), FL),
+    S(K("log10"), un(0.01, 100), FL),
+    S(K("sinh"), un(-1e-3, 1e-3), (F32,), name="sinh_small"),
+    S(K("hypot"), lambda g: ([g.t(3, 4), g.t(4)], (P(0), P(1)), {}), FL),
+    S([F.glu], lambda g: ([g.t(3, 8)], (P(0), -1), {}), FL),
     S([getattr(getattr(torch, "special", None), "expit", None)], un(), FL),
     S([getattr(getattr(torch, "special", None), "erf", None)], un(), FL),
     S(K("round"), un(-4, 4), NUM),
