@@ -4,19 +4,34 @@
  * chain, softmax, layer/rms norm, row/column sums, var_mean), compute-bound
  * ones (matmul + bias + gelu, attention) and a per-call overhead workload
  * (ten pointwise ops on 16 floats). Reports medians of N runs, ratios
- * (ref/fused, nofuse/fused), achieved GB/s (minimum bytes moved) or GFLOP/s,
- * the fused GB/s as a percentage of this machine's measured copy bandwidth
- * (median memcpy of 256 MiB, by one thread and split over every core; the
- * larger is the ceiling), kernel counts, and cold (empty PTC_CACHE_DIR)
- * and warm (same folder again) compile times. Output: a Markdown table.
- * Public API only.
+ * (ref/fused, nofuse/fused), achieved GB/s (minimum bytes moved) and that as
+ * a percentage of this machine's measured copy bandwidth (median memcpy by
+ * one thread and split over every core; the larger is the ceiling) or
+ * GFLOP/s, kernel counts, and cold (empty PTC_CACHE_DIR) and warm (same
+ * folder again) compile times. Output: one Markdown table. Public API only.
  *
- * Usage: cpu_bench [--runs N] [--only NAME] [--skip-slow-ref] [--small] [--align B]
- *   --runs N         timed runs per variant (median; default 10)
- *   --align B        alignment of the tensors' data in bytes (default 64; 0 = malloc)
+ * Sizes. By default the main tensor of every memory-bound workload is the
+ * larger of the issue's size (2^23 or 2^24 floats) and the smallest power
+ * of two of at least twice the last-level cache (read from sysconf or
+ * /sys), so inputs plus outputs are >= 4x the cache and the kernels stream
+ * from DRAM like the copy does (the copy buffers get the same size).
+ * `--scale F` multiplies those sizes; `--issue-sizes` uses the issue's
+ * sizes (cache-resident on server parts with a few hundred MiB of L3);
+ * `--small` is the issue's sizes / 8 with smaller matmul/attention (a smoke
+ * run). Matmul and attention keep the issue's shapes otherwise.
+ *
+ * Usage: cpu_bench [--runs N] [--only NAME] [--scale F] [--issue-sizes] [--small]
+ *                  [--no-ref] [--skip-slow-ref] [--fused-only] [--align B]
+ *   --runs N         timed runs per variant (median; default 10). A variant
+ *                    stops early after its time budget (ref 3 s, cpu 20 s;
+ *                    at least 1 run, the count is printed when short)
  *   --only NAME      one workload (substring of its name)
- *   --skip-slow-ref  do not run ref on matmul/attention (it runs once there)
- *   --small          every workload 8x smaller (a quick smoke run)
+ *   --scale F        multiply the memory-bound sizes by F (e.g. 0.25, 4)
+ *   --issue-sizes    the issue's sizes instead of >= 2x the last-level cache
+ *   --small          the issue's sizes / 8, smaller matmul/attention
+ *   --no-ref         do not run ref at all; --skip-slow-ref: not on matmul/attention
+ *   --fused-only     time only the fused executable (development)
+ *   --align B        alignment of the tensors' data in bytes (default 64; 0 = malloc)
  */
 #include <ptc/ptc.h>
 
@@ -34,8 +49,10 @@
 typedef struct options {
   int runs;
   const char* only;
-  bool skip_slow_ref;
-  int64_t shrink; /* divides the big dims */
+  bool no_ref, skip_slow_ref, fused_only;
+  bool issue_sizes;
+  double scale;   /* multiplies the memory-bound sizes */
+  int64_t shrink; /* --small: divides matmul/attention dims */
   size_t align;   /* tensor data alignment; 0 = plain malloc */
 } options;
 
@@ -172,39 +189,68 @@ enum { W_CHAIN, W_SOFTMAX, W_LN, W_RMS, W_ROWSUM, W_COLSUM, W_VARMEAN, W_MM, W_A
 typedef struct workload {
   int kind;
   const char* name;
+  int64_t base;  /* memory-bound: elements of the main tensor at the issue's size */
   bool slow_ref; /* ref runs once (or is skipped) */
 } workload;
 
+enum { COLS = 4096 }; /* the row length of every 2-D memory-bound workload */
+
 static const workload workloads[] = {
-    {W_CHAIN, "pointwise chain x7, 2^24 f32", false},
-    {W_SOFTMAX, "softmax rows 2048x4096", false},
-    {W_LN, "layer_norm 2048x4096", false},
-    {W_RMS, "rms_norm 2048x4096", false},
-    {W_ROWSUM, "row sum 4096x4096", false},
-    {W_COLSUM, "column sum 4096x4096", false},
-    {W_VARMEAN, "var_mean rows 2048x4096", false},
-    {W_MM, "mm 1024x1024x4096 + bias + gelu", true},
-    {W_ATTN, "attention b8 h16 s1024 d64", true},
-    {W_TINY, "10 pointwise ops on 16 floats", false},
+    {W_CHAIN, "pointwise chain x7", (int64_t)1 << 24, false},
+    {W_SOFTMAX, "softmax rows", (int64_t)2048 * COLS, false},
+    {W_LN, "layer_norm", (int64_t)2048 * COLS, false},
+    {W_RMS, "rms_norm", (int64_t)2048 * COLS, false},
+    {W_ROWSUM, "row sum", (int64_t)4096 * COLS, false},
+    {W_COLSUM, "column sum", (int64_t)4096 * COLS, false},
+    {W_VARMEAN, "var_mean rows", (int64_t)2048 * COLS, false},
+    {W_MM, "mm + bias + gelu", 0, true},
+    {W_ATTN, "attention", 0, true},
+    {W_TINY, "10 pointwise ops on 16 floats", 0, false},
 };
 
-/* Builds workload w (sizes divided by `shrink`); *bytes or *flops get the
- * traffic or arithmetic for throughput figures. */
-static void build(ptc_graph* g, const workload* w, int64_t shrink, double* bytes, double* flops) {
-  dims big = {2048 / shrink, 4096}, sq = {4096 / shrink, 4096};
+/* Elements of workload w's main tensor: see "Sizes" at the top. */
+static int64_t main_elems(const workload* w, const options* o, int64_t llc_elems) {
+  int64_t n = w->base;
+  if (n <= 0) return 0;
+  if (!o->issue_sizes)
+    while (n < llc_elems) n *= 2;
+  double v = (double)n * o->scale;
+  int64_t rows = (int64_t)(v / COLS);
+  if (w->kind == W_CHAIN) return v < 1 ? 1 : (int64_t)v;
+  return (rows < 1 ? 1 : rows) * COLS;
+}
+
+/* Builds workload w; *bytes or *flops get the traffic or arithmetic for
+ * throughput figures, `label` the workload's name with its sizes. */
+static void build(ptc_graph* g, const workload* w, const options* o, int64_t llc_elems,
+                  double* bytes, double* flops, char* label, size_t cap) {
+  int64_t n = main_elems(w, o, llc_elems), sh = o->shrink;
+  dims d = {n / COLS, COLS};
   *bytes = *flops = 0;
   switch (w->kind) {
-    case W_CHAIN: w_chain(g, ((int64_t)1 << 24) / shrink, bytes); break;
-    case W_SOFTMAX: w_softmax(g, big, bytes); break;
-    case W_LN: w_norm(g, big, false, bytes); break;
-    case W_RMS: w_norm(g, big, true, bytes); break;
-    case W_ROWSUM: w_sum(g, sq, 1, bytes); break;
-    case W_COLSUM: w_sum(g, sq, 0, bytes); break;
-    case W_VARMEAN: w_var_mean(g, big, bytes); break;
-    case W_MM: w_mm(g, 1024 / shrink, 1024, 4096, flops); break;
-    case W_ATTN: w_attention(g, 8 / (shrink > 8 ? 8 : shrink), 16, 1024, 64, flops); break;
-    default: w_tiny(g); break;
+    case W_CHAIN:
+      w_chain(g, n, bytes);
+      snprintf(label, cap, "%s, %lld f32", w->name, (long long)n);
+      return;
+    case W_SOFTMAX: w_softmax(g, d, bytes); break;
+    case W_LN: w_norm(g, d, false, bytes); break;
+    case W_RMS: w_norm(g, d, true, bytes); break;
+    case W_ROWSUM: w_sum(g, d, 1, bytes); break;
+    case W_COLSUM: w_sum(g, d, 0, bytes); break;
+    case W_VARMEAN: w_var_mean(g, d, bytes); break;
+    case W_MM:
+      w_mm(g, 1024 / sh, 1024, 4096, flops);
+      snprintf(label, cap, "%s %lldx1024x4096", w->name, (long long)(1024 / sh));
+      return;
+    case W_ATTN: {
+      int64_t b = 8 / (sh > 8 ? 8 : sh);
+      w_attention(g, b, 16, 1024, 64, flops);
+      snprintf(label, cap, "%s b%lld h16 s1024 d64", w->name, (long long)b);
+      return;
+    }
+    default: w_tiny(g); snprintf(label, cap, "%s", w->name); return;
   }
+  snprintf(label, cap, "%s %lldx%lld", w->name, (long long)d.rows, (long long)d.cols);
 }
 
 /* ---- tensors ------------------------------------------------------------------------ */
@@ -293,38 +339,44 @@ static bool run_once(const ptc_executable* exe, const tensors* in, const tensors
   return s == NULL;
 }
 
-/* Median time of `runs` samples; a sample of a tiny workload is the mean of
- * a batch of calls sized to take about 10 ms. */
+/* Median time of up to `runs` samples, fewer when they exceed `budget_s`
+ * seconds in all (at least one; *done gets the count); a sample of a tiny
+ * workload is the mean of a batch of calls sized to take about 10 ms. A
+ * warm-up run comes first unless it alone exceeds the budget (it is then
+ * the one sample). */
 static bool time_runs(const ptc_executable* exe, const tensors* in, const tensors* out, int runs,
-                      bool per_call, double* median_s) {
-  if (!run_once(exe, in, out)) return false; /* warm-up */
-  int batch = 1;
-  if (per_call) {
-    double t0 = now_s();
+                      double budget_s, bool per_call, double* median_s, int* done) {
+  double* t = malloc((size_t)(runs + 1) * sizeof *t);
+  if (!t) die("timing", NULL);
+  double t0 = now_s(), spent;
+  bool ok = run_once(exe, in, out);
+  spent = now_s() - t0;
+  int n = 0, batch = 1;
+  if (ok && spent > budget_s) t[n++] = spent;
+  if (ok && per_call && !n) {
+    t0 = now_s();
     for (int i = 0; i < 100; i++) run_once(exe, in, out);
     double per = (now_s() - t0) / 100;
     batch = per > 0 ? (int)fmin(100000, fmax(1, 0.01 / per)) : 1000;
   }
-  double* t = malloc((size_t)runs * sizeof *t);
-  if (!t) die("timing", NULL);
-  for (int r = 0; r < runs; r++) {
-    double t0 = now_s();
-    for (int i = 0; i < batch; i++)
-      if (!run_once(exe, in, out)) {
-        free(t);
-        return false;
-      }
-    t[r] = (now_s() - t0) / batch;
+  spent = 0;
+  while (ok && n < runs && (n == 0 || spent < budget_s)) {
+    t0 = now_s();
+    for (int i = 0; i < batch && ok; i++) ok = run_once(exe, in, out);
+    double dt = now_s() - t0;
+    spent += dt;
+    t[n++] = dt / batch;
   }
-  *median_s = median(t, runs);
+  if (ok) *median_s = median(t, n);
+  *done = n;
   free(t);
-  return true;
+  return ok;
 }
 
 static result bench_variant(ptc_context* ctx, const ptc_graph* g, const char* backend, bool nofuse,
-                            int runs, bool per_call, const tensors* in, const tensors* out) {
+                            int runs, double budget_s, bool per_call, const tensors* in,
+                            const tensors* out) {
   result r = {0};
-  r.runs = runs;
   char dir[] = "/tmp/ptc-bench-cache-XXXXXX";
   if (!mkdtemp(dir)) die("mkdtemp", NULL);
   setenv("PTC_CACHE_DIR", dir, 1);
@@ -333,7 +385,7 @@ static result bench_variant(ptc_context* ctx, const ptc_graph* g, const char* ba
   if (warm) {
     r.kernels = ptc_executable_num_kernels(warm);
     r.ran = true;
-    r.ok = time_runs(warm, in, out, runs, per_call, &r.run_s);
+    r.ok = time_runs(warm, in, out, runs, budget_s, per_call, &r.run_s, &r.runs);
   }
   ptc_executable_release(cold);
   ptc_executable_release(warm);
@@ -378,10 +430,9 @@ static double copy_once(char* dst, const char* src, size_t n, int threads) {
   return now_s() - t0;
 }
 
-/* Median GB/s (bytes read + bytes written) of copying a 256 MiB buffer with
- * `threads` threads. */
-static double copy_bandwidth(int runs, int threads) {
-  size_t n = (size_t)256 << 20;
+/* Median GB/s (bytes read + bytes written) of copying an n-byte buffer
+ * with `threads` threads. */
+static double copy_bandwidth(size_t n, int runs, int threads) {
   char* a = malloc(n);
   char* b = malloc(n);
   double* t = malloc((size_t)runs * sizeof *t);
@@ -399,12 +450,44 @@ static double copy_bandwidth(int runs, int threads) {
   return gbs;
 }
 
+/* Last-level cache size in bytes: sysconf, else the highest-level entry of
+ * /sys/devices/system/cpu/cpu0/cache; 0 when unknown. */
+static long llc_bytes(void) {
+  long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (v > 0) return v;
+  long best = 0;
+  int best_level = 0;
+  for (int i = 0; i < 16; i++) {
+    char path[96], buf[64];
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+    FILE* f = fopen(path, "r");
+    if (!f) break;
+    int level = fgets(buf, sizeof buf, f) ? atoi(buf) : 0;
+    fclose(f);
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+    f = fopen(path, "r");
+    if (!f) continue;
+    long size = 0;
+    if (fgets(buf, sizeof buf, f)) {
+      char* end = NULL;
+      size = strtol(buf, &end, 10);
+      if (end && (*end == 'K' || *end == 'k')) size <<= 10;
+      if (end && (*end == 'M' || *end == 'm')) size <<= 20;
+    }
+    fclose(f);
+    if (level >= best_level && size > 0) best_level = level, best = size;
+  }
+  return best;
+}
+
 /* ---- reporting ------------------------------------------------------------------------ */
-static void fmt_time(char* buf, size_t cap, const result* r, bool per_call) {
+static void fmt_time(char* buf, size_t cap, const result* r, bool per_call, int want) {
+  char note[24] = "";
+  if (r->runs < want) snprintf(note, sizeof note, r->runs == 1 ? " (1 run)" : " (%d runs)", r->runs);
   if (!r->ran) snprintf(buf, cap, "n/a");
   else if (!r->ok) snprintf(buf, cap, "error");
-  else if (per_call) snprintf(buf, cap, "%.2f us%s", r->run_s * 1e6, r->runs == 1 ? " (1 run)" : "");
-  else snprintf(buf, cap, "%.2f ms%s", r->run_s * 1e3, r->runs == 1 ? " (1 run)" : "");
+  else if (per_call) snprintf(buf, cap, "%.2f us%s", r->run_s * 1e6, note);
+  else snprintf(buf, cap, "%.2f ms%s", r->run_s * 1e3, note);
 }
 
 static void fmt_ratio(char* buf, size_t cap, const result* a, const result* b) {
@@ -412,72 +495,89 @@ static void fmt_ratio(char* buf, size_t cap, const result* a, const result* b) {
   else snprintf(buf, cap, "-");
 }
 
-static void print_row(const workload* w, double bytes, double flops, const result* ref,
-                      const result* nof, const result* fus, double copy_gbs) {
+static void print_header(void) {
+  printf("| workload | MiB moved | ref | nofuse | fused | ref/fused | nofuse/fused | fused GB/s "
+         "| %% of copy | GFLOP/s | kernels nofuse / fused | compile cold / warm |\n");
+  printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+}
+
+static void print_row(const workload* w, const char* label, double bytes, double flops,
+                      const result* ref, const result* nof, const result* fus, double copy_gbs,
+                      int want) {
   bool per_call = w->kind == W_TINY;
-  char tr[32], tn[32], tf[32], r1[16], r2[16], thr[64], comp[64], kern[24];
-  fmt_time(tr, sizeof tr, ref, per_call);
-  fmt_time(tn, sizeof tn, nof, per_call);
-  fmt_time(tf, sizeof tf, fus, per_call);
+  char tr[40], tn[40], tf[40], r1[16], r2[16], gbs[24], pct[16], gfl[24], comp[64], kern[24],
+      mib[24];
+  fmt_time(tr, sizeof tr, ref, per_call, want);
+  fmt_time(tn, sizeof tn, nof, per_call, want);
+  fmt_time(tf, sizeof tf, fus, per_call, want);
   fmt_ratio(r1, sizeof r1, ref, fus);
   fmt_ratio(r2, sizeof r2, nof, fus);
-  snprintf(thr, sizeof thr, "-");
-  if (fus->ok && bytes > 0)
-    snprintf(thr, sizeof thr, "%.1f GB/s (%.0f%% of copy)", bytes / fus->run_s / 1e9,
-             100.0 * bytes / fus->run_s / 1e9 / copy_gbs);
-  if (fus->ok && flops > 0) snprintf(thr, sizeof thr, "%.1f GFLOP/s", flops / fus->run_s / 1e9);
+  snprintf(mib, sizeof mib, "-");
+  snprintf(gbs, sizeof gbs, "-");
+  snprintf(pct, sizeof pct, "-");
+  snprintf(gfl, sizeof gfl, "-");
+  if (bytes > 0) snprintf(mib, sizeof mib, "%.0f", bytes / (1 << 20));
+  if (fus->ok && bytes > 0) {
+    snprintf(gbs, sizeof gbs, "%.1f", bytes / fus->run_s / 1e9);
+    snprintf(pct, sizeof pct, "%.0f%%", 100.0 * bytes / fus->run_s / 1e9 / copy_gbs);
+  }
+  if (fus->ok && flops > 0) snprintf(gfl, sizeof gfl, "%.1f", flops / fus->run_s / 1e9);
   snprintf(kern, sizeof kern, "-");
   if (nof->ran && fus->ran) snprintf(kern, sizeof kern, "%zu / %zu", nof->kernels, fus->kernels);
+  else if (fus->ran) snprintf(kern, sizeof kern, "- / %zu", fus->kernels);
   snprintf(comp, sizeof comp, "-");
   if (fus->ran) snprintf(comp, sizeof comp, "%.2f s / %.1f ms", fus->cold_s, fus->warm_s * 1e3);
-  printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", w->name, tr, tn, tf, r1, r2, thr,
-         kern, comp);
+  printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", label, mib, tr, tn,
+         tf, r1, r2, gbs, pct, gfl, kern, comp);
   fflush(stdout);
 }
 
 static void usage(void) {
-  fprintf(stderr, "usage: cpu_bench [--runs N] [--only NAME] [--skip-slow-ref] [--small] "
-          "[--align B]\n");
+  fprintf(stderr, "usage: cpu_bench [--runs N] [--only NAME] [--scale F] [--issue-sizes] "
+          "[--small] [--no-ref] [--skip-slow-ref] [--fused-only] [--align B]\n");
   exit(2);
 }
 
 static void parse(int argc, char** argv, options* o) {
-  o->runs = 10;
-  o->only = NULL;
-  o->skip_slow_ref = false;
-  o->shrink = 1;
-  o->align = 64;
+  *o = (options){.runs = 10, .scale = 1.0, .shrink = 1, .align = 64};
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--runs") && i + 1 < argc) o->runs = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--only") && i + 1 < argc) o->only = argv[++i];
+    else if (!strcmp(argv[i], "--scale") && i + 1 < argc) o->scale = atof(argv[++i]);
+    else if (!strcmp(argv[i], "--issue-sizes")) o->issue_sizes = true;
+    else if (!strcmp(argv[i], "--small")) o->issue_sizes = true, o->shrink = 8;
+    else if (!strcmp(argv[i], "--no-ref")) o->no_ref = true;
     else if (!strcmp(argv[i], "--skip-slow-ref")) o->skip_slow_ref = true;
-    else if (!strcmp(argv[i], "--small")) o->shrink = 8;
+    else if (!strcmp(argv[i], "--fused-only")) o->fused_only = true;
     else if (!strcmp(argv[i], "--align") && i + 1 < argc) o->align = (size_t)atol(argv[++i]);
     else usage();
   }
-  if (o->runs < 1 || (o->align & (o->align - 1))) usage();
+  if (o->shrink > 1) o->scale /= (double)o->shrink;
+  if (o->runs < 1 || !(o->scale > 0) || (o->align & (o->align - 1))) usage();
 }
 
 static void bench_workload(ptc_context* ctx, const options* o, const workload* w, bool have_cpu,
-                           double copy_gbs) {
+                           double copy_gbs, int64_t llc_elems) {
   ptc_graph* g = NULL;
   ptc_status s = ptc_graph_create(ctx, &g);
   if (s) die("graph", s);
   double bytes, flops;
-  build(g, w, o->shrink, &bytes, &flops);
+  char label[96];
+  build(g, w, o, llc_elems, &bytes, &flops, label, sizeof label);
   tensors in, out;
   alloc_tensors(g, false, true, o->align, &in);
   alloc_tensors(g, true, false, o->align, &out);
   bool per_call = w->kind == W_TINY;
   result none = {0}, ref = none, nof = none, fus = none;
   if (have_cpu) {
-    fus = bench_variant(ctx, g, "cpu", false, o->runs, per_call, &in, &out);
-    nof = bench_variant(ctx, g, "cpu", true, w->slow_ref ? (o->runs + 1) / 2 : o->runs, per_call,
-                        &in, &out);
+    fus = bench_variant(ctx, g, "cpu", false, o->runs, 20.0, per_call, &in, &out);
+    if (!o->fused_only)
+      nof = bench_variant(ctx, g, "cpu", true, w->slow_ref ? (o->runs + 1) / 2 : o->runs, 20.0,
+                          per_call, &in, &out);
   }
-  if (!(w->slow_ref && o->skip_slow_ref))
-    ref = bench_variant(ctx, g, "ref", false, w->slow_ref ? 1 : o->runs, per_call, &in, &out);
-  print_row(w, bytes, flops, &ref, &nof, &fus, copy_gbs);
+  if (!o->fused_only && !o->no_ref && !(w->slow_ref && o->skip_slow_ref))
+    ref = bench_variant(ctx, g, "ref", false, w->slow_ref ? 1 : o->runs, 3.0, per_call, &in, &out);
+  print_row(w, label, bytes, flops, &ref, &nof, &fus, copy_gbs, o->runs);
   free_tensors(&in);
   free_tensors(&out);
   ptc_graph_destroy(g);
@@ -492,32 +592,42 @@ int main(int argc, char** argv) {
   ptc_status s = ptc_context_create(NULL, &ctx);
   if (s) die("context", s);
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  long llc = llc_bytes();
+  bool llc_known = llc > 0;
+  if (!llc_known) llc = 32L << 20; /* assume a desktop part */
+  int64_t llc_elems = (int64_t)(2 * (double)llc / sizeof(float));
+  /* the copy moves a buffer as large as the memory-bound workloads' main tensor */
+  workload ref_w = {W_SOFTMAX, "", (int64_t)2048 * COLS, false};
+  size_t copy_n = (size_t)main_elems(&ref_w, &o, llc_elems) * sizeof(float);
+  if (copy_n < ((size_t)1 << 20)) copy_n = (size_t)1 << 20;
   int copy_runs = o.runs < 5 ? 5 : o.runs;
-  double copy1 = copy_bandwidth(copy_runs, 1);
-  double copyn = cores > 1 ? copy_bandwidth(copy_runs, (int)cores) : copy1;
+  double copy1 = copy_bandwidth(copy_n, copy_runs, 1);
+  double copyn = cores > 1 ? copy_bandwidth(copy_n, copy_runs, (int)cores) : copy1;
   double copy_gbs = copyn > copy1 ? copyn : copy1;
-  long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  printf("# cpu_bench: libptc %s, %ld cores, median of %d runs, tensors %s%s\n\n",
+  printf("# cpu_bench: libptc %s, %ld cores, median of %d runs, tensors %s, %s sizes%s\n\n",
          ptc_version_string(), cores, o.runs, o.align ? "aligned" : "from malloc",
-         o.shrink > 1 ? ", --small sizes (8x smaller)" : "");
-  printf("copy of 256 MiB (bytes read + written, median): %.1f GB/s with 1 thread, %.1f GB/s "
-         "with %ld threads; the ceiling for the %% column is %.1f GB/s.", copy1, copyn, cores,
-         copy_gbs);
-  if (l3 > 0)
-    printf(" Last-level cache: %ld MiB (a workload smaller than it can beat the ceiling).", l3 >> 20);
-  printf("\n\n");
+         o.issue_sizes ? "the issue's" : ">= 2x last-level cache",
+         o.scale != 1.0 ? (o.shrink > 1 ? " / 8 (--small)" : " x --scale") : "");
+  printf("Last-level cache: %ld MiB%s. Copy of %zu MiB (memcpy; bytes read + written, median): "
+         "%.1f GB/s with 1 thread, %.1f GB/s with %ld threads; the ceiling for the %% column is "
+         "%.1f GB/s.%s\n\n",
+         llc >> 20, llc_known ? "" : " (unknown: assumed)", copy_n >> 20, copy1, copyn, cores,
+         copy_gbs,
+         (double)copy_n < 2.0 * (double)llc
+             ? " Working sets below ~2x the cache are served from it and can beat the ceiling."
+             : "");
   if (!have_cpu)
     printf("backend cpu is not available (%s): only ref is timed\n\n", why ? why : "?");
   printf("ref = op-by-op interpreter (eager); nofuse = cpu with disable_fusion=1; fused = cpu. "
-         "Compile = cold (empty cache) / warm (cache hit) for the fused executable. "
-         "ref runs once on matmul and attention%s.\n\n",
-         o.skip_slow_ref ? " (skipped: --skip-slow-ref)" : "");
-  printf("| workload | ref | nofuse | fused | ref/fused | nofuse/fused | fused throughput | "
-         "kernels nofuse / fused | compile cold / warm |\n");
-  printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+         "MiB moved = the minimum traffic (inputs read once, outputs written once) that GB/s is "
+         "computed from. Compile = cold (empty cache) / warm (cache hit) for the fused "
+         "executable. ref runs once on matmul and attention%s.\n\n",
+         o.no_ref ? " (ref not run: --no-ref)"
+                  : o.skip_slow_ref ? " (skipped: --skip-slow-ref)" : "");
+  print_header();
   for (size_t i = 0; i < sizeof workloads / sizeof workloads[0]; i++)
     if (!o.only || strstr(workloads[i].name, o.only))
-      bench_workload(ctx, &o, &workloads[i], have_cpu, copy_gbs);
+      bench_workload(ctx, &o, &workloads[i], have_cpu, copy_gbs, llc_elems);
   ptc_context_release(ctx);
   return 0;
 }

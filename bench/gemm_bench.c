@@ -3,9 +3,11 @@
  * CPU-second of all threads, which load from other processes distorts
  * less) for 1024^3, the MLP shape 1024x4096x1024 with bias + GELU fused
  * (also with B transposed, as a linear layer's weight), 4096^3, f64, small
- * sizes (serial threshold), GEMV, 3x3 convolutions, and a naive triple loop
- * for the speed-up ratio; plus the machine's estimated peak (the
- * assumptions are printed). Usage: gemm_bench [--quick] (skips 4096^3) */
+ * sizes (serial threshold), GEMV, attention's batched products (through
+ * cpu_gemm_batch_f32 and as one call per entry), 3x3 convolutions, and a
+ * naive triple loop for the speed-up ratio; plus the machine's estimated
+ * peak (the assumptions are printed).
+ * Usage: gemm_bench [--quick] (skips 4096^3 and the batches) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,6 +106,45 @@ static timing time_gemm(const gemm_shape* s, int reps) {
   free(b);
   free(bias);
   free(c);
+  timing tm = {median(t, reps), median(u, reps)};
+  return tm;
+}
+
+/* `count` GEMMs of one shape (attention's per-head products) through
+ * cpu_gemm_batch_f32, or (`loop`) one cpu_gemm_f32 call per entry, each
+ * with the whole team inside. B^T when bt (q @ k^T). */
+static timing time_batch(int64_t count, int64_t m, int64_t n, int64_t k, bool bt, bool loop,
+                         int reps) {
+  float* a = fill((size_t)(count * m * k), 4, 1);
+  float* b = fill((size_t)(count * k * n), 4, 2);
+  float* c = fill((size_t)(count * m * n), 4, 4);
+  int64_t* off = malloc(sizeof(int64_t) * (size_t)count * 3);
+  if (!off) exit(1);
+  for (int64_t e = 0; e < count; e++) {
+    off[e] = e * m * k;
+    off[count + e] = e * k * n;
+    off[2 * count + e] = e * m * n;
+  }
+  int64_t b_sk = bt ? 1 : n, b_sn = bt ? k : 1;
+  double t[64], u[64];
+  for (int r = -1; r < reps; r++) {
+    double t0 = now_s(), u0 = cpu_s();
+    if (loop)
+      for (int64_t e = 0; e < count; e++)
+        cpu_gemm_f32(m, n, k, 1.0f, a + off[e], k, 1, b + off[count + e], b_sk, b_sn, 0.0f, NULL,
+                     0, c + off[2 * count + e], n, 1, 0);
+    else
+      cpu_gemm_batch_f32(count, off, off + count, NULL, off + 2 * count, m, n, k, 1.0f, a, k, 1,
+                         b, b_sk, b_sn, 0.0f, NULL, 0, c, n, 1, 0);
+    if (r >= 0) {
+      t[r] = now_s() - t0;
+      u[r] = cpu_s() - u0;
+    }
+  }
+  free(a);
+  free(b);
+  free(c);
+  free(off);
   timing tm = {median(t, reps), median(u, reps)};
   return tm;
 }
@@ -249,6 +290,24 @@ int main(int argc, char** argv) {
     if (i == 0) g1024 = gf;
     printf("%-40s %10.3f %9.1f %11.1f %7.0f%%\n", s->label, t.wall * 1e3, gf,
            flops / t.cpu * 1e-9, 100 * gf / (s->es == 4 ? peak32 : peak64));
+  }
+  /* attention b8 h16 s1024 d64: scores = q @ k^T, out = p @ v (128 entries each) */
+  static const struct {
+    const char* label;
+    int64_t m, n, k;
+    bool bt, loop;
+  } batches[] = {
+      {"bmm 128 x (1024x1024x64), B^T (q k^T)", 1024, 1024, 64, true, false},
+      {"  same, one cpu_gemm_f32 call per entry", 1024, 1024, 64, true, true},
+      {"bmm 128 x (1024x64x1024) (p v)", 1024, 64, 1024, false, false},
+      {"  same, one cpu_gemm_f32 call per entry", 1024, 64, 1024, false, true},
+  };
+  for (size_t i = 0; i < sizeof batches / sizeof batches[0] && big; i++) {
+    double flops = 2.0 * 128 * (double)batches[i].m * (double)batches[i].n * (double)batches[i].k;
+    timing t = time_batch(128, batches[i].m, batches[i].n, batches[i].k, batches[i].bt,
+                          batches[i].loop, 3);
+    printf("%-40s %10.3f %9.1f %11.1f %7.0f%%\n", batches[i].label, t.wall * 1e3,
+           flops / t.wall * 1e-9, flops / t.cpu * 1e-9, 100 * flops / t.wall * 1e-9 / peak32);
   }
   double cf;
   timing ct = time_conv(1, 64, 56, 64, 3, reps, &cf);

@@ -16,7 +16,7 @@
 #include "../../lib/sched/sched.h"
 
 #define PTC_CPU_KERNEL_ABI 1
-#define PTC_CPU_CODEGEN_VERSION "cpu-codegen-1"
+#define PTC_CPU_CODEGEN_VERSION "cpu-codegen-2"
 
 typedef void (*cpu_kernel_fn)(void* const* bufs, const int64_t* syms);
 
@@ -134,7 +134,10 @@ ptc_status cpu_conv2d_f64(const cpu_conv_geom* geom, const double* x, const doub
  *   CPU_KERR_DIV_ZERO  integer division or remainder by zero: error_value is
  *                      the dividend, error_bound 0;
  *   CPU_KERR_EMPTY     max/min/argmax/argmin over zero elements: error_value
- *                      is the number of outer points, error_bound 0.
+ *                      is the number of outer points, error_bound 0;
+ *   CPU_KERR_NOMEM     the kernel could not allocate its per-thread partial
+ *                      results (split column reductions): error_value is the
+ *                      number of bytes asked for.
  * After an error the outputs are unspecified; the kernel never reads or
  * writes out of bounds because of it (a bad index is replaced by 0).
  * Buffer pointers point at element 0 of each buffer's storage (ir load/store
@@ -153,7 +156,8 @@ typedef enum cpu_kernel_error {
   CPU_KERR_NONE = 0,
   CPU_KERR_INDIRECT = 1,
   CPU_KERR_DIV_ZERO = 2,
-  CPU_KERR_EMPTY = 3
+  CPU_KERR_EMPTY = 3,
+  CPU_KERR_NOMEM = 4
 } cpu_kernel_error;
 
 /* ---- batched GEMM (cpu_gemm.c; appended by the GEMM/conv job) ----------------------- */

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void cg_fail(cg* g, ptc_status s) {
   if (!g->err)
@@ -62,7 +63,7 @@ void cg_line(cg* g, ptc_strbuf* sb, const char* fmt, ...) {
 
 static void note_buffer(cg* g, const ir_op* op, bool* used) {
   if (op->opcode != IR_LOAD && op->opcode != IR_STORE) return;
-  if (g->s->buf_home[op->buf] == SCHED_HOME_LOCAL) return;
+  if (g->s->buf_home[op->buf] == SCHED_HOME_LOCAL || (g->scratch && g->scratch[op->buf])) return;
   used[op->buf] = true;
   if (op->opcode == IR_STORE) g->stored[op->buf] = true;
 }
@@ -218,6 +219,13 @@ static void choose_schedule(cg* g) {
   else
     g->mode = k->n_ranges && g->par != CG_PAR_NO ? CG_MODE_OUTER : CG_MODE_SERIAL;
   g->tiled = g->mode != CG_MODE_SPLIT && tiled_eligible(g);
+  if (g->tiled && g->par != CG_PAR_NO && inner >= CPU_CG_COLSPLIT_MIN_ROWS &&
+      outer <= CPU_CG_COLSPLIT_MAX_POINTS) {
+    g->tiled = false;
+    g->colsplit = true;
+    g->mode = CG_MODE_SERIAL;
+    return;
+  }
   /* pointwise nests keep the innermost dim for simd unless the others give
    * too few iterations; then the whole nest is one parallel simd loop */
   uint32_t limit = !red && k->n_ranges > 1 ? k->n_ranges - 1 : k->n_ranges;
@@ -231,6 +239,242 @@ static void choose_schedule(cg* g) {
   }
   if (g->mode == CG_MODE_OUTER && !red && iters < CPU_CG_PAR_MIN_ITERS)
     g->collapse = k->n_ranges;
+}
+
+static bool pointwise_simd_ok(cg* g);
+
+/* ---- row scratch ------------------------------------------------------------------------------
+ * A buffer that one reduction kernel writes and reads only inside its inner
+ * loops, one row (outer point) at a time, and that is dead after the kernel
+ * (softmax's exp, before the sum and the division) does not need to go to
+ * memory: it becomes a stack array of one row, `<name>_s[flat r index]`,
+ * that stays in L1. Requirements: static inner sizes (the row fits in
+ * CPU_CG_SCRATCH_MAX_BYTES), every live access in an inner loop with one
+ * and the same index text, affine in the r vars with the row-major strides
+ * of the inner ranges (so the row's elements map one to one onto the
+ * array), and a store among them. Not for split or tiled reductions. The
+ * workspace slot stays allocated but is never touched. */
+static void note_index_var(void* u, size_t var) {
+  const cg* g = ((const void* const*)u)[0];
+  bool* bad = ((void* const*)u)[1];
+  if (var >= g->n_vars || (g->vars[var].role != CG_VAR_SIZE && g->vars[var].role != CG_VAR_X &&
+                           g->vars[var].role != CG_VAR_R))
+    *bad = true;
+}
+
+/* Whether index `e` of member m is base(x) + sum_d stride[d] * r_d. */
+static bool row_affine(cg* g, uint32_t m, const sym_expr* e, const int64_t* stride) {
+  const cg_member* mb = &g->members[m];
+  bool bad = false;
+  const void* u[2] = {g, &bad};
+  cg_index_vars(e, note_index_var, (void*)u);
+  for (uint32_t d = 0; d < g->k->n_rranges && !bad; d++) {
+    const sym_expr* v = mb->kind == CG_MEM_INNER ? g->p->xvars[g->k->n_ranges + d] : g->p->rvars[d];
+    int64_t c;
+    bad = !v || !cg_coef(e, v, &c) || c != stride[d];
+  }
+  return !bad;
+}
+
+/* Whether buffer b qualifies (see above). Printing indexes marks size
+ * symbols used: the marks are restored (a scratch buffer's index is never
+ * printed in the kernel). */
+static bool scratch_ok(cg* g, int32_t b, const int64_t* stride) {
+  bool stored = false, ok = true;
+  bool* used = malloc((g->n_vars ? g->n_vars : 1) * sizeof *used);
+  if (!used) return false;
+  for (size_t v = 0; v < g->n_vars; v++) used[v] = g->vars[v].used;
+  ptc_strbuf first, cur;
+  ptc_sb_init(&first);
+  ptc_sb_init(&cur);
+  for (uint32_t m = 0; m < g->k->n_nodes && ok; m++) {
+    cg_member_begin(g, m);
+    const ir_body* body = &g->members[m].node->body;
+    for (uint32_t i = 0; i < body->n && ok; i++) {
+      const ir_op* op = &body->ops[i];
+      if (!g->members[m].live[i] || (op->opcode != IR_LOAD && op->opcode != IR_STORE) ||
+          op->buf != b)
+        continue;
+      stored |= op->opcode == IR_STORE;
+      ok = cg_member_op_in_loop(g, m, i) && row_affine(g, m, op->index, stride);
+      ptc_strbuf* dst = first.len ? &cur : &first;
+      dst->len = 0;
+      cg_index(g, dst, op->index);
+      ok = ok && !dst->oom && (dst == &first || strcmp(first.data, cur.data) == 0);
+    }
+  }
+  ptc_sb_free(&first);
+  ptc_sb_free(&cur);
+  for (size_t v = 0; v < g->n_vars; v++) g->vars[v].used = used[v];
+  free(used);
+  return ok && stored;
+}
+
+static ptc_status choose_scratch(cg* g) {
+  const sched_kernel* k = g->k;
+  if (g->mode == CG_MODE_SPLIT || g->tiled || g->colsplit || k->n_rranges == 0 ||
+      !has_reduction(g))
+    return PTC_OK;
+  int64_t stride[PTC_MAX_RANK], row = 1;
+  for (uint32_t d = k->n_rranges; d-- > 0;) {
+    int64_t v;
+    if (!sym_is_const(k->rranges[d], &v) || v <= 0) return PTC_OK;
+    stride[d] = row;
+    row = sat_mul(row, v);
+  }
+  int64_t total = 0;
+  for (size_t b = 0; b < g->n_buffers; b++) {
+    if (g->s->buf_home[b] != SCHED_HOME_SLOT || g->s->buf_free_after[b] != (int32_t)g->kidx)
+      continue;
+    int64_t bytes = sat_mul(row, (int64_t)ptc_dtype_size(ir_buf(g->p, (int32_t)b)->dtype));
+    if (bytes > CPU_CG_SCRATCH_MAX_BYTES || total + bytes > 2 * CPU_CG_SCRATCH_MAX_BYTES ||
+        !scratch_ok(g, (int32_t)b, stride))
+      continue;
+    if (!g->scratch && !(g->scratch = calloc(g->n_buffers, sizeof *g->scratch)))
+      return ptc_status_oom();
+    g->scratch[b] = true;
+    total += bytes;
+  }
+  for (uint32_t d = 0; d < k->n_rranges; d++)
+    ptc_sb_printf(&g->row_index, "%s%s%u*%lld", d ? " + " : "(", "r", d, (long long)stride[d]);
+  ptc_sb_append(&g->row_index, ")");
+  g->row = row;
+  return g->row_index.oom ? ptc_status_oom() : PTC_OK;
+}
+
+/* Declarations of the row scratch arrays (inside the outer loops). */
+static void emit_scratch_decls(cg* g) {
+  if (!g->scratch) return;
+  int64_t row = g->row;
+  for (size_t b = 0; b < g->n_buffers; b++) {
+    if (!g->scratch[b]) continue;
+    char name[40];
+    cg_buf_name(g, (int32_t)b, name, sizeof name);
+    cg_line(g, &g->body, "_Alignas(64) %s %s_s[%lld]; /* row scratch */",
+            cg_storage_type(ir_buf(g->p, (int32_t)b)->dtype), name, (long long)row);
+  }
+}
+
+/* ---- streaming stores ----------------------------------------------------------------------------
+ * A kernel whose outputs are too big to stay in the last-level cache writes
+ * them with non-temporal stores: no read-for-ownership of the destination
+ * (a plain store reads every line before writing it: 3 bytes of traffic
+ * per byte written instead of 2) and no eviction of the inputs. Stores go
+ * to a stack array first (`<name>_t`, L1) and a finished piece is copied
+ * out by ptc_stream_store: in pointwise kernels a block of
+ * CPU_CG_STREAM_BLOCK elements of the innermost loop (the store must be
+ * contiguous in it), in reduction kernels a row written by an inner member
+ * (the same affine layout as row scratch), after that member's inner loop.
+ * A streamed buffer must not be read by the kernel itself (the values are
+ * in the array until the copy). Every thread ends with ptc_sfence, so the
+ * parallel loop becomes `omp parallel` + `omp for`. */
+static int64_t stream_threshold(void) {
+  const char* v = getenv("PTC_CPU_STREAM_BYTES");
+  if (v && *v) return strtoll(v, NULL, 10);
+  long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  return llc > 0 ? (int64_t)llc : (int64_t)32 << 20;
+}
+
+static bool member_loads(const cg* g, int32_t b) {
+  for (uint32_t m = 0; m < g->k->n_nodes; m++)
+    if (cg_member_reads(g, m, b)) return true;
+  return false;
+}
+
+/* Whether store op of member m can stream (see above); `stride` = the
+ * row-major strides of the inner ranges (reduction kernels). */
+static bool store_streamable(cg* g, uint32_t m, const ir_op* op, const int64_t* stride,
+                             bool blocks) {
+  int32_t b = op->buf;
+  if (g->s->buf_home[b] == SCHED_HOME_LOCAL || (g->scratch && g->scratch[b]) || member_loads(g, b))
+    return false;
+  if (!blocks) return g->members[m].kind == CG_MEM_INNER && row_affine(g, m, op->index, stride);
+  bool bad = false;
+  const void* u[2] = {g, &bad};
+  cg_index_vars(op->index, note_index_var, (void*)u);
+  int64_t c;
+  return !bad && cg_coef(op->index, g->p->xvars[g->k->n_ranges - 1], &c) && c == 1;
+}
+
+static ptc_status choose_stream(cg* g) {
+  const sched_kernel* k = g->k;
+  bool red = has_reduction(g) && k->n_rranges > 0;
+  int64_t stride[PTC_MAX_RANK], row = 1;
+  if (k->n_ranges == 0) return PTC_OK;
+  if (red) {
+    if (g->mode == CG_MODE_SPLIT || g->tiled || g->colsplit || g->row <= 0) return PTC_OK;
+    for (uint32_t d = k->n_rranges; d-- > 0;) {
+      int64_t v;
+      if (!sym_is_const(k->rranges[d], &v) || v <= 0) return PTC_OK;
+      stride[d] = row;
+      row = sat_mul(row, v);
+    }
+  } else if (!pointwise_simd_ok(g)) {
+    return PTC_OK;
+  }
+  bool* cand = calloc(g->n_buffers ? g->n_buffers : 1, sizeof *cand);
+  if (!cand) return ptc_status_oom();
+  int64_t bytes = 0, row_bytes = 0;
+  for (uint32_t m = 0; m < k->n_nodes; m++) {
+    cg_member_begin(g, m);
+    const ir_body* body = &g->members[m].node->body;
+    for (uint32_t i = 0; i < body->n; i++) {
+      const ir_op* op = &body->ops[i];
+      if (!g->members[m].live[i] || op->opcode != IR_STORE ||
+          !store_streamable(g, m, op, stride, !red))
+        continue;
+      const ir_buffer* b = ir_buf(g->p, op->buf);
+      int64_t es = (int64_t)ptc_dtype_size(b->dtype), n = 1;
+      for (uint32_t d = 0; d < b->rank; d++) n = sat_mul(n, cg_hint(g, b->shape[d]));
+      cand[op->buf] = true;
+      bytes = sat_mul(n, es) > INT64_MAX - bytes ? INT64_MAX : bytes + sat_mul(n, es);
+      row_bytes += sat_mul(row, es);
+    }
+  }
+  if (bytes > 0 && bytes >= stream_threshold() && (!red || row_bytes <= 2 * CPU_CG_SCRATCH_MAX_BYTES)) {
+    g->streamed = cand;
+    g->stream_blocks = !red;
+    return PTC_OK;
+  }
+  free(cand);
+  return PTC_OK;
+}
+
+/* Declarations of the stream arrays: `n` elements each. */
+static void emit_stream_decls(cg* g, int64_t n) {
+  for (size_t b = 0; g->streamed && b < g->n_buffers; b++) {
+    if (!g->streamed[b]) continue;
+    char name[40];
+    cg_buf_name(g, (int32_t)b, name, sizeof name);
+    cg_line(g, &g->body, "_Alignas(64) %s %s_t[%lld]; /* streamed out */",
+            cg_storage_type(ir_buf(g->p, (int32_t)b)->dtype), name, (long long)n);
+  }
+}
+
+/* Copies the stream array of every buffer that member m stores out:
+ * `count` elements to the address of the store's index with the loop
+ * vars named in `at` (declared with value `at_value`) at their start. */
+static void emit_stream_out(cg* g, uint32_t m, const char* at, const char* count) {
+  const ir_body* body = &g->members[m].node->body;
+  cg_member_begin(g, m);
+  for (uint32_t i = 0; i < body->n; i++) {
+    const ir_op* op = &body->ops[i];
+    if (!g->members[m].live[i] || op->opcode != IR_STORE || !g->streamed[op->buf]) continue;
+    char name[40];
+    cg_buf_name(g, op->buf, name, sizeof name);
+    const char* st = cg_storage_type(ir_buf(g->p, op->buf)->dtype);
+    ptc_strbuf idx;
+    ptc_sb_init(&idx);
+    cg_index(g, &idx, op->index);
+    cg_line(g, &g->body, "{");
+    g->indent++;
+    cg_line(g, &g->body, "%s", at);
+    cg_line(g, &g->body, "ptc_stream_store(&%s[%s], %s_t, sizeof(%s) * (size_t)(%s));", name,
+            idx.data ? idx.data : "0", name, st, count);
+    g->indent--;
+    cg_line(g, &g->body, "}");
+    ptc_sb_free(&idx);
+  }
 }
 
 /* " if(<work> >= PTC_PAR_MIN_WORK)" for run-time decisions, else "". */
@@ -389,6 +633,20 @@ static void flush_group(cg* g, group* gr) {
     emit_split_loop(g, gr);
   else
     emit_inner_loop(g, gr);
+  for (uint32_t j = 0; j < gr->n && g->streamed && !g->stream_blocks; j++) {
+    ptc_strbuf at, n;
+    ptc_sb_init(&at);
+    ptc_sb_init(&n);
+    ptc_sb_append(&at, "const int64_t");
+    for (uint32_t d = 0; d < g->k->n_rranges; d++) ptc_sb_printf(&at, "%s r%u = 0", d ? "," : "", d);
+    ptc_sb_append(&at, ";");
+    for (uint32_t d = 0; d < g->k->n_rranges; d++) ptc_sb_printf(&at, " (void)r%u;", d);
+    ptc_sb_printf(&n, "%lld", (long long)g->row);
+    if (g->members[gr->m[j]].kind == CG_MEM_INNER)
+      emit_stream_out(g, gr->m[j], at.data ? at.data : "", n.data ? n.data : "0");
+    ptc_sb_free(&at);
+    ptc_sb_free(&n);
+  }
   for (uint32_t j = 0; j < gr->n; j++) {
     cg_member_begin(g, gr->m[j]);
     cg_emit_acc_finalize(g, &g->body, split);
@@ -409,6 +667,11 @@ static bool group_feeds(const cg* g, const group* gr, uint32_t m) {
 static ptc_status emit_outer_body(cg* g) {
   group gr = {0, calloc(g->k->n_nodes ? g->k->n_nodes : 1, sizeof(uint32_t))};
   if (!gr.m) return ptc_status_oom();
+  emit_scratch_decls(g);
+  if (g->streamed && !g->stream_blocks) {
+    emit_stream_decls(g, g->row);
+    g->stream_index = g->row_index.data;
+  }
   for (uint32_t m = 0; m < g->k->n_nodes; m++) {
     const cg_member* mb = &g->members[m];
     if (mb->kind == CG_MEM_OUTER) {
@@ -473,6 +736,172 @@ static void emit_tiled_body(cg* g) {
   g->tile = 0;
 }
 
+/* ---- split column reductions -------------------------------------------------------------------
+ * A tiled-eligible reduction (strided reduction loads, contiguous last
+ * outer dim) with many reduction points: the first reduction dim is split
+ * over the threads; each thread streams its rows contiguously and folds
+ * them into its own partial row of every outer point (a malloc'ed slice,
+ * indexed by the flat outer index), then a parallel loop over the outer
+ * points combines the slices in thread order (deterministic for a thread
+ * count) and runs the epilogue. */
+
+/* "((x0*X1) + x1)...": the flat outer index as C text. */
+static void flat_outer(cg* g, ptc_strbuf* sb) {
+  ptc_strbuf t;
+  ptc_sb_init(&t);
+  ptc_sb_append(sb, "x0");
+  for (uint32_t d = 1; d < g->k->n_ranges; d++) {
+    t.len = 0;
+    cg_index(g, &t, g->k->ranges[d]);
+    char* prev = ptc_sb_take(sb);
+    ptc_sb_printf(sb, "((%s)*%s + x%u)", prev ? prev : "0", t.data ? t.data : "0", d);
+    free(prev);
+  }
+  ptc_sb_free(&t);
+}
+
+static void open_xloops(cg* g, bool simd_last) {
+  for (uint32_t d = 0; d < g->k->n_ranges; d++) {
+    ptc_strbuf b;
+    ptc_sb_init(&b);
+    cg_index(g, &b, g->k->ranges[d]);
+    if (simd_last && d + 1 == g->k->n_ranges) cg_line(g, &g->body, "#pragma omp simd");
+    cg_line(g, &g->body, "for (int64_t x%u = 0; x%u < %s; x%u++) {", d, d, b.data ? b.data : "0", d);
+    ptc_sb_free(&b);
+    g->indent++;
+  }
+}
+
+static void close_loops(cg* g, uint32_t n) {
+  for (uint32_t d = 0; d < n; d++) {
+    g->indent--;
+    cg_line(g, &g->body, "}");
+  }
+}
+
+/* Per thread: its rows of the first reduction dim into its slices. */
+static void emit_colsplit_partials(cg* g, const char* lane) {
+  const sched_kernel* k = g->k;
+  ptc_strbuf pr, r0;
+  ptc_sb_init(&pr);
+  ptc_sb_init(&r0);
+  if_clause(g, &pr, "");
+  cg_index(g, &r0, k->rranges[0]);
+  const char* R0 = r0.data ? r0.data : "0";
+  cg_line(g, &g->body, "#pragma omp parallel num_threads(ptc_nthr)%s", pr.data ? pr.data : "");
+  cg_line(g, &g->body, "{");
+  g->indent++;
+  cg_line(g, &g->body, "const int tid = omp_get_thread_num(), nth = omp_get_num_threads();");
+  cg_line(g, &g->body, "if (tid == 0) ptc_nth = nth;");
+  cg_line(g, &g->body, "const int64_t lo = %s * tid / nth, hi = %s * (tid + 1) / nth;", R0, R0);
+  bool simd = true;
+  for (uint32_t m = 0; m < k->n_nodes; m++) {
+    if (g->members[m].kind != CG_MEM_REDUCTION) continue;
+    member_comment(g, m);
+    cg_member_begin(g, m);
+    cg_emit_acc_slices(g, &g->body, "(size_t)tid * (size_t)ptc_np", "ptc_np");
+    simd = simd && cg_stage_simd_ok(g, CG_PRE) && cg_stage_simd_ok(g, CG_LOOP);
+  }
+  open_rloops(g, 0, "lo", "hi", false, "");
+  open_xloops(g, simd);
+  g->tile = 1;
+  snprintf(g->lane, sizeof g->lane, "[%s]", lane);
+  for (uint32_t m = 0; m < k->n_nodes; m++) {
+    if (g->members[m].kind != CG_MEM_REDUCTION) continue;
+    cg_member_begin(g, m);
+    cg_emit_pre_for(g, &g->body, CG_LOOP);
+    cg_emit_stage(g, &g->body, CG_LOOP);
+    cg_emit_acc_updates(g, &g->body);
+  }
+  g->tile = 0;
+  close_loops(g, k->n_ranges);
+  close_rloops(g, 0);
+  g->indent--;
+  cg_line(g, &g->body, "}");
+  ptc_sb_free(&pr);
+  ptc_sb_free(&r0);
+}
+
+/* Per outer point: combine the slices, finish, run the epilogue. */
+static void emit_colsplit_combine(cg* g, const char* lane) {
+  const sched_kernel* k = g->k;
+  ptc_strbuf clause;
+  ptc_sb_init(&clause);
+  if (k->n_ranges > 1) ptc_sb_printf(&clause, " collapse(%u)", k->n_ranges);
+  cg_line(g, &g->body, "#pragma omp parallel for%s if(ptc_np * ptc_nth >= PTC_PAR_MIN_WORK)",
+          clause.data ? clause.data : "");
+  ptc_sb_free(&clause);
+  open_xloops(g, false);
+  cg_line(g, &g->body, "const int64_t xf = %s;", lane);
+  for (uint32_t m = 0; m < k->n_nodes; m++) {
+    cg_member_begin(g, m);
+    if (g->members[m].kind == CG_MEM_OUTER) {
+      member_comment(g, m);
+      cg_emit_stage(g, &g->body, CG_PRE);
+      continue;
+    }
+    cg_emit_acc_combined_decls(g, &g->body);
+    cg_line(g, &g->body, "for (int t = 0; t < ptc_nth; t++) {");
+    g->indent++;
+    cg_emit_acc_combine(g, &g->body, "(size_t)t * (size_t)ptc_np + (size_t)xf");
+    g->indent--;
+    cg_line(g, &g->body, "}");
+    cg_emit_pre_for(g, &g->body, CG_POST);
+    cg_emit_acc_finalize(g, &g->body, true);
+    cg_emit_stage(g, &g->body, CG_POST);
+  }
+  close_loops(g, k->n_ranges);
+}
+
+static void emit_colsplit(cg* g) {
+  const sched_kernel* k = g->k;
+  g->indent = 1;
+  ptc_strbuf np, lane, test, bytes;
+  ptc_sb_init(&np);
+  ptc_sb_init(&lane);
+  ptc_sb_init(&test);
+  ptc_sb_init(&bytes);
+  cg_numel(g, &np, true, false);
+  flat_outer(g, &lane);
+  cg_line(g, &g->body, "{");
+  g->indent++;
+  cg_line(g, &g->body, "const int64_t ptc_np = %s;", np.data ? np.data : "0");
+  cg_line(g, &g->body, "const int ptc_nthr = ptc_nthreads();");
+  for (uint32_t m = 0; m < k->n_nodes; m++) {
+    if (g->members[m].kind != CG_MEM_REDUCTION) continue;
+    cg_member_begin(g, m);
+    cg_emit_acc_heap_decls(g, &g->body, "(size_t)ptc_nthr * (size_t)(ptc_np ? ptc_np : 1)");
+    cg_acc_heap_null_test(g, &test, &bytes);
+  }
+  cg_line(g, &g->body, "if (0%s) {", test.data ? test.data : "");
+  g->indent++;
+  for (uint32_t m = 0; m < k->n_nodes; m++) {
+    if (g->members[m].kind != CG_MEM_REDUCTION) continue;
+    cg_member_begin(g, m);
+    cg_emit_acc_heap_free(g, &g->body);
+  }
+  cg_line(g, &g->body, "ptc_fail(kctx, PTC_KERR_NOMEM, %d, (int64_t)((size_t)ptc_nthr * (size_t)ptc_np * (0%s)), 0);",
+          g->members[0].node_index, bytes.data ? bytes.data : "");
+  cg_line(g, &g->body, "return;");
+  g->indent--;
+  cg_line(g, &g->body, "}");
+  g->uses_ctx = true;
+  cg_line(g, &g->body, "int ptc_nth = 1;");
+  emit_colsplit_partials(g, lane.data ? lane.data : "0");
+  emit_colsplit_combine(g, lane.data ? lane.data : "0");
+  for (uint32_t m = 0; m < k->n_nodes; m++) {
+    if (g->members[m].kind != CG_MEM_REDUCTION) continue;
+    cg_member_begin(g, m);
+    cg_emit_acc_heap_free(g, &g->body);
+  }
+  g->indent--;
+  cg_line(g, &g->body, "}");
+  ptc_sb_free(&np);
+  ptc_sb_free(&lane);
+  ptc_sb_free(&test);
+  ptc_sb_free(&bytes);
+}
+
 /* ---- outer loops ----------------------------------------------------------------------------- */
 
 static bool pointwise_simd_ok(cg* g) {
@@ -492,7 +921,17 @@ static void outer_pragma(cg* g, uint32_t d, bool pointwise, bool simd) {
   bool vec = pointwise && simd && (par ? par_covers_innermost : d + 1 == g->k->n_ranges);
   ptc_strbuf clause;
   ptc_sb_init(&clause);
-  if (par) {
+  if (par && g->streamed) {
+    ptc_strbuf pif;
+    ptc_sb_init(&pif);
+    if_clause(g, &pif, "");
+    cg_line(g, &g->body, "#pragma omp parallel%s", pif.data ? pif.data : "");
+    cg_line(g, &g->body, "{");
+    g->indent++;
+    if (g->collapse > 1) ptc_sb_printf(&clause, " collapse(%u)", g->collapse);
+    cg_line(g, &g->body, "#pragma omp for%s", clause.data ? clause.data : "");
+    ptc_sb_free(&pif);
+  } else if (par) {
     if (g->collapse > 1) ptc_sb_printf(&clause, " collapse(%u)", g->collapse);
     if_clause(g, &clause, vec ? "parallel: " : "");
     cg_line(g, &g->body, "#pragma omp parallel for%s%s", vec ? " simd" : "",
@@ -503,13 +942,94 @@ static void outer_pragma(cg* g, uint32_t d, bool pointwise, bool simd) {
   ptc_sb_free(&clause);
 }
 
+/* ---- fast trig -------------------------------------------------------------------------------
+ * A pointwise kernel with f32 sin/cos computes them with the prelude's
+ * vectorised polynomials (valid for |x| <= PTC_TRIG_MAX). The innermost
+ * loop runs in blocks of CPU_CG_TRIG_BLOCK elements; the vectorised pass
+ * ORs a range flag over every sin/cos argument, and a block whose flag is
+ * set (large, infinite or NaN arguments) is computed again by a scalar loop
+ * calling libm, overwriting the first pass's stores. Recomputing a block is
+ * only correct when no store can clobber a value the block reads: every
+ * buffer of the kernel must be distinct memory (no in-place slot), which
+ * the eligibility test requires. */
+static bool fast_trig_eligible(cg* g, const cpu_kernel_src* out) {
+  if (g->k->n_ranges == 0 || has_reduction(g) || !cg_kernel_has_fast_trig(g) ||
+      !pointwise_simd_ok(g))
+    return false;
+  for (uint32_t j = 0; j < out->n_bufs; j++)
+    if (shares_slot(g, out, out->bufs[j])) return false;
+  return true;
+}
+
+/* The innermost loop (dim d, bound text b) of a kernel with fast trig
+ * and/or streamed pointwise stores, in blocks. */
+static ptc_status emit_blocks(cg* g, uint32_t d, const char* b) {
+  int block = g->streamed ? CPU_CG_STREAM_BLOCK : CPU_CG_TRIG_BLOCK;
+  char sidx[32];
+  snprintf(sidx, sizeof sidx, "x%u - xb", d);
+  cg_line(g, &g->body, "for (int64_t xb = 0; xb < %s; xb += %d) {", b, block);
+  g->indent++;
+  cg_line(g, &g->body, "const int64_t xbe = ptc_imin(xb + %d, %s);", block, b);
+  if (g->streamed) {
+    emit_stream_decls(g, block);
+    g->stream_index = sidx;
+  }
+  if (g->fast_trig) {
+    cg_line(g, &g->body, "uint8_t ptc_big = 0;");
+    cg_line(g, &g->body, "#pragma omp simd reduction(|:ptc_big)");
+  } else {
+    cg_line(g, &g->body, "#pragma omp simd");
+  }
+  for (int pass = 0; pass < (g->fast_trig ? 2 : 1); pass++) {
+    g->trig_exact = pass == 1;
+    cg_line(g, &g->body, "for (int64_t x%u = xb; x%u < xbe; x%u++) {", d, d, d);
+    g->indent++;
+    PTC_TRY(emit_outer_body(g));
+    g->indent--;
+    cg_line(g, &g->body, "}");
+    if (pass == 0 && g->fast_trig) {
+      cg_line(g, &g->body, "if (ptc_big) {");
+      g->indent++;
+    }
+  }
+  if (g->fast_trig) {
+    g->indent--;
+    cg_line(g, &g->body, "}");
+  }
+  g->trig_exact = false;
+  if (g->streamed) {
+    char at[64];
+    snprintf(at, sizeof at, "const int64_t x%u = xb; (void)x%u;", d, d);
+    for (uint32_t m = 0; m < g->k->n_nodes; m++) emit_stream_out(g, m, at, "xbe - xb");
+  }
+  g->stream_index = NULL;
+  g->indent--;
+  cg_line(g, &g->body, "}");
+  return PTC_OK;
+}
+
 static ptc_status emit_loops(cg* g) {
   const sched_kernel* k = g->k;
+  if (g->colsplit) {
+    emit_colsplit(g);
+    return PTC_OK;
+  }
   bool pointwise = !has_reduction(g) || k->n_rranges == 0;
-  bool simd = pointwise && pointwise_simd_ok(g);
+  bool blocks = g->fast_trig || (g->streamed && g->stream_blocks);
+  bool simd = pointwise && pointwise_simd_ok(g) && !blocks;
+  bool region = g->streamed && g->mode == CG_MODE_OUTER; /* parallel + for, then sfence */
   g->indent = 1;
   for (uint32_t d = 0; d < k->n_ranges; d++) {
     outer_pragma(g, d, pointwise, simd);
+    if (blocks && d + 1 == k->n_ranges) {
+      ptc_strbuf bound;
+      ptc_sb_init(&bound);
+      cg_index(g, &bound, k->ranges[d]);
+      ptc_status st = emit_blocks(g, d, bound.data ? bound.data : "0");
+      ptc_sb_free(&bound);
+      PTC_TRY(st);
+      break;
+    }
     ptc_strbuf bound;
     ptc_sb_init(&bound);
     cg_index(g, &bound, k->ranges[d]);
@@ -525,9 +1045,14 @@ static ptc_status emit_loops(cg* g) {
   }
   if (g->tiled)
     emit_tiled_body(g);
-  else
+  else if (!blocks)
     PTC_TRY(emit_outer_body(g));
-  for (uint32_t d = 0; d < k->n_ranges; d++) {
+  for (uint32_t d = 0; d + (blocks ? 1 : 0) < k->n_ranges; d++) {
+    g->indent--;
+    cg_line(g, &g->body, "}");
+  }
+  if (g->streamed) cg_line(g, &g->body, "ptc_sfence();");
+  if (region) {
     g->indent--;
     cg_line(g, &g->body, "}");
   }
@@ -593,6 +1118,7 @@ static ptc_status gen_init(cg* g, const ir_program* p, const sched_plan* s, uint
   g->kidx = k;
   ptc_sb_init(&g->body);
   ptc_sb_init(&g->checks);
+  ptc_sb_init(&g->row_index);
   g->n_buffers = p->buffers.len;
   size_t nb = g->n_buffers ? g->n_buffers : 1;
   g->stored = calloc(nb, sizeof *g->stored);
@@ -607,6 +1133,9 @@ static void gen_free(cg* g) {
   free(g->stored);
   free(g->local_defined);
   free(g->vars);
+  free(g->scratch);
+  free(g->streamed);
+  ptc_sb_free(&g->row_index);
   ptc_sb_free(&g->body);
   ptc_sb_free(&g->checks);
 }
@@ -615,6 +1144,7 @@ static ptc_status assemble(cg* g, cpu_kernel_src* out) {
   ptc_strbuf src;
   ptc_sb_init(&src);
   cg_prelude(&src);
+  if (g->streamed) cg_prelude_stream(&src);
   ptc_sb_printf(&src, "\n/* kernel %u: %s */\n", g->kidx, g->k->name);
   ptc_sb_printf(&src, "void %s(void* const* bufs, const int64_t* syms) {\n", out->symbol);
   emit_decls(g, out, &src);
@@ -636,9 +1166,14 @@ ptc_status cpu_codegen_kernel(const ir_program* p, const sched_plan* s, uint32_t
   snprintf(out->symbol, sizeof out->symbol, "ptc_k%u", k);
   cg g;
   ptc_status st = gen_init(&g, p, s, k);
-  if (!st) st = collect_buffers(&g, out);
   if (!st) {
     choose_schedule(&g);
+    st = choose_scratch(&g);
+    if (!st) st = choose_stream(&g);
+  }
+  if (!st) st = collect_buffers(&g, out);
+  if (!st) {
+    g.fast_trig = fast_trig_eligible(&g, out);
     emit_checks(&g);
     st = emit_loops(&g);
   }

@@ -213,7 +213,11 @@ static void load_value(cg* g, ptc_strbuf* sb, const ir_op* op) {
   cg_buf_name(g, op->buf, name, sizeof name);
   ptc_strbuf raw;
   ptc_sb_init(&raw);
-  if (is_local(g, op->buf)) {
+  if (g->scratch && g->scratch[op->buf]) {
+    char sname[48];
+    snprintf(sname, sizeof sname, "%s_s", name);
+    cg_load(&raw, b->dtype, sname, g->row_index.data ? g->row_index.data : "0");
+  } else if (is_local(g, op->buf)) {
     if (!g->local_defined[op->buf])
       cg_fail(g, PTC_ERR(INTERNAL, "cpu codegen: kernel-local %s is read before it is written",
                          b->name));
@@ -346,12 +350,36 @@ static void emit_store(cg* g, ptc_strbuf* sb, const ir_op* op) {
   ptc_sb_init(&conv);
   cg_conv(&conv, v->dtype, via, val);
   ptc_sb_append(sb, name);
-  ptc_sb_append(sb, "[");
-  cg_index(g, sb, op->index);
+  if (g->scratch && g->scratch[op->buf]) {
+    ptc_sb_append(sb, "_s[");
+    ptc_sb_append(sb, g->row_index.data ? g->row_index.data : "0");
+  } else if (g->streamed && g->streamed[op->buf] && g->stream_index) {
+    ptc_sb_append(sb, "_t[");
+    ptc_sb_append(sb, g->stream_index);
+  } else {
+    ptc_sb_append(sb, "[");
+    cg_index(g, sb, op->index);
+  }
   ptc_sb_append(sb, "] = ");
   cg_encode(sb, b->dtype, conv.data ? conv.data : "0");
   ptc_sb_append(sb, ";\n");
   ptc_sb_free(&conv);
+}
+
+/* f32 sin/cos by the prelude's polynomials; the argument's range check
+ * folds into the block's flag `ptc_big` (see cpu_codegen.c, fast trig). */
+static void emit_fast_trig(cg* g, ptc_strbuf* sb, ir_val i, const ir_op* op, const char* arg,
+                           int32_t arg_dt) {
+  char t[32];
+  tname(g, i, t, sizeof t);
+  ptc_strbuf a;
+  ptc_sb_init(&a);
+  cg_conv(&a, arg_dt, op->dtype, arg);
+  cg_line(g, sb, "const float %sa = %s;", t, a.data ? a.data : "0");
+  cg_line(g, sb, "const float %s = ptc_%s_f32(%sa);", t, op->opcode == IR_SIN ? "sin" : "cos", t);
+  cg_line(g, sb, "ptc_big |= ptc_trig_big(%sa);", t);
+  if (a.oom) sb->oom = true;
+  ptc_sb_free(&a);
 }
 
 static void emit_math(cg* g, ptc_strbuf* sb, ir_val i, const ir_op* op) {
@@ -372,6 +400,10 @@ static void emit_math(cg* g, ptc_strbuf* sb, ir_val i, const ir_op* op) {
   if (op->opcode == IR_TO_DTYPE) {
     cg_conv(&e, dts[0], op->dtype, args[0]);
     ok = true;
+  } else if (g->fast_trig && !g->trig_exact && cg_op_fast_trig(op)) {
+    emit_fast_trig(g, sb, i, op, args[0], dts[0]);
+    ptc_sb_free(&e);
+    return;
   } else {
     ok = cg_math(&e, op, args, dts, ctx_arg, &g->uses_ctx);
   }
@@ -428,6 +460,15 @@ void cg_emit_pre_for(cg* g, ptc_strbuf* sb, cg_stage user) {
   for (uint32_t i = 0; i < b->n; i++)
     if (need[i] && g->cur->stage[i] == CG_PRE) emit_op(g, sb, (ir_val)i);
   free(need);
+}
+
+bool cg_kernel_has_fast_trig(cg* g) {
+  for (uint32_t m = 0; m < g->k->n_nodes; m++) {
+    const cg_member* mb = &g->members[m];
+    for (uint32_t i = 0; i < mb->node->body.n; i++)
+      if (mb->live[i] && cg_op_fast_trig(&mb->node->body.ops[i])) return true;
+  }
+  return false;
 }
 
 bool cg_stage_simd_ok(const cg* g, cg_stage stage) {
@@ -707,6 +748,93 @@ void cg_emit_acc_finalize(cg* g, ptc_strbuf* sb, bool split) {
   for_each_reduce(g, sb, finalize_one, &split);
 }
 
+/* ---- accumulators in heap slices (split column reductions) ----------------------------------
+ * Partial results `p..` are malloc'ed arrays of (threads x outer points);
+ * each thread's in-loop accumulators `a..` point at its slice and are
+ * indexed by the lane text (g->lane); the combine folds the slices of every
+ * point into `c..` in thread order. */
+typedef void (*acc_fn)(cg* g, ptc_strbuf* sb, const char* type, const char* init, char* a,
+                       char* p, void* u);
+
+static void for_each_acc_of(cg* g, ptc_strbuf* sb, ir_val i, const ir_op* op, acc_fn fn,
+                            void* u) {
+  second_kind sk = second_of(g, op);
+  for (int k = 0; k < 2; k++) {
+    second_kind which = k ? sk : SECOND_NONE;
+    if (k && sk == SECOND_NONE) break;
+    const char* type = k ? (sk == SECOND_INDEX ? "int64_t" : "uint8_t") : acc_type(g, op);
+    const char* init = k ? (sk == SECOND_INDEX ? "-1" : "0") : acc_init(op, type);
+    char a[32], p[32];
+    acc_name(g, 'a', which, i, a, sizeof a);
+    acc_name(g, 'p', which, i, p, sizeof p);
+    fn(g, sb, type, init, a, p, u);
+  }
+}
+
+typedef struct acc_visit {
+  acc_fn fn;
+  void* u;
+} acc_visit;
+
+static void visit_reduce(cg* g, ptc_strbuf* sb, ir_val i, const ir_op* op, void* u) {
+  const acc_visit* v = u;
+  for_each_acc_of(g, sb, i, op, v->fn, v->u);
+}
+
+static void for_each_acc(cg* g, ptc_strbuf* sb, acc_fn fn, void* u) {
+  acc_visit v = {fn, u};
+  for_each_reduce(g, sb, visit_reduce, &v);
+}
+
+static void heap_decl(cg* g, ptc_strbuf* sb, const char* type, const char* init, char* a, char* p,
+                      void* u) {
+  (void)init, (void)a;
+  cg_line(g, sb, "%s* const %s = (%s*)malloc(sizeof(%s) * (size_t)(%s));", type, p, type, type,
+          (const char*)u);
+}
+
+void cg_emit_acc_heap_decls(cg* g, ptc_strbuf* sb, const char* count) {
+  for_each_acc(g, sb, heap_decl, (void*)count);
+}
+
+static void heap_test(cg* g, ptc_strbuf* sb, const char* type, const char* init, char* a, char* p,
+                      void* u) {
+  (void)g, (void)init, (void)a;
+  ptc_sb_printf(sb, " || !%s", p);
+  ptc_sb_printf((ptc_strbuf*)u, " + sizeof(%s)", type);
+}
+
+void cg_acc_heap_null_test(cg* g, ptc_strbuf* test, ptc_strbuf* bytes) {
+  for_each_acc(g, test, heap_test, bytes);
+}
+
+static void heap_free(cg* g, ptc_strbuf* sb, const char* type, const char* init, char* a, char* p,
+                      void* u) {
+  (void)type, (void)init, (void)a, (void)u;
+  cg_line(g, sb, "free(%s);", p);
+}
+
+void cg_emit_acc_heap_free(cg* g, ptc_strbuf* sb) { for_each_acc(g, sb, heap_free, NULL); }
+
+static void slice_decl(cg* g, ptc_strbuf* sb, const char* type, const char* init, char* a, char* p,
+                       void* u) {
+  const char* const* t = u;
+  cg_line(g, sb, "%s* const %s = %s + %s;", type, a, p, t[0]);
+  cg_line(g, sb, "for (int64_t j = 0; j < %s; j++) %s[j] = %s;", t[1], a, init);
+}
+
+void cg_emit_acc_slices(cg* g, ptc_strbuf* sb, const char* offset, const char* count) {
+  const char* t[2] = {offset, count};
+  for_each_acc(g, sb, slice_decl, (void*)t);
+}
+
+static void decl_c(cg* g, ptc_strbuf* sb, ir_val i, const ir_op* op, void* u) {
+  (void)u;
+  decl_acc(g, sb, i, op, 'c', false);
+}
+
+void cg_emit_acc_combined_decls(cg* g, ptc_strbuf* sb) { for_each_reduce(g, sb, decl_c, NULL); }
+
 /* OpenMP reduction operators per rtype (NULL: no simd). */
 static const char* const simd_ops[] = {[IR_R_SUM] = "+",  [IR_R_PROD] = "*",
                                        [IR_R_MAX] = "max", [IR_R_MIN] = "min",
@@ -743,6 +871,11 @@ bool cg_member_reads(const cg* g, uint32_t m, int32_t buf) {
   for (uint32_t i = 0; i < b->n; i++)
     if (mb->live[i] && b->ops[i].opcode == IR_LOAD && b->ops[i].buf == buf) return true;
   return false;
+}
+
+bool cg_member_op_in_loop(const cg* g, uint32_t m, uint32_t i) {
+  const cg_member* mb = &g->members[m];
+  return mb->kind == CG_MEM_INNER || (mb->kind == CG_MEM_REDUCTION && mb->stage[i] == CG_LOOP);
 }
 
 bool cg_member_needs_nonempty(const cg* g, uint32_t m) {

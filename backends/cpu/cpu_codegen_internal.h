@@ -29,9 +29,26 @@
  * contiguous): points of the last outer dim per tile, one accumulator lane
  * each, walked by the innermost vectorised loop. */
 #define CPU_CG_TILE 64
+/** Column reductions (tiled-eligible) with at least this many reduction
+ * points and at most CPU_CG_COLSPLIT_MAX_POINTS outer points split the
+ * reduction over threads, each accumulating a partial row of every outer
+ * point while streaming its rows contiguously, then combine. */
+#define CPU_CG_COLSPLIT_MIN_ROWS 64
+#define CPU_CG_COLSPLIT_MAX_POINTS 65536
 /** Reductions with fewer outer points than this (and enough inner work)
  * split the inner loop over threads instead (per-thread partials). */
 #define CPU_CG_MIN_OUTER_PAR 16
+/** Fast trig: elements per block of the innermost loop (one range check
+ * flag per block; a flagged block is recomputed with libm). */
+#define CPU_CG_TRIG_BLOCK 256
+/** Row scratch: a buffer written and read only inside one row of a
+ * reduction kernel becomes a stack array of at most this many bytes. */
+#define CPU_CG_SCRATCH_MAX_BYTES 65536
+/** Streaming stores: elements per block of a pointwise kernel's innermost
+ * loop (rows of reduction kernels: up to CPU_CG_SCRATCH_MAX_BYTES). Used
+ * when the kernel's streamable outputs add up to at least the last-level
+ * cache (sysconf; PTC_CPU_STREAM_BYTES overrides the threshold). */
+#define CPU_CG_STREAM_BLOCK 1024
 /** Per-thread partial slots of split reductions (threads beyond are not used). */
 #define CPU_CG_MAX_THREADS 64
 
@@ -107,9 +124,27 @@ typedef struct cg {
   uint32_t collapse;        /* CG_MODE_OUTER: dims in the parallel loop */
   uint32_t n_groups;        /* groups emitted so far (unique names) */
   bool tiled;               /* reduction with the contiguous last outer dim tiled */
+  bool colsplit;            /* tiled-eligible reduction split over the reduction
+                               dim instead (per-thread partial rows) */
   uint32_t tile;            /* while emitting a tiled group: lanes per tile, else 0 */
   char lane[40];            /* "[x1 - xt]": the lane of a tiled accumulator */
   bool uses_ctx;            /* the kernel context pointer is referenced */
+  /* fast trig (cpu_codegen.c): f32 sin/cos through the prelude's
+   * polynomials in blocks, a block recomputed with libm when an argument is
+   * out of their range */
+  bool fast_trig;           /* this kernel's loops are blocked for it */
+  /* row scratch (cpu_codegen.c): per buffer, whether it lives in a stack
+   * array `<name>_s` of one row, indexed by `row_index` */
+  bool* scratch;
+  ptc_strbuf row_index;     /* "(r0*R1 + r1)" when the inner ranges are static */
+  int64_t row;              /* their product (0: not static) */
+  /* streaming stores (cpu_codegen.c): per buffer, whether its stores go to
+   * a stack array `<name>_t` (indexed by `stream_index`) that is then
+   * copied out with non-temporal stores */
+  bool* streamed;
+  const char* stream_index;
+  bool stream_blocks;       /* pointwise: the innermost loop is blocked for it */
+  bool trig_exact;          /* emitting the libm recomputation of a block */
 } cg;
 
 /** C name of buffer `id` (its pointer, or its variable when kernel-local):
@@ -125,6 +160,9 @@ void cg_line(cg* g, ptc_strbuf* sb, const char* fmt, ...) PTC_PRINTF(3, 4);
 /** Appends the shared prelude: includes, kernel context, conversion and
  * math helpers, Philox, error reporting. */
 void cg_prelude(ptc_strbuf* sb);
+/** Appends the non-temporal copy helpers (ptc_stream_store, ptc_sfence;
+ * <immintrin.h> on x86) for kernels with streaming stores. */
+void cg_prelude_stream(ptc_strbuf* sb);
 
 /* ---- index expressions (cpu_codegen_index.c) --------------------------------- */
 /** Builds g->vars (roles and names of the env symbols). */
@@ -167,6 +205,9 @@ void cg_const(ptc_strbuf* sb, const ir_op* op);
  * Returns false (and appends nothing) when the opcode/dtype pair has no row. */
 bool cg_math(ptc_strbuf* sb, const ir_op* op, const char* const* args, const int32_t* arg_dt,
              const char* ctx_arg, bool* uses_ctx);
+/** Whether op is an f32-class sin/cos that the prelude's vectorised
+ * ptc_sin_f32/ptc_cos_f32 can compute (valid for |x| <= PTC_TRIG_MAX). */
+bool cg_op_fast_trig(const ir_op* op);
 /** Whether an op of this opcode/dtype blocks `omp simd` (error-reporting
  * helpers, RNG, indirect checks). */
 bool cg_op_blocks_simd(const ir_op* op);
@@ -183,6 +224,8 @@ void cg_emit_stage(cg* g, ptc_strbuf* sb, cg_stage stage);
 /** Emits the current member's hoisted (CG_PRE) ops that ops of stage
  * `user` need (tiled loops emit them once inside the loop and once after). */
 void cg_emit_pre_for(cg* g, ptc_strbuf* sb, cg_stage user);
+/** Whether some member has a live op for which cg_op_fast_trig holds. */
+bool cg_kernel_has_fast_trig(cg* g);
 /** Whether the current member's live ops in `stage` allow `omp simd`. */
 bool cg_stage_simd_ok(const cg* g, cg_stage stage);
 /** Reductions of the current member. Declarations of the accumulators
@@ -196,6 +239,16 @@ void cg_emit_acc_thread_save(cg* g, ptc_strbuf* sb);
 void cg_emit_acc_updates(cg* g, ptc_strbuf* sb);
 void cg_emit_acc_combine(cg* g, ptc_strbuf* sb, const char* t);
 void cg_emit_acc_finalize(cg* g, ptc_strbuf* sb, bool split);
+/** Split column reductions: `p..` partial arrays of `count` elements
+ * malloc'ed per accumulator; the test "|| !p.." of each into `test` and
+ * " + sizeof(type)" of each into `bytes`; their frees; per-thread slices
+ * `a.. = p.. + offset` set to the identity over `count` points; the
+ * combined `c..` accumulators (identity) for cg_emit_acc_combine. */
+void cg_emit_acc_heap_decls(cg* g, ptc_strbuf* sb, const char* count);
+void cg_acc_heap_null_test(cg* g, ptc_strbuf* test, ptc_strbuf* bytes);
+void cg_emit_acc_heap_free(cg* g, ptc_strbuf* sb);
+void cg_emit_acc_slices(cg* g, ptc_strbuf* sb, const char* offset, const char* count);
+void cg_emit_acc_combined_decls(cg* g, ptc_strbuf* sb);
 /** Appends " reduction(+:a0_3)" clauses for the current member's
  * reductions; returns false if one of them cannot use simd. */
 bool cg_simd_clauses(cg* g, ptc_strbuf* sb);
@@ -204,6 +257,9 @@ bool cg_member_reads(const cg* g, uint32_t m, int32_t buf);
 /** Whether member m has a max/min/argmax/argmin reduction (no identity:
  * an empty inner loop is an error). */
 bool cg_member_needs_nonempty(const cg* g, uint32_t m);
+/** Whether live op `i` of member m is in its inner loop (CG_LOOP stage, or
+ * any op of an inner pointwise member). */
+bool cg_member_op_in_loop(const cg* g, uint32_t m, uint32_t i);
 /** Appends "(INT64_C(1)*X0*...)": the product of the outer and/or inner ranges. */
 void cg_numel(cg* g, ptc_strbuf* sb, bool outer, bool inner);
 /** Up-front checks (into g->checks) for member m's indirect ops whose bound

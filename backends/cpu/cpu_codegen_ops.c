@@ -337,6 +337,10 @@ bool cg_math(ptc_strbuf* sb, const ir_op* op, const char* const* args, const int
   return true;
 }
 
+bool cg_op_fast_trig(const ir_op* op) {
+  return (op->opcode == IR_SIN || op->opcode == IR_COS) && cg_cls_of(op->dtype) == CG_F32;
+}
+
 bool cg_op_blocks_simd(const ir_op* op) {
   switch (op->opcode) {
     case IR_RAND:

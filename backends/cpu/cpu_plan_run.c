@@ -261,6 +261,9 @@ static ptc_status kernel_error(const run_frame* f, const plan_step* st, const cp
       return PTC_ERR(INVALID_ARGUMENT, "%s: integer division by zero", origin);
     case CPU_KERR_EMPTY:
       return PTC_ERR(INVALID_ARGUMENT, "%s: cannot reduce over a zero-size dimension", origin);
+    case CPU_KERR_NOMEM:
+      return PTC_ERR(RESOURCE_EXHAUSTED, "%s: kernel %s could not allocate %lld bytes", origin,
+                     st->name, (long long)k->error_value);
     default:
       return PTC_ERR(INTERNAL, "%s: kernel %s failed with error %d", origin, st->name,
                      (int)k->error);

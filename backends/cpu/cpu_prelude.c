@@ -28,6 +28,7 @@ static const char* const prelude_head =
     "#endif\n"
     "#include <math.h>\n"
     "#include <stdint.h>\n"
+    "#include <stdlib.h>\n"
     "#include <string.h>\n"
     "#ifdef _OPENMP\n"
     "#include <omp.h>\n"
@@ -228,6 +229,48 @@ static const char* const prelude_exp =
     "}\n"
     "PTC_INLINE double ptc_tanh_f64(double x) { return tanh(x); }\n";
 
+/* sin and cos for float, branch-free so `omp simd` loops vectorise them,
+ * valid for |x| <= PTC_TRIG_MAX: x = j pi/2 + r is reduced in double (pi/2
+ * in two parts, the first of 33 bits so j * part is exact for |j| < 2^20),
+ * then r in [-pi/4, pi/4] goes through minimax polynomials in float
+ * (relative error <= 2^-28 over the interval; fitted by Lawson's iteration on
+ * Chebyshev nodes) and the quadrant picks +-sin r or +-cos r. Max error
+ * 1.5 ulp against the exact result (libm: 0.56); +-0, subnormals exact.
+ * Beyond PTC_TRIG_MAX (and for inf/NaN) the result is meaningless: the
+ * kernel tests ptc_trig_big on every argument of a block and recomputes the
+ * block with libm when one is set (cpu_codegen.c, "fast trig"). FMA when
+ * the target has it (the kernel cache key includes the CPU). */
+static const char* const prelude_trig =
+    "#if defined(__FMA__) || defined(__aarch64__)\n"
+    "#define PTC_FMA(a, b, c) __builtin_fma(a, b, c)\n"
+    "#define PTC_FMAF(a, b, c) __builtin_fmaf(a, b, c)\n"
+    "#else\n"
+    "#define PTC_FMA(a, b, c) ((a) * (b) + (c))\n"
+    "#define PTC_FMAF(a, b, c) ((a) * (b) + (c))\n"
+    "#endif\n"
+    "#define PTC_TRIG_MAX 1.0e6f\n"
+    "PTC_INLINE uint64_t ptc_d2u(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }\n"
+    "PTC_INLINE uint8_t ptc_trig_big(float x) { return (uint8_t)!(fabsf(x) <= PTC_TRIG_MAX); }\n"
+    "PTC_INLINE float ptc_sincos_f32(float x, uint32_t quadrant) {\n"
+    "  double xd = (double)x;\n"
+    "  double t = PTC_FMA(xd, 0.63661977236758134308, 6755399441055744.0);\n"
+    "  double j = t - 6755399441055744.0;\n"
+    "  uint32_t q = (uint32_t)ptc_d2u(t) + quadrant;\n"
+    "  float r = (float)PTC_FMA(-j, 0x1.0b4611a626331p-34, PTC_FMA(-j, 0x1.921fb544p0, xd));\n"
+    "  float z = r * r;\n"
+    "  float s = PTC_FMAF(z, PTC_FMAF(z, -0x1.9909p-13f, 0x1.110694p-7f), -0x1.555544p-3f);\n"
+    "  s = PTC_FMAF(r * z, s, r);\n"
+    "  float c = PTC_FMAF(z, PTC_FMAF(z, 0x1.98ed6ap-16f, -0x1.6c0754p-10f), 0x1.55553cp-5f);\n"
+    "  c = PTC_FMAF(z, PTC_FMAF(z, c, -0.5f), 1.0f);\n"
+    "  float v = (q & 1) ? c : s;\n"
+    "  return (q & 2) ? -v : v;\n"
+    "}\n"
+    "PTC_INLINE float ptc_sin_f32(float x) {\n"
+    "  float v = ptc_sincos_f32(x, 0);\n"
+    "  return x == 0.0f ? x : v;\n"
+    "}\n"
+    "PTC_INLINE float ptc_cos_f32(float x) { return ptc_sincos_f32(x, 1); }\n";
+
 /* Floating helpers, instantiated for float (f32) and double (f64); sigmoid
  * uses exp(-|x|) on both sides so no intermediate overflows. */
 static const char* const prelude_float =
@@ -293,18 +336,59 @@ static const char* const prelude_rng =
     "  return sqrt(-2.0 * log(u1)) * cos(6.283185307179586476925 * u2);\n"
     "}\n";
 
+/* Non-temporal copies of a finished block or row to its buffer: the
+ * destination is aligned to 64 bytes with plain stores, then every 64
+ * bytes go out with streaming stores (no read-for-ownership of the
+ * destination, no cache pollution), the tail plainly. Streaming stores
+ * are weakly ordered: every thread issues ptc_sfence when done. */
+static const char* const prelude_stream =
+    "#if defined(__AVX512F__) || defined(__AVX__) || defined(__SSE2__)\n"
+    "#include <immintrin.h>\n"
+    "#endif\n"
+    "PTC_INLINE void ptc_stream_store(void* dst, const void* src, size_t bytes) {\n"
+    "  char* d = (char*)dst;\n"
+    "  const char* s = (const char*)src;\n"
+    "#if defined(__AVX512F__) || defined(__AVX__) || defined(__SSE2__)\n"
+    "  size_t head = (64 - ((uintptr_t)d & 63)) & 63;\n"
+    "  if (head > bytes) head = bytes;\n"
+    "  memcpy(d, s, head);\n"
+    "  d += head, s += head, bytes -= head;\n"
+    "  for (; bytes >= 64; bytes -= 64, d += 64, s += 64) {\n"
+    "#if defined(__AVX512F__)\n"
+    "    _mm512_stream_si512((void*)d, _mm512_loadu_si512((const void*)s));\n"
+    "#elif defined(__AVX__)\n"
+    "    _mm256_stream_si256((__m256i*)d, _mm256_loadu_si256((const __m256i*)s));\n"
+    "    _mm256_stream_si256((__m256i*)(d + 32), _mm256_loadu_si256((const __m256i*)(s + 32)));\n"
+    "#else\n"
+    "    for (int k = 0; k < 64; k += 16)\n"
+    "      _mm_stream_si128((__m128i*)(d + k), _mm_loadu_si128((const __m128i*)(s + k)));\n"
+    "#endif\n"
+    "  }\n"
+    "#endif\n"
+    "  memcpy(d, s, bytes);\n"
+    "}\n"
+    "PTC_INLINE void ptc_sfence(void) {\n"
+    "#if defined(__AVX512F__) || defined(__AVX__) || defined(__SSE2__)\n"
+    "  _mm_sfence();\n"
+    "#endif\n"
+    "}\n";
+
+void cg_prelude_stream(ptc_strbuf* sb) { ptc_sb_append(sb, prelude_stream); }
+
 void cg_prelude(ptc_strbuf* sb) {
   ptc_sb_printf(sb, "/* libptc generated kernel (%s, ABI %d) */\n", PTC_CPU_CODEGEN_VERSION,
                 PTC_CPU_KERNEL_ABI);
   ptc_sb_append(sb, prelude_head);
   ptc_sb_printf(sb, "#define PTC_PAR_MIN_WORK %d\n#define PTC_MAX_THREADS %d\n",
                 CPU_CG_PAR_MIN_WORK, CPU_CG_MAX_THREADS);
-  ptc_sb_printf(sb, "#define PTC_KERR_INDIRECT %d\n#define PTC_KERR_DIV_ZERO %d\n#define PTC_KERR_EMPTY %d\n",
-                CPU_KERR_INDIRECT, CPU_KERR_DIV_ZERO, CPU_KERR_EMPTY);
+  ptc_sb_printf(sb, "#define PTC_KERR_INDIRECT %d\n#define PTC_KERR_DIV_ZERO %d\n#define PTC_KERR_EMPTY %d\n"
+                "#define PTC_KERR_NOMEM %d\n",
+                CPU_KERR_INDIRECT, CPU_KERR_DIV_ZERO, CPU_KERR_EMPTY, CPU_KERR_NOMEM);
   ptc_sb_append(sb, prelude_ctx);
   ptc_sb_append(sb, prelude_half);
   ptc_sb_append(sb, prelude_int);
   ptc_sb_append(sb, prelude_exp);
+  ptc_sb_append(sb, prelude_trig);
   ptc_sb_append(sb, prelude_float);
   ptc_sb_append(sb, prelude_rng);
 }

@@ -323,7 +323,8 @@ static bool io_init(cgh* h, const sched_plan* s, void* const* mem, const int64_t
     t->shape = io->shapes[i];
     if (b->kind == IR_BUF_INPUT) {
       t->data = mem[i];
-    } else if (s->buf_home[i] != SCHED_HOME_LOCAL && kernel_writes(h, s, (int32_t)i)) {
+    } else if (s->buf_home[i] != SCHED_HOME_LOCAL && s->buf_free_after[i] != 0 &&
+               kernel_writes(h, s, (int32_t)i)) { /* (dead after kernel 0: not observable) */
       io->data[i] = calloc((size_t)(n > 0 ? n : 1), 8);
       t->data = io->data[i];
       io->out_ids[io->n_out++] = (int32_t)i;

@@ -322,8 +322,8 @@ static void test_horizontal_rows(void) {
  * multiple of the tile): max with NaN, argmin, a sum whose value is
  * shifted by a hoisted per-column load inside the loop and scaled by
  * another one after it, and an outer pointwise member using the results. */
-static void test_tiled(void) {
-  enum { B = 3, NN = 50 };
+static void test_tiled_n(int64_t NN) {
+  enum { B = 3 };
   static const char* const names[1] = {"s0"};
   static const int64_t hints[1] = {100};
   cgh h;
@@ -360,7 +360,8 @@ static void test_tiled(void) {
   bool ok = cgh_compile(&h, s, &k);
   CHECK(ok);
   if (ok) {
-    CHECK(strstr(k.src.source, "xt += 64") != NULL);
+    /* 50 reduction points: tiled; 200: split over threads (partial rows) */
+    CHECK(strstr(k.src.source, NN < 64 ? "xt += 64" : "ptc_np") != NULL);
     int64_t sizes[2] = {7, 130};
     for (int j = 0; j < 2; j++) {
       int64_t c = sizes[j];
@@ -407,6 +408,130 @@ static void test_tiled(void) {
   cgh_kernel_free(&k);
   cgh_plan_free(s);
   cgh_free(&h);
+}
+
+static void test_tiled(void) {
+  test_tiled_n(50);
+  test_tiled_n(200);
+}
+
+/* ---- row scratch and streaming stores --------------------------------------------------------- */
+
+/* Softmax as the decomposition gives it: max, E = exp(x - max) (inner),
+ * sum of E, E / sum (inner). E dies in the kernel: a row scratch array, not
+ * an argument. With PTC_CPU_STREAM_BYTES=1 the output rows are streamed. */
+static void test_scratch_stream(bool stream) {
+  enum { R = 37, C = 1000 };
+  if (stream) setenv("PTC_CPU_STREAM_BYTES", "1", 1);
+  cgh h;
+  CHECK(cgh_init(&h, 0, NULL, NULL, 2));
+  sym_env* env = h.p->env;
+  const sym_expr* shape[2] = {cgh_c(&h, R), cgh_c(&h, C)};
+  const sym_expr *x0 = h.p->xvars[0], *x1 = h.p->xvars[1], *r0 = h.p->rvars[0];
+  int32_t X = cgh_buffer(&h, true, PTC_F32, 2, shape), M = cgh_buffer(&h, false, PTC_F32, 1, shape);
+  int32_t E = cgh_buffer(&h, false, PTC_F32, 2, shape), S = cgh_buffer(&h, false, PTC_F32, 1, shape);
+  int32_t Y = cgh_buffer(&h, false, PTC_F32, 2, shape);
+  const sym_expr* in_r = sym_add(env, sym_mul_c(env, x0, C), r0);
+  const sym_expr* in_x = sym_add(env, sym_mul_c(env, x0, C), x1);
+  uint32_t nodes[4];
+  ir_body b = {0};
+  ir_ops_store(h.p, &b, M, x0, ir_ops_reduce(&b, IR_R_MAX, ir_ops_load(h.p, &b, X, in_r), -1, PTC_F32));
+  nodes[0] = cgh_node(&h, IR_REDUCTION, M, shape, 1, shape + 1, 1, &b);
+  ir_val d = ir_ops_binary(&b, IR_SUB, ir_ops_load(h.p, &b, X, in_x), ir_ops_load(h.p, &b, M, x0), PTC_F32);
+  ir_ops_store(h.p, &b, E, in_x, ir_ops_unary(&b, IR_EXP, d, PTC_F32));
+  nodes[1] = cgh_node(&h, IR_POINTWISE, E, shape, 2, NULL, 0, &b);
+  ir_ops_store(h.p, &b, S, x0, ir_ops_reduce(&b, IR_R_SUM, ir_ops_load(h.p, &b, E, in_r), -1, PTC_F32));
+  nodes[2] = cgh_node(&h, IR_REDUCTION, S, shape, 1, shape + 1, 1, &b);
+  ir_val q = ir_ops_binary(&b, IR_DIV, ir_ops_load(h.p, &b, E, in_x), ir_ops_load(h.p, &b, S, x0), PTC_F32);
+  ir_ops_store(h.p, &b, Y, in_x, q);
+  nodes[3] = cgh_node(&h, IR_POINTWISE, Y, shape, 2, NULL, 0, &b);
+  uint8_t inner[4] = {0, 1, 0, 1};
+  sched_plan* s = cgh_plan(&h, nodes, inner, 4, shape, 1, shape + 1, 1);
+  cgh_local(s, M);
+  cgh_local(s, S);
+  s->buf_free_after[E] = 0; /* dead after the kernel */
+  cgh_kernel k;
+  bool ok = cgh_compile(&h, s, &k);
+  CHECK(ok);
+  if (ok) {
+    const char* src = k.src.source;
+    CHECK(k.src.n_bufs == 2); /* X and Y */
+    CHECK(strstr(src, "_s[1000]; /* row scratch */") != NULL);
+    CHECK((strstr(src, "ptc_stream_store(") != NULL) == stream);
+    CHECK((strstr(src, "ptc_sfence();") != NULL) == stream);
+    float* x = malloc((size_t)(R * C) * sizeof *x);
+    float* y = calloc((size_t)(R * C), sizeof *y);
+    uint32_t st = 7;
+    for (int64_t i = 0; i < R * C; i++) x[i] = frand(&st) * 3;
+    void* mem[5] = {0};
+    mem[X] = x;
+    mem[Y] = y;
+    cpu_kernel_ctx kc = cgh_run(&k, mem, NULL, 0);
+    CHECK(kc.error == 0);
+    check_softmax(x, y, R, C);
+    CHECK(cgh_check_interp(&h, s, mem, NULL, 0, 1e-5, 1e-7) == 0);
+    free(x);
+    free(y);
+  }
+  cgh_kernel_free(&k);
+  cgh_plan_free(s);
+  cgh_free(&h);
+  if (stream) unsetenv("PTC_CPU_STREAM_BYTES");
+}
+
+/* Pointwise kernels with streamed stores (blocks of the innermost loop,
+ * tails, a misaligned destination), alone and with fast sin/cos (large
+ * arguments recomputed by libm), over [rows, cols]. */
+static void test_stream_pointwise(int64_t rows, int64_t cols, bool trig) {
+  setenv("PTC_CPU_STREAM_BYTES", "1", 1);
+  cgh h;
+  CHECK(cgh_init(&h, 0, NULL, NULL, 2));
+  sym_env* env = h.p->env;
+  const sym_expr* shape[2] = {cgh_c(&h, rows), cgh_c(&h, cols)};
+  const sym_expr *x0 = h.p->xvars[0], *x1 = h.p->xvars[1];
+  int32_t X = cgh_buffer(&h, true, PTC_F32, 2, shape), Y = cgh_buffer(&h, false, PTC_F32, 2, shape);
+  int32_t Z = cgh_buffer(&h, false, PTC_F64, 2, shape);
+  const sym_expr* idx = sym_add(env, sym_mul_c(env, x0, cols), x1);
+  uint32_t nodes[2];
+  ir_body b = {0};
+  ir_val v = ir_ops_load(h.p, &b, X, idx);
+  if (trig) v = ir_ops_unary(&b, IR_SIN, v, PTC_F32);
+  ir_ops_store(h.p, &b, Y, idx, ir_ops_binary(&b, IR_MUL, v, ir_ops_const_f(&b, 2.0, PTC_F32), PTC_F32));
+  nodes[0] = cgh_node(&h, IR_POINTWISE, Y, shape, 2, NULL, 0, &b);
+  v = ir_ops_to_dtype(&b, ir_ops_load(h.p, &b, X, idx), PTC_F64);
+  if (trig) v = ir_ops_to_dtype(&b, ir_ops_unary(&b, IR_COS, ir_ops_load(h.p, &b, X, idx), PTC_F32), PTC_F64);
+  ir_ops_store(h.p, &b, Z, idx, ir_ops_binary(&b, IR_ADD, v, ir_ops_const_f(&b, 1.0, PTC_F64), PTC_F64));
+  nodes[1] = cgh_node(&h, IR_POINTWISE, Z, shape, 2, NULL, 0, &b);
+  sched_plan* s = cgh_plan(&h, nodes, NULL, 2, shape, 2, NULL, 0);
+  cgh_kernel k;
+  bool ok = cgh_compile(&h, s, &k);
+  CHECK(ok);
+  if (ok) {
+    const char* src = k.src.source;
+    CHECK(count_substr(src, "ptc_stream_store(&") == 2);
+    CHECK((strstr(src, "= ptc_sin_f32(") != NULL) == trig);
+    int64_t n = rows * cols;
+    float* x = malloc((size_t)n * sizeof *x);
+    float* y = calloc((size_t)n + 1, sizeof *y);
+    double* z = calloc((size_t)n + 1, sizeof *z);
+    uint32_t st = 5;
+    for (int64_t i = 0; i < n; i++) x[i] = frand(&st) * (i % 997 == 3 ? 1e7f : 3.0f);
+    if (n > 10) x[9] = INFINITY;
+    void* mem[3] = {0};
+    mem[X] = x;
+    mem[Y] = y + 1; /* 4 bytes off the allocation's alignment */
+    mem[Z] = z + 1;
+    cpu_kernel_ctx kc = cgh_run(&k, mem, NULL, 0);
+    CHECK(kc.error == 0);
+    CHECK(cgh_check_interp(&h, s, mem, NULL, 0, 2e-7, 2e-7) == 0);
+    free(x);
+    free(y);
+    free(z);
+  }
+  cgh_kernel_free(&k);
+  cgh_plan_free(s);
+  cgh_free(&h);
+  unsetenv("PTC_CPU_STREAM_BYTES");
 }
 
 /* ---- full reductions split over threads ---------------------------------------------------- */
@@ -895,6 +1020,11 @@ int main(void) {
   test_column_and_horizontal();
   test_horizontal_rows();
   test_tiled();
+  test_scratch_stream(false);
+  test_scratch_stream(true);
+  test_stream_pointwise(1, 3000, false);
+  test_stream_pointwise(7, 1001, true);
+  test_stream_pointwise(300, 257, true);
   test_full_reductions();
   test_split_rows();
   test_row_argmax();
