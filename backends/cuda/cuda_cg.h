@@ -6,7 +6,12 @@
  * patterns, see cuda_cg_kernel.c):
  *  - POINTWISE: one thread per outer point, grid-stride over the flattened
  *    outer ranges, CUDA_CG_ILP points per thread per step (unrolled, each
- *    BLOCK apart so loads stay coalesced).
+ *    BLOCK apart so loads stay coalesced). When every store writes the flat
+ *    index and no buffer is both read and written, the kernel is
+ *    vectorised instead: chunks of V consecutive points per thread, one
+ *    16-byte load per buffer read at the flat index and one store per
+ *    output (cuda_cg_kernel.c, vec_plan), scalar for ragged or unaligned
+ *    chunks.
  *  - ROW: a reduction whose rows are contiguous (or anything not COL): one
  *    row per group of `lanes` threads (whole warps) with `slots` rows per
  *    block; each lane folds r = lane, lane + lanes, ... and the lanes then
@@ -69,7 +74,7 @@ typedef struct cuda_kernel_src {
   uint32_t* syms;         /* malloc'ed env symbol indices passed by value */
   uint8_t layout;         /* cuda_layout */
   uint32_t block_x, block_y;
-  uint32_t slots;         /* outer points per block (POINTWISE: BLOCK*ILP per step) */
+  uint32_t slots;         /* outer points per block per step (POINTWISE: BLOCK*ILP or BLOCK*V) */
   bool uses_err;          /* may report through kerr (the run reads it back) */
 } cuda_kernel_src;
 

@@ -197,6 +197,10 @@ static void load_value(cug* g, ptc_strbuf* sb, const ir_op* op) {
   ptc_sb_init(&raw);
   if (g->in_reg[op->buf]) {
     ptc_sb_printf(&raw, "v_%s", name);
+  } else if (g->vec_mode && g->vec_buf[op->buf]) {
+    char arr[40];
+    snprintf(arr, sizeof arr, "vin_%s", name);
+    cu_load(&raw, b->dtype, arr, "e");
   } else if (is_local(g, op->buf)) {
     cug_fail(g, PTC_ERR(INTERNAL, "cuda codegen: kernel-local %s is read before it is written",
                         b->name));
@@ -343,9 +347,13 @@ static void emit_store(cug* g, ptc_strbuf* sb, const ir_op* op) {
   const char* guard = store_guard(g);
   if (g->inplace_hazard && reduction_layout(g) && !g->in_loop) cug_line(g, sb, "__syncthreads();");
   if (guard) ptc_sb_printf(&line, "if (%s) ", guard);
-  ptc_sb_printf(&line, "%s[", name);
-  cug_index(g, &line, op->index);
-  ptc_sb_append(&line, "] = ");
+  if (g->vec_mode && g->vec_buf[op->buf]) {
+    ptc_sb_printf(&line, "vout_%s[e] = ", name);
+  } else {
+    ptc_sb_printf(&line, "%s[", name);
+    cug_index(g, &line, op->index);
+    ptc_sb_append(&line, "] = ");
+  }
   cu_encode(&line, b->dtype, conv.data ? conv.data : "0");
   cug_line(g, sb, "%s;", line.data ? line.data : "");
   ptc_sb_free(&conv);

@@ -10,7 +10,8 @@
  * value of the current group, or an outer pointwise member, closes it.
  * Names: op values t<m>_<i>, accumulators a<m>_<i> (+ ai.. for the index of
  * argmax/argmin), register copies of buffers v_<buf> (kernel-local buffers,
- * and outer-level stores that later members of the kernel read).
+ * and outer-level stores that later members of the kernel read), vector
+ * staging arrays vin_<buf> / vout_<buf> (vectorised pointwise kernels).
  */
 #ifndef PTC_BACKENDS_CUDA_CG_INTERNAL_H
 #define PTC_BACKENDS_CUDA_CG_INTERNAL_H
@@ -70,6 +71,10 @@ typedef struct cug {
   bool in_loop;             /* emitting the reduction loop's statements */
   bool uses_err, inplace_hazard;
   uint32_t n_combines;      /* shared combine buffers declared */
+  /* vectorised pointwise kernels (cuda_cg_kernel.c, vec_plan) */
+  uint32_t vec_width;       /* elements per vector access; 0 = not vectorised */
+  bool* vec_buf;            /* buffer id -> accessed at the flat index (vin_/vout_ arrays) */
+  bool vec_mode;            /* emitting the body of the vector path */
 } cug;
 
 /* ---- helpers (cuda_cg_kernel.c) -------------------------------------------- */

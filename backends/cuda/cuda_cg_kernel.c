@@ -174,6 +174,134 @@ static void choose_layout(cug* g, cuda_kernel_src* out) {
   out->slots = g->slots;
 }
 
+/* ---- vectorised pointwise kernels -----------------------------------------------------
+ * A pointwise kernel whose stores all write element `lin` (the flat
+ * row-major index of its loops, i.e. contiguous outputs of the loop shape)
+ * and which reads no buffer it writes is vectorised: each thread takes
+ * chunks of V consecutive points, loads every buffer read at `lin` with one
+ * 16-byte access (V = 16 / the widest such element), runs the body per
+ * point from those registers (other loads, e.g. broadcasts, stay scalar)
+ * and stores each output chunk with one access. Chunks that are not fully
+ * in range, or buffers not aligned to the access, take the scalar path. */
+
+/* The flat row-major index of the kernel's outer loops. */
+static const sym_expr* flat_index(const cug* g) {
+  sym_env* env = g->p->env;
+  const sym_expr* e = sym_const(env, 0);
+  const sym_expr* stride = sym_const(env, 1);
+  for (uint32_t d = g->k->n_ranges; d-- > 0 && e && stride;) {
+    e = sym_add(env, e, sym_mul(env, g->p->xvars[d], stride));
+    stride = sym_mul(env, stride, g->k->ranges[d]);
+  }
+  return stride ? e : NULL;
+}
+
+static void vec_plan(cug* g) {
+  g->vec_width = 0;
+  if (g->layout != CUDA_LAYOUT_POINTWISE || g->k->n_ranges == 0) return;
+  const sym_expr* flat = flat_index(g);
+  if (!flat) return;
+  size_t max_es = 0;
+  bool ok = true;
+  memset(g->vec_buf, 0, g->n_buffers * sizeof *g->vec_buf);
+  for (uint32_t m = 0; ok && m < g->k->n_nodes; m++) {
+    const cu_member* mb = &g->members[m];
+    for (uint32_t i = 0; ok && i < mb->node->body.n; i++) {
+      const ir_op* op = &mb->node->body.ops[i];
+      if (!mb->live[i] || (op->opcode != IR_LOAD && op->opcode != IR_STORE)) continue;
+      if (g->s->buf_home[op->buf] == SCHED_HOME_LOCAL) continue;
+      bool at_flat = op->index == flat;
+      if (op->opcode == IR_STORE && !at_flat) ok = false;
+      if (op->opcode == IR_LOAD && g->stored[op->buf]) ok = false; /* reads what it writes */
+      if (!at_flat) continue;
+      g->vec_buf[op->buf] = true;
+      size_t es = ptc_dtype_size(ir_buf(g->p, op->buf)->dtype);
+      if (es > max_es) max_es = es;
+    }
+  }
+  if (ok && max_es > 0 && 16 / max_es >= 2) g->vec_width = (uint32_t)(16 / max_es);
+}
+
+/* The vector path's loads (before the points) or stores (after them). */
+static void emit_vec_access(cug* g, const cuda_kernel_src* out, bool stores) {
+  for (uint32_t j = 0; j < out->n_bufs; j++) {
+    int32_t b = out->bufs[j];
+    if (!g->vec_buf[b] || g->stored[b] != stores) continue;
+    const char* t = cu_storage_type(ir_buf(g->p, b)->dtype);
+    if (stores) {
+      cug_line(g, &g->body, "ptc_vstore<%s, %u>(b%d + base, vout_b%d);", t, g->vec_width, (int)b,
+               (int)b);
+    } else {
+      cug_line(g, &g->body, "%s vin_b%d[%u];", t, (int)b, g->vec_width);
+      cug_line(g, &g->body, "ptc_vload<%s, %u>(b%d + base, vin_b%d);", t, g->vec_width, (int)b,
+               (int)b);
+    }
+  }
+}
+
+static ptc_status emit_point_body(cug* g);
+static void emit_decompose(cug* g, const char* lin, const char* v, const sym_expr* const* sizes,
+                           uint32_t n);
+
+static ptc_status emit_pointwise_vec(cug* g, const cuda_kernel_src* out) {
+  const uint32_t B = CUDA_CG_BLOCK, V = g->vec_width;
+  ptc_strbuf al;
+  ptc_sb_init(&al);
+  for (uint32_t j = 0; j < out->n_bufs; j++) {
+    int32_t b = out->bufs[j];
+    if (!g->vec_buf[b]) continue;
+    size_t bytes = ptc_dtype_size(ir_buf(g->p, b)->dtype) * V;
+    ptc_sb_printf(&al, " && ((u64)b%d & %zu) == 0", (int)b, bytes - 1);
+  }
+  cug_line(g, &g->body, "ptc_kerr* const ke = kerr;");
+  cug_line(g, &g->body, "(void)ke;");
+  cug_line(g, &g->body, "const bool aligned = true%s;", al.data ? al.data : "");
+  ptc_sb_free(&al);
+  cug_line(g, &g->body, "const IT chunks = (xn + (IT)%u) / (IT)%u;", V - 1, V);
+  cug_line(g, &g->body, "for (IT c = (IT)blockIdx.x * (IT)%u + (IT)threadIdx.x; c < chunks; "
+           "c += (IT)gridDim.x * (IT)%u) {", B, B);
+  g->indent++;
+  cug_line(g, &g->body, "const IT base = c * (IT)%u;", V);
+  cug_line(g, &g->body, "if (aligned && base + (IT)%u <= xn) {", V);
+  g->indent++;
+  emit_vec_access(g, out, false);
+  for (uint32_t j = 0; j < out->n_bufs; j++) {
+    int32_t b = out->bufs[j];
+    if (g->vec_buf[b] && g->stored[b])
+      cug_line(g, &g->body, "%s vout_b%d[%u];", cu_storage_type(ir_buf(g->p, b)->dtype), (int)b, V);
+  }
+  cug_line(g, &g->body, "#pragma unroll");
+  cug_line(g, &g->body, "for (int e = 0; e < %u; e++) {", V);
+  g->indent++;
+  cug_line(g, &g->body, "const IT lin = base + (IT)e;");
+  emit_decompose(g, "lin", "x", g->k->ranges, g->k->n_ranges);
+  g->vec_mode = true;
+  memset(g->in_reg, 0, g->n_buffers * sizeof *g->in_reg);
+  ptc_status s = emit_point_body(g);
+  g->vec_mode = false;
+  g->indent--;
+  cug_line(g, &g->body, "}");
+  emit_vec_access(g, out, true);
+  g->indent--;
+  cug_line(g, &g->body, "} else {");
+  g->indent++;
+  cug_line(g, &g->body, "for (int e = 0; e < %u; e++) {", V);
+  g->indent++;
+  cug_line(g, &g->body, "const IT lin = base + (IT)e;");
+  cug_line(g, &g->body, "if (lin < xn) {");
+  g->indent++;
+  emit_decompose(g, "lin", "x", g->k->ranges, g->k->n_ranges);
+  memset(g->in_reg, 0, g->n_buffers * sizeof *g->in_reg);
+  if (!s) s = emit_point_body(g);
+  for (int k = 0; k < 3; k++) {
+    g->indent--;
+    cug_line(g, &g->body, "}");
+  }
+  g->indent--;
+  cug_line(g, &g->body, "}");
+  return s;
+}
+
 /* ---- loops ------------------------------------------------------------------------------- */
 
 /* Decomposes the flat index `lin` into the loop vars <v>0..<v>{n-1} over
@@ -420,7 +548,8 @@ static ptc_status assemble(cug* g, cuda_kernel_src* out) {
   ptc_sb_printf(&src, "// libptc generated kernel (%s)\n", PTC_CUDA_CODEGEN_VERSION);
   ptc_sb_append(&src, ptc_cuda_prelude_text);
   ptc_sb_printf(&src, "\n// kernel %u: %s (%s, block %ux%u)\n", g->kidx, g->k->name,
-                g->layout == CUDA_LAYOUT_POINTWISE ? "pointwise"
+                g->layout == CUDA_LAYOUT_POINTWISE
+                    ? (g->vec_width ? "vectorised pointwise" : "pointwise")
                 : g->layout == CUDA_LAYOUT_ROW     ? "row reduction"
                                                    : "column reduction",
                 out->block_x, out->block_y);
@@ -485,7 +614,8 @@ static ptc_status gen_init(cug* g, const ir_program* p, const sched_plan* s, uin
   g->stored = calloc(nb, sizeof *g->stored);
   g->in_reg = calloc(nb, sizeof *g->in_reg);
   g->outer_reread = calloc(nb, sizeof *g->outer_reread);
-  if (!g->stored || !g->in_reg || !g->outer_reread) return ptc_status_oom();
+  g->vec_buf = calloc(nb, sizeof *g->vec_buf);
+  if (!g->stored || !g->in_reg || !g->outer_reread || !g->vec_buf) return ptc_status_oom();
   PTC_TRY(cug_vars_init(g));
   return cug_members_init(g);
 }
@@ -495,6 +625,7 @@ static void gen_free(cug* g) {
   free(g->stored);
   free(g->in_reg);
   free(g->outer_reread);
+  free(g->vec_buf);
   free(g->vars);
   ptc_sb_free(&g->body);
   ptc_sb_free(&g->checks);
@@ -526,10 +657,15 @@ ptc_status cuda_codegen_kernel_named(const ir_program* p, const sched_plan* s, u
   if (!st) st = collect_buffers(&g, out);
   if (!st) {
     choose_layout(&g, out);
+    vec_plan(&g);
+    if (g.vec_width) out->slots = CUDA_CG_BLOCK * g.vec_width;
     g.inplace_hazard = g.layout != CUDA_LAYOUT_POINTWISE && any_shared_slot(&g, out);
     emit_checks(&g);
     g.indent = 1;
-    st = g.layout == CUDA_LAYOUT_POINTWISE ? emit_pointwise(&g) : emit_reduction(&g);
+    if (g.layout != CUDA_LAYOUT_POINTWISE)
+      st = emit_reduction(&g);
+    else
+      st = g.vec_width ? emit_pointwise_vec(&g, out) : emit_pointwise(&g);
   }
   if (!st) st = g.err;
   if (!st) st = collect_syms(&g, out);

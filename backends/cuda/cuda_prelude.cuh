@@ -275,3 +275,31 @@ template <typename T> PTC_D void ptc_warp_arg(T& v, i64& i, bool mx) {
     }
   }
 }
+
+// ---- 16-byte (or narrower) vector access to V consecutive elements -----------
+// Loads and stores of contiguous pointwise kernels: one ld/st.global.v4 per
+// thread and buffer instead of V scalar accesses (the pointer must be
+// aligned to sizeof(T) * V, which the kernel checks before taking the path).
+template <int B> struct ptc_raw;
+template <> struct alignas(16) ptc_raw<16> { u32 w[4]; };
+template <> struct alignas(8) ptc_raw<8> { u32 w[2]; };
+template <> struct alignas(4) ptc_raw<4> { u32 w[1]; };
+template <> struct alignas(2) ptc_raw<2> { u16 w[1]; };
+template <typename T, int V> PTC_D void ptc_vload(const T* p, T* out) {
+  union {
+    ptc_raw<sizeof(T) * V> r;
+    T e[V];
+  } u;
+  u.r = *reinterpret_cast<const ptc_raw<sizeof(T) * V>*>(p);
+#pragma unroll
+  for (int i = 0; i < V; i++) out[i] = u.e[i];
+}
+template <typename T, int V> PTC_D void ptc_vstore(T* p, const T* in) {
+  union {
+    ptc_raw<sizeof(T) * V> r;
+    T e[V];
+  } u;
+#pragma unroll
+  for (int i = 0; i < V; i++) u.e[i] = in[i];
+  *reinterpret_cast<ptc_raw<sizeof(T) * V>*>(p) = u.r;
+}
