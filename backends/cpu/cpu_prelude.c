@@ -36,6 +36,13 @@ static const char* const prelude_head =
     "PTC_INLINE int omp_get_thread_num(void) { return 0; }\n"
     "PTC_INLINE int omp_get_num_threads(void) { return 1; }\n"
     "PTC_INLINE int omp_get_max_threads(void) { return 1; }\n"
+    "#endif\n"
+    "#if defined(__FMA__) || defined(__aarch64__)\n"
+    "#define PTC_FMA(a, b, c) __builtin_fma(a, b, c)\n"
+    "#define PTC_FMAF(a, b, c) __builtin_fmaf(a, b, c)\n"
+    "#else\n"
+    "#define PTC_FMA(a, b, c) ((a) * (b) + (c))\n"
+    "#define PTC_FMAF(a, b, c) ((a) * (b) + (c))\n"
     "#endif\n";
 
 /* Kernel context and error reporting (layout = cpu_kernel_ctx in cpu.h). */
@@ -155,22 +162,23 @@ static const char* const prelude_int =
  * in two halves so subnormal results and n = 128 stay exact; NaN, +-inf and
  * the overflow/underflow limits as expf. Checked over every float of their
  * domains against the double result (max error: exp 0.99 ulp, log 0.83
- * ulp, tanh 1.33 ulp; tests/cpu_codegen samples 2^20 inputs of each). The
- * double versions are libm's. */
+ * ulp, tanh 1.33 ulp; tests/cpu_codegen samples 2^20 inputs of each).
+ * Polynomials use FMA where the target has it (PTC_FMAF). The double
+ * versions are libm's. */
 static const char* const prelude_exp =
     "PTC_INLINE float ptc_exp_f32(float x) {\n"
     "  float xc = x > 88.7228394f ? 88.7228394f : x;\n"
     "  xc = xc < -103.972084f ? -103.972084f : xc;\n"
-    "  float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;\n"
-    "  float r = xc - n * 0.693359375f;\n"
-    "  r = r - n * -2.12194440e-4f;\n"
+    "  float n = PTC_FMAF(xc, 1.44269504088896341f, 12582912.0f) - 12582912.0f;\n"
+    "  float r = PTC_FMAF(n, -0.693359375f, xc);\n"
+    "  r = PTC_FMAF(n, 2.12194440e-4f, r);\n"
     "  float q = 1.9875691500e-4f;\n"
-    "  q = q * r + 1.3981999507e-3f;\n"
-    "  q = q * r + 8.3334519073e-3f;\n"
-    "  q = q * r + 4.1665795894e-2f;\n"
-    "  q = q * r + 1.6666665459e-1f;\n"
-    "  q = q * r + 5.0000001201e-1f;\n"
-    "  q = q * r * r + r + 1.0f;\n"
+    "  q = PTC_FMAF(q, r, 1.3981999507e-3f);\n"
+    "  q = PTC_FMAF(q, r, 8.3334519073e-3f);\n"
+    "  q = PTC_FMAF(q, r, 4.1665795894e-2f);\n"
+    "  q = PTC_FMAF(q, r, 1.6666665459e-1f);\n"
+    "  q = PTC_FMAF(q, r, 5.0000001201e-1f);\n"
+    "  q = PTC_FMAF(q * r, r, r) + 1.0f;\n"
     "  int32_t ni = (int32_t)n, n1 = ni / 2, n2 = ni - n1;\n"
     "  float y = q * ptc_u2f((uint32_t)(n1 + 127) << 23) * ptc_u2f((uint32_t)(n2 + 127) << 23);\n"
     "  y = x > 88.7228394f ? INFINITY : y;\n"
@@ -194,14 +202,14 @@ static const char* const prelude_exp =
     "  m = m * ptc_u2f(0x3f800000u + lo * (1u << 23)) - 1.0f;\n"
     "  float z = m * m, fe = (float)e;\n"
     "  float y = 7.0376836292e-2f;\n"
-    "  y = y * m - 1.1514610310e-1f;\n"
-    "  y = y * m + 1.1676998740e-1f;\n"
-    "  y = y * m - 1.2420140846e-1f;\n"
-    "  y = y * m + 1.4249322787e-1f;\n"
-    "  y = y * m - 1.6668057665e-1f;\n"
-    "  y = y * m + 2.0000714765e-1f;\n"
-    "  y = y * m - 2.4999993993e-1f;\n"
-    "  y = y * m + 3.3333331174e-1f;\n"
+    "  y = PTC_FMAF(y, m, -1.1514610310e-1f);\n"
+    "  y = PTC_FMAF(y, m, 1.1676998740e-1f);\n"
+    "  y = PTC_FMAF(y, m, -1.2420140846e-1f);\n"
+    "  y = PTC_FMAF(y, m, 1.4249322787e-1f);\n"
+    "  y = PTC_FMAF(y, m, -1.6668057665e-1f);\n"
+    "  y = PTC_FMAF(y, m, 2.0000714765e-1f);\n"
+    "  y = PTC_FMAF(y, m, -2.4999993993e-1f);\n"
+    "  y = PTC_FMAF(y, m, 3.3333331174e-1f);\n"
     "  y = y * m * z;\n"
     "  y += -2.12194440e-4f * fe;\n"
     "  y += -0.5f * z;\n"
@@ -217,11 +225,11 @@ static const char* const prelude_exp =
     "PTC_INLINE float ptc_tanh_f32(float x) {\n"
     "  float a = x < 0.0f ? -x : x, z = x * x;\n"
     "  float p = -5.70498872745e-3f;\n"
-    "  p = p * z + 2.06390887954e-2f;\n"
-    "  p = p * z - 5.37397155531e-2f;\n"
-    "  p = p * z + 1.33314422036e-1f;\n"
-    "  p = p * z - 3.33332819422e-1f;\n"
-    "  float small = p * z * x + x;\n"
+    "  p = PTC_FMAF(p, z, 2.06390887954e-2f);\n"
+    "  p = PTC_FMAF(p, z, -5.37397155531e-2f);\n"
+    "  p = PTC_FMAF(p, z, 1.33314422036e-1f);\n"
+    "  p = PTC_FMAF(p, z, -3.33332819422e-1f);\n"
+    "  float small = PTC_FMAF(p * z, x, x);\n"
     "  float big = 1.0f - 2.0f / (ptc_exp_f32(a + a) + 1.0f);\n"
     "  big = a > 9.0f ? 1.0f : big;\n"
     "  big = x < 0.0f ? -big : big;\n"
@@ -241,13 +249,6 @@ static const char* const prelude_exp =
  * block with libm when one is set (cpu_codegen.c, "fast trig"). FMA when
  * the target has it (the kernel cache key includes the CPU). */
 static const char* const prelude_trig =
-    "#if defined(__FMA__) || defined(__aarch64__)\n"
-    "#define PTC_FMA(a, b, c) __builtin_fma(a, b, c)\n"
-    "#define PTC_FMAF(a, b, c) __builtin_fmaf(a, b, c)\n"
-    "#else\n"
-    "#define PTC_FMA(a, b, c) ((a) * (b) + (c))\n"
-    "#define PTC_FMAF(a, b, c) ((a) * (b) + (c))\n"
-    "#endif\n"
     "#define PTC_TRIG_MAX 1.0e6f\n"
     "PTC_INLINE uint64_t ptc_d2u(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }\n"
     "PTC_INLINE uint8_t ptc_trig_big(float x) { return (uint8_t)!(fabsf(x) <= PTC_TRIG_MAX); }\n"
