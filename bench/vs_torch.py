@@ -305,12 +305,21 @@ def _error(r, e):
                 traceback=traceback.format_exc(), **{k: v for k, v in r.items() if k != "status"})
 
 
-def setup_system(system, spec, ref, ptc, tol):
+def setup_system(system, spec, ref, ptc, tol, ref_s):
     """Prepares `system` on the workload: first call (timed: the compile), check
-    against eager, warm-up and sampling plan. Returns (result dict, fn or None)."""
+    against eager, warm-up and sampling plan. Returns (result dict, fn or None).
+    Eager's first call is the one that computed `ref` (it took `ref_s`)."""
     r = dict(status="ok")
     if system in ("inductor", "ptc-backend") and not TORCH2:
         return dict(status="n/a", why="n/a (torch<2)"), None
+    if system == "eager":
+        r["first_call_s"] = ref_s
+        try:
+            with torch.no_grad():
+                r["inner"], r["samples"] = plan(spec.module, spec.inputs)
+            return r, spec.module
+        except Exception as e:
+            return _error(r, e), None
     if CACHE_ROOT and system.startswith("ptc"):
         # libptc reads PTC_CACHE_DIR at every compile: a fresh folder per workload
         # and system keeps each first call cold (ptc-backend would otherwise hit
@@ -357,7 +366,7 @@ def _release(device_too=True):
         torch.cuda.empty_cache()
 
 
-def run_workload(spec, ref, systems, ptc, tol):
+def run_workload(spec, ref, ref_s, systems, ptc, tol):
     """Every system on one workload. With INTERLEAVE, all systems are prepared
     first and their timed samples then taken in turn (eager, inductor, ptc-fx,
     ptc-backend, eager, ...), so load from other processes that comes and goes
@@ -367,7 +376,7 @@ def run_workload(spec, ref, systems, ptc, tol):
         torch._dynamo.reset()
     live = {}
     for s in systems:
-        r, fn = setup_system(s, spec, ref, ptc, tol)
+        r, fn = setup_system(s, spec, ref, ptc, tol, ref_s)
         res[s] = r
         log(f"  {s:12s} {r['status']:6s}"
             + (f"  first call {r['first_call_s']:.2f} s" if "first_call_s" in r else "")
@@ -720,14 +729,13 @@ def main():
         log(f"{name}: {spec.desc}{' [' + spec.note + ']' if spec.note else ''}")
         try:
             with torch.no_grad():
-                ref = spec.module(*spec.inputs)
-                sync()
+                ref, ref_s = timed_call(spec.module, spec.inputs)
         except Exception as e:
             w.update(status="error", error="eager: " + first_line(e), traceback=traceback.format_exc())
             results.append(w)
             log(f"{name}: eager error: {first_line(e)}")
             continue
-        w["systems"] = run_workload(spec, ref, systems, ptc, tol)
+        w["systems"] = run_workload(spec, ref, ref_s, systems, ptc, tol)
         summarise(w, meta["copy_gbps"])
         results.append(w)
         del spec, ref

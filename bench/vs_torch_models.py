@@ -49,7 +49,7 @@ SIZES = {
                  bert=(16, 128), gpt2=(8, 256)),
 }
 # --quick keeps the micro sizes (their timing is cheap) and shrinks the models.
-QUICK_MODELS = {"cpu": dict(resnet_batch=2, bert=(1, 128), gpt2=(1, 128)),
+QUICK_MODELS = {"cpu": dict(resnet_batch=2, bert=(1, 64), gpt2=(1, 64)),
                 "cuda": dict(resnet_batch=8, bert=(4, 128), gpt2=(2, 256))}
 
 
