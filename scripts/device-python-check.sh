@@ -40,6 +40,10 @@ note() { summary+=("$1"); echo "== $1"; }
 
 if [ -d .devdeps ]; then
   eval "$(bash scripts/device-deps.sh env)"
+  # A pkg-config sysroot would also prefix the Python headers' folder (from
+  # python-3.12.pc) and hide them; find cJSON's headers through CPATH instead.
+  unset PKG_CONFIG_SYSROOT_DIR
+  export CPATH=/tmp/devdeps/usr/include${CPATH:+:$CPATH}
 fi
 echo "== $(uname -m), $(nproc) cpus, $("$PY" -c 'import sys,torch;print("python",sys.version.split()[0],"torch",torch.__version__)' 2>&1), meson $(meson --version)"
 if [ ! -f "$BUILD/build.ninja" ]; then
