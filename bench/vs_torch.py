@@ -458,9 +458,32 @@ def startup(systems, ptc):
 
 
 # ---- machine --------------------------------------------------------------------------------
+def last_level_cache_bytes():
+    """Size of the CPU's largest cache level (0 if unknown), from sysfs."""
+    best = 0
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    try:
+        for d in os.listdir(base):
+            try:
+                with open(os.path.join(base, d, "size")) as f:
+                    txt = f.read().strip().upper()
+            except OSError:
+                continue
+            mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(txt[-1:], 1)
+            num = txt.rstrip("KMG")
+            if num.isdigit():
+                best = max(best, int(num) * mult)
+    except OSError:
+        pass
+    return best
+
+
 def copy_bandwidth():
-    """GB/s of dst.copy_(src) on a large tensor, read + write bytes, median."""
-    nbytes = (1 << 30) if ARGS.device == "cuda" else (256 << 20)
+    """GB/s of dst.copy_(src) (read + write bytes, median) on a float tensor of
+    1 GiB on cuda, on cpu of 256 MiB or twice the last-level cache, whichever
+    is larger (so that it streams from DRAM)."""
+    nbytes = (1 << 30) if ARGS.device == "cuda" else max(256 << 20, 2 * last_level_cache_bytes())
+    nbytes = nbytes // 4096 * 4096
     src = torch.ones(nbytes // 4, dtype=torch.float32, device=ARGS.device)
     dst = torch.empty_like(src)
     for _ in range(2):
@@ -605,11 +628,12 @@ def print_report(meta, results, systems):
     if meta.get("startup_s"):
         print("- one-time start-up, first compile of a trivial module in the process (not in the "
               "compile column): " + ", ".join(f"{k} {v:.2f} s" for k, v in meta["startup_s"].items()))
+    llc = f"; last-level cache {meta['llc_bytes'] >> 20} MiB" if meta.get("llc_bytes") and meta["device"] == "cpu" else ""
     print(f"- copy bandwidth (dst.copy_(src), read+write): {meta['copy_gbps']:.1f} GB/s "
-          "= the ceiling of the memory-bound rows")
+          f"= the memory ceiling of the memory-bound rows{llc}")
     print(f"- times: median of warm calls, ms (tiny: us per call); ratios are speed-ups of ptc "
           f"(>1 = ptc faster), ptc = ptc-backend when it ran, else ptc-fx; "
-          f"throughput: ptc's GB/s (% of copy bandwidth) or GFLOP/s; "
+          f"throughput: ptc's GB/s (% of the copy bandwidth) or GFLOP/s; "
           f"compile: first call in s ({' / '.join(ran)}); caches {'kept' if meta['keep_cache'] else 'cold'}")
     print()
     head = ["workload"] + [f"{short[s]} ms" for s in systems] + \
@@ -698,6 +722,7 @@ def main():
     meta["args"] = {k: v for k, v in vars(ARGS).items()}
     log(f"vs_torch: {meta['device']} {meta['dtype']}, torch {meta['torch']}, "
         f"ptc {meta.get('ptc', '-')}, threads {meta['torch_threads']}")
+    meta["llc_bytes"] = last_level_cache_bytes()
     meta["copy_gbps"] = copy_bandwidth()
     log(f"copy bandwidth {meta['copy_gbps']:.1f} GB/s")
 
