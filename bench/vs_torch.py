@@ -518,7 +518,8 @@ def machine_info(ptc):
     info["cpus"] = len(os.sched_getaffinity(0))
     info["torch_threads"] = torch.get_num_threads()
     info["loadavg_start"] = os.getloadavg()
-    info["blas"] = loaded_blas() or "not loaded / static"
+    mkl = getattr(getattr(torch.backends, "mkl", None), "is_available", lambda: False)()
+    info["blas"] = "MKL (linked into torch)" if mkl else (loaded_blas() or "not loaded / static")
     if ptc is not None:
         info["ptc"] = ptc.version()
         try:
