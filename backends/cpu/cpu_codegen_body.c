@@ -136,6 +136,69 @@ static ptc_status reduction_stages(const cg* g, cg_member* mb) {
   return s;
 }
 
+/* ---- loop invariance ----------------------------------------------------------------------
+ * Whether each op's value changes along the member's innermost loop: the
+ * inner loop of a reduction (ops of stage CG_LOOP, except those that only
+ * read kernel locals and constants) and of an inner pointwise member (its x
+ * vars beyond the kernel's outer rank), the last outer var of an outer
+ * member. Used to turn a division by an invariant into a multiplication by
+ * its reciprocal, which the C compiler hoists out of the loop. */
+typedef struct vary_walk {
+  const cg* g;
+  const cg_member* mb;
+  bool hit;
+} vary_walk;
+
+static void note_loop_var(void* u, size_t var) {
+  vary_walk* w = u;
+  const cg* g = w->g;
+  if (var >= g->n_vars) {
+    w->hit = true;
+    return;
+  }
+  const cg_var* v = &g->vars[var];
+  uint32_t n = g->k->n_ranges;
+  switch (v->role) {
+    case CG_VAR_SIZE: return;
+    case CG_VAR_R: w->hit = true; return;
+    case CG_VAR_X:
+      if (w->mb->kind == CG_MEM_INNER ? v->k >= n : (w->mb->kind == CG_MEM_OUTER && v->k + 1 == n))
+        w->hit = true;
+      return;
+    default: w->hit = true; return; /* indirect symbols */
+  }
+}
+
+static void mark_varies(const cg* g, cg_member* mb) {
+  const ir_body* b = &mb->node->body;
+  for (uint32_t i = 0; i < b->n; i++) {
+    const ir_op* op = &b->ops[i];
+    bool v = false;
+    for (int a = 0; a < 3; a++)
+      if (op->args[a] >= 0 && mb->varies[op->args[a]]) v = true;
+    switch (op->opcode) {
+      case IR_CONST: break;
+      case IR_RAND:
+      case IR_RANDN:
+      case IR_INDIRECT:
+      case IR_REDUCE: v = true; break;
+      case IR_LOAD:
+        if (g->s->buf_home[op->buf] == SCHED_HOME_LOCAL) break;
+        /* fall through */
+      case IR_INDEX_EXPR: {
+        vary_walk w = {g, mb, false};
+        cg_index_vars(op->index, note_loop_var, &w);
+        v = v || w.hit;
+        break;
+      }
+      default: break;
+    }
+    if (mb->kind == CG_MEM_REDUCTION && mb->stage[i] != CG_LOOP) v = false;
+    if (mb->kind == CG_MEM_OUTER && g->k->n_rranges > 0) v = false; /* once per point */
+    mb->varies[i] = v;
+  }
+}
+
 static ptc_status member_init(cg* g, uint32_t m, cg_member* mb) {
   const sched_kernel* k = g->k;
   if (k->nodes[m] >= g->p->nodes.len)
@@ -157,8 +220,11 @@ static ptc_status member_init(cg* g, uint32_t m, cg_member* mb) {
   mb->live = calloc(n ? n : 1, 1);
   if (!mb->stage || !mb->live) return ptc_status_oom();
   mark_live(&mb->node->body, mb->live);
-  if (mb->kind == CG_MEM_REDUCTION) return reduction_stages(g, mb);
-  memset(mb->stage, mb->kind == CG_MEM_INNER ? CG_LOOP : CG_PRE, n);
+  mb->varies = calloc(n ? n : 1, 1);
+  if (!mb->varies) return ptc_status_oom();
+  if (mb->kind == CG_MEM_REDUCTION) PTC_TRY(reduction_stages(g, mb));
+  else memset(mb->stage, mb->kind == CG_MEM_INNER ? CG_LOOP : CG_PRE, n);
+  mark_varies(g, mb);
   return PTC_OK;
 }
 
@@ -174,6 +240,7 @@ void cg_members_free(cg* g) {
   for (uint32_t m = 0; m < g->k->n_nodes; m++) {
     free(g->members[m].stage);
     free(g->members[m].live);
+    free(g->members[m].varies);
   }
   free(g->members);
   g->members = NULL;
@@ -399,6 +466,20 @@ static void emit_math(cg* g, ptc_strbuf* sb, ir_val i, const ir_op* op) {
   bool ok;
   if (op->opcode == IR_TO_DTYPE) {
     cg_conv(&e, dts[0], op->dtype, args[0]);
+    ok = true;
+  } else if (op->opcode == IR_DIV && cg_cls_of(op->dtype) == CG_F32 && op->args[1] >= 0 &&
+             g->cur->varies[i] && !g->cur->varies[op->args[1]]) {
+    /* x / invariant: x * (1 / invariant), the reciprocal hoisted by the
+     * compiler (division is the slowest vector op; <= 1 ulp more error) */
+    ptc_strbuf a0, a1;
+    ptc_sb_init(&a0);
+    ptc_sb_init(&a1);
+    cg_conv(&a0, dts[0], op->dtype, args[0]);
+    cg_conv(&a1, dts[1], op->dtype, args[1]);
+    ptc_sb_printf(&e, "(%s * (1.0f / %s))", a0.data ? a0.data : "0", a1.data ? a1.data : "0");
+    if (a0.oom || a1.oom) e.oom = true;
+    ptc_sb_free(&a0);
+    ptc_sb_free(&a1);
     ok = true;
   } else if (g->fast_trig && !g->trig_exact && cg_op_fast_trig(op)) {
     emit_fast_trig(g, sb, i, op, args[0], dts[0]);

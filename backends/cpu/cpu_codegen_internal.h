@@ -94,6 +94,8 @@ typedef struct cg_member {
   uint8_t kind;             /* cg_member_kind */
   uint8_t* stage;           /* per op: cg_stage */
   uint8_t* live;            /* per op: 1 if emitted (reaches a store or a check) */
+  uint8_t* varies;          /* per op: 1 if its value changes along the member's
+                               innermost (vectorised) loop */
 } cg_member;
 
 typedef struct cg {

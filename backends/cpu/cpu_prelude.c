@@ -38,6 +38,7 @@ static const char* const prelude_head =
     "PTC_INLINE int omp_get_max_threads(void) { return 1; }\n"
     "#endif\n"
     "#if defined(__FMA__) || defined(__aarch64__)\n"
+    "#define PTC_HAVE_FMA 1\n"
     "#define PTC_FMA(a, b, c) __builtin_fma(a, b, c)\n"
     "#define PTC_FMAF(a, b, c) __builtin_fmaf(a, b, c)\n"
     "#else\n"
@@ -238,26 +239,37 @@ static const char* const prelude_exp =
     "PTC_INLINE double ptc_tanh_f64(double x) { return tanh(x); }\n";
 
 /* sin and cos for float, branch-free so `omp simd` loops vectorise them,
- * valid for |x| <= PTC_TRIG_MAX: x = j pi/2 + r is reduced in double (pi/2
- * in two parts, the first of 33 bits so j * part is exact for |j| < 2^20),
- * then r in [-pi/4, pi/4] goes through minimax polynomials in float
- * (relative error <= 2^-28 over the interval; fitted by Lawson's iteration on
- * Chebyshev nodes) and the quadrant picks +-sin r or +-cos r. Max error
- * 1.5 ulp against the exact result (libm: 0.56); +-0, subnormals exact.
- * Beyond PTC_TRIG_MAX (and for inf/NaN) the result is meaningless: the
- * kernel tests ptc_trig_big on every argument of a block and recomputes the
- * block with libm when one is set (cpu_codegen.c, "fast trig"). FMA when
- * the target has it (the kernel cache key includes the CPU). */
+ * valid for |x| <= PTC_TRIG_MAX: x = j pi/2 + r with pi/2 in three float
+ * parts (Cody-Waite; with FMA the first step is exact for every j, and the
+ * three parts hold pi/2 to 72 bits), then r in [-pi/4, pi/4] goes through
+ * minimax polynomials (relative error <= 2^-28 over the interval; fitted by
+ * Lawson's iteration on Chebyshev nodes) and the quadrant picks +-sin r or
+ * +-cos r. Max error 1.5 ulp against the exact result (libm: 0.56; sampled
+ * over every 101st float up to 1e6); +-0 and subnormals exact. Beyond
+ * PTC_TRIG_MAX (and for inf/NaN) the result is meaningless: the kernel
+ * tests ptc_trig_big on every argument of a block and recomputes the block
+ * with libm when one is set (cpu_codegen.c, "fast trig"). Without FMA the
+ * reduction runs in double (pi/2 in two parts, the first of 33 bits, so
+ * j * part is exact for |j| < 2^20): same accuracy, slower. */
 static const char* const prelude_trig =
     "#define PTC_TRIG_MAX 1.0e6f\n"
-    "PTC_INLINE uint64_t ptc_d2u(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }\n"
     "PTC_INLINE uint8_t ptc_trig_big(float x) { return (uint8_t)!(fabsf(x) <= PTC_TRIG_MAX); }\n"
     "PTC_INLINE float ptc_sincos_f32(float x, uint32_t quadrant) {\n"
-    "  double xd = (double)x;\n"
-    "  double t = PTC_FMA(xd, 0.63661977236758134308, 6755399441055744.0);\n"
+    "#ifdef PTC_HAVE_FMA\n"
+    "  float t = PTC_FMAF(x, 0.636619772f, 12582912.0f);\n"
+    "  float j = t - 12582912.0f;\n"
+    "  uint32_t q = ptc_f2u(t) + quadrant;\n"
+    "  float r = PTC_FMAF(-j, 0x1.921fb6p+0f, x);\n"
+    "  r = PTC_FMAF(-j, -0x1.777a5cp-25f, r);\n"
+    "  r = PTC_FMAF(-j, -0x1.ee59dap-50f, r);\n"
+    "#else\n"
+    "  double xd = (double)x, t = xd * 0.63661977236758134308 + 6755399441055744.0;\n"
     "  double j = t - 6755399441055744.0;\n"
-    "  uint32_t q = (uint32_t)ptc_d2u(t) + quadrant;\n"
-    "  float r = (float)PTC_FMA(-j, 0x1.0b4611a626331p-34, PTC_FMA(-j, 0x1.921fb544p0, xd));\n"
+    "  uint64_t tu;\n"
+    "  memcpy(&tu, &t, 8);\n"
+    "  uint32_t q = (uint32_t)tu + quadrant;\n"
+    "  float r = (float)((xd - j * 0x1.921fb544p0) - j * 0x1.0b4611a626331p-34);\n"
+    "#endif\n"
     "  float z = r * r;\n"
     "  float s = PTC_FMAF(z, PTC_FMAF(z, -0x1.9909p-13f, 0x1.110694p-7f), -0x1.555544p-3f);\n"
     "  s = PTC_FMAF(r * z, s, r);\n"
