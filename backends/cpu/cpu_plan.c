@@ -5,12 +5,20 @@
  * the plan is cpu_plan_run.c's job. */
 #include "cpu_plan_internal.h"
 
+#include <stdatomic.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 void cpu_plan_destroy(cpu_plan* plan) {
   if (!plan) return;
+  plan_ws* ws = plan->ws_cache ? atomic_exchange(&plan->ws_cache->kept, NULL) : NULL;
+  if (ws) {
+    ptc_free_ctx(plan->ctx, ws->base, ws->bytes, CPU_WS_ALIGN);
+    free(ws);
+  }
+  free(plan->ws_cache);
   for (uint32_t i = 0; plan->steps && i < plan->n_steps; i++) {
     cpu_compiled_unload(&plan->steps[i].compiled);
     free(plan->steps[i].bufs);
@@ -108,7 +116,8 @@ ptc_status cpu_plan_build(ptc_context* ctx, ir_program* p, sched_plan* s, cpu_pl
   plan->n_bufs = p->buffers.len;
   plan->n_steps = s->n_kernels;
   plan->steps = calloc(s->n_kernels + 1, sizeof *plan->steps);
-  ptc_status st = plan->steps ? compile_steps(plan) : ptc_status_oom();
+  plan->ws_cache = calloc(1, sizeof *plan->ws_cache);
+  ptc_status st = plan->steps && plan->ws_cache ? compile_steps(plan) : ptc_status_oom();
   if (st) {
     cpu_plan_destroy(plan);
     return st;

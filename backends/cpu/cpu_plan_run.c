@@ -2,19 +2,21 @@
  * layout with the run's size symbols, binds memory (caller inputs, or a
  * copy in the compiled layout when the caller's strides differ; graph
  * constants; caller outputs written in place when their layout matches;
- * one workspace allocation for all slots; temporaries otherwise), calls the
- * kernels and externs in order, checks each kernel's error word, copies the
- * outputs that were not written in place, and frees the run's memory.
+ * one workspace allocation for all slots, kept by the plan for the next
+ * run; temporaries otherwise), calls the kernels and externs in order,
+ * checks each kernel's error word, copies the outputs that were not written
+ * in place, and frees the run's memory.
  * All run state lives in a frame on the heap: concurrent runs share nothing
  * mutable. Input and constant buffers (and their aliases: views of the
  * same storage with their own layout) point into the caller's memory or
  * the constant's data. */
 #include "cpu_plan_internal.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define WS_ALIGN 64
+#define WS_ALIGN CPU_WS_ALIGN
 
 typedef struct buf_rt {
   runtime_tensor view;   /* data = storage element `offset` (set once bound) */
@@ -207,7 +209,16 @@ static ptc_status bind_workspace(run_frame* f) {
     off[k] = total;
     total += ((size_t)(bytes > 0 ? bytes : 0) + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN;
   }
-  if (!st && total) {
+  plan_ws* kept = total ? atomic_exchange(&f->plan->ws_cache->kept, NULL) : NULL;
+  if (kept && kept->bytes >= total) {
+    f->ws = kept->base;
+    f->ws_bytes = kept->bytes;
+    free(kept);
+  } else if (kept) {
+    ptc_free_ctx(f->ctx, kept->base, kept->bytes, WS_ALIGN);
+    free(kept);
+  }
+  if (!st && total && !f->ws) {
     f->ws = ptc_alloc_ctx(f->ctx, total, WS_ALIGN);
     f->ws_bytes = total;
     if (!f->ws) {
@@ -234,6 +245,27 @@ static ptc_status bind_rest(run_frame* f) {
   return PTC_OK;
 }
 
+/* Gives the run's workspace to the plan for the next run (the larger one
+ * stays when another run gave one back meanwhile). */
+static void keep_workspace(run_frame* f) {
+  plan_ws* mine = malloc(sizeof *mine);
+  if (!mine) {
+    ptc_free_ctx(f->ctx, f->ws, f->ws_bytes, WS_ALIGN);
+    return;
+  }
+  *mine = (plan_ws){f->ws, f->ws_bytes};
+  plan_ws* other = atomic_exchange(&f->plan->ws_cache->kept, mine);
+  if (!other) return;
+  if (other->bytes > mine->bytes) {
+    plan_ws* back = atomic_exchange(&f->plan->ws_cache->kept, other);
+    other = back; /* mine, or a third run's */
+  }
+  if (other) {
+    ptc_free_ctx(f->ctx, other->base, other->bytes, WS_ALIGN);
+    free(other);
+  }
+}
+
 static void frame_free(run_frame* f) {
   for (size_t i = 0; f->b && i < f->plan->n_bufs; i++)
     if (f->b[i].temp_bytes) ptc_free_ctx(f->ctx, f->b[i].base, f->b[i].temp_bytes, WS_ALIGN);
@@ -241,7 +273,7 @@ static void frame_free(run_frame* f) {
     if (f->in_bytes[i]) ptc_free_ctx(f->ctx, f->in_base[i], f->in_bytes[i], WS_ALIGN);
   free(f->in_base);
   free(f->in_bytes);
-  if (f->ws) ptc_free_ctx(f->ctx, f->ws, f->ws_bytes, WS_ALIGN);
+  if (f->ws) keep_workspace(f);
   free(f->b);
 }
 

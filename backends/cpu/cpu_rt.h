@@ -8,6 +8,9 @@
 #include "../../lib/runtime/backend.h"
 #include "cpu.h"
 
+/** Alignment of run workspaces (cpu_plan_run.c, cpu_plan.c). */
+#define CPU_WS_ALIGN 64
+
 /* ---- compiler (cpu_compile.c) ------------------------------------------------ */
 /** The flags every kernel is compiled with (one place for this fact). */
 extern const char* const cpu_cc_flags[];
