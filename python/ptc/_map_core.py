@@ -29,6 +29,26 @@ TABLE = {}
 DUPLICATES = []  # (key, kept converter, ignored converter) registered twice
 
 
+class Unavailable:
+    """A converter result (or tuple item) that ptc does not compute, e.g. the
+    save_mean output of aten.native_batch_norm in inference: fine while
+    nothing uses it; a node using it (or an output returning it) is
+    unsupported, with `why` as the reason."""
+    __slots__ = ("why",)
+
+    def __init__(self, why):
+        self.why = why
+
+    def __repr__(self):
+        return "Unavailable(%r)" % self.why
+
+
+# set by _map_aten: converter for an ATen OpOverload/OpOverloadPacket that
+# has no explicit entry (same-named torch function's converter), or None
+ATEN_FALLBACK = None
+ATEN_FORMAT = None
+
+
 class Unsupported(Exception):
     """Raised by a converter for an argument form (or module configuration)
     it cannot map to ptc; the message says why."""
@@ -134,6 +154,10 @@ def fmt_target(t):
     "torch.Tensor.view", "method .view", "module torch.nn.Linear", ..."""
     if isinstance(t, str):
         return "method ." + t
+    if ATEN_FORMAT is not None and not isinstance(t, (str, type)):
+        f = ATEN_FORMAT(t)
+        if f is not None:
+            return f
     if isinstance(t, type):
         mod = t.__module__
         if mod.startswith("torch.nn.modules"):
@@ -151,11 +175,15 @@ def fmt_target(t):
 
 def lookup(target, module=None):
     """Converter for a key, or None. For module classes, a subclass that does
-    not override forward uses its base class's converter."""
+    not override forward uses its base class's converter. ATen overloads
+    (torch.ops.aten.*) without an entry use the converter of the same-named
+    torch function (_map_aten.aten_fallback)."""
     try:
         conv = TABLE.get(target)
     except TypeError:  # unhashable target
         return None
+    if conv is None and ATEN_FALLBACK is not None and not isinstance(target, (str, type)):
+        conv = ATEN_FALLBACK(target)
     if conv is not None or not isinstance(target, type):
         return conv
     for base in target.__mro__[1:]:

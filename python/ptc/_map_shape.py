@@ -901,3 +901,26 @@ def _assert(b, condition, message=None):
     if not condition:
         raise Unsupported("assertion failed while tracing: %s" % (message,))
     return None
+
+
+@register(torch.diff, *tensor_method_keys("diff"))
+def _diff(b, input, n=1, dim=-1, prepend=None, append=None):
+    """x[1:] - x[:-1] along dim, n times (prepend/append tensors are
+    concatenated first; bool inputs use !=, as torch does)."""
+    n = int(concrete(n))
+    if n < 0:
+        raise Unsupported("diff with n < 0")
+    d = norm_dim(dim, input.ndim)
+    parts = [b.as_value(t) for t in (prepend,) if t is not None] + [input] + \
+        [b.as_value(t) for t in (append,) if t is not None]
+    x = b.op("cat", parts, {"dim": d}) if len(parts) > 1 else input
+    op = "ne" if x.dtype == torch.bool else "sub"
+    for _ in range(n):
+        length = x.shape[d]
+        if is_int(length) and not is_sym(length) and int(length) <= 1:
+            # torch: an empty result along dim
+            return b.op("slice", [x], {"dim": d, "start": 0, "end": 0})
+        hi = b.op("slice", [x], {"dim": d, "start": 1})
+        lo = b.op("slice", [x], {"dim": d, "end": -1})
+        x = b.op(op, [hi, lo])
+    return x

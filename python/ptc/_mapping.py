@@ -16,19 +16,20 @@ FX bridge and the bytecode capture).
     converter.check_module(module) -> str | None.
 
 The entries live in the family files _map_elementwise, _map_shape,
-_map_reduce, _map_nn and _map_modules, which register into the one dict
-defined in _map_core; this module imports them all and is the public face.
+_map_reduce, _map_nn, _map_modules and _map_aten (torch.ops.aten
+overloads), which register into the one dict defined in _map_core; this module imports them all and is the public face.
 """
 from . import _map_elementwise  # noqa: F401  (registers entries)
 from . import _map_shape  # noqa: F401
 from . import _map_reduce  # noqa: F401
 from . import _map_nn  # noqa: F401
 from . import _map_modules  # noqa: F401
-from ._map_core import (TABLE, Builder, MinMaxResult, Unsupported, fmt_target, is_value,
-                        lookup)
+from . import _map_aten  # noqa: F401  (ATen overloads; after the others)
+from ._map_core import (TABLE, Builder, MinMaxResult, Unavailable, Unsupported, fmt_target,
+                        is_value, lookup)
 
-__all__ = ["TABLE", "Builder", "MinMaxResult", "Unsupported", "fmt_target", "lookup",
-           "is_value", "entries_by_kind"]
+__all__ = ["TABLE", "Builder", "MinMaxResult", "Unavailable", "Unsupported", "fmt_target",
+           "lookup", "is_value", "entries_by_kind"]
 
 
 def entries_by_kind():

@@ -55,7 +55,7 @@ import torch
 import torch.fx
 
 from . import _C
-from ._mapping import MinMaxResult, Unsupported, fmt_target, is_value, lookup
+from ._mapping import MinMaxResult, Unavailable, Unsupported, fmt_target, is_value, lookup
 from ._mapping import Builder
 from ._map_shape import setitem
 
@@ -72,7 +72,7 @@ _ALIAS_NAMES = {
     "type", "type_as", "float", "double", "half", "bfloat16", "long", "int", "short", "char",
     "byte", "bool", "movedim", "moveaxis", "swapaxes", "swapdims", "as_strided", "broadcast_to",
     "dropout", "adjoint", "getitem", "getattr", "__getitem__", "view_as_real", "diagonal",
-    "squeeze_", "unsqueeze_", "identity",
+    "squeeze_", "unsqueeze_", "identity", "slice", "_unsafe_view", "alias", "split_with_sizes",
 }
 
 
@@ -133,6 +133,17 @@ def _has_poison(a):
     found = []
     _map_values(a, lambda v: found.append(v is _POISON))
     return any(found)
+
+
+def _unavailable(a):
+    """The first ptc.Unavailable inside nested args, or None."""
+    found = []
+    _map_values(a, lambda v: found.append(v) if isinstance(v, Unavailable) else None)
+    return found[0] if found else None
+
+
+def _is_getitem(node):
+    return node.op == "call_function" and node.target is operator.getitem
 
 
 def _map_values(a, fn):
@@ -331,6 +342,10 @@ class _Converter:
             if _has_poison(args) or _has_poison(kwargs):
                 env[node] = _POISON
                 continue
+            missing = _unavailable(args) or _unavailable(kwargs)
+            if missing is not None and not _is_getitem(node):
+                fail(node, missing.why)
+                continue
             try:
                 key, mod = _node_target(self.gm, node)
             except AttributeError as e:
@@ -408,6 +423,9 @@ class _Converter:
                     return why
             else:
                 name = t if isinstance(t, str) else getattr(t, "__name__", "")
+                packet = getattr(t, "overloadpacket", None)  # ATen OpOverload
+                if packet is not None:
+                    name = getattr(packet, "__name__", name)
                 if name in _ALIAS_NAMES or t in (operator.getitem, builtins.getattr):
                     return "in-place write through %s (a view or alias of another tensor)" \
                         % fmt_target(t)
@@ -432,6 +450,8 @@ class _Converter:
                 return ("slot", slot_of(v))
             if isinstance(v, MinMaxResult):
                 return ("seq", "minmax", [leaf(x) for x in v])
+            if isinstance(v, Unavailable):
+                raise UnsupportedError([("output", "output", v.why)])
             if isinstance(v, (tuple, list)):
                 return ("seq", "list" if isinstance(v, list) else "tuple", [leaf(x) for x in v])
             if isinstance(v, dict):
