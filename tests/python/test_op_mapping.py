@@ -117,8 +117,9 @@ class S:
     meaningful, module(dt) for nn.Module keys, tolerance scale."""
 
     def __init__(self, keys, make, dtypes=(F32,), nc=True, module=None, tol=1.0, cpu=True,
-                 name=None, via_clone=False, expect=NotImplemented):
+                 name=None, via_clone=False, expect=NotImplemented, pick=None):
         self.keys = [k for k in keys if k is not None]
+        self.pick = pick  # the graph returns result[pick] (ops with outputs ptc leaves out)
         self.expect = expect  # a fixed expected result instead of the eager call
         self.via_clone = via_clone
         self.make, self.dtypes, self.nc = make, tuple(dtypes), nc
@@ -142,12 +143,13 @@ def _dummy(*args, **kwargs):
     raise AssertionError("placeholder target")
 
 
-def one_node_gm(key, n_inputs, args, kwargs, module=None, via_clone=False):
+def one_node_gm(key, n_inputs, args, kwargs, module=None, via_clone=False, pick=None):
     """A GraphModule whose single node calls `key` (FX code generation cannot
     print some table keys, e.g. method descriptors, so the node is created
     with a stand-in target that is replaced afterwards; eager references are
     computed by calling the key directly). via_clone: the node gets clones of
-    the inputs (in-place ops that change a shape cannot write back to inputs)."""
+    the inputs (in-place ops that change a shape cannot write back to inputs);
+    pick: the graph returns node[pick] instead of the node."""
     g = torch.fx.Graph()
     root = nn.Module()
     phs = [g.placeholder("x%d" % i) for i in range(n_inputs)]
@@ -171,7 +173,7 @@ def one_node_gm(key, n_inputs, args, kwargs, module=None, via_clone=False):
         node = g.call_module("m", sub(tuple(args)), sub(dict(kwargs)))
     else:
         node = g.call_function(_dummy, sub(tuple(args)), sub(dict(kwargs)))
-    g.output(node)
+    g.output(node if pick is None else g.call_function(operator.getitem, (node, pick)))
     gm = torch.fx.GraphModule(root, g)
     node.target = key if not isinstance(key, type) else "m"
     return gm
@@ -265,7 +267,7 @@ def run_case(spec, key, dt, nc, backend, seed):
     g = Gen(dt, nc, seed)
     ins, args, kwargs = spec.make(g)
     module = spec.module(dt) if spec.module is not None else None
-    gm = one_node_gm(key, len(ins), args, kwargs, module, spec.via_clone)
+    gm = one_node_gm(key, len(ins), args, kwargs, module, spec.via_clone, spec.pick)
     ref_in = [t.clone() for t in ins]
     ptc_in = [t.clone() for t in ins]
     if spec.via_clone:
@@ -274,6 +276,8 @@ def run_case(spec, key, dt, nc, backend, seed):
         expected = eager(key, module, ins if spec.via_clone else ref_in, args, kwargs)
     else:
         expected = spec.expect
+    if spec.pick is not None:
+        expected = expected[spec.pick]
     cg = ptc.from_fx(gm, ptc_in, backend=backend)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # an eager fallback would warn
@@ -916,6 +920,105 @@ SPECS += [
        getattr(getattr(torch.autograd, "grad_mode", None), "_exit_inference_mode", None)],
       lambda g: ([], (None,), {}), nc=False, cpu=False, expect=None),
 ]
+# torch.diff (composition of slices and sub / != for bool)
+SPECS += [
+    S(K("diff"), un(), NUM + (BOOL,)),
+    S(K("diff", method=False, tensor=False),
+      lambda g: ([g.t(4, 3), g.t(1, 3), g.t(2, 3)], (P(0),),
+                 {"n": 2, "dim": 0, "prepend": P(1), "append": P(2)}), FL, name="diff_n2"),
+]
+
+
+def A(name, overload="default"):
+    """torch.ops.aten.<name>.<overload> (None when this torch lacks it;
+    overload None: the packet)."""
+    try:
+        packet = getattr(torch.ops.aten, name)
+        return packet if overload is None else getattr(packet, overload)
+    except (AttributeError, RuntimeError):
+        return None
+
+
+INT64_MAX = 2 ** 63 - 1
+# ATen overloads (graphs from make_fx / dynamo export): explicit table entries
+SPECS += [
+    S([A("sym_size", "int"), A("sym_size", None)], lambda g: ([g.t(3, 5)], (P(0), 1), {}),
+      cpu=False),
+    S([A("sym_numel"), A("sym_numel", None)], un(), cpu=False),
+    S([A("view"), A("_unsafe_view")], lambda g: ([g.t(3, 4)], (P(0), [2, -1]), {}), NUM,
+      nc=False),
+    S([A("_reshape_alias")], lambda g: ([g.t(3, 4)], (P(0), [2, 6], [6, 1]), {}), nc=False),
+    S([A("slice", "Tensor")], lambda g: ([g.t(4, 6)], (P(0), 1, 1, INT64_MAX, 2), {}), NUM),
+    S([A("slice", "Tensor")], lambda g: ([g.t(5, 3)], (P(0), 0, -3, -1), {}), name="slice_neg"),
+    S([A("index", "Tensor")], lambda g: ([g.t(3, 5), g.i(4, hi=4)], (P(0), [None, P(1)]), {})),
+    S([A("_to_copy")], lambda g: ([g.t(3, 4)], (P(0),), {"dtype": F64}), NUM),
+    S([A("_to_copy")], un(), name="to_copy_same"),
+    S([A("alias"), A("lift_fresh_copy"), A("lift_fresh")], un(), cpu=False),
+    S([A("_softmax"), A("_log_softmax")], lambda g: ([g.t(3, 5)], (P(0), 1, False), {}), FL),
+    S([A("native_layer_norm")],
+      lambda g: ([g.t(2, 3, 5), g.t(5), g.t(5)], (P(0), [5], P(1), P(2), 1e-5), {}), FL),
+    S([A("native_batch_norm")],
+      lambda g: ([g.t(2, 3, 4), g.t(3), g.t(3), g.t(3), g.pos(3)],
+                 (P(0), P(1), P(2), P(3), P(4), False, 0.1, 1e-5), {}), FL, pick=0),
+    S([A("_native_batch_norm_legit_no_training")],
+      lambda g: ([g.t(2, 3, 4), g.t(3), g.t(3), g.t(3), g.pos(3)],
+                 (P(0), P(1), P(2), P(3), P(4), 0.1, 1e-5), {}), FL, pick=0),
+    S([A("native_dropout")], lambda g: ([g.t(3, 4)], (P(0), 0.5, False), {}), pick=0,
+      cpu=False),
+    S([A("sum", "dim_IntList"), A("mean", "dim"), A("amax"), A("amin")],
+      lambda g: ([g.t(3, 4, 5)], (P(0), [0, 2], True), {}), FL),
+    S([A("sum", "dim_IntList"), A("mean", "dim"), A("amax"), A("amin")],
+      lambda g: ([g.t(3, 4)], (P(0), []), {}), name="reduce_all_dims"),
+    S([A("convolution")],
+      lambda g: ([g.t(2, 3, 6, 6), g.t(4, 3, 3, 3), g.t(4)],
+                 (P(0), P(1), P(2), [1, 1], [1, 1], [1, 1], False, [0, 0], 1), {}), FL),
+    S([A("convolution")],
+      lambda g: ([g.t(2, 4, 7), g.t(6, 2, 3), g.t(6)],
+                 (P(0), P(1), P(2), [2], [0], [1], False, [0], 2), {}), name="convolution_1d"),
+    S([A("max_pool2d_with_indices")], lambda g: ([g.t(2, 3, 6, 6)], (P(0), [2, 2], [2, 2]), {}),
+      pick=0),
+    S([A("_adaptive_avg_pool2d")], lambda g: ([g.t(2, 3, 4, 4)], (P(0), [1, 1]), {})),
+]
+# ATen overloads without an entry: the same-named torch function's converter
+SPECS += [
+    S([A("add", "Tensor"), A("sub", "Tensor")],
+      lambda g: ([g.t(3, 4), g.t(4)], (P(0), P(1)), {"alpha": 2}), NUM, cpu=False),
+    S([A("mul", "Tensor"), A("div", "Tensor"), A("maximum"), A("atan2")],
+      lambda g: ([g.t(3, 4), g.t(4, lo=0.5, hi=2)], (P(0), P(1)), {}), cpu=False),
+    S([A("div", "Tensor_mode")],
+      lambda g: ([g.t(3, 4, lo=-9, hi=9), g.t(4, lo=1, hi=3)], (P(0), P(1)),
+                 {"rounding_mode": "floor"}), NUM, cpu=False),
+    S([A("pow", "Tensor_Scalar"), A("mul", "Scalar"), A("add", "Scalar"), A("rsub", "Scalar")],
+      lambda g: ([g.t(3, 4, lo=0.5, hi=2)], (P(0), 3), {}), cpu=False),
+    S([A(n) for n in ("neg", "exp", "tanh", "sigmoid", "rsqrt", "relu", "gelu", "silu", "t",
+                      "clone", "erf", "sqrt", "log")],
+      un(0.5, 2.0), cpu=False),
+    S([A("gelu")], lambda g: ([g.t(3, 4)], (P(0),), {"approximate": "tanh"}),
+      name="aten_gelu_tanh", cpu=False),
+    S([A("addmm")], lambda g: ([g.t(4), g.t(3, 5), g.t(5, 4)], (P(0), P(1), P(2)),
+                               {"beta": 0.5, "alpha": 2}), FL, cpu=False),
+    S([A("mm")], lambda g: ([g.t(3, 5), g.t(5, 4)], (P(0), P(1)), {}), cpu=False),
+    S([A("bmm")], lambda g: ([g.t(2, 3, 5), g.t(2, 5, 4)], (P(0), P(1)), {}), cpu=False),
+    S([A("permute")], lambda g: ([g.t(2, 3, 4)], (P(0), [2, 0, 1]), {}), cpu=False),
+    S([A("expand")], lambda g: ([g.t(3, 1)], (P(0), [2, 3, 4]), {}), cpu=False),
+    S([A("unsqueeze"), A("squeeze", "dim")], lambda g: ([g.t(3, 1, 4)], (P(0), 1), {}),
+      cpu=False),
+    S([A("select", "int")], lambda g: ([g.t(3, 2, 4)], (P(0), 1, -1), {}), cpu=False),
+    S([A("cat")], lambda g: ([g.t(3, 4), g.t(2, 4)], ([P(0), P(1)], 0), {}), cpu=False),
+    S([A("split", "Tensor")], lambda g: ([g.t(5, 4)], (P(0), 2, 0), {}), cpu=False),
+    S([A("split_with_sizes")], lambda g: ([g.t(4, 5)], (P(0), [2, 3], 1), {}), cpu=False),
+    S([A("embedding")], lambda g: ([g.t(10, 4), g.i(2, 3, hi=9)], (P(0), P(1)), {}),
+      cpu=False),
+    S([A("where", "self")], lambda g: ([g.b(3, 4), g.t(3, 4), g.t(4)], (P(0), P(1), P(2)), {}),
+      cpu=False),
+    S([A("var_mean", "correction")], lambda g: ([g.t(3, 5)], (P(0), [1]),
+                                                {"correction": 1, "keepdim": True}), FL,
+      cpu=False),
+    S([A("full")], lambda g: ([], ([2, 3], 1.5), {"dtype": F32, "layout": torch.strided,
+                                                  "device": torch.device("cpu"),
+                                                  "pin_memory": False}), nc=False, cpu=False),
+    S([A("scalar_tensor")], lambda g: ([], (2.5,), {"dtype": F64}), nc=False, cpu=False),
+]
 SPECS = [s for s in SPECS if s is not None and s.keys]
 
 
@@ -1247,3 +1350,90 @@ def test_inplace_through_index(backend):
     out = cg(x, y)
     torch.testing.assert_close(out, _writes_through_index(x_ref, y))
     torch.testing.assert_close(x, x_ref)
+
+
+# ---- ATen graphs (make_fx) ------------------------------------------------------------------------
+
+def _make_fx(fn, *xs):
+    from torch.fx.experimental.proxy_tensor import make_fx
+    with torch.no_grad():
+        return make_fx(fn)(*xs)
+
+
+_LIN = nn.Linear(3, 5).eval()
+_LN = nn.LayerNorm(5).eval()
+_CONV = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),
+                      nn.MaxPool2d(2), nn.AdaptiveAvgPool2d(1)).eval()
+_EMB = nn.Embedding(10, 4)
+_ATEN_FNS = {
+    "linear_ln_gelu_slice": (lambda x: F.gelu(_LN(_LIN(x)))[:, 1:], lambda: [torch.randn(4, 3)]),
+    "view_softmax_sum": (lambda x: x.view(2, -1).softmax(-1) * 2 + x.sum(),
+                         lambda: [torch.randn(4, 3)]),
+    "conv_bn_relu_pool": (lambda x: _CONV(x).flatten(1), lambda: [torch.randn(2, 3, 8, 8)]),
+    "embedding_log_softmax": (lambda i: _EMB(i).mean(1).log_softmax(-1),
+                              lambda: [torch.randint(0, 10, (2, 5))]),
+    "split_cat_expand_amax": (
+        lambda x: torch.cat(x.split(2, 1), 0).transpose(0, 1).unsqueeze(0).expand(2, -1, -1)
+        .amax(), lambda: [torch.randn(4, 4)]),
+    "where_var_mean": (lambda x, m: torch.var_mean(torch.where(m, x, torch.zeros(())), 1),
+                       lambda: [torch.randn(4, 4), torch.rand(4, 4) > 0.5]),
+    "diff_index": (lambda x, i: torch.diff(x, dim=0)[:, i] / x.shape[0],
+                   lambda: [torch.randn(5, 4), torch.tensor([0, 2, 3])]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_ATEN_FNS))
+def test_make_fx_aten_graphs(name):
+    """Functions traced by make_fx (ATen overloads in the graph) match eager."""
+    fn, make = _ATEN_FNS[name]
+    xs = make()
+    gm = _make_fx(fn, *xs)
+    targets = [n.target for n in gm.graph.nodes if n.op == "call_function"]
+    assert any(M.fmt_target(t).startswith("aten.") for t in targets), targets
+    cg = ptc.from_fx(gm, xs, backend="ref")
+    with torch.no_grad():
+        torch.testing.assert_close(cg(*xs), fn(*xs), rtol=1e-4, atol=1e-5)
+
+
+def test_make_fx_aten_cpu():
+    fn, make = _ATEN_FNS["linear_ln_gelu_slice"]
+    xs = make()
+    cg = ptc.from_fx(_make_fx(fn, *xs), xs, backend="cpu")
+    with torch.no_grad():
+        torch.testing.assert_close(cg(*xs), fn(*xs), rtol=1e-4, atol=1e-5)
+
+
+def test_aten_lookup_rule():
+    """An ATen overload without an entry uses the same-named torch converter;
+    private ATen ops and ops without a torch namesake have none; entries for
+    an overload win over the rule."""
+    aten = torch.ops.aten
+    assert M.lookup(aten.add.Tensor) is M.TABLE[torch.add]
+    assert M.lookup(aten.view.default) is M.TABLE[aten.view.default]
+    assert M.lookup(aten.t.default) is M.TABLE[torch.t]
+    assert M.lookup(aten.gelu.default) is M.TABLE[F.gelu]
+    assert M.lookup(aten._fft_r2c.default) is None
+    assert M.lookup(aten.cumprod.default) is None
+    assert M.fmt_target(aten.add.Tensor) == "aten.add.Tensor"
+    static = ptc.fx.unsupported_nodes(_make_fx(lambda x: x.cumprod(0) + 1, torch.randn(3)))
+    assert [(p[1], p[2]) for p in static] == [("aten.cumprod.default",
+                                               "no ptc mapping for this target")]
+
+
+def test_aten_unavailable_output_is_reported():
+    """native_batch_norm's save_mean is not computed: unused it is fine, used it
+    makes the node that reads it unsupported (with the reason)."""
+    g = torch.fx.Graph()
+    x, w, bb, rm, rv = [g.placeholder(n) for n in ("x", "w", "b", "rm", "rv")]
+    bn = g.call_function(torch.ops.aten.native_batch_norm.default,
+                         (x, w, bb, rm, rv, False, 0.1, 1e-5))
+    out = g.call_function(operator.getitem, (bn, 0))
+    mean = g.call_function(operator.getitem, (bn, 1))
+    use = g.call_function(torch.ops.aten.add.Tensor, (mean, 1))
+    g.output((out, use))
+    gm = torch.fx.GraphModule(nn.Module(), g)
+    ins = [torch.randn(2, 3, 4), torch.randn(3), torch.randn(3), torch.randn(3), torch.rand(3)]
+    with pytest.raises(ptc.UnsupportedError) as info:
+        ptc.from_fx(gm, ins, backend="ref")
+    assert [p[0] for p in info.value.problems] == [use.name], str(info.value)
+    assert "save_mean" in str(info.value)
