@@ -93,7 +93,7 @@ def _conv(key):
     return TABLE[key]
 
 
-# ---- sizes ---------------------------------------------------------------------------------------
+# ---- sizes
 
 @register(aten("sym_size", "int"), aten("sym_size"))
 def _aten_sym_size(b, input, dim=None):
@@ -105,7 +105,7 @@ def _aten_sym_numel(b, input):
     return b.numel(input.shape)
 
 
-# ---- views and copies ------------------------------------------------------------------------
+# ---- views and copies
 
 @register(aten("_unsafe_view", "default"), aten("view", "default"))
 def _aten_view(b, input, size):
@@ -156,7 +156,7 @@ def _aten_alias(b, input):
     return input
 
 
-# ---- softmax / normalisation -------------------------------------------------------------------
+# ---- softmax / normalisation
 
 @register(aten("_softmax", "default"))
 def _aten_softmax(b, input, dim, half_to_float):
@@ -209,7 +209,7 @@ def _aten_native_dropout(b, input, p, train):
     return (input, Unavailable("the dropout mask is not computed by ptc"))
 
 
-# ---- reductions with dim=[] meaning "all dims" ----------------------------------------------------
+# ---- reductions with dim=[] meaning "all dims"
 
 def _all_if_empty(dim):
     return None if dim is not None and not is_int(dim) and len(dim) == 0 else dim
@@ -237,7 +237,7 @@ register(aten("amax", "default"))(_minmax("amax"))
 register(aten("amin", "default"))(_minmax("amin"))
 
 
-# ---- convolution / pooling / linear algebra ---------------------------------------------------
+# ---- convolution / pooling / linear algebra
 
 @register(aten("convolution", "default"))
 def _aten_convolution(b, input, weight, bias, stride, padding, dilation, transposed,
@@ -262,6 +262,16 @@ def _aten_max_pool2d_with_indices(b, input, kernel_size, stride=(), padding=0, d
 @register(aten("_adaptive_avg_pool2d", "default"))
 def _aten_adaptive_avg_pool2d(b, input, output_size):
     return _conv(F.adaptive_avg_pool2d)(b, input, output_size)
+
+
+
+@register(aten("_scaled_dot_product_flash_attention_for_cpu", "default"))
+def _aten_sdpa_flash_cpu(b, query, key, value, dropout_p=0.0, is_causal=False, *,
+                         attn_mask=None, scale=None):
+    """(out, logsumexp); the logsumexp is not computed."""
+    out = _conv(F.scaled_dot_product_attention)(b, query, key, value, attn_mask, dropout_p,
+                                                is_causal, scale=scale)
+    return (out, Unavailable("scaled_dot_product_attention logsumexp is not computed by ptc"))
 
 
 _map_core.ATEN_FALLBACK = aten_fallback

@@ -978,6 +978,9 @@ SPECS += [
     S([A("max_pool2d_with_indices")], lambda g: ([g.t(2, 3, 6, 6)], (P(0), [2, 2], [2, 2]), {}),
       pick=0),
     S([A("_adaptive_avg_pool2d")], lambda g: ([g.t(2, 3, 4, 4)], (P(0), [1, 1]), {})),
+    S([A("_scaled_dot_product_flash_attention_for_cpu")],
+      lambda g: ([g.t(2, 3, 4, 8), g.t(2, 3, 5, 8), g.t(2, 3, 5, 8)], (P(0), P(1), P(2)),
+                 {"is_causal": False}), pick=0, tol=10),
 ]
 # ATen overloads without an entry: the same-named torch function's converter
 SPECS += [
@@ -1352,7 +1355,7 @@ def test_inplace_through_index(backend):
     torch.testing.assert_close(x, x_ref)
 
 
-# ---- ATen graphs (make_fx) ------------------------------------------------------------------------
+# ---- ATen graphs (make_fx) -------------------------------------------------------------------
 
 def _make_fx(fn, *xs):
     from torch.fx.experimental.proxy_tensor import make_fx
