@@ -596,10 +596,11 @@ int main(int argc, char** argv) {
   bool llc_known = llc > 0;
   if (!llc_known) llc = 32L << 20; /* assume a desktop part */
   int64_t llc_elems = (int64_t)(2 * (double)llc / sizeof(float));
-  /* the copy moves a buffer as large as the memory-bound workloads' main tensor */
+  /* the copy moves a buffer as large as the memory-bound workloads' main
+   * tensor, at least 256 MiB */
   workload ref_w = {W_SOFTMAX, "", (int64_t)2048 * COLS, false};
   size_t copy_n = (size_t)main_elems(&ref_w, &o, llc_elems) * sizeof(float);
-  if (copy_n < ((size_t)1 << 20)) copy_n = (size_t)1 << 20;
+  if (copy_n < ((size_t)256 << 20)) copy_n = (size_t)256 << 20; /* the table used 256 MiB */
   int copy_runs = o.runs < 5 ? 5 : o.runs;
   double copy1 = copy_bandwidth(copy_n, copy_runs, 1);
   double copyn = cores > 1 ? copy_bandwidth(copy_n, copy_runs, (int)cores) : copy1;
