@@ -197,7 +197,7 @@ static void load_value(cug* g, ptc_strbuf* sb, const ir_op* op) {
   ptc_sb_init(&raw);
   if (g->in_reg[op->buf]) {
     ptc_sb_printf(&raw, "v_%s", name);
-  } else if (g->vec_mode && g->vec_buf[op->buf]) {
+  } else if (g->vec_mode && g->vec_buf[op->buf] && op->index == g->flat) {
     char arr[40];
     snprintf(arr, sizeof arr, "vin_%s", name);
     cu_load(&raw, b->dtype, arr, "e");
@@ -347,7 +347,7 @@ static void emit_store(cug* g, ptc_strbuf* sb, const ir_op* op) {
   const char* guard = store_guard(g);
   if (g->inplace_hazard && reduction_layout(g) && !g->in_loop) cug_line(g, sb, "__syncthreads();");
   if (guard) ptc_sb_printf(&line, "if (%s) ", guard);
-  if (g->vec_mode && g->vec_buf[op->buf]) {
+  if (g->vec_mode && g->vec_buf[op->buf] && op->index == g->flat) {
     ptc_sb_printf(&line, "vout_%s[e] = ", name);
   } else {
     ptc_sb_printf(&line, "%s[", name);

@@ -75,6 +75,7 @@ typedef struct cug {
   uint32_t vec_width;       /* elements per vector access; 0 = not vectorised */
   bool* vec_buf;            /* buffer id -> accessed at the flat index (vin_/vout_ arrays) */
   bool vec_mode;            /* emitting the body of the vector path */
+  const sym_expr* flat;     /* the flat index of the outer loops (vectorised kernels) */
 } cug;
 
 /* ---- helpers (cuda_cg_kernel.c) -------------------------------------------- */

@@ -180,7 +180,8 @@ static void choose_layout(cug* g, cuda_kernel_src* out) {
  * and which reads no buffer it writes is vectorised: each thread takes
  * chunks of V consecutive points, loads every buffer read at `lin` with one
  * 16-byte access (V = 16 / the widest such element), runs the body per
- * point from those registers (other loads, e.g. broadcasts, stay scalar)
+ * point from those registers (loads at any other index - broadcasts, or
+ * the same buffer at an offset as in split - stay scalar)
  * and stores each output chunk with one access. Chunks that are not fully
  * in range, or buffers not aligned to the access, take the scalar path. */
 
@@ -201,6 +202,7 @@ static void vec_plan(cug* g) {
   if (g->layout != CUDA_LAYOUT_POINTWISE || g->k->n_ranges == 0) return;
   const sym_expr* flat = flat_index(g);
   if (!flat) return;
+  g->flat = flat;
   size_t max_es = 0;
   bool ok = true;
   memset(g->vec_buf, 0, g->n_buffers * sizeof *g->vec_buf);

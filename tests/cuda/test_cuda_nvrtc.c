@@ -8,7 +8,8 @@
  * the culprit, whose kernels and NVRTC log are printed.
  *
  * Usage: test_cuda_nvrtc [--seeds N] [--first N] [--batch N] [CASES.json...]
- * Environment: PTC_RANDGRAPH_COUNT / PTC_RANDGRAPH_FIRST override the seed
+ * Environment: PTC_CUDA_SAVE_TU=FILE appends every batch's source to FILE;
+ * PTC_RANDGRAPH_COUNT / PTC_RANDGRAPH_FIRST override the seed
  * range (default 300 seeds from 1); PTC_CUDA_ARCHS="80,90" the targets.
  * Exit status: 0 all compiled, 1 a failure, 77 (skip) when NVRTC cannot be
  * opened (the reason is printed).
@@ -22,7 +23,7 @@
 #include <string.h>
 #include <time.h>
 
-enum { DEFAULT_SEEDS = 300, DEFAULT_BATCH = 40, MAX_ARCHS = 8, MAX_PRINTED = 6 };
+enum { DEFAULT_SEEDS = 300, DEFAULT_BATCH = 150, MAX_ARCHS = 8, MAX_PRINTED = 6 };
 
 typedef struct item {
   ptc_graph* g;        /* borrowed */
@@ -97,7 +98,7 @@ static void flush(tester* t) {
   }
   const char* save = getenv("PTC_CUDA_SAVE_TU");
   if (save && *save && tu.data) {
-    FILE* f = fopen(save, "w");
+    FILE* f = fopen(save, "a"); /* every batch, appended */
     if (f) {
       fputs(tu.data, f);
       fclose(f);
