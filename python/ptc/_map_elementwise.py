@@ -556,7 +556,7 @@ register(operator.or_, torch.Tensor.__or__)(_py_or(operator.or_, _bin("bitwise_o
 register(operator.xor, torch.Tensor.__xor__)(_py_or(operator.xor, _bin("bitwise_xor")))
 for _pyop, _op in ((operator.eq, "eq"), (operator.ne, "ne"), (operator.lt, "lt"),
                    (operator.le, "le"), (operator.gt, "gt"), (operator.ge, "ge")):
-    register(_pyop, getattr(torch.Tensor, "__%s__" % _op))(_py_or(_pyop, _bin(_op)))
+    register(_pyop, getattr(torch.Tensor, "__%s__" % _op), "__%s__" % _op)(_py_or(_pyop, _bin(_op)))
 
 
 @register(torch.Tensor.__rsub__)

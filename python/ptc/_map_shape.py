@@ -96,6 +96,17 @@ def _len(b, obj):
     return len(obj)
 
 
+@register(torch.Size)
+def _size_ctor(b, sizes=()):
+    """torch.Size(list of sizes) in a traced graph: the sizes as a tuple
+    (ints or SymInts; torch.Size itself only holds ints)."""
+    vals = list(sizes)
+    for v in vals:
+        if not (is_int(v) or is_sym(v)):
+            raise Unsupported("torch.Size of %s" % type(v).__name__)
+    return torch.Size(vals) if all(isinstance(v, int) for v in vals) else tuple(vals)
+
+
 def transpose(b, x, d0, d1):
     return b.op("transpose", [x], {"dim0": int(concrete(d0)), "dim1": int(concrete(d1))})
 
