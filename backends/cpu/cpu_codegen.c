@@ -477,6 +477,90 @@ static void emit_stream_out(cg* g, uint32_t m, const char* at, const char* count
   }
 }
 
+/* ---- row prefetch --------------------------------------------------------------------------------
+ * A reduction kernel that makes several passes over each row (softmax: max,
+ * exp and sum, scale; layer norm; var_mean) streams memory only in its
+ * first pass; the later ones compute on the row in L1. When the inputs are
+ * larger than the last-level cache, the start of the second pass asks for
+ * the next row of every contiguous input (one prefetch per 64-byte line),
+ * so that its first pass finds it in cache and the memory keeps streaming
+ * while the core computes (measured on the 16-core Xeon: softmax over
+ * 65536x4096 31.6 -> 25.8 ms). "Next" is the next value of the innermost
+ * outer var, which is what a thread's next iteration is (static schedule);
+ * past a dim's end the prefetch is of some other row, which is harmless
+ * (prefetches never fault; the address is computed as an integer). */
+static ptc_status choose_prefetch(cg* g) {
+  const sched_kernel* k = g->k;
+  if (!has_reduction(g) || g->mode == CG_MODE_SPLIT || g->tiled || g->colsplit || g->row <= 0 ||
+      k->n_ranges == 0 || k->n_rranges == 0)
+    return PTC_OK;
+  int64_t stride[PTC_MAX_RANK], row = 1, v;
+  for (uint32_t d = k->n_rranges; d-- > 0;) {
+    if (!sym_is_const(k->rranges[d], &v) || v <= 0) return PTC_OK;
+    stride[d] = row;
+    row = sat_mul(row, v);
+  }
+  const sym_expr* xl = g->p->xvars[k->n_ranges - 1];
+  ptc_strbuf seen;
+  ptc_sb_init(&seen);
+  int64_t bytes = 0;
+  ptc_strbuf idx;
+  ptc_sb_init(&idx);
+  for (uint32_t m = 0; m < k->n_nodes; m++) {
+    if (g->members[m].kind == CG_MEM_OUTER) continue;
+    cg_member_begin(g, m);
+    const ir_body* body = &g->members[m].node->body;
+    for (uint32_t i = 0; i < body->n; i++) {
+      const ir_op* op = &body->ops[i];
+      int64_t c;
+      if (!g->members[m].live[i] || op->opcode != IR_LOAD || !cg_member_op_in_loop(g, m, i) ||
+          g->s->buf_home[op->buf] == SCHED_HOME_LOCAL || (g->scratch && g->scratch[op->buf]) ||
+          (g->streamed && g->streamed[op->buf]) || !row_affine(g, m, op->index, stride) ||
+          !cg_coef(op->index, xl, &c) || c < row)
+        continue;
+      char name[40], key[64];
+      cg_buf_name(g, op->buf, name, sizeof name);
+      snprintf(key, sizeof key, "|%s|", name);
+      if (seen.data && strstr(seen.data, key)) continue; /* one row per buffer */
+      ptc_sb_append(&seen, key);
+      idx.len = 0;
+      cg_index(g, &idx, op->index);
+      int64_t es = (int64_t)ptc_dtype_size(ir_buf(g->p, op->buf)->dtype), n = 1;
+      const ir_buffer* b = ir_buf(g->p, op->buf);
+      for (uint32_t d = 0; d < b->rank; d++) n = sat_mul(n, cg_hint(g, b->shape[d]));
+      bytes = sat_mul(n, es) > INT64_MAX - bytes ? INT64_MAX : bytes + sat_mul(n, es);
+      ptc_sb_printf(&g->prefetch, "{ /* the next row of %s */\n", name);
+      ptc_sb_append(&g->prefetch, "  const int64_t");
+      for (uint32_t d = 0; d < k->n_rranges; d++)
+        ptc_sb_printf(&g->prefetch, "%s r%u = 0", d ? "," : "", d);
+      ptc_sb_append(&g->prefetch, ";");
+      for (uint32_t d = 0; d < k->n_rranges; d++) ptc_sb_printf(&g->prefetch, " (void)r%u;", d);
+      ptc_sb_printf(&g->prefetch, "\n  const uintptr_t pf = (uintptr_t)&%s[%s] + (uintptr_t)%lld;\n",
+                    name, idx.data ? idx.data : "0", (long long)sat_mul(c, es));
+      ptc_sb_printf(&g->prefetch,
+                    "  for (int64_t q = 0; q < %lld; q += 64)\n"
+                    "    __builtin_prefetch((const void*)(pf + (uintptr_t)q), 0, 3);\n}\n",
+                    (long long)sat_mul(row, es));
+    }
+  }
+  ptc_sb_free(&seen);
+  ptc_sb_free(&idx);
+  if (bytes < stream_threshold()) ptc_sb_free(&g->prefetch);
+  return g->prefetch.oom ? ptc_status_oom() : PTC_OK;
+}
+
+/* The prefetch statements, indented. */
+static void emit_prefetch(cg* g) {
+  if (!g->prefetch.data || !g->prefetch.len) return;
+  const char* q = g->prefetch.data;
+  while (*q) {
+    const char* e = strchr(q, '\n');
+    size_t n = e ? (size_t)(e - q) : strlen(q);
+    cg_line(g, &g->body, "%.*s", (int)n, q);
+    q += n + (e ? 1 : 0);
+  }
+}
+
 /* " if(<work> >= PTC_PAR_MIN_WORK)" for run-time decisions, else "". */
 static void if_clause(cg* g, ptc_strbuf* sb, const char* modifier) {
   if (g->par != CG_PAR_IF) return;
@@ -623,6 +707,7 @@ static void member_comment(cg* g, uint32_t m) {
 static void flush_group(cg* g, group* gr) {
   if (!gr->n) return;
   bool split = g->mode == CG_MODE_SPLIT && g->k->n_rranges > 0;
+  if (g->groups_done++ == 1) emit_prefetch(g);
   for (uint32_t j = 0; j < gr->n; j++) member_comment(g, gr->m[j]);
   for (uint32_t j = 0; j < gr->n; j++) {
     cg_member_begin(g, gr->m[j]);
@@ -667,6 +752,7 @@ static bool group_feeds(const cg* g, const group* gr, uint32_t m) {
 static ptc_status emit_outer_body(cg* g) {
   group gr = {0, calloc(g->k->n_nodes ? g->k->n_nodes : 1, sizeof(uint32_t))};
   if (!gr.m) return ptc_status_oom();
+  g->groups_done = 0;
   emit_scratch_decls(g);
   if (g->streamed && !g->stream_blocks) {
     emit_stream_decls(g, g->row);
@@ -1119,6 +1205,7 @@ static ptc_status gen_init(cg* g, const ir_program* p, const sched_plan* s, uint
   ptc_sb_init(&g->body);
   ptc_sb_init(&g->checks);
   ptc_sb_init(&g->row_index);
+  ptc_sb_init(&g->prefetch);
   g->n_buffers = p->buffers.len;
   size_t nb = g->n_buffers ? g->n_buffers : 1;
   g->stored = calloc(nb, sizeof *g->stored);
@@ -1135,6 +1222,7 @@ static void gen_free(cg* g) {
   free(g->vars);
   free(g->scratch);
   free(g->streamed);
+  ptc_sb_free(&g->prefetch);
   ptc_sb_free(&g->row_index);
   ptc_sb_free(&g->body);
   ptc_sb_free(&g->checks);
@@ -1170,6 +1258,7 @@ ptc_status cpu_codegen_kernel(const ir_program* p, const sched_plan* s, uint32_t
     choose_schedule(&g);
     st = choose_scratch(&g);
     if (!st) st = choose_stream(&g);
+    if (!st) st = choose_prefetch(&g);
   }
   if (!st) st = collect_buffers(&g, out);
   if (!st) {

@@ -146,6 +146,10 @@ typedef struct cg {
   bool* streamed;
   const char* stream_index;
   bool stream_blocks;       /* pointwise: the innermost loop is blocked for it */
+  /* row prefetch (cpu_codegen.c): before the second pass over a row, the
+   * next row of every large contiguous input is prefetched */
+  ptc_strbuf prefetch;      /* the statements, emitted at that point */
+  uint32_t groups_done;     /* groups flushed for the current outer point */
   bool trig_exact;          /* emitting the libm recomputation of a block */
 } cg;
 
