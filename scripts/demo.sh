@@ -3,7 +3,8 @@
 # (meson + ninja, in build/) and runs the demo: the MLP and transformer-block
 # examples on the reference backend, the transformer block again on the
 # compiled cpu backend, `ptc info`, and `ptc check` comparing the two
-# backends on the graph the transformer example saved as JSON.
+# backends on the graph the transformer example saved as JSON; then, when the
+# Python binding was built, examples/python/fx_demo.py (torch.fx -> ptc).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -28,5 +29,10 @@ build/ptc info
 echo
 echo "==== ptc check build/transformer.json --backend cpu --against ref ===="
 build/ptc check build/transformer.json --backend cpu --against ref --seed 1
+if [ -d build/python/ptc ] && /usr/bin/python3 -c "import torch" 2>/dev/null; then
+  echo
+  echo "==== examples/python/fx_demo.py (torch.fx model through ptc.from_fx) ===="
+  PYTHONPATH=build/python /usr/bin/python3 examples/python/fx_demo.py
+fi
 echo
 echo "demo: ok (next: bash scripts/test.sh runs every test)"
