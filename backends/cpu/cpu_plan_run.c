@@ -202,13 +202,7 @@ static ptc_status bind_workspace(run_frame* f) {
   size_t* off = calloc(s->n_slots + 1, sizeof *off);
   if (!off) return ptc_status_oom();
   size_t total = 0;
-  ptc_status st = PTC_OK;
-  for (uint32_t k = 0; k < s->n_slots && !st; k++) {
-    int64_t bytes = 0;
-    st = sym_eval(s->slots[k].bytes, f->syms, f->n_syms, &bytes);
-    off[k] = total;
-    total += ((size_t)(bytes > 0 ? bytes : 0) + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN;
-  }
+  ptc_status st = sched_slot_offsets(s, f->syms, f->n_syms, WS_ALIGN, off, &total);
   plan_ws* kept = total ? atomic_exchange(&f->plan->ws_cache->kept, NULL) : NULL;
   if (kept && kept->bytes >= total) {
     f->ws = kept->base;

@@ -167,13 +167,7 @@ static ptc_status bind_workspace(run_frame* f) {
   size_t* off = calloc(s->n_slots + 1, sizeof *off);
   if (!off) return ptc_status_oom();
   size_t total = 0;
-  ptc_status st = PTC_OK;
-  for (uint32_t k = 0; k < s->n_slots && !st; k++) {
-    int64_t bytes = 0;
-    st = sym_eval(s->slots[k].bytes, f->syms, f->n_syms, &bytes);
-    off[k] = total;
-    total += ((size_t)(bytes > 0 ? bytes : 0) + 255) / 256 * 256;
-  }
+  ptc_status st = sched_slot_offsets(s, f->syms, f->n_syms, 256, off, &total);
   if (!st && total) st = cuda_alloc(total, f->stream, &f->ws);
   for (size_t i = 0; !st && i < f->plan->n_bufs; i++)
     if (s->buf_home[i] == SCHED_HOME_SLOT)

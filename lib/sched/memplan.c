@@ -271,3 +271,16 @@ ptc_status sched_plan_memory(sched_ctx* c, sched_plan* s) {
   free(m.die_buf);
   return st;
 }
+
+ptc_status sched_slot_offsets(const sched_plan* s, const int64_t* syms, size_t n_syms,
+                              size_t align, size_t* off, size_t* total) {
+  size_t sum = 0;
+  for (uint32_t k = 0; k < s->n_slots; k++) {
+    int64_t bytes = 0;
+    PTC_TRY(sym_eval(s->slots[k].bytes, syms, n_syms, &bytes));
+    off[k] = sum;
+    sum += ((size_t)(bytes > 0 ? bytes : 0) + align - 1) / align * align;
+  }
+  *total = sum;
+  return PTC_OK;
+}

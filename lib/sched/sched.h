@@ -79,6 +79,12 @@ void sched_options_init(sched_options* o);
 
 ptc_status sched_run(const ir_program* p, const sched_options* o, sched_plan** out);
 void sched_plan_destroy(sched_plan* s);
+/** Workspace layout of one run: evaluates every slot's size with the run's
+ * symbol values and gives slot k the byte offset off[k] (n_slots entries,
+ * caller-allocated), each slot rounded up to a multiple of `align`; *total is
+ * the workspace size. Errors: those of sym_eval. */
+ptc_status sched_slot_offsets(const sched_plan* s, const int64_t* syms, size_t n_syms,
+                              size_t align, size_t* off, size_t* total);
 /** Readable dump: kernels with member nodes, buffer homes and slots. */
 void sched_plan_dump(const ir_program* p, const sched_plan* s, ptc_strbuf* sb);
 
