@@ -233,7 +233,7 @@ static ptc_status eval_product(const run_frame* f, const sym_expr* const* r, uin
 static ptc_status run_kernel(run_frame* f, const cuda_step* st) {
   const cuda_plan* plan = f->plan;
   const sched_kernel* k = &plan->s->kernels[st->sched_kernel];
-  int64_t xn, rn;
+  int64_t xn = 0, rn = 0;
   PTC_TRY(eval_product(f, k->ranges, k->n_ranges, &xn));
   PTC_TRY(eval_product(f, k->rranges, k->n_rranges, &rn));
   if (xn == 0) return PTC_OK;

@@ -327,14 +327,14 @@ static ptc_status extreme(const lane* L, bool want_max, int64_t* best) {
 }
 
 static ptc_status value_of_extreme(lane* L, bool want_max) {
-  int64_t b;
+  int64_t b = 0;
   PTC_TRY(extreme(L, want_max, &b));
   L->y[0][0] = L->x[b];
   return PTC_OK;
 }
 
 static ptc_status index_of_extreme(lane* L, bool want_max) {
-  int64_t b;
+  int64_t b = 0;
   PTC_TRY(extreme(L, want_max, &b));
   L->y[0][0].i = b;
   return PTC_OK;
