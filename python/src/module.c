@@ -2,6 +2,7 @@
  * process-wide ptc_context, _C.Error and status conversion, version(),
  * backends(), ops(), and the vectorcall argument parser used by the types. */
 #include "ptcpy.h"
+#include "dyn.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -208,7 +209,7 @@ PyMODINIT_FUNC PyInit__C(void) {
   PyObject* m = PyModule_Create(&module_def);
   if (!m) return NULL;
   if (ptcpy_tensor_init() < 0 || add_error(m) < 0 || ptcpy_graph_types_init(m) < 0 || ptcpy_exec_type_init(m) < 0 ||
-      ptcpy_compiled_type_init(m) < 0) {
+      ptcpy_compiled_type_init(m) < 0 || ptcpy_dyn_init(m) < 0) {
     Py_DECREF(m);
     return NULL;
   }

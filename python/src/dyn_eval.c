@@ -1,0 +1,2 @@
+/* dyn_eval.c - (being written: see dyn.h for its role) */
+#include "dyn.h"

@@ -1,0 +1,2 @@
+/* dyn_hook.c - (being written: see dyn.h for its role) */
+#include "dyn.h"
