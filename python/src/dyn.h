@@ -385,8 +385,14 @@ typedef struct dyn_entry {
  * generator, ...; *why says why, static or tx-held string) - no exception
  * in that case; NULL with *skip = 0 and an exception on an internal error
  * (the hook then runs the frame plainly and warns once). */
-dyn_entry* dyn_convert_frame(const dyn_frame_view* v, PyObject* config, int* skip,
-                             const char** why);
+dyn_entry* dyn_convert_frame(const dyn_frame_view* v, PyObject* config, PyObject* dynamic,
+                             int* skip, const char** why);
+/* `config`: the thread's capture config (attributes backend, mode, dynamic,
+ * fullgraph, cache_size_limit, graphs_log). `dynamic`: dict {source repr
+ * (str, as dyn_source_repr) -> frozenset of dims} of tensor dims to trace as
+ * dynamic (automatic dynamic, computed by the hook from the sizes that made
+ * earlier entries' guards fail), or NULL. With config.dynamic True every dim
+ * >= 2 is dynamic; with False none. */
 void dyn_entry_free(dyn_entry* e);
 
 /* ======================================================================
