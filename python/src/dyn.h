@@ -291,6 +291,9 @@ struct dyn_tx {
   int grad_enabled;           /* current grad mode during the trace */
   int depth;                  /* inlining depth */
   PyObject* dynamic;          /* dict source repr -> set of dynamic dims for tensor inputs */
+  PyObject* inputs;           /* list of DynSource: the graph inputs in og.add_input order
+                                 (dyn_wrap appends; dyn_output.c uses it as the runner's inputs) */
+  PyObject* config;           /* the capture config (borrowed from dyn_convert_frame) */
   /* statistics for explain */
   int n_inlined;
 };
@@ -394,6 +397,12 @@ dyn_entry* dyn_convert_frame(const dyn_frame_view* v, PyObject* config, PyObject
  * earlier entries' guards fail), or NULL. With config.dynamic True every dim
  * >= 2 is dynamic; with False none. */
 void dyn_entry_free(dyn_entry* e);
+/** The exception class raised for a graph break under fullgraph=True
+ * (ptc.dynamo.Unsupported, a RuntimeError subclass; borrowed, created on
+ * first use, NULL + exception on failure). dyn_convert_frame returns NULL
+ * with *skip = 0 and this exception set: the hook must let it propagate to
+ * the caller (not run the frame plainly). dyn_module.c may export it. */
+PyObject* dyn_unsupported_error(void);
 
 /* ======================================================================
  * Glue between the files (declared here, owned as noted)
