@@ -558,6 +558,7 @@ class CompiledGraph:
         self._fast = None
         self._nargs = len(kinds)
         self.compiled = None
+        self._extra_dyn = frozenset()  # from_fx(dynamic_dims=): dynamic in every build
 
     @property
     def graph(self):
@@ -599,6 +600,7 @@ class CompiledGraph:
         conv = self._conv
 
         def build(tensors, dynamic_dims):
+            dynamic_dims = frozenset(dynamic_dims) | self._extra_dyn
             trial = self._trial
             if trial is not None and trial[0] is sp and trial[1] == _sig(tensors, dynamic_dims):
                 self._trial = None
@@ -711,7 +713,7 @@ def _initial_dynamic(tensors, dynamic):
 
 
 def from_fx(gm, example_inputs, backend="cpu", mode=None, dynamic=None, debug_dir=None,
-            max_recompiles=8):
+            max_recompiles=8, dynamic_dims=None):
     """Compiles a torch.fx.GraphModule with libptc.
 
     gm: the GraphModule (parameters/buffers it holds become borrowed
@@ -721,7 +723,9 @@ def from_fx(gm, example_inputs, backend="cpu", mode=None, dynamic=None, debug_di
     dimensions of tensor inputs). backend, mode, debug_dir: passed to
     _C.compile; dynamic: None (automatic dynamic after a size-caused
     recompile), True (every dim >= 2 dynamic from the start) or False;
-    max_recompiles: the CompiledFunction's cap before eager fallback.
+    max_recompiles: the CompiledFunction's cap before eager fallback;
+    dynamic_dims: a set of (tensor input index, dim) traced as dynamic from
+    the first compile on (dims of size >= 2; the bytecode capture's).
 
     Returns a CompiledGraph. Raises UnsupportedError listing every node that
     cannot be converted (see the module comment). Compiling itself happens
@@ -732,13 +736,15 @@ def from_fx(gm, example_inputs, backend="cpu", mode=None, dynamic=None, debug_di
     kinds, values, sources, problems = conv.classify(example_inputs)
     tensors = [v for v, k in zip(values, kinds) if k == "tensor"]
     consts = {i: v for i, (v, k) in enumerate(zip(values, kinds)) if k == "const"}
-    dims = _initial_dynamic(tensors, dynamic)
+    extra = frozenset(dynamic_dims or ())
+    dims = _initial_dynamic(tensors, dynamic) | extra
     g, template, walk_problems = conv.build(kinds, consts, sources, tensors, dims, collect=True)
     problems += walk_problems
     if problems:
         raise UnsupportedError(problems)
     cg = CompiledGraph(gm, conv, kinds, sources, backend, mode, dynamic, debug_dir,
                        max_recompiles)
+    cg._extra_dyn = extra
     args = list(values)
     sp = cg._spec(cg._key(args), args)
     # The output template is known from the trial build: the eager fallback

@@ -1,0 +1,553 @@
+"""_dyn_graph.py - the OutputGraph of the bytecode capture (issue 6): the
+adapter between the symbolic evaluator (python/src/dyn_*.c) and issue 4's
+mapping table and FX bridge.
+
+While a frame is traced, every tensor operation is recorded twice at once:
+- as a node of a torch.fx.Graph (placeholders for graph inputs, get_attr on
+  a root nn.Module for parameters/buffers/global tensors, call_function /
+  call_method / call_module), which is what gets compiled at the end
+  (ptc.from_fx, or the GraphModule itself for backend "eager");
+- through the issue-4 converters on a ptc Builder (a trace-time _C.Graph),
+  which gives each value its metadata (shape, dtype) and tells at once when
+  an op cannot be mapped (Unsupported with the converter's reason; the FX
+  node is then not added).
+
+Dynamic dims of inputs are symbols of the trace graph ("s<input>_<dim>");
+sizes derived from them are SymProxy objects (FX nodes: x.size(d),
+operator.add/mul/..., so they can be op arguments and graph outputs).
+Every decision taken on a symbolic size (a comparison, int(), a converter
+specialising) is a guard of the trace graph; shape_guard() compiles them
+into one Python callable over the input tensors.
+
+Limits: inputs that require grad are traced like the others (the compiled
+function falls back to eager when grad mode is on and an input requires
+grad); parameters that require grad are constants (no gradient flows to
+them through ptc: as ptc.from_fx). In-place writes to parameters/buffers or
+through views are refused (Unsupported).
+"""
+import builtins
+import operator
+
+import torch
+import torch.fx
+
+from . import _C
+from ._mapping import Builder, MinMaxResult, Unavailable, Unsupported, fmt_target, lookup
+
+__all__ = ["OutputGraph", "Proxy", "SymProxy"]
+
+# errors a converter may raise for an argument form it cannot map
+_CONV_ERRORS = (Unsupported, TypeError, ValueError, IndexError, _C.Error, NotImplementedError,
+                RuntimeError, AttributeError, KeyError, ZeroDivisionError, OverflowError)
+
+# call targets whose result may alias their input (in-place writes through
+# them are refused, as in ptc.from_fx)
+_ALIAS_NAMES = {
+    "view", "view_as", "reshape", "reshape_as", "flatten", "unflatten", "transpose",
+    "transpose_", "permute", "t", "narrow", "select", "expand", "expand_as", "squeeze",
+    "unsqueeze", "split", "split_with_sizes", "chunk", "unbind", "contiguous", "detach", "to",
+    "type", "type_as", "float", "double", "half", "bfloat16", "long", "int", "short", "char",
+    "byte", "bool", "movedim", "moveaxis", "swapaxes", "swapdims", "as_strided", "broadcast_to",
+    "dropout", "adjoint", "getitem", "getattr", "__getitem__", "view_as_real", "diagonal",
+    "squeeze_", "unsqueeze_", "identity", "slice", "_unsafe_view", "alias", "T", "mT",
+}
+
+_SYM_OPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "//": operator.floordiv,
+            "%": operator.mod}
+_CMP_OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+            "==": operator.eq, "!=": operator.ne}
+
+
+class Proxy:
+    """A tensor of the graph. node: its torch.fx.Node; value: the ptc Value
+    (shape/dtype) or a ptc.Unavailable; input_index: graph input number or
+    -1; param: the real tensor for add_param proxies (else None);
+    requires_grad, device: metadata."""
+    __slots__ = ("node", "value", "input_index", "param", "requires_grad", "device",
+                 "__weakref__")
+
+    def __init__(self, node, value, device, requires_grad=False, input_index=-1, param=None):
+        self.node = node
+        self.value = value
+        self.device = device
+        self.requires_grad = requires_grad
+        self.input_index = input_index
+        self.param = param
+
+    def __repr__(self):
+        v = self.value
+        if isinstance(v, Unavailable):
+            return "Proxy(%s, unavailable)" % self.node.name
+        return "Proxy(%s, %s%s)" % (self.node.name, str(v.dtype).replace("torch.", ""),
+                                    list(v.shape))
+
+
+class SymProxy:
+    """A dynamic size: node (FX node computing it), sym (_C.SymInt of the
+    trace graph), expr (its expression over the input symbols
+    s<input>_<dim>, Python syntax)."""
+    __slots__ = ("node", "sym", "__weakref__")
+
+    def __init__(self, node, sym):
+        self.node = node
+        self.sym = sym
+
+    @property
+    def expr(self):
+        return str(self.sym)
+
+    @property
+    def hint(self):
+        return self.sym.hint
+
+    def __repr__(self):
+        return "SymProxy(%s, hint=%d)" % (self.sym, self.sym.hint)
+
+
+def _ceildiv(a, b):
+    return -(-a // b)
+
+
+def _modidx(x, d, k):
+    return (x // d) % k
+
+
+class OutputGraph:
+    """See the module comment and the brief's API block."""
+
+    def __init__(self, backend="cpu", mode=None, device=None):
+        self.backend = backend
+        self.mode = mode
+        self.graph = torch.fx.Graph()
+        self.root = torch.nn.Module()
+        self._tg = _C.Graph()
+        self._b = Builder(self._tg, device)
+        self._device_set = device is not None
+        self.inputs = []          # the input tensors, in add_input order
+        self.input_names = []
+        self.dynamic = set()      # (input index, dim) traced as symbols
+        self._placeholders = []
+        self._params = {}         # id(tensor) -> (tensor, Proxy)
+        self._modules = {}        # id(module) -> (module, name)
+        self._attr_names = set()
+        self._aux = set()         # FX nodes we may drop when unused (sizes, getitem)
+        self._symbols = {}        # symbol name -> (input index, dim)
+        self.n_ops = 0
+        self.grad_enabled = torch.is_grad_enabled()
+        self._compiled = False
+
+    # ---- inputs ---------------------------------------------------------------------
+    def _set_device(self, t):
+        if not self._device_set:
+            self._b.device = t.device
+            self._device_set = True
+        elif t.device != self._b.device and t.dim() != 0:
+            raise Unsupported("tensors on several devices in one graph (%s and %s)"
+                              % (self._b.device, t.device))
+
+    def _insert_point(self):
+        if self._placeholders:
+            return self.graph.inserting_after(self._placeholders[-1])
+        first = next(iter(self.graph.nodes), None)
+        if first is None:
+            return self.graph.inserting_after(None)
+        return self.graph.inserting_before(first)
+
+    def add_input(self, tensor, name, dynamic_dims=()):
+        """A graph input (placeholder number len(inputs)). dynamic_dims: dims
+        traced as symbols (those of size >= 2)."""
+        if not isinstance(tensor, torch.Tensor) or type(tensor) not in (
+                torch.Tensor, torch.nn.Parameter):
+            raise Unsupported("graph input %s is a %s (plain tensors only)"
+                              % (name, type(tensor).__name__))
+        self._set_device(tensor)
+        i = len(self.inputs)
+        pname = self._b.unique_name("a%d_%s" % (i, name))
+        shape, dyn = [], False
+        for d, s in enumerate(tensor.shape):
+            if d in dynamic_dims and s >= 2:
+                sym_name = "s%d_%d" % (i, d)
+                shape.append(self._tg.add_symbol(sym_name, int(s)))
+                self._symbols[sym_name] = (i, d)
+                self.dynamic.add((i, d))
+                dyn = True
+            else:
+                shape.append(int(s))
+        strides = None if dyn or tensor.is_contiguous() else list(tensor.stride())
+        try:
+            value = self._tg.add_input(pname, tensor.dtype, shape, strides)
+        except (_C.Error, TypeError, ValueError) as e:
+            raise Unsupported("graph input %s: %s" % (name, e))
+        if strides is not None:
+            self._b.strided_inputs.add(value.id)
+        with self._insert_point():
+            node = self.graph.placeholder(pname)
+        self._placeholders.append(node)
+        self.inputs.append(tensor)
+        self.input_names.append(name)
+        return Proxy(node, value, tensor.device, bool(tensor.requires_grad), input_index=i)
+
+    def add_param(self, tensor, name):
+        """A module parameter/buffer or other tensor read from outside the
+        frame's arguments: a get_attr constant (the same tensor object)."""
+        hit = self._params.get(id(tensor))
+        if hit is not None and hit[0] is tensor:
+            return hit[1]
+        if type(tensor) not in (torch.Tensor, torch.nn.Parameter):
+            raise Unsupported("tensor %s is a %s (plain tensors only)" % (name, type(tensor).__name__))
+        self._set_device(tensor)
+        attr = self._b.unique_name("p_" + name)
+        try:
+            value = self._b.constant(tensor, attr)
+        except (_C.Error, TypeError, ValueError, RuntimeError) as e:
+            raise Unsupported("tensor %s: %s" % (name, e))
+        if isinstance(tensor, torch.nn.Parameter):
+            self.root.register_parameter(attr, tensor)
+        else:
+            self.root.register_buffer(attr, tensor, persistent=False)
+        self._attr_names.add(attr)
+        node = self.graph.get_attr(attr)
+        p = Proxy(node, value, tensor.device, bool(tensor.requires_grad) and self.grad_enabled,
+                  param=tensor)
+        self._params[id(tensor)] = (tensor, p)
+        return p
+
+    # ---- argument mapping -----------------------------------------------------------------
+    def _map_args(self, a, fx):
+        """Nested args -> (ptc values for the converter) or (FX args)."""
+        if isinstance(a, Proxy):
+            if fx:
+                return a.node
+            if isinstance(a.value, Unavailable):
+                raise Unsupported(a.value.why)
+            return a.value
+        if isinstance(a, SymProxy):
+            return a.node if fx else a.sym
+        if isinstance(a, torch.Tensor):
+            return self._map_args(self.add_param(a, "const"), fx)
+        if isinstance(a, tuple):
+            r = tuple(self._map_args(x, fx) for x in a)
+            if hasattr(a, "_fields") and not isinstance(a, torch.Size):
+                return type(a)(*r)
+            return r
+        if isinstance(a, list):
+            return [self._map_args(x, fx) for x in a]
+        if isinstance(a, dict):
+            return {k: self._map_args(v, fx) for k, v in a.items()}
+        if isinstance(a, slice):
+            return slice(self._map_args(a.start, fx), self._map_args(a.stop, fx),
+                         self._map_args(a.step, fx))
+        return a
+
+    def _arg_device(self, args):
+        found = []
+
+        def walk(a):
+            if isinstance(a, Proxy):
+                found.append(a)
+            elif isinstance(a, (tuple, list)):
+                for x in a:
+                    walk(x)
+            elif isinstance(a, dict):
+                for x in a.values():
+                    walk(x)
+        walk(args)
+        dev = found[0].device if found else self._b.device
+        rg = self.grad_enabled and any(p.requires_grad for p in found)
+        return dev, rg
+
+    # ---- ops ------------------------------------------------------------------------------
+    def call_function(self, target, args, kwargs):
+        return self._call("call_function", target, target, None, args, kwargs)
+
+    def call_method(self, name, args, kwargs):
+        if not args or not isinstance(args[0], Proxy):
+            raise Unsupported("method .%s on a non-tensor" % name)
+        return self._call("call_method", name, name, None, args, kwargs)
+
+    def call_module(self, module, args, kwargs):
+        return self._call("call_module", None, type(module), module, args, kwargs)
+
+    def _module_name(self, module):
+        hit = self._modules.get(id(module))
+        if hit is not None and hit[0] is module:
+            return hit[1]
+        name = self._b.unique_name("m_" + type(module).__name__.lower())
+        self.root.add_module(name, module)
+        self._modules[id(module)] = (module, name)
+        return name
+
+    def _call(self, kind, fx_target, key, module, args, kwargs):
+        args = tuple(args)
+        kwargs = dict(kwargs or {})
+        desc = fmt_target(key)
+        conv = lookup(key)
+        if conv is None:
+            raise Unsupported("%s: no ptc mapping for this target" % desc)
+        if module is not None:
+            check = getattr(conv, "check_module", None)
+            why = check(module) if check is not None else None
+            if why:
+                raise Unsupported("%s: %s" % (desc, why))
+        vargs = self._map_args(args, False)
+        vkwargs = self._map_args(kwargs, False)
+        call_args = ((module,) + vargs) if module is not None else vargs
+        mut = getattr(conv, "mutates", None)
+        idx = mut(call_args, vkwargs) if mut is not None else None
+        orig = ((None,) + args) if module is not None else args
+        mtarget = orig[idx] if idx is not None and idx < len(orig) else None
+        if isinstance(mtarget, Proxy):
+            self._check_mutation(mtarget)
+        if module is not None:
+            fx_target = self._module_name(module)
+            self._b.scope = fx_target
+        try:
+            res = conv(self._b, *call_args, **vkwargs)
+        except _CONV_ERRORS as e:
+            why = str(e) if isinstance(e, Unsupported) else "%s: %s" % (type(e).__name__, e)
+            raise Unsupported("%s: %s" % (desc, why)) from None
+        finally:
+            self._b.scope = ""
+        if isinstance(mtarget, Proxy) and isinstance(res, _C.Value):
+            old = mtarget.value
+            if mtarget.input_index >= 0 and (
+                    [str(s) for s in old.shape] != [str(s) for s in res.shape] or
+                    old.dtype != res.dtype):
+                raise Unsupported("%s: in-place op changes the shape or dtype of graph input %s"
+                                  % (desc, self.input_names[mtarget.input_index]))
+        fx_args = self._map_args(args, True)
+        fx_kwargs = self._map_args(kwargs, True)
+        if not _has_graph_value(res) and not getattr(conv, "returns_none", False) and \
+                not isinstance(mtarget, Proxy):
+            return res  # a Python value computed at trace time (dtype, ndim...)
+        node = self.graph.create_node(kind, fx_target, fx_args, fx_kwargs)
+        dev, rg = self._arg_device(args)
+        if isinstance(mtarget, Proxy) and isinstance(res, _C.Value):
+            self.n_ops += 1
+            mtarget.value = res
+            return None if getattr(conv, "returns_none", False) else mtarget
+        if getattr(conv, "returns_none", False):
+            self.n_ops += 1
+            return None
+        out = self._wrap(res, node, dev, rg, top=True)
+        if _has_tensor(res):
+            self.n_ops += 1
+        else:
+            self._aux.add(node)
+        return out
+
+    def _check_mutation(self, p):
+        n = p.node
+        if p.param is not None or n.op == "get_attr":
+            raise Unsupported("in-place update of module state or a global tensor "
+                              "(ptc graphs do not mutate parameters or buffers)")
+        if n.op in ("call_function", "call_method"):
+            t = n.target
+            name = t if isinstance(t, str) else getattr(t, "__name__", "")
+            if name in _ALIAS_NAMES or t in (operator.getitem, builtins.getattr):
+                raise Unsupported("in-place write through %s (a view or alias of another "
+                                  "tensor)" % fmt_target(t))
+
+    def _wrap(self, res, node, dev, rg, top=False):
+        """Converter result -> Proxy / SymProxy / constant (getitem nodes for
+        the items of a tuple result)."""
+        if isinstance(res, (_C.Value, Unavailable)):
+            return Proxy(node, res, dev, rg)
+        if isinstance(res, _C.SymInt):
+            return SymProxy(node, res)
+        if isinstance(res, (tuple, list)) and _has_graph_value(res):
+            items = []
+            for i, r in enumerate(res):
+                if _has_graph_value(r):
+                    sub = self.graph.call_function(operator.getitem, (node, i))
+                    self._aux.add(sub)
+                    items.append(self._wrap(r, sub, dev, rg))
+                else:
+                    items.append(r)
+            if isinstance(res, MinMaxResult):
+                return MinMaxResult(*items)
+            return list(items) if isinstance(res, list) else tuple(items)
+        return res
+
+    # ---- tensor metadata --------------------------------------------------------------------
+    def _size_node(self, p, d):
+        node = self.graph.call_method("size", (p.node, d))
+        self._aux.add(node)
+        return node
+
+    def _dim(self, p, d, s):
+        if isinstance(s, _C.SymInt):
+            return SymProxy(self._size_node(p, d), s)
+        return int(s)
+
+    def tensor_attr(self, proxy, name):
+        """Metadata of a tensor: shape (tuple of int|SymProxy), dtype, device,
+        ndim, requires_grad, is_cuda, is_floating_point / is_complex (the
+        answer of the method call), T, mT (new proxies), numel. Raises
+        Unsupported for anything else (data, grad, ...)."""
+        if not isinstance(proxy, Proxy):
+            raise Unsupported("tensor attribute %s of a non-tensor" % name)
+        v = proxy.value
+        if isinstance(v, Unavailable):
+            raise Unsupported(v.why)
+        if name == "shape":
+            return tuple(self._dim(proxy, d, s) for d, s in enumerate(v.shape))
+        if name == "dtype":
+            return v.dtype
+        if name == "device":
+            return proxy.device
+        if name == "ndim":
+            return len(v.shape)
+        if name == "requires_grad":
+            return bool(proxy.requires_grad)
+        if name == "is_cuda":
+            return proxy.device.type == "cuda"
+        if name == "is_floating_point":
+            return v.dtype.is_floating_point
+        if name == "is_complex":
+            return v.dtype.is_complex
+        if name == "numel":
+            n = 1
+            for d, s in enumerate(v.shape):
+                n = self.sym_binop("*", n, self._dim(proxy, d, s))
+            return n
+        if name == "T":
+            nd = len(v.shape)
+            if nd < 2:
+                return proxy
+            return self.call_method("permute", (proxy,) + tuple(range(nd - 1, -1, -1)), {})
+        if name == "mT":
+            if len(v.shape) < 2:
+                raise Unsupported("tensor.mT of a tensor with fewer than 2 dimensions")
+            return self.call_method("transpose", (proxy, -2, -1), {})
+        raise Unsupported("tensor attribute .%s" % name)
+
+    # ---- sizes ----------------------------------------------------------------------------------
+    def _sym_value(self, a):
+        if isinstance(a, SymProxy):
+            return a.sym
+        if isinstance(a, bool) or not isinstance(a, int):
+            raise Unsupported("size arithmetic on a %s" % type(a).__name__)
+        return a
+
+    def sym_binop(self, op, a, b):
+        """a op b for op in + - * // % ** (ints or SymProxy)."""
+        if not isinstance(a, SymProxy) and not isinstance(b, SymProxy):
+            if op == "**":
+                return a ** b
+            return _SYM_OPS[op](a, b)
+        if op == "**":
+            if isinstance(b, int) and not isinstance(b, bool) and 0 <= b <= 16:
+                r = 1
+                for _ in range(b):
+                    r = self.sym_binop("*", r, a)
+                return r
+            return self.sym_int(a) ** self.sym_int(b)
+        if op not in _SYM_OPS:
+            raise Unsupported("size operation %s" % op)
+        x, y = self._sym_value(a), self._sym_value(b)
+        try:
+            r = self._tg.sym(op, x, y)
+        except (_C.Error, ValueError) as e:
+            raise Unsupported("size arithmetic %s: %s" % (op, e))
+        if not isinstance(r, _C.SymInt):
+            return int(r)
+        fa = a.node if isinstance(a, SymProxy) else a
+        fb = b.node if isinstance(b, SymProxy) else b
+        node = self.graph.call_function(_SYM_OPS[op], (fa, fb))
+        self._aux.add(node)
+        return SymProxy(node, r)
+
+    def sym_compare(self, op, a, b):
+        """bool(a op b); records a shape guard when it depends on a symbol."""
+        if not isinstance(a, SymProxy) and not isinstance(b, SymProxy):
+            return bool(_CMP_OPS[op](a, b))
+        try:
+            return bool(self._tg.decide(op, self._sym_value(a), self._sym_value(b)))
+        except _C.Error as e:
+            raise Unsupported("size comparison %s: %s" % (op, e))
+
+    def sym_int(self, s):
+        """The value of a size, specialised (guard `s == value`)."""
+        if not isinstance(s, SymProxy):
+            return s
+        return int(s.sym)
+
+    def shape_guards(self):
+        """The guards decided on symbolic sizes (strings over s<i>_<d>)."""
+        return list(self._tg.guards())
+
+    def shape_guard(self):
+        """callable(*input tensors) -> bool checking every shape guard, or
+        None when there are none."""
+        guards = self.shape_guards()
+        if not guards:
+            return None
+        params = ", ".join("t%d" % i for i in range(len(self.inputs)))
+        lines = ["def shape_guard(%s):" % params]
+        for sym, (i, d) in sorted(self._symbols.items()):
+            lines.append("    %s = t%d.shape[%d]" % (sym, i, d))
+        lines.append("    return " + " and ".join("(%s)" % g for g in guards))
+        src = "\n".join(lines) + "\n"
+        ns = {"ceildiv": _ceildiv, "modidx": _modidx, "min": min, "max": max}
+        exec(compile(src, "<ptc shape guard>", "exec"), ns)
+        fn = ns["shape_guard"]
+        fn.source = src
+        return fn
+
+    # ---- compile ---------------------------------------------------------------------------------
+    def _drop_unused_aux(self):
+        for node in reversed(list(self.graph.nodes)):
+            if node in self._aux and not node.users:
+                self.graph.erase_node(node)
+
+    def compile(self, outputs):
+        """Compiles the graph with `outputs` (Proxy|SymProxy list). Returns
+        (callable(*input tensors) -> tuple, info dict)."""
+        if self._compiled:
+            raise RuntimeError("OutputGraph.compile called twice")
+        self._compiled = True
+        outs = []
+        for o in outputs:
+            if isinstance(o, Proxy):
+                if isinstance(o.value, Unavailable):
+                    raise Unsupported(o.value.why)
+                outs.append(o.node)
+            elif isinstance(o, SymProxy):
+                outs.append(o.node)
+            else:
+                raise TypeError("OutputGraph.compile: output %r is not a Proxy/SymProxy" % (o,))
+        self.graph.output(tuple(outs))
+        self._drop_unused_aux()
+        gm = torch.fx.GraphModule(self.root, self.graph, class_name="PtcCaptured")
+        info = {"graph": gm.code, "ops": self.n_ops, "backend": self.backend,
+                "inputs": list(self.input_names), "outputs": len(outs),
+                "shape_guards": self.shape_guards()}
+        if not outs and self.n_ops == 0:
+            return _empty, info
+        if self.backend == "eager":
+            return gm.forward, info
+        from .fx import from_fx
+        cg = from_fx(gm, list(self.inputs), backend=self.backend, mode=self.mode,
+                     dynamic_dims=frozenset(self.dynamic))
+        return cg, info
+
+
+def _empty(*args):
+    return ()
+
+
+def _has_graph_value(r):
+    if isinstance(r, (_C.Value, _C.SymInt, Unavailable)):
+        return True
+    if isinstance(r, (tuple, list)):
+        return any(_has_graph_value(x) for x in r)
+    return False
+
+
+def _has_tensor(r):
+    if isinstance(r, (_C.Value, Unavailable)):
+        return True
+    if isinstance(r, (tuple, list)):
+        return any(_has_tensor(x) for x in r)
+    return False
