@@ -139,6 +139,8 @@ DynSource* dyn_source_attr(DynSource* base, PyObject* name);
 DynSource* dyn_source_item(DynSource* base, PyObject* key);
 DynSource* dyn_source_const(PyObject* obj);
 DynSource* dyn_source_grad_mode(void);
+/** type(base) (DS_TYPE). */
+DynSource* dyn_source_type(DynSource* base);
 /** Evaluates a source against a frame: new reference, or NULL with the
  * exception getattr/getitem raised (KeyError/AttributeError...). */
 PyObject* dyn_source_eval(DynSource* s, const dyn_frame_view* v);
@@ -177,6 +179,11 @@ typedef struct dyn_guard {
   PyObject* device;   /* torch.device (strong) */
   /* DG_SHAPE: the tensor sources passed to `expected`, in order */
   PyObject* tensor_sources; /* tuple of DynSource */
+  /* DG_TENSOR, filled by dyn_guards_add_tensor */
+  PyObject* tensor_type; /* the exact tensor type (strong) */
+  int contiguous;     /* had dynamic dims and was contiguous: checked for contiguity
+                         (strides then INT64_MIN) since such inputs compile as contiguous */
+  int fast;           /* metadata read through torch's descriptors directly */
 } dyn_guard;
 
 /** An ordered, de-duplicated set of guards (a PyObject so entries own it). */
@@ -190,6 +197,14 @@ DynGuardSet* dyn_guards_new(void);
 /** Adds a guard unless an identical one (kind + source) exists. For
  * DG_TENSOR use dyn_guards_add_tensor. 0 / -1. */
 int dyn_guards_add(DynGuardSet* gs, int kind, DynSource* src, PyObject* expected, Py_ssize_t n);
+/* Per kind: TYPE/LEN expected = the type; ID/EQ expected = the object;
+ * DICT_KEYS expected = tuple of keys; TRUTH n = 0/1; NOT_HASATTR: src = an
+ * ATTR source (base, name) and expected NULL, or src = the base and expected
+ * = the name (str); SHAPE: src NULL, expected = (callable, tuple of
+ * DynSource) - or use dyn_guards_add_shape. */
+/** Symbolic shape guard: fn(*tensors at tensor_sources) must be truthy.
+ * De-duplicated by fn identity. 0 / -1. */
+int dyn_guards_add_shape(DynGuardSet* gs, PyObject* fn, PyObject* tensor_sources);
 /** Tensor guard from the live tensor `t`; `dynamic_dims` (may be NULL):
  * a set of dim indexes whose size is not checked beyond >= 2. */
 int dyn_guards_add_tensor(DynGuardSet* gs, DynSource* src, PyObject* t, PyObject* dynamic_dims);
@@ -437,6 +452,14 @@ dyn_entry* dyn_output_break(dyn_tx* tx, const dyn_code* code, int index, int end
 PyObject* dyn_codegen_break(const dyn_code* code, int index, int end_index, int n_stack,
                             const int* live_locals, int n_live, PyObject* globals,
                             const char** why);
+/** dyn_codegen_break for a stack holding NULLs (the NULL of the calling
+ * convention: DV_NULL items, e.g. below a callable at a CALL break):
+ * stack_null[i] != 0 marks stack item i as NULL; its slot in `state` is
+ * ignored (the runner puts None there). stack_null == NULL: no NULLs
+ * (= dyn_codegen_break). State layout otherwise identical. */
+PyObject* dyn_codegen_break_ex(const dyn_code* code, int index, int end_index, int n_stack,
+                               const char* stack_null, const int* live_locals, int n_live,
+                               PyObject* globals, const char** why);
 
 /* dyn_hook.c / dyn_module.c: module registration. */
 /** Adds the capture's types and functions to module `m` (_C.dyn_*). 0 / -1. */
@@ -448,5 +471,10 @@ PyObject* dyn_py_decode(PyObject* self, PyObject* code);
 /** _C._dyn_roundtrip(code) -> a new code object assembled from the decoded
  * instructions (must behave like the original). */
 PyObject* dyn_py_roundtrip(PyObject* self, PyObject* code);
+/* dyn_codegen.c: test entry point (register as _C._dyn_test_break, METH_VARARGS):
+ * _dyn_test_break(code, index, end_index, n_stack, live_locals (tuple of
+ * local indexes), stack_null (tuple of 0/1 or None), globals) -> the
+ * transformed function f(state), or a str (the refusal reason). */
+PyObject* dyn_py_test_break(PyObject* self, PyObject* args);
 
 #endif /* PTC_DYN_H */
