@@ -382,6 +382,37 @@ extern PyTypeObject DynRunner_Type;
 /** Runs the runner for frame `v`: new reference (the result) or NULL. */
 PyObject* dyn_runner_run(DynRunner* r, const dyn_frame_view* v);
 
+/** Side effects (tx->side_effects): a list of tuples, appended in program
+ * order by whoever performs the write during the trace (dyn_call.c,
+ * dyn_eval.c for STORE_GLOBAL/STORE_DEREF/STORE_ATTR/STORE_SUBSCR...), the
+ * first item a small int tag. `obj`, `container` and values are DynVars:
+ * pre-existing ones (var->source set) are re-read from the frame by the
+ * runner; ones created in the trace are built for real (one real object per
+ * DynVar per run, shared with the return value); tensors reached become
+ * graph outputs. Replayed by the runner after the graph, in this order:
+ *   (DYN_FX_SETATTR,   obj, name str, value)     setattr(obj, name, value)
+ *   (DYN_FX_DELATTR,   obj, name str)            delattr(obj, name)
+ *   (DYN_FX_SETGLOBAL, name str, value)          frame globals[name] = value
+ *   (DYN_FX_DELGLOBAL, name str)                 del frame globals[name]
+ *   (DYN_FX_SETCELL,   cell (a real cell object), value)  cell.cell_contents = value
+ *   (DYN_FX_SETITEM,   container, key, value)    container[key] = value
+ *   (DYN_FX_DELITEM,   container, key)           del container[key]
+ *   (DYN_FX_CONTENTS,  container)                a pre-existing list/dict gets the
+ *       tracker's final items (list[:] = items / dict.clear(); update(items));
+ *       for list/dict methods (append, pop, extend, insert, update, clear...)
+ * In-place tensor ops are not effects: the graph applies them (ptc.from_fx
+ * writes mutated graph inputs back into the caller's tensors). */
+enum dyn_effect_kind {
+  DYN_FX_SETATTR = 0,
+  DYN_FX_DELATTR,
+  DYN_FX_SETGLOBAL,
+  DYN_FX_DELGLOBAL,
+  DYN_FX_SETCELL,
+  DYN_FX_SETITEM,
+  DYN_FX_DELITEM,
+  DYN_FX_CONTENTS,
+};
+
 /* ======================================================================
  * Cache entries (dyn_hook.c) and conversion (dyn_eval.c)
  * ====================================================================== */
