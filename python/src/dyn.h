@@ -361,6 +361,47 @@ int dyn_iter(dyn_tx* tx, DynVar* v, DynVar** out);
 int dyn_contains(dyn_tx* tx, DynVar* container, DynVar* item, int* out);
 
 enum { DYN_OP_NOT = 100, DYN_OP_NEG, DYN_OP_POS, DYN_OP_INVERT };
+/* dyn_compare also accepts these (optional for the evaluator: IS_OP /
+ * CONTAINS_OP may use them; dyn_contains is the same as DYN_OP_IN). */
+enum { DYN_OP_IS = 110, DYN_OP_IS_NOT, DYN_OP_IN, DYN_OP_NOT_IN };
+
+/* Side effects (tx->side_effects, a list of tuples appended in program
+ * order; dyn_output.c replays them after the graph, taking FINAL values from
+ * the trackers at output time):
+ *   ("setattr", obj_var, name, value_var)  setattr(real obj, name, value)
+ *       (obj_var: DV_OBJECT/DV_MODULE with a source; one tuple per write)
+ *   ("delattr", obj_var, name)             delattr(real obj, name)
+ *   ("list_replace", list_var)             real_list[:] = final items of list_var
+ *       (appended once, when a pre-existing list is first mutated; list_var->mutated = 1)
+ *   ("dict_replace", dict_var)             real dict cleared and refilled from the
+ *       final items (same rule)
+ *   ("global", globals_dict, name, value_var)  globals_dict[name] = value (STORE_GLOBAL)
+ *   ("cell", cell_var)                     cell contents = final contents of the DV_CELL
+ * In-place tensor ops need no effect: the OutputGraph records them in the
+ * graph (the Proxy of the tensor is updated in place and stays the same
+ * object, so every tracker of that tensor sees the new value).
+ *
+ * Conventions of dyn_call.c (read by dyn_eval.c / dyn_output.c):
+ * - DV_GRAD_CTX: index = the grad mode the with-block sets (0/1), for
+ *   torch.no_grad() / enable_grad(). torch.set_grad_enabled(b) changes the
+ *   mode already when called (eager semantics): dyn_call only accepts it
+ *   when b is the current mode (a no-op), else it breaks.
+ * - DV_TUPLE with extra = torch.Size (the class): a tensor shape with
+ *   symbolic dims (rebuild as torch.Size(items)). Fully static shapes are
+ *   DV_CONST torch.Size values.
+ * - DV_ITER: items = list of DynVar, index = next position; extra = NULL,
+ *   or a str "dict_keys"/"dict_values"/"dict_items" for dict views (len()
+ *   and `in` work on those). An iterator over a DV_LIST shares the list's
+ *   items object (list mutations during the loop are seen, as in Python).
+ * - Methods: dyn_getattr returns DV_METHOD {value = the function var,
+ *   extra = self}: for tensors and builtin containers the function var is a
+ *   DV_CONST of the unbound descriptor (torch.Tensor.add, list.append), so
+ *   `dyn_call(DV_METHOD, args)` and `dyn_call(function var, [self, args...])`
+ *   are equivalent.
+ * - dyn_getattr may return DYN_CALL_INLINE for a property: *out is then a
+ *   DV_METHOD (the getter bound to the object) that the evaluator must call
+ *   with no arguments (dyn_call gives DYN_CALL_INLINE); its result is the
+ *   attribute's value. */
 
 /* ======================================================================
  * Output (dyn_output.c) and runner (dyn_runner.c)
