@@ -418,46 +418,46 @@ typedef struct DynRunner {
   PyObject* effects;      /* tuple of effect plans (dyn_output.c) */
   PyObject* result_plan;  /* plan of the value(s) to return */
   int n_outputs;
+  int n_memo;             /* objects built once per run (created lists/dicts...) */
 } DynRunner;
 extern PyTypeObject DynRunner_Type;
 /** Runs the runner for frame `v`: new reference (the result) or NULL. */
 PyObject* dyn_runner_run(DynRunner* r, const dyn_frame_view* v);
-
-/** Side effects (tx->side_effects): a list of tuples, appended in program
- * order by whoever performs the write during the trace (dyn_call.c,
- * dyn_eval.c for STORE_GLOBAL/STORE_DEREF/STORE_ATTR/STORE_SUBSCR...), the
- * first item a small int tag. `obj`, `container` and values are DynVars:
- * pre-existing ones (var->source set) are re-read from the frame by the
- * runner; ones created in the trace are built for real (one real object per
- * DynVar per run, shared with the return value); tensors reached become
- * graph outputs. Replayed by the runner after the graph, in this order:
- *   (DYN_FX_SETATTR,   obj, name str, value)     setattr(obj, name, value)
- *   (DYN_FX_DELATTR,   obj, name str)            delattr(obj, name)
- *   (DYN_FX_SETGLOBAL, name str, value)          frame globals[name] = value
- *   (DYN_FX_DELGLOBAL, name str)                 del frame globals[name]
- *   (DYN_FX_SETCELL,   cell (a real cell object), value)  cell.cell_contents = value
- *   (DYN_FX_SETITEM,   container, key, value)    container[key] = value
- *   (DYN_FX_DELITEM,   container, key)           del container[key]
- *   (DYN_FX_CONTENTS,  container)                a pre-existing list/dict gets the
- *       tracker's final items (list[:] = items / dict.clear(); update(items));
- *       for list/dict methods (append, pop, extend, insert, update, clear...)
- * In-place tensor ops are not effects: the graph applies them (ptc.from_fx
- * writes mutated graph inputs back into the caller's tensors). */
-enum dyn_effect_kind {
-  DYN_FX_SETATTR = 0,
-  DYN_FX_DELATTR,
-  DYN_FX_SETGLOBAL,
-  DYN_FX_DELGLOBAL,
-  DYN_FX_SETCELL,
-  DYN_FX_SETITEM,
-  DYN_FX_DELITEM,
-  DYN_FX_CONTENTS,
+/** New runner (references taken, not stolen); `compiled` may be Py_None
+ * (no graph to run). NULL on error. */
+DynRunner* dyn_runner_new(PyObject* compiled, PyObject* inputs, PyObject* effects,
+                          PyObject* result_plan, int n_outputs, int n_memo);
+/** Plans (dyn_output.c builds, dyn_runner.c runs): tuples whose first item
+ * is one of these tags (a small int).
+ *   (DP_CONST, obj)  (DP_OUT, k: graph output)  (DP_INPUT, i: graph input)
+ *   (DP_SRC, DynSource)  (DP_TUPLE, (plans))  (DP_LIST, (plans), memo)
+ *   (DP_DICT, (keys), (plans), memo)  (DP_SET, (plans), memo)
+ *   (DP_CALL, callable, (plans)): callable(*items) (namedtuples, torch.Size)
+ *   (DP_SLICE, start, stop, step)  (DP_MEMO, slot): built earlier this run
+ *   (DP_METHOD, func plan, self plan)  (DP_ITER, (plans)): iter(items)
+ *   (DP_CELL, index): the frame's closure cell `index` (the cell itself)
+ * Effects: (DE_SETATTR, obj, name, value), (DE_DELATTR, obj, name),
+ * (DE_LIST, list, (items)), (DE_DICT, dict, (keys), (values)),
+ * (DE_GLOBAL, globals dict, name, value), (DE_CELL, cell plan, value or NULL
+ * = empty): all operands are plans, every operand of every effect is
+ * evaluated before the first effect is applied (values as read by the trace). */
+enum dyn_plan_tag {
+  DP_CONST = 0, DP_OUT, DP_INPUT, DP_SRC, DP_TUPLE, DP_LIST, DP_DICT, DP_SET, DP_CALL,
+  DP_SLICE, DP_MEMO, DP_METHOD, DP_ITER, DP_CELL,
+  DE_SETATTR = 32, DE_DELATTR, DE_LIST, DE_DICT, DE_GLOBAL, DE_CELL,
 };
+
+/* Side effects: tx->side_effects holds the string-tagged tuples described
+ * with dyn_call.c's conventions above ("setattr", "delattr", "list_replace",
+ * "dict_replace", "global", "cell"); dyn_output.c turns them into the
+ * runner's effect plans. Effects whose target was created during the trace
+ * are skipped (the object is built from its final state). */
 
 /* ======================================================================
  * Cache entries (dyn_hook.c) and conversion (dyn_eval.c)
  * ====================================================================== */
-/** One compiled version of a code object. */
+/** One compiled version of a code object (allocated with PyMem_Calloc by
+ * dyn_output.c; dyn_entry_free releases the references and PyMem_Free's it). */
 typedef struct dyn_entry {
   struct dyn_entry* next;
   DynGuardSet* guards;  /* strong */
