@@ -209,7 +209,11 @@ PyMODINIT_FUNC PyInit__C(void) {
   PyObject* m = PyModule_Create(&module_def);
   if (!m) return NULL;
   if (ptcpy_tensor_init() < 0 || add_error(m) < 0 || ptcpy_graph_types_init(m) < 0 || ptcpy_exec_type_init(m) < 0 ||
-      ptcpy_compiled_type_init(m) < 0 || ptcpy_dyn_init(m) < 0) {
+      ptcpy_compiled_type_init(m) < 0
+#ifndef PTC_NO_DYN
+      || ptcpy_dyn_init(m) < 0
+#endif
+  ) {
     Py_DECREF(m);
     return NULL;
   }
