@@ -1,2 +1,633 @@
-/* dyn_hook.c - (being written: see dyn.h for its role) */
+/* dyn_hook.c - the PEP 523 frame hook of ptc.compile (CPython 3.11/3.12):
+ * per-thread capture config, skip rules, the per-code cache in the code
+ * object's extra slot (entries, skip flag, recompile count, automatic
+ * dynamic memory), guard check and entry execution, conversion on a miss,
+ * the recompile cap and the release of frames we ran ourselves (3.12).
+ * The only file that sees CPython's internal frame layout. */
 #include "dyn.h"
+
+#if PTC_DYN_SUPPORTED
+#define Py_BUILD_CORE 1
+#include <internal/pycore_frame.h>
+#undef Py_BUILD_CORE
+#endif
+
+#include <string.h>
+
+/* Symbols of files that may still be empty in a partial build: referenced
+ * weakly so ptc._C imports either way; the hook runs frames plainly while
+ * they are missing. */
+#pragma weak dyn_convert_frame
+#pragma weak dyn_runner_run
+#pragma weak dyn_unsupported_error
+
+/* ======================================================================
+ * Per-thread config and global state
+ * ====================================================================== */
+static _Thread_local PyObject* tls_config; /* strong, NULL = capture off */
+static _Thread_local int tls_busy;         /* >0 while inside the capture machinery */
+static int n_threads_enabled;              /* threads with a config (GIL-protected) */
+
+static struct {
+  int64_t frames_seen, conversions, entries, breaks, cache_hits, recompiles, skipped,
+      cap_hits, errors, fallbacks;
+} stats;
+
+/* Extra-slot state of one code object (freed with the code). Linked in a
+ * global list so dyn_reset can drop every cache. */
+typedef struct code_state {
+  struct code_state *prev, *next;
+  dyn_entry* entries;   /* most recent first */
+  int checked;          /* filename rules evaluated */
+  int skip;             /* run plainly forever (until reset) */
+  int n_skips;          /* conversions that answered "skip" */
+  int n_compiles;       /* entries made (recompile counter) */
+  int warned;           /* one-time warning printed (cap / error) */
+  PyObject* dynamic;    /* dict source repr -> frozenset of dims, or NULL */
+} code_state;
+
+static code_state* all_states; /* list head */
+static Py_ssize_t extra_index = -1;
+static PyObject* skip_prefixes; /* tuple of str (directory prefixes with a trailing '/') */
+
+void dyn_entry_free(dyn_entry* e) {
+  if (!e) return;
+  Py_XDECREF((PyObject*)e->guards);
+  Py_XDECREF((PyObject*)e->runner);
+  Py_XDECREF(e->code);
+  Py_XDECREF(e->fn);
+  Py_XDECREF(e->info);
+  PyMem_Free(e);
+}
+
+static void entries_free(dyn_entry* e) {
+  while (e) {
+    dyn_entry* next = e->next;
+    dyn_entry_free(e);
+    e = next;
+  }
+}
+
+/* Drops a state's cache (entries, memories) but keeps it linked. */
+static void state_clear(code_state* st) {
+  dyn_entry* e = st->entries;
+  st->entries = NULL;
+  st->checked = st->skip = st->n_skips = st->n_compiles = st->warned = 0;
+  Py_CLEAR(st->dynamic);
+  entries_free(e);
+}
+
+static void state_free(void* p) {
+  code_state* st = p;
+  if (!st) return;
+  if (st->prev) st->prev->next = st->next;
+  else if (all_states == st) all_states = st->next;
+  if (st->next) st->next->prev = st->prev;
+  state_clear(st);
+  PyMem_Free(st);
+}
+
+static int code_get_extra(PyObject* code, void** out) {
+#if PY_VERSION_HEX >= 0x030C0000
+  return PyUnstable_Code_GetExtra(code, extra_index, out);
+#else
+  return _PyCode_GetExtra(code, extra_index, out);
+#endif
+}
+
+static int code_set_extra(PyObject* code, void* p) {
+#if PY_VERSION_HEX >= 0x030C0000
+  return PyUnstable_Code_SetExtra(code, extra_index, p);
+#else
+  return _PyCode_SetExtra(code, extra_index, p);
+#endif
+}
+
+/* The state of `code`, created on first use; NULL + exception on failure. */
+static code_state* code_state_of(PyCodeObject* code) {
+  void* p = NULL;
+  if (code_get_extra((PyObject*)code, &p) < 0) return NULL;
+  if (p) return p;
+  code_state* st = PyMem_Calloc(1, sizeof *st);
+  if (!st) {
+    PyErr_NoMemory();
+    return NULL;
+  }
+  if (code_set_extra((PyObject*)code, st) < 0) {
+    PyMem_Free(st);
+    return NULL;
+  }
+  st->next = all_states;
+  if (all_states) all_states->prev = st;
+  all_states = st;
+  return st;
+}
+
+/* ======================================================================
+ * Skip rules
+ * ====================================================================== */
+/* Directory prefixes never captured: the standard library (sysconfig's
+ * stdlib/platstdlib), torch's and ptc's packages (computed once). */
+static int skip_prefixes_init(void) {
+  if (skip_prefixes) return 0;
+  const char* code =
+      "def _f():\n"
+      "    import os, sys, sysconfig\n"
+      "    out = set()\n"
+      "    p = sysconfig.get_paths()\n"
+      "    for k in ('stdlib', 'platstdlib'):\n"
+      "        if p.get(k):\n"
+      "            out.add(p[k]); out.add(os.path.realpath(p[k]))\n"
+      "    for name in ('torch', 'ptc', 'numpy'):\n"
+      "        m = sys.modules.get(name)\n"
+      "        f = getattr(m, '__file__', None) if m is not None else None\n"
+      "        if f:\n"
+      "            d = os.path.dirname(f); out.add(d); out.add(os.path.realpath(d))\n"
+      "    return tuple(sorted(d.rstrip('/') + '/' for d in out))\n";
+  PyObject* g = PyDict_New();
+  PyObject* r = NULL;
+  if (g && PyDict_SetItemString(g, "__builtins__", PyEval_GetBuiltins()) == 0) {
+    PyObject* x = PyRun_String(code, Py_file_input, g, g);
+    Py_XDECREF(x);
+    PyObject* f = x ? PyDict_GetItemString(g, "_f") : NULL;
+    r = f ? PyObject_CallNoArgs(f) : NULL;
+  }
+  Py_XDECREF(g);
+  if (!r) return -1;
+  skip_prefixes = r;
+  return 0;
+}
+
+/* Whether frames of `code` are never captured by filename. -1 on error. */
+static int code_skipped_by_file(PyCodeObject* code) {
+  if (skip_prefixes_init() < 0) return -1;
+  PyObject* fn = code->co_filename;
+  if (!PyUnicode_Check(fn)) return 1;
+  Py_ssize_t len = PyUnicode_GET_LENGTH(fn);
+  if (len == 0 || PyUnicode_READ_CHAR(fn, 0) == '<') {
+    /* <frozen ...>, <string>: frozen stdlib modules are skipped, exec'd
+     * user code (<string>, <stdin>) is captured */
+    PyObject* frozen = PyUnicode_FromString("<frozen");
+    if (!frozen) return -1;
+    Py_ssize_t r = PyUnicode_Tailmatch(fn, frozen, 0, len, -1);
+    Py_DECREF(frozen);
+    return r < 0 ? -1 : r > 0;
+  }
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(skip_prefixes); i++) {
+    Py_ssize_t r = PyUnicode_Tailmatch(fn, PyTuple_GET_ITEM(skip_prefixes, i), 0, len, -1);
+    if (r < 0) return -1;
+    if (r) return 1;
+  }
+  return 0;
+}
+
+/* Test helper: _C._dyn_skipped(code) -> bool (filename rules only). */
+PyObject* dyn_py_skipped(PyObject* self, PyObject* code) {
+  (void)self;
+  if (!PyCode_Check(code)) return PyErr_Format(PyExc_TypeError, "expected a code object");
+  int r = code_skipped_by_file((PyCodeObject*)code);
+  if (r < 0) return NULL;
+  return PyBool_FromLong(r);
+}
+
+/* ======================================================================
+ * Enabling
+ * ====================================================================== */
+#if PTC_DYN_SUPPORTED
+static PyObject* hook(PyThreadState* ts, struct _PyInterpreterFrame* f, int throwflag);
+#endif
+
+static void hook_install(int on) {
+#if PTC_DYN_SUPPORTED
+  PyInterpreterState* is = PyInterpreterState_Get();
+  _PyInterpreterState_SetEvalFrameFunc(is, on ? hook : _PyEval_EvalFrameDefault);
+#else
+  (void)on;
+#endif
+}
+
+/* _C.dyn_enable(config_or_None) -> previous config (or None). */
+PyObject* dyn_py_enable(PyObject* self, PyObject* cfg) {
+  (void)self;
+#if !PTC_DYN_SUPPORTED
+  (void)cfg;
+  PyErr_SetString(PyExc_RuntimeError, "ptc.compile supports CPython 3.11 and 3.12 only");
+  return NULL;
+#else
+  if (extra_index < 0) {
+    extra_index = _PyEval_RequestCodeExtraIndex(state_free);
+    if (extra_index < 0) {
+      PyErr_SetString(PyExc_RuntimeError, "ptc.compile: no code extra slot available");
+      return NULL;
+    }
+  }
+  if (skip_prefixes_init() < 0) return NULL;
+  PyObject* new_cfg = cfg == Py_None ? NULL : cfg;
+  PyObject* prev = tls_config;
+  if (!prev && new_cfg && n_threads_enabled++ == 0) hook_install(1);
+  if (prev && !new_cfg && --n_threads_enabled == 0) hook_install(0);
+  tls_config = Py_XNewRef(new_cfg);
+  return prev ? prev : Py_NewRef(Py_None); /* the thread's reference passes to the caller */
+#endif
+}
+
+/* _C.dyn_reset(): drops every cache entry and skip mark. */
+PyObject* dyn_py_reset(PyObject* self, PyObject* unused) {
+  (void)self;
+  (void)unused;
+  for (code_state* st = all_states; st; st = st->next) state_clear(st);
+  memset(&stats, 0, sizeof stats);
+  Py_RETURN_NONE;
+}
+
+/* _C.dyn_stats() -> dict of counters. */
+PyObject* dyn_py_stats(PyObject* self, PyObject* unused) {
+  (void)self;
+  (void)unused;
+  return Py_BuildValue("{sLsLsLsLsLsLsLsLsLsLsi}", "frames_seen", (long long)stats.frames_seen,
+                       "frames_converted", (long long)stats.conversions, "graphs",
+                       (long long)stats.entries, "breaks", (long long)stats.breaks, "cache_hits",
+                       (long long)stats.cache_hits, "recompiles", (long long)stats.recompiles,
+                       "skipped", (long long)stats.skipped, "cache_limit_hits",
+                       (long long)stats.cap_hits, "errors", (long long)stats.errors, "fallbacks",
+                       (long long)stats.fallbacks, "threads_enabled", n_threads_enabled);
+}
+
+/* _C.dyn_entries(code) -> list of info dicts of the code's cache entries
+ * (most recent first): the entry's info plus hits, guards, is_break. */
+PyObject* dyn_py_entries(PyObject* self, PyObject* code) {
+  (void)self;
+  if (!PyCode_Check(code)) return PyErr_Format(PyExc_TypeError, "dyn_entries: expected a code object");
+  PyObject* out = PyList_New(0);
+  if (!out || extra_index < 0) return out;
+  void* p = NULL;
+  if (code_get_extra(code, &p) < 0) {
+    Py_DECREF(out);
+    return NULL;
+  }
+  for (dyn_entry* e = p ? ((code_state*)p)->entries : NULL; e; e = e->next) {
+    PyObject* d = e->info && PyDict_Check(e->info) ? PyDict_Copy(e->info) : PyDict_New();
+    PyObject* g = d && e->guards ? dyn_guards_describe(e->guards) : PyList_New(0);
+    PyObject* h = PyLong_FromLongLong(e->hits);
+    int bad = !d || !g || !h || PyDict_SetItemString(d, "guards", g) < 0 ||
+              PyDict_SetItemString(d, "hits", h) < 0 ||
+              PyDict_SetItemString(d, "is_break", e->fn ? Py_True : Py_False) < 0 ||
+              PyList_Append(out, d) < 0;
+    Py_XDECREF(g);
+    Py_XDECREF(h);
+    Py_XDECREF(d);
+    if (bad) {
+      Py_DECREF(out);
+      return NULL;
+    }
+  }
+  return out;
+}
+
+#if PTC_DYN_SUPPORTED
+/* ======================================================================
+ * The hook
+ * ====================================================================== */
+static inline PyObject* frame_func(struct _PyInterpreterFrame* f) {
+#if PY_VERSION_HEX >= 0x030C0000
+  return f->f_funcobj;
+#else
+  return (PyObject*)f->f_func;
+#endif
+}
+
+static void view_fill(dyn_frame_view* v, struct _PyInterpreterFrame* f) {
+  PyCodeObject* co = f->f_code;
+  v->code = co;
+  v->func = frame_func(f);
+  v->globals = f->f_globals;
+  v->builtins = f->f_builtins;
+  v->locals = (PyObject* const*)f->localsplus;
+  v->n_locals = co->co_nlocalsplus;
+  v->n_args = co->co_argcount + co->co_kwonlyargcount + ((co->co_flags & CO_VARARGS) ? 1 : 0) +
+              ((co->co_flags & CO_VARKEYWORDS) ? 1 : 0);
+  v->closure = (v->func && PyFunction_Check(v->func)) ? PyFunction_GET_CLOSURE(v->func) : NULL;
+}
+
+/* 3.12: whether the frame is the first of its data-stack chunk (then we
+ * cannot pop it ourselves: such frames run plainly). */
+static int frame_poppable(PyThreadState* ts, struct _PyInterpreterFrame* f) {
+#if PY_VERSION_HEX >= 0x030C0000
+  return ts->datastack_chunk && (PyObject**)f != &ts->datastack_chunk->data[0];
+#else
+  (void)ts;
+  (void)f;
+  return 1;
+#endif
+}
+
+/* Releases a frame we did not run through _PyEval_EvalFrameDefault. 3.11:
+ * nothing (_PyEval_Vector clears and pops it after we return). 3.12: the
+ * evaluator would have done it; clear the frame's references and pop it
+ * from the thread's data stack (frame_poppable was checked before). */
+static void frame_release(PyThreadState* ts, struct _PyInterpreterFrame* f) {
+#if PY_VERSION_HEX >= 0x030C0000
+  for (int i = 0; i < f->stacktop; i++) Py_XDECREF(f->localsplus[i]);
+  f->stacktop = 0;
+  Py_XDECREF(f->f_locals);
+  f->f_locals = NULL;
+  Py_XDECREF(f->f_funcobj);
+  f->f_funcobj = NULL;
+  Py_DECREF(f->f_code);
+  ts->datastack_top = (PyObject**)f;
+#else
+  (void)ts;
+  (void)f;
+#endif
+}
+
+static PyObject* run_default(PyThreadState* ts, struct _PyInterpreterFrame* f, int throwflag) {
+  return _PyEval_EvalFrameDefault(ts, f, throwflag);
+}
+
+/* Prints a one-time (per code) warning about an internal error of the
+ * capture, with the pending exception, and clears it. */
+static void warn_internal(code_state* st, PyCodeObject* code, const char* what) {
+  stats.errors++;
+  if (st && st->warned) {
+    PyErr_Clear();
+    return;
+  }
+  if (st) st->warned = 1;
+  PyObject *t, *val, *tb;
+  PyErr_Fetch(&t, &val, &tb);
+  PyErr_NormalizeException(&t, &val, &tb);
+  if (PyErr_WarnFormat(PyExc_RuntimeWarning, 1,
+                       "ptc.compile: internal error %s %U (%U:%d), running it as plain Python: %R",
+                       what, code->co_qualname, code->co_filename, code->co_firstlineno,
+                       val ? val : Py_None) < 0)
+    PyErr_Clear();
+  Py_XDECREF(t);
+  Py_XDECREF(val);
+  Py_XDECREF(tb);
+}
+
+/* Reads an int attribute of the config (default on absence/error). */
+static long config_int(PyObject* cfg, const char* name, long dflt) {
+  PyObject* o = PyObject_GetAttrString(cfg, name);
+  if (!o) {
+    PyErr_Clear();
+    return dflt;
+  }
+  long r = o == Py_None ? dflt : PyLong_AsLong(o);
+  Py_DECREF(o);
+  if (r == -1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    return dflt;
+  }
+  return r;
+}
+
+/* Adds the dims of tensor guard `g` whose size differs from the live
+ * tensor's to st->dynamic (automatic dynamic). 0 / -1. */
+static int note_dynamic_dims(code_state* st, const dyn_guard* g, const dyn_frame_view* v) {
+  PyObject* t = dyn_source_eval(g->src, v);
+  if (!t) {
+    PyErr_Clear();
+    return 0;
+  }
+  PyObject* shape = NULL;
+  PyObject* dims = NULL;
+  int rc = -1;
+  if ((PyObject*)Py_TYPE(t) != g->tensor_type) goto ok;
+  shape = PyObject_GetAttrString(t, "shape");
+  if (!shape || !PyTuple_Check(shape)) goto ok;
+  if (PyTuple_GET_SIZE(shape) != g->ndim) goto ok;
+  dims = PySet_New(NULL);
+  if (!dims) goto done;
+  for (int i = 0; i < g->ndim; i++) {
+    long long s = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, i));
+    if (s == -1 && PyErr_Occurred()) goto done;
+    if (g->sizes[i] >= 0 && s != g->sizes[i]) {
+      PyObject* k = PyLong_FromLong(i);
+      if (!k || PySet_Add(dims, k) < 0) {
+        Py_XDECREF(k);
+        goto done;
+      }
+      Py_DECREF(k);
+    }
+  }
+  if (PySet_GET_SIZE(dims) > 0) {
+    if (!st->dynamic && !(st->dynamic = PyDict_New())) goto done;
+    PyObject* key = dyn_source_repr(g->src);
+    if (!key) goto done;
+    PyObject* old = PyDict_GetItemWithError(st->dynamic, key);
+    if (!old && PyErr_Occurred()) {
+      Py_DECREF(key);
+      goto done;
+    }
+    PyObject* it = old ? PyObject_GetIter(old) : NULL;
+    PyObject* item;
+    while (it && (item = PyIter_Next(it))) {
+      int ar = PySet_Add(dims, item);
+      Py_DECREF(item);
+      if (ar < 0) break;
+    }
+    Py_XDECREF(it);
+    if (PyErr_Occurred()) {
+      Py_DECREF(key);
+      goto done;
+    }
+    PyObject* fs = PyFrozenSet_New(dims);
+    int r = fs ? PyDict_SetItem(st->dynamic, key, fs) : -1;
+    Py_XDECREF(fs);
+    Py_DECREF(key);
+    if (r < 0) goto done;
+  }
+ok:
+  PyErr_Clear();
+  rc = 0;
+done:
+  Py_XDECREF(dims);
+  Py_XDECREF(shape);
+  Py_DECREF(t);
+  return rc;
+}
+
+/* Automatic dynamic: compares every earlier entry's tensor guards with the
+ * frame's tensors. Returns st->dynamic (borrowed, may be NULL); -1 via *err. */
+static PyObject* compute_dynamic(code_state* st, const dyn_frame_view* v, int* err) {
+  *err = 0;
+  for (dyn_entry* e = st->entries; e; e = e->next)
+    for (Py_ssize_t i = 0; e->guards && i < e->guards->n; i++) {
+      const dyn_guard* g = &e->guards->g[i];
+      if (g->kind == DG_TENSOR && note_dynamic_dims(st, g, v) < 0) {
+        *err = 1;
+        return NULL;
+      }
+    }
+  return st->dynamic;
+}
+
+/* Runs entry `e` for the frame: the frame's return value (new ref), or NULL
+ * with the user's exception. *fallback = 1 (and no exception) when the
+ * runner failed before anything ran: the caller runs the frame plainly. */
+static PyObject* entry_run(dyn_entry* e, const dyn_frame_view* v, int* fallback) {
+  *fallback = 0;
+  DynRunner* runner = (DynRunner*)Py_NewRef((PyObject*)e->runner);
+  PyObject* fn = Py_XNewRef(e->fn);
+  tls_busy++;
+  PyObject* r = dyn_runner_run(runner, v);
+  tls_busy--;
+  Py_DECREF((PyObject*)runner);
+  if (!r) {
+    *fallback = 1;
+    Py_XDECREF(fn);
+    return NULL;
+  }
+  if (!fn) return r; /* full graph: the runner's result is the return value */
+  PyObject* out = PyObject_CallOneArg(fn, r);
+  Py_DECREF(r);
+  Py_DECREF(fn);
+  return out;
+}
+
+/* Looks the frame up in the code's cache. Returns the entry that matches
+ * (moved to the front), NULL when none does; *first_failed receives the
+ * failing guard index of the most recent entry. */
+static dyn_entry* cache_lookup(code_state* st, const dyn_frame_view* v) {
+  dyn_entry *prev = NULL, *e = st->entries;
+  tls_busy++;
+  for (; e; prev = e, e = e->next) {
+    Py_ssize_t failed = -1;
+    int r = dyn_guards_check(e->guards, v, &failed);
+    if (r < 0) PyErr_Clear();
+    if (r == 1) break;
+  }
+  tls_busy--;
+  if (e && prev) {
+    prev->next = e->next;
+    e->next = st->entries;
+    st->entries = e;
+  }
+  return e;
+}
+
+/* Whether the pending exception is the fullgraph break error (propagates). */
+static int is_fullgraph_error(void) {
+  if (!dyn_unsupported_error) return 0;
+  PyObject* cls = dyn_unsupported_error();
+  if (!cls) {
+    PyErr_Clear();
+    return 0;
+  }
+  return PyErr_ExceptionMatches(cls);
+}
+
+/* Miss: converts the frame. Returns the new entry (added to the cache),
+ * NULL to run plainly (no exception), or NULL with *propagate = 1 and the
+ * fullgraph error set. */
+static dyn_entry* convert(code_state* st, const dyn_frame_view* v, PyObject* cfg, int* propagate) {
+  *propagate = 0;
+  if (!dyn_convert_frame) return NULL;
+  long limit = config_int(cfg, "cache_size_limit", 8);
+  if (st->n_compiles >= limit) {
+    stats.cap_hits++;
+    if (!st->warned) {
+      st->warned = 1;
+      if (PyErr_WarnFormat(PyExc_UserWarning, 1,
+                           "ptc.compile: %U (%U:%d) hit the recompile limit "
+                           "(cache_size_limit=%ld); it now runs as plain Python",
+                           v->code->co_qualname, v->code->co_filename, v->code->co_firstlineno,
+                           limit) < 0)
+        PyErr_Clear();
+    }
+    return NULL;
+  }
+  int err = 0;
+  PyObject* dynamic = st->entries ? compute_dynamic(st, v, &err) : st->dynamic;
+  if (err) {
+    warn_internal(st, v->code, "computing dynamic sizes of");
+    return NULL;
+  }
+  Py_XINCREF(dynamic);
+  int skip = 0;
+  const char* why = NULL;
+  stats.conversions++;
+  tls_busy++;
+  dyn_entry* e = dyn_convert_frame(v, cfg, dynamic, &skip, &why);
+  tls_busy--;
+  Py_XDECREF(dynamic);
+  if (!e) {
+    if (PyErr_Occurred()) {
+      if (is_fullgraph_error()) {
+        *propagate = 1;
+        return NULL;
+      }
+      warn_internal(st, v->code, "converting");
+      st->skip = 1;
+    } else {
+      stats.skipped++;
+      /* a skip may depend on the inputs (e.g. no tensor this time): mark the
+       * code only after two skips */
+      if (++st->n_skips >= 2) st->skip = 1;
+    }
+    return NULL;
+  }
+  if (st->entries) stats.recompiles++;
+  stats.entries++;
+  if (e->fn) stats.breaks++;
+  st->n_compiles++;
+  e->next = st->entries;
+  st->entries = e;
+  return e;
+}
+
+static PyObject* hook(PyThreadState* ts, struct _PyInterpreterFrame* f, int throwflag) {
+  PyObject* cfg = tls_config;
+  if (!cfg || tls_busy || throwflag) return run_default(ts, f, throwflag);
+  PyCodeObject* code = f->f_code;
+  if ((code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)) ||
+      !(code->co_flags & CO_OPTIMIZED) || f->f_locals || f->frame_obj ||
+      !frame_poppable(ts, f) || !dyn_convert_frame || !dyn_runner_run)
+    return run_default(ts, f, throwflag);
+  code_state* st = code_state_of(code);
+  if (!st) {
+    PyErr_Clear();
+    return run_default(ts, f, throwflag);
+  }
+  if (!st->checked) {
+    int r = code_skipped_by_file(code);
+    if (r < 0) {
+      PyErr_Clear();
+      r = 1;
+    }
+    st->checked = 1;
+    st->skip = r;
+  }
+  if (st->skip) return run_default(ts, f, throwflag);
+  stats.frames_seen++;
+  dyn_frame_view v;
+  view_fill(&v, f);
+  Py_INCREF(cfg); /* the entry may call dyn_enable */
+  dyn_entry* e = cache_lookup(st, &v);
+  if (e) stats.cache_hits++;
+  else {
+    int propagate = 0;
+    e = convert(st, &v, cfg, &propagate);
+    if (propagate) {
+      Py_DECREF(cfg);
+      frame_release(ts, f);
+      return NULL;
+    }
+  }
+  Py_DECREF(cfg);
+  if (!e) return run_default(ts, f, throwflag);
+  e->hits++;
+  int fallback = 0;
+  PyObject* r = entry_run(e, &v, &fallback);
+  if (fallback) {
+    stats.fallbacks++;
+    warn_internal(st, code, "running the compiled entry of");
+    st->skip = 1; /* plain Python from now on (until reset) */
+    return run_default(ts, f, throwflag);
+  }
+  frame_release(ts, f);
+  return r;
+}
+#endif /* PTC_DYN_SUPPORTED */

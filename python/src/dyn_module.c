@@ -1,8 +1,133 @@
 /* dyn_module.c - registers the bytecode capture (dyn_*.c) in ptc._C:
- * its types and the _C.dyn_* functions used by ptc/dynamo.py. */
+ * its types and the _C.dyn_* functions used by ptc/dynamo.py, plus the test
+ * entry points of the other dyn_*.c files. Functions of files that may not
+ * be written yet are referenced weakly and registered only when present. */
 #include "dyn.h"
 
-int ptcpy_dyn_init(PyObject* m) {
-  (void)m;
+#include <string.h>
+
+#pragma weak DynVar_Type
+#pragma weak DynRunner_Type
+#pragma weak dyn_py_decode
+#pragma weak dyn_py_roundtrip
+#pragma weak dyn_py_test_break
+#pragma weak dyn_unsupported_error
+
+/* dyn_hook.c */
+PyObject* dyn_py_enable(PyObject* self, PyObject* cfg);
+PyObject* dyn_py_reset(PyObject* self, PyObject* unused);
+PyObject* dyn_py_stats(PyObject* self, PyObject* unused);
+PyObject* dyn_py_entries(PyObject* self, PyObject* code);
+PyObject* dyn_py_skipped(PyObject* self, PyObject* code);
+
+/* _C._dyn_source(kind, arg=None, base=None, name=None) -> DynSource (tests):
+ * kind "local" (arg = index, name), "global" (arg = name), "closure"
+ * (arg = index), "attr"/"item" (base, arg = name/key), "const" (arg),
+ * "grad_mode", "type" (base). */
+static PyObject* py_source(PyObject* self, PyObject* args, PyObject* kw) {
+  (void)self;
+  static char* kwlist[] = {"kind", "arg", "base", "name", NULL};
+  const char* kind;
+  PyObject *arg = Py_None, *base = Py_None, *name = NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "s|OOO", kwlist, &kind, &arg, &base, &name))
+    return NULL;
+  DynSource* b = NULL;
+  if (base != Py_None) {
+    if (!PyObject_TypeCheck(base, &DynSource_Type))
+      return PyErr_Format(PyExc_TypeError, "_dyn_source: base must be a DynSource");
+    b = (DynSource*)base;
+  }
+  int needs_base = !strcmp(kind, "attr") || !strcmp(kind, "item") || !strcmp(kind, "type");
+  if (needs_base && !b) return PyErr_Format(PyExc_TypeError, "_dyn_source: %s needs a base", kind);
+  if (!strcmp(kind, "local") || !strcmp(kind, "closure")) {
+    Py_ssize_t i = PyLong_AsSsize_t(arg);
+    if (i == -1 && PyErr_Occurred()) return NULL;
+    return (PyObject*)(kind[0] == 'l' ? dyn_source_local(i, name) : dyn_source_closure(i));
+  }
+  if (!strcmp(kind, "global")) return (PyObject*)dyn_source_global(arg);
+  if (!strcmp(kind, "attr")) return (PyObject*)dyn_source_attr(b, arg);
+  if (!strcmp(kind, "item")) return (PyObject*)dyn_source_item(b, arg);
+  if (!strcmp(kind, "const")) return (PyObject*)dyn_source_const(arg);
+  if (!strcmp(kind, "grad_mode")) return (PyObject*)dyn_source_grad_mode();
+  if (!strcmp(kind, "type")) return (PyObject*)dyn_source_type(b);
+  return PyErr_Format(PyExc_ValueError, "_dyn_source: unknown kind '%s'", kind);
+}
+
+/* _C._dyn_unsupported_error() -> the fullgraph break exception class, or
+ * None while dyn_eval.c does not provide it. */
+static PyObject* py_unsupported_error(PyObject* self, PyObject* unused) {
+  (void)self;
+  (void)unused;
+  if (!dyn_unsupported_error) Py_RETURN_NONE;
+  PyObject* cls = dyn_unsupported_error();
+  return Py_XNewRef(cls);
+}
+
+static PyMethodDef dyn_methods[] = {
+    {"dyn_enable", dyn_py_enable, METH_O,
+     "dyn_enable(config_or_None) -> previous: sets this thread's capture config "
+     "(None turns capture off)."},
+    {"dyn_reset", dyn_py_reset, METH_NOARGS, "dyn_reset(): drops every capture cache entry."},
+    {"dyn_stats", dyn_py_stats, METH_NOARGS, "dyn_stats() -> dict of capture counters."},
+    {"dyn_entries", dyn_py_entries, METH_O,
+     "dyn_entries(code) -> list of info dicts of the code's cache entries."},
+    {"_dyn_skipped", dyn_py_skipped, METH_O,
+     "_dyn_skipped(code) -> whether the filename rules skip this code (tests)."},
+    {"_dyn_source", (PyCFunction)(void (*)(void))py_source, METH_VARARGS | METH_KEYWORDS,
+     "_dyn_source(kind, arg=None, base=None, name=None) -> DynSource (tests)."},
+    {"_dyn_unsupported_error", py_unsupported_error, METH_NOARGS,
+     "_dyn_unsupported_error() -> the fullgraph break exception class or None."},
+    {NULL, NULL, 0, NULL}};
+
+/* Registers one optional function (weak symbol: skipped when absent). */
+static int add_optional(PyObject* m, const char* name, PyCFunction fn, int flags, const char* doc) {
+  static PyMethodDef defs[8];
+  static int n_defs;
+  if (!fn) return 0;
+  if (n_defs >= 8) return 0;
+  PyMethodDef* d = &defs[n_defs++];
+  d->ml_name = name;
+  d->ml_meth = fn;
+  d->ml_flags = flags;
+  d->ml_doc = doc;
+  PyObject* f = PyCFunction_NewEx(d, NULL, NULL);
+  if (!f) return -1;
+  int r = PyModule_AddObject(m, name, f);
+  if (r < 0) Py_DECREF(f);
+  return r;
+}
+
+static int add_type(PyObject* m, PyTypeObject* tp, const char* name) {
+  if (!tp) return 0;
+  if (PyType_Ready(tp) < 0) return -1;
+  Py_INCREF(tp);
+  if (PyModule_AddObject(m, name, (PyObject*)tp) < 0) {
+    Py_DECREF(tp);
+    return -1;
+  }
   return 0;
+}
+
+int ptcpy_dyn_init(PyObject* m) {
+  if (add_type(m, &DynSource_Type, "DynSource") < 0 ||
+      add_type(m, &DynGuardSet_Type, "DynGuardSet") < 0 ||
+      add_type(m, &DynVar_Type, "DynVar") < 0 || add_type(m, &DynRunner_Type, "DynRunner") < 0)
+    return -1;
+  if (PyModule_AddFunctions(m, dyn_methods) < 0) return -1;
+  if (add_optional(m, "_dyn_decode", dyn_py_decode, METH_O,
+                   "_dyn_decode(code) -> list of (opname, arg, offset, target, line).") < 0 ||
+      add_optional(m, "_dyn_roundtrip", dyn_py_roundtrip, METH_O,
+                   "_dyn_roundtrip(code) -> code re-assembled from its decoded instructions.") < 0 ||
+      add_optional(m, "_dyn_test_break", dyn_py_test_break, METH_VARARGS,
+                   "_dyn_test_break(code, index, end_index, n_stack, live_locals, stack_null, "
+                   "globals) -> transformed function or refusal reason (tests).") < 0)
+    return -1;
+  /* guard kinds, for tests and dynamo.py */
+  static const struct { const char* n; int v; } kinds[] = {
+      {"DG_TYPE", DG_TYPE}, {"DG_ID", DG_ID}, {"DG_EQ", DG_EQ}, {"DG_LEN", DG_LEN},
+      {"DG_DICT_KEYS", DG_DICT_KEYS}, {"DG_TENSOR", DG_TENSOR}, {"DG_TRUTH", DG_TRUTH},
+      {"DG_NOT_HASATTR", DG_NOT_HASATTR}, {"DG_SHAPE", DG_SHAPE}};
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+    if (PyModule_AddIntConstant(m, kinds[i].n, kinds[i].v) < 0) return -1;
+  return PyModule_AddIntConstant(m, "DYN_SUPPORTED", PTC_DYN_SUPPORTED);
 }
