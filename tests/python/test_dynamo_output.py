@@ -1,0 +1,259 @@
+"""test_dynamo_output.py - the bytecode capture's output side: the
+OutputGraph (python/ptc/_dyn_graph.py) used directly (FX graph recorded
+next to a trace-time ptc graph, metadata, Unsupported at once, symbolic
+sizes and shape guards, compile through from_fx and eager), and, when
+ptc.compile exists, end-to-end cases of what dyn_output.c/dyn_runner.c
+rebuild (return structures, unchanged inputs returned as the same
+objects, side effects, in-place ops on inputs)."""
+import operator
+
+import pytest
+import torch
+
+import ptc
+from ptc._dyn_graph import OutputGraph, Proxy, SymProxy
+from ptc._mapping import Unsupported
+
+BACKENDS = ["eager", "cpu"]
+
+
+def _og(backend="cpu"):
+    return OutputGraph(backend=backend)
+
+
+# ---- OutputGraph ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_elementwise_chain(backend):
+    og = _og(backend)
+    x, y = torch.randn(4, 8), torch.randn(8)
+    px, py = og.add_input(x, "x"), og.add_input(y, "y")
+    a = og.call_function(torch.add, (px, py), {})
+    b = og.call_method("relu", (a,), {})
+    c = og.call_function(operator.mul, (b, 2.0), {})
+    assert isinstance(c, Proxy)
+    assert og.tensor_attr(c, "shape") == (4, 8)
+    assert og.tensor_attr(c, "dtype") == torch.float32
+    assert og.tensor_attr(c, "ndim") == 2
+    assert og.n_ops == 3
+    fn, info = og.compile([c, a])
+    assert info["ops"] == 3 and "relu" in info["graph"]
+    r = fn(x, y)
+    assert isinstance(r, tuple) and len(r) == 2
+    torch.testing.assert_close(r[0], torch.relu(x + y) * 2)
+    torch.testing.assert_close(r[1], x + y)
+
+
+def test_metadata():
+    og = _og()
+    x = torch.randn(3, 5, dtype=torch.float64)
+    px = og.add_input(x, "x")
+    assert og.tensor_attr(px, "device") == torch.device("cpu")
+    assert og.tensor_attr(px, "is_cuda") is False
+    assert og.tensor_attr(px, "is_floating_point") is True
+    assert og.tensor_attr(px, "requires_grad") is False
+    assert og.tensor_attr(px, "numel") == 15
+    t = og.tensor_attr(px, "T")
+    assert og.tensor_attr(t, "shape") == (5, 3)
+    mt = og.tensor_attr(px, "mT")
+    assert og.tensor_attr(mt, "shape") == (5, 3)
+    with pytest.raises(Unsupported):
+        og.tensor_attr(px, "data")
+    with pytest.raises(Unsupported):
+        og.tensor_attr(px, "grad")
+    fn, _ = og.compile([t, mt])
+    r = fn(x)
+    torch.testing.assert_close(r[0], x.T)
+    torch.testing.assert_close(r[1], x.mT)
+
+
+def test_unsupported_leaves_no_node():
+    og = _og()
+    x = torch.randn(4)
+    px = og.add_input(x, "x")
+    before = len(og.graph.nodes)
+    with pytest.raises(Unsupported) as e:
+        og.call_function(print, (px,), {})
+    assert "print" in str(e.value)
+    with pytest.raises(Unsupported):
+        og.call_method("item", (px,), {})
+    with pytest.raises(Unsupported):
+        og.call_method("tolist", (px,), {})
+    assert len(og.graph.nodes) == before
+    y = og.call_method("sin", (px,), {})
+    fn, _ = og.compile([y])
+    torch.testing.assert_close(fn(x)[0], x.sin())
+
+
+def test_param_same_object_and_module():
+    og = _og()
+    lin = torch.nn.Linear(4, 3)
+    x = torch.randn(2, 4)
+    px = og.add_input(x, "x")
+    w = og.add_param(lin.weight, "w")
+    assert og.add_param(lin.weight, "w2") is w  # one get_attr per tensor object
+    assert w.param is lin.weight
+    y = og.call_module(lin, (px,), {})
+    z = og.call_function(torch.matmul, (px, og.tensor_attr(w, "T")), {})
+    fn, info = og.compile([y, z])
+    assert getattr(og.root, w.node.target) is lin.weight
+    r = fn(x)
+    with torch.no_grad():
+        torch.testing.assert_close(r[0], lin(x))
+        torch.testing.assert_close(r[1], x @ lin.weight.T)
+
+
+def test_tuple_results_and_getitem():
+    og = _og()
+    x = torch.randn(6, 4)
+    px = og.add_input(x, "x")
+    parts = og.call_method("chunk", (px, 3), {})
+    assert isinstance(parts, tuple) and len(parts) == 3
+    m = og.call_function(torch.max, (px, 1), {})
+    assert isinstance(m[0], Proxy) and isinstance(m.values, Proxy)
+    s = og.call_function(operator.add, (parts[0], parts[2]), {})
+    fn, _ = og.compile([s, m.indices])
+    r = fn(x)
+    torch.testing.assert_close(r[0], x[0:2] + x[4:6])
+    torch.testing.assert_close(r[1], x.max(1).indices)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_inplace_on_input_writes_back(backend):
+    og = _og(backend)
+    x, y = torch.randn(4), torch.randn(4)
+    px, py = og.add_input(x, "x"), og.add_input(y, "y")
+    r = og.call_method("add_", (px, py), {})
+    assert r is px  # the same tensor, new value
+    z = og.call_function(operator.mul, (px, 2.0), {})
+    fn, _ = og.compile([z])
+    x0 = x.clone()
+    out = fn(x, y)
+    torch.testing.assert_close(x, x0 + y)
+    torch.testing.assert_close(out[0], (x0 + y) * 2)
+
+
+def test_inplace_refused_on_params_and_views():
+    og = _og()
+    lin = torch.nn.Linear(2, 2)
+    x = torch.randn(4, 2)
+    px = og.add_input(x, "x")
+    w = og.add_param(lin.weight, "w")
+    with pytest.raises(Unsupported):
+        og.call_method("add_", (w, 1.0), {})
+    v = og.call_method("view", (px, 8), {})
+    with pytest.raises(Unsupported):
+        og.call_method("mul_", (v, 2.0), {})
+
+
+def test_dynamic_dims_and_shape_guards():
+    og = _og()
+    x = torch.randn(4, 8)
+    px = og.add_input(x, "x", dynamic_dims=(0,))
+    shape = og.tensor_attr(px, "shape")
+    assert isinstance(shape[0], SymProxy) and shape[1] == 8
+    s0 = shape[0]
+    assert s0.hint == 4
+    s2 = og.sym_binop("*", s0, 2)
+    assert isinstance(s2, SymProxy) and s2.hint == 8
+    assert og.sym_binop("-", s0, s0) == 0
+    assert og.sym_binop("**", s0, 2).hint == 16
+    assert og.shape_guard() is None  # nothing decided yet
+    assert og.sym_compare(">", s0, 3) is True
+    v = og.call_method("view", (px, s2, 4), {})
+    r = og.call_method("relu", (v,), {})
+    g = og.shape_guard()
+    assert g is not None
+    assert g(torch.randn(6, 8)) and not g(torch.randn(3, 8))
+    fn, info = og.compile([r, s2])
+    out = fn(x)
+    torch.testing.assert_close(out[0], x.view(8, 4).relu())
+    assert out[1] == 8 and isinstance(out[1], int)
+    x2 = torch.randn(7, 8)
+    out = fn(x2)
+    torch.testing.assert_close(out[0], x2.view(14, 4).relu())
+    assert out[1] == 14
+
+
+def test_sym_int_specialises():
+    og = _og()
+    x = torch.randn(5, 3)
+    px = og.add_input(x, "x", dynamic_dims=(0,))
+    s0 = og.tensor_attr(px, "shape")[0]
+    assert og.sym_int(s0) == 5
+    g = og.shape_guard()
+    assert g(torch.randn(5, 3)) and not g(torch.randn(6, 3))
+
+
+def test_empty_graph():
+    og = _og()
+    x = torch.randn(3)
+    og.add_input(x, "x")
+    fn, info = og.compile([])
+    assert fn is None and info["ops"] == 0
+
+
+def test_compile_direct_function():
+    og = _og()
+    x = torch.randn(8)
+    px = og.add_input(x, "x")
+    y = og.call_method("exp", (px,), {})
+    fn, _ = og.compile([y])
+    assert isinstance(fn, ptc.CompiledFunction)  # no Python wrapper per call
+    torch.testing.assert_close(fn(x)[0], x.exp())
+
+
+# ---- end to end (needs ptc.compile: the frame hook and the evaluator) -------------------
+
+def _have_compile():
+    try:
+        return callable(getattr(ptc, "compile", None)) and hasattr(ptc._C, "dyn_enable")
+    except Exception:
+        return False
+
+
+needs_compile = pytest.mark.skipif(not _have_compile(), reason="ptc.compile not built yet")
+
+G_STATE = []
+
+
+@needs_compile
+def test_e2e_return_structures():
+    def f(x, y):
+        a = x + y
+        return {"sum": a, "pair": (a * 2, x), "lst": [y, a.relu()], "n": 3}
+
+    cf = ptc.compile(f, backend="cpu")
+    x, y = torch.randn(4), torch.randn(4)
+    for _ in range(2):
+        r, e = cf(x, y), f(x, y)
+        assert r.keys() == e.keys() and r["n"] == 3
+        assert r["pair"][1] is x and r["lst"][0] is y  # unchanged inputs: same objects
+        torch.testing.assert_close(r["sum"], e["sum"])
+        torch.testing.assert_close(r["pair"][0], e["pair"][0])
+        torch.testing.assert_close(r["lst"][1], e["lst"][1])
+
+
+@needs_compile
+def test_e2e_inplace_input_and_effects():
+    class Box:
+        pass
+
+    def f(x, box, lst):
+        x.mul_(2)
+        box.last = x + 1
+        lst.append(x.sum())
+        G_STATE.append(1)
+        return x
+
+    box, lst = Box(), []
+    x = torch.randn(5)
+    x0 = x.clone()
+    G_STATE.clear()
+    cf = ptc.compile(f, backend="cpu")
+    r = cf(x, box, lst)
+    assert r is x
+    torch.testing.assert_close(x, x0 * 2)
+    torch.testing.assert_close(box.last, x0 * 2 + 1)
+    assert len(lst) == 1 and len(G_STATE) == 1
+    torch.testing.assert_close(lst[0], (x0 * 2).sum())
