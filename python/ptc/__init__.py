@@ -2,8 +2,9 @@
 
 Public surface: Error, version, backends, ops, Graph, compile_graph,
 CompiledFunction, Executable, Value, SymInt, mark_dynamic (eager), and
-from_fx, backend, explain, UnsupportedError (imported on first use, so that
-`import ptc` works without torch.fx and before those modules exist).
+from_fx, backend, explain, UnsupportedError, and the bytecode capture's
+compile, disable, reset, compile_stats (ptc.dynamo) (imported on first use,
+so that `import ptc` works without torch.fx and before those modules exist).
 """
 import importlib as _importlib
 
@@ -33,6 +34,10 @@ _LAZY = {
     "make_backend": ("backend", "make_backend"),
     "explain": ("explain", "explain"),
     "Explanation": ("explain", "Explanation"),
+    "compile": ("dynamo", "compile"),
+    "disable": ("dynamo", "disable"),
+    "reset": ("dynamo", "reset"),
+    "compile_stats": ("dynamo", "compile_stats"),
 }
 
 __all__ = [
@@ -42,7 +47,7 @@ __all__ = [
 
 
 def __getattr__(name):
-    """Imports ptc.fx / ptc.backend / ptc.explain on first use of their names."""
+    """Imports ptc.fx / ptc.backend / ptc.explain / ptc.dynamo on first use of their names."""
     if name in _LAZY:
         module, attr = _LAZY[name]
         value = getattr(_importlib.import_module("." + module, __name__), attr)

@@ -87,7 +87,17 @@ def _to_graph_module(obj):
                     "function, got %s" % type(obj).__name__)
 
 
-def explain(gm_or_fn, *inputs, backend="cpu", mode=None, debug_dir=None, verbose=True):
+def _use_capture(obj, debug_dir, verbose):
+    """Whether ptc.explain goes to the bytecode capture's explain
+    (ptc.dynamo.explain): any callable that is not a torch.fx.GraphModule,
+    unless the FX-only options debug_dir/verbose are given."""
+    if debug_dir is not None or verbose is not None or not callable(obj):
+        return False
+    import torch.fx
+    return not isinstance(obj, torch.fx.GraphModule)
+
+
+def explain(gm_or_fn, *inputs, backend="cpu", mode=None, debug_dir=None, verbose=None, **kwargs):
     """Compiles `gm_or_fn` for `inputs` and reports what ptc made of it.
 
     gm_or_fn: a torch.fx.GraphModule, an nn.Module or a function (the latter
@@ -96,12 +106,23 @@ def explain(gm_or_fn, *inputs, backend="cpu", mode=None, debug_dir=None, verbose
     libptc's dumps; None makes a new temporary folder that is kept (its path
     is in the report). verbose: print the report (default True).
 
+    Dispatch: a GraphModule, or a call with debug_dir/verbose, gets this
+    FX report; any other callable goes to the bytecode capture's explain
+    (ptc.dynamo.explain: graphs, graph breaks, guards; extra keyword
+    arguments are passed to the callable).
+
     Returns an Explanation. Raises TypeError for a non-callable, the tracer's
     errors for code symbolic_trace cannot follow, and ptc.Error when libptc
     rejects the graph or the inputs; unsupported targets are reported in
     `.unsupported` instead of raised. Not thread-safe with respect to
     printing only.
     """
+    if _use_capture(gm_or_fn, debug_dir, verbose):
+        from .dynamo import explain as capture_explain
+        return capture_explain(gm_or_fn, *inputs, backend=backend, mode=mode, **kwargs)
+    if kwargs:
+        raise TypeError("ptc.explain: unexpected keyword arguments %s" % sorted(kwargs))
+    verbose = True if verbose is None else verbose
     from .fx import UnsupportedError, from_fx
 
     gm = _to_graph_module(gm_or_fn)
