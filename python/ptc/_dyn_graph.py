@@ -207,8 +207,7 @@ class OutputGraph:
             self.root.register_buffer(attr, tensor, persistent=False)
         self._attr_names.add(attr)
         node = self.graph.get_attr(attr)
-        p = Proxy(node, value, tensor.device, bool(tensor.requires_grad) and self.grad_enabled,
-                  param=tensor)
+        p = Proxy(node, value, tensor.device, bool(tensor.requires_grad), param=tensor)
         self._params[id(tensor)] = (tensor, p)
         return p
 
@@ -253,7 +252,10 @@ class OutputGraph:
                     walk(x)
         walk(args)
         dev = found[0].device if found else self._b.device
-        rg = self.grad_enabled and any(p.requires_grad for p in found)
+        # parameters are constants of ptc graphs: no gradient flows to them
+        # (as ptc.from_fx); an input that requires grad makes the compiled
+        # function run eagerly, with autograd, when grad mode is on
+        rg = self.grad_enabled and any(p.requires_grad and p.param is None for p in found)
         return dev, rg
 
     # ---- ops ------------------------------------------------------------------------------
