@@ -631,3 +631,78 @@ static PyObject* hook(PyThreadState* ts, struct _PyInterpreterFrame* f, int thro
   return r;
 }
 #endif /* PTC_DYN_SUPPORTED */
+
+#ifdef PTC_DYN_HOOK_SELFTEST
+/* Test-only converter (private builds with -DPTC_DYN_HOOK_SELFTEST, never
+ * in the real build, where dyn_eval.c defines dyn_convert_frame): frames of
+ * functions named selftest_* get a full-graph entry whose graph is
+ * config._selftest(*tensor args) -> tuple (result = output 0), guarded by a
+ * tensor guard per tensor argument (dims in `dynamic` dynamic); the
+ * dynamic dict of each conversion is appended to config._selftest_log.
+ * Functions named selftest_skip* answer skip, selftest_err* raise. */
+dyn_entry* dyn_convert_frame(const dyn_frame_view* v, PyObject* config, PyObject* dynamic,
+                             int* skip, const char** why) {
+  *skip = 0;
+  const char* name = PyUnicode_AsUTF8(v->code->co_name);
+  if (!name) return NULL;
+  if (strncmp(name, "selftest_", 9) != 0 || !strncmp(name, "selftest_skip", 13)) {
+    *skip = 1;
+    *why = "selftest: not a selftest_ function";
+    return NULL;
+  }
+  if (!strncmp(name, "selftest_err", 12)) {
+    PyErr_SetString(PyExc_ValueError, "selftest internal error");
+    return NULL;
+  }
+  PyObject* log = PyObject_GetAttrString(config, "_selftest_log");
+  if (!log) return NULL;
+  int r = PyList_Append(log, dynamic ? dynamic : Py_None);
+  Py_DECREF(log);
+  if (r < 0) return NULL;
+  DynGuardSet* gs = dyn_guards_new();
+  PyObject* inputs = PyList_New(0);
+  PyObject* compiled = PyObject_GetAttrString(config, "_selftest");
+  dyn_entry* e = NULL;
+  if (!gs || !inputs || !compiled) goto done;
+  for (Py_ssize_t i = 0; i < v->n_args; i++) {
+    PyObject* a = v->locals[i];
+    PyObject* nm = PyTuple_GetItem(v->code->co_localsplusnames, i);
+    if (!a || !nm) goto done;
+    DynSource* s = dyn_source_local(i, nm);
+    if (!s) goto done;
+    PyObject* key = dyn_source_repr(s);
+    PyObject* dims = key && dynamic ? PyDict_GetItemWithError(dynamic, key) : NULL;
+    Py_XDECREF(key);
+    int rc = PyErr_Occurred() ? -1 : 0;
+    if (!rc && strcmp(Py_TYPE(a)->tp_name, "Tensor") == 0) {
+      rc = dyn_guards_add_tensor(gs, s, a, dims);
+      if (!rc) rc = PyList_Append(inputs, (PyObject*)s);
+    } else if (!rc)
+      rc = dyn_guards_add(gs, DG_EQ, s, a, 0);
+    Py_DECREF(s);
+    if (rc < 0) goto done;
+  }
+  PyObject* tin = PyList_AsTuple(inputs);
+  PyObject* eff = PyTuple_New(0);
+  PyObject* plan = Py_BuildValue("(ii)", DP_OUT, 0);
+  DynRunner* runner = tin && eff && plan ? dyn_runner_new(compiled, tin, eff, plan, 1, 0) : NULL;
+  Py_XDECREF(tin);
+  Py_XDECREF(eff);
+  Py_XDECREF(plan);
+  if (!runner) goto done;
+  e = PyMem_Calloc(1, sizeof *e);
+  if (!e) {
+    Py_DECREF((PyObject*)runner);
+    PyErr_NoMemory();
+    goto done;
+  }
+  e->guards = (DynGuardSet*)Py_NewRef((PyObject*)gs);
+  e->runner = runner;
+  e->info = Py_BuildValue("{ss}", "graph", "selftest");
+done:
+  Py_XDECREF((PyObject*)gs);
+  Py_XDECREF(inputs);
+  Py_XDECREF(compiled);
+  return e;
+}
+#endif
