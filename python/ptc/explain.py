@@ -151,3 +151,16 @@ def explain(gm_or_fn, *inputs, backend="cpu", mode=None, debug_dir=None, verbose
     if verbose:
         print(rep)
     return rep
+
+
+class _CallableModule(type(os)):
+    """`import ptc.explain` rebinds the package attribute ptc.explain to
+    this module: calling it still means the function."""
+
+    def __call__(self, *args, **kwargs):
+        return explain(*args, **kwargs)
+
+
+import sys as _sys  # noqa: E402
+
+_sys.modules[__name__].__class__ = _CallableModule
