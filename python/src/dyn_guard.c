@@ -184,10 +184,11 @@ typedef struct memo {
   DynSource* k[MEMO_CAP];
   PyObject* v[MEMO_CAP];
   int n;
+  int inited; /* k[] zeroed (done on first use: most checks never need it) */
 } memo;
 
 static void memo_clear(memo* m) {
-  if (!m || !m->n) return;
+  if (!m || !m->inited || !m->n) return;
   for (int i = 0; i < MEMO_CAP; i++)
     if (m->k[i]) {
       m->k[i] = NULL;
@@ -210,6 +211,10 @@ static PyObject* source_eval_m(DynSource* s, const dyn_frame_view* v, memo* m);
 /* Evaluates a base source through the memo (when one is given). */
 static PyObject* eval_base(DynSource* b, const dyn_frame_view* v, memo* m) {
   if (!m || b->kind == DS_LOCAL || b->kind == DS_CONST) return source_eval_m(b, v, m);
+  if (!m->inited) {
+    memset(m->k, 0, sizeof m->k);
+    m->inited = 1;
+  }
   int i = memo_slot(m, b);
   if (i >= 0 && m->k[i] == b) return Py_NewRef(m->v[i]);
   PyObject* o = source_eval_m(b, v, m);
@@ -826,8 +831,8 @@ static int check_one(const dyn_guard* g, const dyn_frame_view* v, memo* m) {
 
 int dyn_guards_check(DynGuardSet* gs, const dyn_frame_view* v, Py_ssize_t* failed) {
   memo m;
-  memset(m.k, 0, sizeof m.k);
   m.n = 0;
+  m.inited = 0;
   int res = 1;
   for (Py_ssize_t i = 0; i < gs->n; i++) {
     int r = check_one(&gs->g[i], v, &m);
@@ -843,28 +848,37 @@ int dyn_guards_check(DynGuardSet* gs, const dyn_frame_view* v, Py_ssize_t* faile
 
 /* ---- description ---- */
 
-static PyObject* describe_tensor(const dyn_guard* g, PyObject* src) {
-  PyObject* sizes = PyList_New(g->ndim);
-  PyObject* strides = PyList_New(g->ndim);
-  PyObject* r = NULL;
-  if (!sizes || !strides) goto done;
-  for (int i = 0; i < g->ndim; i++) {
-    PyObject* s = g->sizes[i] < 0 ? PyUnicode_FromString("s") : PyLong_FromLongLong(g->sizes[i]);
-    PyObject* t = g->strides[i] == INT64_MIN ? PyUnicode_FromString("*")
-                                            : PyLong_FromLongLong(g->strides[i]);
-    if (!s || !t) {
-      Py_XDECREF(s);
-      Py_XDECREF(t);
-      goto done;
+/* "[4, s, 8]" from int64 values (`dyn` prints for the marker value). */
+static PyObject* ints_str(const int64_t* v, int n, int64_t marker, const char* dyn) {
+  PyObject* parts = PyList_New(n);
+  if (!parts) return NULL;
+  for (int i = 0; i < n; i++) {
+    PyObject* s = v[i] == marker ? PyUnicode_FromString(dyn) : PyUnicode_FromFormat("%lld", (long long)v[i]);
+    if (!s) {
+      Py_DECREF(parts);
+      return NULL;
     }
-    PyList_SET_ITEM(sizes, i, s);
-    PyList_SET_ITEM(strides, i, t);
+    PyList_SET_ITEM(parts, i, s);
   }
-  r = PyUnicode_FromFormat("TENSOR %U %s %S %S %S stride=%S%s requires_grad=%s", src,
-                           ((PyTypeObject*)g->tensor_type)->tp_name, g->dtype, g->device, sizes,
-                           strides, g->contiguous ? " contiguous" : "",
-                           g->requires_grad ? "True" : "False");
-done:
+  PyObject* sep = PyUnicode_FromString(", ");
+  PyObject* j = sep ? PyUnicode_Join(sep, parts) : NULL;
+  Py_XDECREF(sep);
+  Py_DECREF(parts);
+  if (!j) return NULL;
+  PyObject* r = PyUnicode_FromFormat("[%U]", j);
+  Py_DECREF(j);
+  return r;
+}
+
+static PyObject* describe_tensor(const dyn_guard* g, PyObject* src) {
+  PyObject* sizes = ints_str(g->sizes, g->ndim, -1, "s");
+  PyObject* strides = sizes ? ints_str(g->strides, g->ndim, INT64_MIN, "*") : NULL;
+  PyObject* r = NULL;
+  if (strides)
+    r = PyUnicode_FromFormat("TENSOR %U %s %S %S %U stride=%U%s requires_grad=%s", src,
+                             ((PyTypeObject*)g->tensor_type)->tp_name, g->dtype, g->device, sizes,
+                             strides, g->contiguous ? " contiguous" : "",
+                             g->requires_grad ? "True" : "False");
   Py_XDECREF(sizes);
   Py_XDECREF(strides);
   return r;

@@ -42,7 +42,8 @@ typedef struct code_state {
   int skip;             /* run plainly forever (until reset) */
   int n_skips;          /* conversions that answered "skip" */
   int n_compiles;       /* entries made (recompile counter) */
-  int warned;           /* one-time warning printed (cap / error) */
+  int warned;           /* one-time internal-error warning printed */
+  int warned_cap;       /* one-time recompile-cap warning printed */
   PyObject* dynamic;    /* dict source repr -> frozenset of dims, or NULL */
 } code_state;
 
@@ -72,7 +73,7 @@ static void entries_free(dyn_entry* e) {
 static void state_clear(code_state* st) {
   dyn_entry* e = st->entries;
   st->entries = NULL;
-  st->checked = st->skip = st->n_skips = st->n_compiles = st->warned = 0;
+  st->checked = st->skip = st->n_skips = st->n_compiles = st->warned = st->warned_cap = 0;
   Py_CLEAR(st->dynamic);
   entries_free(e);
 }
@@ -528,8 +529,8 @@ static dyn_entry* convert(code_state* st, const dyn_frame_view* v, PyObject* cfg
   long limit = config_int(cfg, "cache_size_limit", 8);
   if (st->n_compiles >= limit) {
     stats.cap_hits++;
-    if (!st->warned) {
-      st->warned = 1;
+    if (!st->warned_cap) {
+      st->warned_cap = 1;
       if (PyErr_WarnFormat(PyExc_UserWarning, 1,
                            "ptc.compile: %U (%U:%d) hit the recompile limit "
                            "(cache_size_limit=%ld); it now runs as plain Python",
