@@ -279,7 +279,7 @@ def _info_reason(info):
     why = info.get("break_reason") or info.get("reason")
     if not why:
         return None
-    where = info.get("where") or info.get("loc")
+    where = info.get("break_loc") or info.get("where") or info.get("loc")
     if not where:
         f, line = info.get("filename") or info.get("file"), info.get("line")
         where = "%s:%s" % (f, line) if f is not None else "?"
@@ -319,7 +319,7 @@ def explain(fn, *args, backend="cpu", mode=None, dynamic=None, **kwargs):
             continue
         rep.infos.append(info)
         g = info.get("graph")
-        if g is not None:
+        if g is not None and info.get("kind") != "skip":
             rep.graphs.append(g)
         rep.op_count += int(info.get("ops", 0) or 0)
         br = _info_reason(info)
