@@ -533,6 +533,13 @@ PyObject* dyn_codegen_break_ex(const dyn_code* code, int index, int end_index, i
                                const char* stack_null, const int* live_locals, int n_live,
                                PyObject* globals, const char** why);
 
+/** 1 when `code` is the code of a transformed function made by
+ * dyn_codegen_break[_ex] (first local "__ptc_state"), else 0. The hook must
+ * run such frames plainly (never convert them): tracing f(state) would break
+ * at the same group again and generate transformed code of transformed code
+ * without end. Resume functions (__resume_at_*) ARE captured. */
+int dyn_codegen_is_transformed(PyCodeObject* code);
+
 /* dyn_hook.c / dyn_module.c: module registration. */
 /** Adds the capture's types and functions to module `m` (_C.dyn_*). 0 / -1. */
 int ptcpy_dyn_init(PyObject* m);

@@ -47,7 +47,13 @@ static int tables_fill_deopt(PyObject* dis, PyObject* all_opname) {
   PyObject* spec = PyObject_GetAttrString(dis, "_specializations");
   if (!spec) {
     PyErr_Clear();
-    return 0;
+    PyObject* opmod = PyImport_ImportModule("opcode");
+    spec = opmod ? PyObject_GetAttrString(opmod, "_specializations") : NULL;
+    Py_XDECREF(opmod);
+    if (!spec) {
+      PyErr_Clear();
+      return 0; /* co_code is de-specialised anyway */
+    }
   }
   PyObject *base, *family;
   Py_ssize_t pos = 0;
@@ -81,10 +87,18 @@ static int tables_init(void) {
     PyErr_Clear();
     names = PyObject_GetAttrString(opmod, "opname");
   }
-  if (names && PyList_Check(names) && PyList_GET_SIZE(names) >= 256 && PyList_Check(caches)) {
+  if (names && PyList_Check(names) && PyList_GET_SIZE(names) >= 256 &&
+      (PyList_Check(caches) || PyDict_Check(caches))) {
     rc = 0;
     for (int i = 0; i < 256 && rc == 0; i++) {
-      long c = i < PyList_GET_SIZE(caches) ? PyLong_AsLong(PyList_GET_ITEM(caches, i)) : 0;
+      long c = 0;
+      if (PyList_Check(caches)) { /* 3.11/3.12: a list indexed by opcode */
+        if (i < PyList_GET_SIZE(caches)) c = PyLong_AsLong(PyList_GET_ITEM(caches, i));
+      } else { /* a dict {name: count} */
+        PyObject* v = PyDict_GetItemWithError(caches, PyList_GET_ITEM(names, i));
+        if (v) c = PyLong_AsLong(v);
+        else if (PyErr_Occurred()) c = -1;
+      }
       if (c < 0 || c > 255) rc = -1;
       else g_caches[i] = (unsigned char)c;
       Py_XSETREF(g_names[i], Py_NewRef(PyList_GET_ITEM(names, i)));

@@ -98,6 +98,7 @@ static int generic_pops(int op, int arg) {
     case UNARY_POSITIVE:
     case LOAD_ATTR:
     case PRINT_EXPR:
+    case LIST_TO_TUPLE:
 #else
     case CALL_INTRINSIC_1:
 #endif
@@ -107,7 +108,6 @@ static int generic_pops(int op, int arg) {
     case STORE_FAST:
     case STORE_GLOBAL:
     case STORE_NAME:
-    case LIST_TO_TUPLE:
     case UNPACK_SEQUENCE:
     case UNPACK_EX:
     case RETURN_VALUE:
@@ -846,3 +846,16 @@ PyObject* dyn_py_test_break(PyObject* self, PyObject* args) {
 }
 
 #endif
+
+int dyn_codegen_is_transformed(PyCodeObject* code) {
+#if PTC_DYN_SUPPORTED
+  if (!code || code->co_argcount != 1 || !code->co_localsplusnames ||
+      PyTuple_GET_SIZE(code->co_localsplusnames) < 1)
+    return 0;
+  PyObject* first = PyTuple_GET_ITEM(code->co_localsplusnames, 0);
+  return PyUnicode_Check(first) && PyUnicode_CompareWithASCIIString(first, "__ptc_state") == 0;
+#else
+  (void)code;
+  return 0;
+#endif
+}
