@@ -540,6 +540,14 @@ PyObject* dyn_codegen_break_ex(const dyn_code* code, int index, int end_index, i
  * without end. Resume functions (__resume_at_*) ARE captured. */
 int dyn_codegen_is_transformed(PyCodeObject* code);
 
+/* dyn_hook.c: for the evaluator/calls. */
+/** 1 when frames of `code` are never captured by the hook's filename rules
+ * (the standard library, torch, numpy, ptc itself - e.g. ptc.disable's and
+ * ptc.compile's wrappers) or the code is marked skip, 0 otherwise, -1 on
+ * error. The evaluator should not inline calls to such functions (break, or
+ * call them for real where that is known to be safe). */
+int dyn_code_skipped(PyCodeObject* code);
+
 /* dyn_hook.c / dyn_module.c: module registration. */
 /** Adds the capture's types and functions to module `m` (_C.dyn_*). 0 / -1. */
 int ptcpy_dyn_init(PyObject* m);

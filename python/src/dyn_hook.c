@@ -182,6 +182,16 @@ static int code_skipped_by_file(PyCodeObject* code) {
   return 0;
 }
 
+int dyn_code_skipped(PyCodeObject* code) {
+  if (code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)) return 0;
+  if (extra_index >= 0) {
+    void* p = NULL;
+    if (code_get_extra((PyObject*)code, &p) < 0) return -1;
+    if (p && ((code_state*)p)->checked) return ((code_state*)p)->skip;
+  }
+  return code_skipped_by_file(code);
+}
+
 /* Test helper: _C._dyn_skipped(code) -> bool (filename rules only). */
 PyObject* dyn_py_skipped(PyObject* self, PyObject* code) {
   (void)self;
@@ -216,7 +226,11 @@ PyObject* dyn_py_enable(PyObject* self, PyObject* cfg) {
   return NULL;
 #else
   if (extra_index < 0) {
+#if PY_VERSION_HEX >= 0x030C0000
+    extra_index = PyUnstable_Eval_RequestCodeExtraIndex(state_free);
+#else
     extra_index = _PyEval_RequestCodeExtraIndex(state_free);
+#endif
     if (extra_index < 0) {
       PyErr_SetString(PyExc_RuntimeError, "ptc.compile: no code extra slot available");
       return NULL;
