@@ -1,0 +1,130 @@
+/* dyn_call_int.h - private header shared by dyn_call.c (dispatch, tensors,
+ * operators) and dyn_call_obj.c (builtins, containers, modules, objects):
+ * the cache of Python objects they compare against and the helpers that
+ * convert trackers to OutputGraph arguments and back. Not part of dyn.h's
+ * contract. */
+#ifndef PTC_DYN_CALL_INT_H
+#define PTC_DYN_CALL_INT_H
+
+#include "dyn.h"
+
+/* dyn_var.c may land after this file: referenced weakly so that ptc._C
+ * links and imports before it does (nothing here runs without a trace,
+ * which needs dyn_eval.c/dyn_var.c). */
+#pragma weak DynVar_Type
+#pragma weak dyn_var_new
+#pragma weak dyn_var_const
+#pragma weak dyn_var_seq
+#pragma weak dyn_var_as_const
+#pragma weak dyn_var_kind_name
+#pragma weak dyn_wrap
+
+/** Objects looked up once (strong references, process lifetime). */
+typedef struct dc_cache {
+  int ready;
+  PyObject *builtins_mod, *operator_mod, *math_mod, *torch, *map_core, *dyn_graph;
+  PyObject *tensor_type, *parameter_type, *nn_module, *module_list, *sequential, *module_dict;
+  PyObject *torch_size, *torch_dtype, *torch_device;
+  PyObject *lookup, *unsupported, *c_error, *fmt_target, *proxy_type, *symproxy_type;
+  PyObject *no_grad, *enable_grad, *set_grad_enabled;
+  PyObject *module_call, *module_getattr, *module_setattr; /* nn.Module's */
+  PyObject *global_hooks;  /* tuple of torch's global module hook dicts */
+  PyObject *builtin_ids;   /* dict builtin function/type -> index (enum dc_builtin) */
+  PyObject *operator_ids;  /* dict operator function -> index (enum dc_opfn) */
+  PyObject *safe_types;    /* tuple of types whose constants are computed on for real */
+} dc_cache;
+extern dc_cache dcc;
+
+/** Fills dcc on first use. 0 / -1. */
+int dc_init(void);
+
+/** dyn_break with a Python-style format (PyUnicode_FromFormat: %s %d %S %R %U). */
+int dc_break(dyn_tx* tx, const char* fmt, ...);
+/** Turns the pending Python exception (from the OutputGraph or a real call
+ * on constants) into a break "what: Type: message". Returns DYN_CALL_BREAK. */
+int dc_break_exc(dyn_tx* tx, const char* what);
+
+/** 1 when `o` is a constant of a safe builtin type (None/bool/int/float/
+ * complex/str/bytes/Ellipsis/torch dtype|device|Size, tuples/frozensets of
+ * those) that may be computed on for real. */
+int dc_safe_const(PyObject* o);
+/** 1 when v (recursively through containers) holds a tensor or SymInt. */
+int dc_has_graph_value(DynVar* v);
+
+/** Tracker -> argument for the OutputGraph (Proxy, SymProxy, constants,
+ * nested tuples/lists/dicts/slices). DYN_CALL_OK (*out new ref),
+ * DYN_CALL_BREAK or DYN_CALL_ERROR. `what` names the call for messages. */
+int dc_to_py(dyn_tx* tx, DynVar* v, const char* what, PyObject** out);
+/** OutputGraph result -> tracker (a returned Proxy that belongs to an
+ * existing tracker gives that tracker back). */
+int dc_from_py(dyn_tx* tx, PyObject* r, DynVar** out);
+/** og.<meth>(first, args, kwargs) where `first` may be NULL (call_method:
+ * og.call_method(name, args, kwargs) passes the name as first). Args are
+ * trackers (array) and kwargs a dict {str: DynVar} or NULL. */
+int dc_og_call(dyn_tx* tx, const char* meth, PyObject* first, DynVar* const* args,
+               Py_ssize_t n, PyObject* kwargs, const char* what, DynVar** out);
+/** og.tensor_attr(proxy, name) -> tracker. */
+int dc_tensor_attr(dyn_tx* tx, DynVar* t, const char* name, DynVar** out);
+/** og.sym_int(s) for a DV_SYMINT, the value for an int DV_CONST: *out new
+ * ref to a Python int. Break for other kinds. */
+int dc_as_int(dyn_tx* tx, DynVar* v, PyObject** out);
+/** Constant of a var for real computation: DV_CONST value (safe types),
+ * DV_SYMINT specialised through og.sym_int, containers of those rebuilt;
+ * NULL without exception (*brk = 1 not set) when not constant. */
+int dc_const_of(dyn_tx* tx, DynVar* v, PyObject** out);
+
+/** Items of an iterable tracker (new list of DynVar; for a DV_LIST this is
+ * a copy). BREAK when unknown. */
+int dc_items(dyn_tx* tx, DynVar* v, PyObject** out);
+/** A new created tracker of kind TUPLE/LIST from a list of DynVar. */
+DynVar* dc_seq(int kind, PyObject* list);
+/** Records that a pre-existing container/object changed (effect tuple once
+ * for lists/dicts). 0 / -1. */
+int dc_mark_mutated(dyn_tx* tx, DynVar* v);
+/** Wraps a real value read from `base_var` at attribute `name` (source
+ * ATTR(base source or CONST(base value), name)). */
+int dc_wrap_attr(dyn_tx* tx, DynVar* base_var, PyObject* base_obj, PyObject* name,
+                 PyObject* value, DynVar** out);
+/** A source for a var's real object: its source, or a CONST source of its
+ * value; NULL (no exception) when it has neither. New reference. */
+DynSource* dc_source_of(DynVar* v);
+/** The real object of a tracker with a source (evaluated against the root
+ * frame) or its value; new reference or NULL without exception. */
+PyObject* dc_real_of(dyn_tx* tx, DynVar* v);
+
+/** The real function `f` called with the constant values of the args;
+ * the result must be a safe constant. */
+int dc_call_real_consts(dyn_tx* tx, PyObject* f, DynVar* const* a, Py_ssize_t n, PyObject* kwargs,
+                        const char* what, DynVar** out);
+
+/* dyn_call_obj.c */
+/** Names of the builtins dc_call_builtin knows (NULL-terminated; index =
+ * the value in dcc.builtin_ids). */
+extern const char* const dc_builtin_names[];
+/** A DV_FUNCTION for function `func` found as attribute `name` of
+ * type(obj) (identity-guarded through type(source) when obj has one). */
+int dc_class_func(dyn_tx* tx, DynVar* obj, PyObject* func, PyObject* name, DynVar** out);
+/** Builtin function / type calls (len, isinstance, range, list(...)...):
+ * returns -2 when `fn` is not a builtin handled there. */
+int dc_call_builtin(dyn_tx* tx, PyObject* fn, DynVar* const* args, Py_ssize_t n,
+                    PyObject* kwargs, DynVar** out);
+/** Methods of builtin containers and constants called as descriptors
+ * (list.append(l, x), str.join(s, xs)...): -2 when not handled there. */
+int dc_call_descr(dyn_tx* tx, PyObject* fn, DynVar* const* args, Py_ssize_t n,
+                  PyObject* kwargs, DynVar** out);
+/** Calls of nn.Module trackers (mapped -> og.call_module, else inline forward). */
+int dc_call_module(dyn_tx* tx, DynVar* m, DynVar* const* args, Py_ssize_t n, PyObject* kwargs,
+                   DynVar** out, PyObject** inline_args, PyObject** inline_kwargs);
+/** Attribute reads / writes of modules and user objects. */
+int dc_getattr_object(dyn_tx* tx, DynVar* obj, PyObject* name, DynVar** out);
+int dc_setattr_object(dyn_tx* tx, DynVar* obj, PyObject* name, DynVar* value);
+/** Attribute read of builtin containers/constants/namedtuples (methods -> DV_METHOD). */
+int dc_getattr_builtin(dyn_tx* tx, DynVar* obj, PyObject* name, DynVar** out);
+/** Calling a namedtuple class (-2 when cls is not one). */
+int dc_call_namedtuple(dyn_tx* tx, PyObject* cls, DynVar* const* a, Py_ssize_t n, PyObject* kwargs,
+                       DynVar** out);
+/** Submodules of a ModuleList/Sequential/ModuleDict in order (new list of
+ * DynVar), with a keys guard on its _modules; BREAK for other modules. */
+int dc_module_children(dyn_tx* tx, DynVar* m, PyObject** out, PyObject** keys);
+
+#endif /* PTC_DYN_CALL_INT_H */

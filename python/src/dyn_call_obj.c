@@ -1,0 +1,1748 @@
+/* dyn_call_obj.c - the object side of dyn_call.c (issue 6 bytecode capture):
+ * builtin functions (len, isinstance, range, enumerate, zip, min/max, ...),
+ * methods of builtin containers and constants (list.append, dict.items,
+ * str.join, ...), nn.Module trackers (mapped modules become call_module
+ * graph ops, others inline type(m).forward; attributes: submodules,
+ * parameters/buffers, plain attributes, module containers), and user objects
+ * (attribute reads through sources, writes tracked as side effects).
+ * Anything whose Python semantics are not reproduced exactly breaks. */
+#include "dyn_call_int.h"
+
+#include <string.h>
+
+const char* const dc_builtin_names[] = {
+    "len", "isinstance", "issubclass", "range", "enumerate", "zip", "reversed", "sorted", "min",
+    "max", "abs", "sum", "getattr", "hasattr", "setattr", "type", "list", "tuple", "dict", "set",
+    "frozenset", "int", "float", "bool", "str", "iter", "next", "callable", "divmod", "round",
+    "all", "any", "pow", "chr", "ord", "repr", "slice", "format", "delattr", "print", "id",
+    "hash", "super", "map", "filter", "object", "vars", "globals", "locals", "open", "input",
+    "eval", "exec", "compile", "breakpoint", "__import__", "dir", NULL};
+enum {
+  B_LEN, B_ISINSTANCE, B_ISSUBCLASS, B_RANGE, B_ENUMERATE, B_ZIP, B_REVERSED, B_SORTED, B_MIN,
+  B_MAX, B_ABS, B_SUM, B_GETATTR, B_HASATTR, B_SETATTR, B_TYPE, B_LIST, B_TUPLE, B_DICT, B_SET,
+  B_FROZENSET, B_INT, B_FLOAT, B_BOOL, B_STR, B_ITER, B_NEXT, B_CALLABLE, B_DIVMOD, B_ROUND,
+  B_ALL, B_ANY, B_POW, B_CHR, B_ORD, B_REPR, B_SLICE, B_FORMAT, B_DELATTR /* first "break" */
+};
+
+static int nkw(PyObject* kwargs) { return kwargs ? (int)PyDict_Size(kwargs) : 0; }
+
+static DynVar* kwarg(PyObject* kwargs, const char* name) {
+  if (!kwargs) return NULL;
+  PyObject* v = PyDict_GetItemString(kwargs, name);
+  return (DynVar*)v;
+}
+
+static int out_const(PyObject* v, DynVar** out) {
+  *out = dyn_var_const(v);
+  return *out ? DYN_CALL_OK : DYN_CALL_ERROR;
+}
+static int out_bool(int b, DynVar** out) { return out_const(b ? Py_True : Py_False, out); }
+static int out_ssize(Py_ssize_t n, DynVar** out) {
+  PyObject* v = PyLong_FromSsize_t(n);
+  if (!v) return DYN_CALL_ERROR;
+  int rc = out_const(v, out);
+  Py_DECREF(v);
+  return rc;
+}
+
+static int out_iter(PyObject* items, const char* marker, DynVar** out) {
+  PyObject* m = marker ? PyUnicode_FromString(marker) : NULL;
+  *out = dyn_var_new(DV_ITER, NULL, items, m, NULL);
+  Py_XDECREF(m);
+  if (!*out) return DYN_CALL_ERROR;
+  (*out)->index = 0;
+  (*out)->created = 1;
+  return DYN_CALL_OK;
+}
+
+static DynVar* tuple_of(DynVar* a, DynVar* b) {
+  PyObject* l = PyList_New(2);
+  if (!l) return NULL;
+  Py_INCREF(a);
+  Py_INCREF(b);
+  PyList_SET_ITEM(l, 0, (PyObject*)a);
+  PyList_SET_ITEM(l, 1, (PyObject*)b);
+  DynVar* t = dc_seq(DV_TUPLE, l);
+  Py_DECREF(l);
+  return t;
+}
+
+/* The Python type a tracker stands for (borrowed), or NULL. */
+static PyObject* kind_type(dyn_tx* tx, DynVar* v, PyObject** hold) {
+  *hold = NULL;
+  switch (v->kind) {
+    case DV_CONST: case DV_MODULE: case DV_OBJECT:
+      return (PyObject*)Py_TYPE(v->value);
+    case DV_TENSOR:
+      if (v->source) {
+        *hold = dc_real_of(tx, v);
+        if (*hold) return (PyObject*)Py_TYPE(*hold);
+      }
+      return dcc.tensor_type;
+    case DV_SYMINT: return (PyObject*)&PyLong_Type;
+    case DV_TUPLE: return v->extra == dcc.torch_size ? dcc.torch_size : (PyObject*)&PyTuple_Type;
+    case DV_LIST: return (PyObject*)&PyList_Type;
+    case DV_DICT: return (PyObject*)&PyDict_Type;
+    case DV_SET: return (PyObject*)&PySet_Type;
+    case DV_SLICE: return (PyObject*)&PySlice_Type;
+    case DV_RANGE: return (PyObject*)&PyRange_Type;
+    case DV_NAMEDTUPLE: return v->value;
+    case DV_FUNCTION: return v->value ? (PyObject*)Py_TYPE(v->value) : (PyObject*)&PyFunction_Type;
+    case DV_METHOD: return (PyObject*)&PyMethod_Type;
+    default: return NULL;
+  }
+}
+
+/* ---------------------------------------------------------------------------
+ * Attribute existence (no code run): modules, objects, classes, modules
+ * ------------------------------------------------------------------------- */
+static int guard_missing(dyn_tx* tx, DynVar* obj, PyObject* name) {
+  DynSource* s = dc_source_of(obj);
+  if (!s) return PyErr_Occurred() ? -1 : 0;
+  DynSource* a = dyn_source_attr(s, name);
+  Py_DECREF(s);
+  if (!a) return -1;
+  int r = dyn_guards_add(tx->guards, DG_NOT_HASATTR, a, NULL, 0);
+  Py_DECREF(a);
+  return r;
+}
+
+/* 1 / 0, or DYN_CALL_BREAK (as -2) when unknown */
+static int has_attr(dyn_tx* tx, DynVar* obj, PyObject* name) {
+  if (obj->items && PyDict_Check(obj->items) && (obj->kind == DV_MODULE || obj->kind == DV_OBJECT) &&
+      PyDict_GetItem(obj->items, name))
+    return 1;
+  if (obj->kind == DV_MODULE || obj->kind == DV_OBJECT) {
+    PyTypeObject* t = Py_TYPE(obj->value);
+    if (t->tp_getattro != PyObject_GenericGetAttr && obj->kind == DV_OBJECT) return -2;
+    if (_PyType_Lookup(t, name)) return 1;
+    PyObject* d = PyObject_GenericGetDict(obj->value, NULL);
+    if (!d) {
+      PyErr_Clear();
+      return -2;
+    }
+    int in = PyDict_Contains(d, name) == 1;
+    if (!in && obj->kind == DV_MODULE) {
+      const char* subs[] = {"_parameters", "_buffers", "_modules"};
+      for (int i = 0; i < 3 && !in; i++) {
+        PyObject* sd = PyDict_GetItemString(d, subs[i]);
+        if (sd && PyDict_Check(sd) && PyDict_Contains(sd, name) == 1) in = 1;
+      }
+    }
+    Py_DECREF(d);
+    if (!in) {
+      PyObject* ga = PyUnicode_InternFromString("__getattr__");
+      PyObject* g = ga ? _PyType_Lookup(t, ga) : NULL;
+      Py_XDECREF(ga);
+      if (g && !(obj->kind == DV_MODULE && g == dcc.module_getattr)) return -2;
+      if (guard_missing(tx, obj, name) < 0) return -1;
+    }
+    return in;
+  }
+  if (obj->kind == DV_CONST && (PyModule_Check(obj->value) || PyType_Check(obj->value) ||
+                                dc_safe_const(obj->value))) {
+    int r = PyObject_HasAttr(obj->value, name);
+    if (!r && guard_missing(tx, obj, name) < 0) return -1;
+    return r;
+  }
+  if (obj->kind == DV_TENSOR) {
+    PyObject* d = PyObject_GetAttr(dcc.tensor_type, name);
+    if (d) {
+      Py_DECREF(d);
+      return 1;
+    }
+    PyErr_Clear();
+    return -2;
+  }
+  return -2;
+}
+
+/* ---------------------------------------------------------------------------
+ * Builtins
+ * ------------------------------------------------------------------------- */
+static int b_len(dyn_tx* tx, DynVar* v, DynVar** out) {
+  switch (v->kind) {
+    case DV_TUPLE: case DV_LIST: case DV_NAMEDTUPLE: case DV_SET:
+      return out_ssize(PyList_GET_SIZE(v->items), out);
+    case DV_DICT:
+      return out_ssize(PyDict_Size(v->items), out);
+    case DV_RANGE:
+      return out_ssize(PyObject_Length(v->value), out);
+    case DV_CONST: {
+      if (!dc_safe_const(v->value)) return dc_break(tx, "len() of a %s", Py_TYPE(v->value)->tp_name);
+      Py_ssize_t n = PyObject_Length(v->value);
+      if (n < 0) return dc_break_exc(tx, "len()");
+      return out_ssize(n, out);
+    }
+    case DV_ITER:
+      if (v->extra && PyUnicode_Check(v->extra))
+        return out_ssize(PyList_GET_SIZE(v->items) - v->index, out);
+      return dc_break(tx, "len() of an iterator (TypeError in Python)");
+    case DV_TENSOR: {
+      DynVar* shape;
+      int rc = dc_tensor_attr(tx, v, "shape", &shape);
+      if (rc != DYN_CALL_OK) return rc;
+      PyObject* items = NULL;
+      rc = dc_items(tx, shape, &items);
+      if (rc == DYN_CALL_OK && PyList_GET_SIZE(items) == 0) rc = dc_break(tx, "len() of a 0-d tensor");
+      if (rc == DYN_CALL_OK) {
+        *out = (DynVar*)PyList_GET_ITEM(items, 0);
+        Py_INCREF(*out);
+      }
+      Py_XDECREF(items);
+      Py_DECREF(shape);
+      return rc;
+    }
+    case DV_MODULE: {
+      PyObject *ch, *keys;
+      int rc = dc_module_children(tx, v, &ch, &keys);
+      if (rc != DYN_CALL_OK) return rc;
+      rc = out_ssize(PyList_GET_SIZE(ch), out);
+      Py_DECREF(ch);
+      Py_XDECREF(keys);
+      return rc;
+    }
+    default:
+      return dc_break(tx, "len() of a %s", dyn_var_kind_name(v));
+  }
+}
+
+static int b_isinstance(dyn_tx* tx, DynVar* const* a, Py_ssize_t n, int sub, DynVar** out) {
+  if (n != 2 || a[1]->kind != DV_CONST) {
+    if (n == 2 && a[1]->kind == DV_TUPLE) {
+      PyObject* c = dyn_var_as_const(a[1]);
+      if (c) {
+        DynVar* cv = dyn_var_const(c);
+        Py_DECREF(c);
+        if (!cv) return DYN_CALL_ERROR;
+        DynVar* aa[2] = {a[0], cv};
+        int rc = b_isinstance(tx, aa, 2, sub, out);
+        Py_DECREF(cv);
+        return rc;
+      }
+    }
+    return dc_break(tx, "%s with a non-constant class", sub ? "issubclass" : "isinstance");
+  }
+  PyObject* cls = a[1]->value;
+  if (sub) {
+    if (a[0]->kind != DV_CONST) return dc_break(tx, "issubclass of a %s", dyn_var_kind_name(a[0]));
+    int r = PyObject_IsSubclass(a[0]->value, cls);
+    if (r < 0) return dc_break_exc(tx, "issubclass");
+    return out_bool(r, out);
+  }
+  PyObject* real = NULL;
+  if (a[0]->kind == DV_CONST || a[0]->kind == DV_MODULE || a[0]->kind == DV_OBJECT ||
+      ((a[0]->kind == DV_TENSOR || a[0]->kind == DV_LIST || a[0]->kind == DV_DICT ||
+        a[0]->kind == DV_TUPLE) && a[0]->source))
+    real = dc_real_of(tx, a[0]);
+  int r;
+  if (real) {
+    r = PyObject_IsInstance(real, cls);
+    Py_DECREF(real);
+  } else {
+    PyObject* hold;
+    PyObject* t = kind_type(tx, a[0], &hold);
+    if (!t) return dc_break(tx, "isinstance of a %s", dyn_var_kind_name(a[0]));
+    r = PyObject_IsSubclass(t, cls);
+    Py_XDECREF(hold);
+  }
+  if (r < 0) return dc_break_exc(tx, "isinstance");
+  return out_bool(r, out);
+}
+
+static int b_range(dyn_tx* tx, DynVar* const* a, Py_ssize_t n, DynVar** out) {
+  if (n < 1 || n > 3) return dc_break(tx, "range() with %zd arguments", n);
+  PyObject* args = PyTuple_New(n);
+  if (!args) return DYN_CALL_ERROR;
+  for (Py_ssize_t i = 0; i < n; i++) {
+    PyObject* x;
+    int rc = dc_as_int(tx, a[i], &x);
+    if (rc != DYN_CALL_OK) {
+      Py_DECREF(args);
+      return rc;
+    }
+    PyTuple_SET_ITEM(args, i, x);
+  }
+  PyObject* r = PyObject_Call((PyObject*)&PyRange_Type, args, NULL);
+  Py_DECREF(args);
+  if (!r) return dc_break_exc(tx, "range()");
+  *out = dyn_var_new(DV_RANGE, r, NULL, NULL, NULL);
+  Py_DECREF(r);
+  return *out ? DYN_CALL_OK : DYN_CALL_ERROR;
+}
+
+static int b_enumerate(dyn_tx* tx, DynVar* const* a, Py_ssize_t n, PyObject* kwargs, DynVar** out) {
+  DynVar* startv = n == 2 ? a[1] : kwarg(kwargs, "start");
+  if (n < 1 || n > 2 || nkw(kwargs) > (startv && n == 1 ? 1 : 0))
+    return dc_break(tx, "enumerate() arguments");
+  Py_ssize_t start = 0;
+  if (startv) {
+    PyObject* s;
+    int rc = dc_as_int(tx, startv, &s);
+    if (rc != DYN_CALL_OK) return rc;
+    start = PyLong_AsSsize_t(s);
+    Py_DECREF(s);
+  }
+  PyObject* items;
+  int rc = dc_items(tx, a[0], &items);
+  if (rc != DYN_CALL_OK) return rc;
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
+    PyObject* k = PyLong_FromSsize_t(start + i);
+    DynVar* kv = k ? dyn_var_const(k) : NULL;
+    Py_XDECREF(k);
+    DynVar* t = kv ? tuple_of(kv, (DynVar*)PyList_GET_ITEM(items, i)) : NULL;
+    Py_XDECREF(kv);
+    if (!t) {
+      Py_DECREF(items);
+      return DYN_CALL_ERROR;
+    }
+    PyList_SetItem(items, i, (PyObject*)t);
+  }
+  rc = out_iter(items, NULL, out);
+  Py_DECREF(items);
+  return rc;
+}
+
+static int b_zip(dyn_tx* tx, DynVar* const* a, Py_ssize_t n, PyObject* kwargs, DynVar** out) {
+  if (nkw(kwargs)) return dc_break(tx, "zip() with keyword arguments");
+  PyObject* lists = PyList_New(0);
+  if (!lists) return DYN_CALL_ERROR;
+  Py_ssize_t m = PY_SSIZE_T_MAX;
+  for (Py_ssize_t i = 0; i < n; i++) {
+    PyObject* items;
+    int rc = dc_items(tx, a[i], &items);
+    if (rc != DYN_CALL_OK) {
+      Py_DECREF(lists);
+      return rc;
+    }
+    if (PyList_GET_SIZE(items) < m) m = PyList_GET_SIZE(items);
+    PyList_Append(lists, items);
+    Py_DECREF(items);
+  }
+  if (n == 0) m = 0;
+  PyObject* res = PyList_New(0);
+  for (Py_ssize_t j = 0; res && j < m; j++) {
+    PyObject* row = PyList_New(n);
+    for (Py_ssize_t i = 0; row && i < n; i++) {
+      PyObject* x = PyList_GET_ITEM(PyList_GET_ITEM(lists, i), j);
+      Py_INCREF(x);
+      PyList_SET_ITEM(row, i, x);
+    }
+    DynVar* t = row ? dc_seq(DV_TUPLE, row) : NULL;
+    Py_XDECREF(row);
+    if (!t || PyList_Append(res, (PyObject*)t) < 0) Py_CLEAR(res);
+    Py_XDECREF(t);
+  }
+  Py_DECREF(lists);
+  if (!res) return DYN_CALL_ERROR;
+  int rc = out_iter(res, NULL, out);
+  Py_DECREF(res);
+  return rc;
+}
+
+static int b_reversed(dyn_tx* tx, DynVar* v, DynVar** out) {
+  if (!(v->kind == DV_TUPLE || v->kind == DV_LIST || v->kind == DV_NAMEDTUPLE ||
+        v->kind == DV_RANGE || v->kind == DV_DICT ||
+        (v->kind == DV_CONST && (PyTuple_Check(v->value) || PyUnicode_CheckExact(v->value)))))
+    return dc_break(tx, "reversed() of a %s", dyn_var_kind_name(v));
+  PyObject* items;
+  int rc = dc_items(tx, v, &items);
+  if (rc != DYN_CALL_OK) return rc;
+  PyList_Reverse(items);
+  rc = out_iter(items, NULL, out);
+  Py_DECREF(items);
+  return rc;
+}
+
+/* items of the single iterable argument, or the arguments themselves */
+static int arg_items(dyn_tx* tx, DynVar* const* a, Py_ssize_t n, PyObject** out) {
+  if (n == 1) return dc_items(tx, a[0], out);
+  *out = PyList_New(n);
+  if (!*out) return DYN_CALL_ERROR;
+  for (Py_ssize_t i = 0; i < n; i++) {
+    Py_INCREF(a[i]);
+    PyList_SET_ITEM(*out, i, (PyObject*)a[i]);
+  }
+  return DYN_CALL_OK;
+}
+
+static int b_minmax(dyn_tx* tx, DynVar* const* a, Py_ssize_t n, PyObject* kwargs, int is_max,
+                    DynVar** out) {
+  if (nkw(kwargs) || n < 1) return dc_break(tx, "%s() with keyword arguments", is_max ? "max" : "min");
+  PyObject* items;
+  int rc = arg_items(tx, a, n, &items);
+  if (rc != DYN_CALL_OK) return rc;
+  if (PyList_GET_SIZE(items) == 0) {
+    Py_DECREF(items);
+    return dc_break(tx, "%s() of an empty sequence (ValueError in Python)", is_max ? "max" : "min");
+  }
+  DynVar* best = (DynVar*)PyList_GET_ITEM(items, 0);
+  for (Py_ssize_t i = 1; i < PyList_GET_SIZE(items); i++) {
+    DynVar* x = (DynVar*)PyList_GET_ITEM(items, i);
+    if (x->kind == DV_TENSOR || best->kind == DV_TENSOR) {
+      Py_DECREF(items);
+      return dc_break(tx, "%s() of tensors (data-dependent)", is_max ? "max" : "min");
+    }
+    DynVar* c;
+    rc = dyn_compare(tx, is_max ? Py_GT : Py_LT, x, best, &c);
+    if (rc != DYN_CALL_OK) break;
+    int t;
+    rc = dyn_truth(tx, c, &t);
+    Py_DECREF(c);
+    if (rc != DYN_CALL_OK) break;
+    if (t) best = x;
+  }
+  if (rc == DYN_CALL_OK) {
+    Py_INCREF(best);
+    *out = best;
+  }
+  Py_DECREF(items);
+  return rc;
+}
+
+static int b_sum(dyn_tx* tx, DynVar* const* a, Py_ssize_t n, PyObject* kwargs, DynVar** out) {
+  DynVar* startv = n == 2 ? a[1] : kwarg(kwargs, "start");
+  if (n < 1 || n > 2 || nkw(kwargs) > (startv && n == 1 ? 1 : 0)) return dc_break(tx, "sum() arguments");
+  PyObject* items;
+  int rc = dc_items(tx, a[0], &items);
+  if (rc != DYN_CALL_OK) return rc;
+  DynVar* acc = startv;
+  if (acc) Py_INCREF(acc);
+  else {
+    PyObject* z = PyLong_FromLong(0);
+    acc = z ? dyn_var_const(z) : NULL;
+    Py_XDECREF(z);
+  }
+  for (Py_ssize_t i = 0; acc && rc == DYN_CALL_OK && i < PyList_GET_SIZE(items); i++) {
+    DynVar* r;
+    rc = dyn_binop(tx, 0 /* NB_ADD */, acc, (DynVar*)PyList_GET_ITEM(items, i), &r);
+    Py_DECREF(acc);
+    acc = rc == DYN_CALL_OK ? r : NULL;
+  }
+  Py_DECREF(items);
+  if (rc != DYN_CALL_OK) {
+    Py_XDECREF(acc);
+    return rc;
+  }
+  if (!acc) return DYN_CALL_ERROR;
+  *out = acc;
+  return DYN_CALL_OK;
+}
+
+static int b_truthy_all(dyn_tx* tx, DynVar* v, int any, DynVar** out) {
+  PyObject* items;
+  int rc = dc_items(tx, v, &items);
+  if (rc != DYN_CALL_OK) return rc;
+  int res = !any;
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
+    int t;
+    rc = dyn_truth(tx, (DynVar*)PyList_GET_ITEM(items, i), &t);
+    if (rc != DYN_CALL_OK) break;
+    if (any && t) {
+      res = 1;
+      break;
+    }
+    if (!any && !t) {
+      res = 0;
+      break;
+    }
+  }
+  Py_DECREF(items);
+  if (rc != DYN_CALL_OK) return rc;
+  return out_bool(res, out);
+}
+
+static int b_seq_ctor(dyn_tx* tx, int kind, DynVar* const* a, Py_ssize_t n, PyObject* kwargs,
+                      DynVar** out) {
+  if (nkw(kwargs) || n > 1) return dc_break(tx, "list()/tuple() arguments");
+  PyObject* items;
+  if (n == 0) {
+    items = PyList_New(0);
+    if (!items) return DYN_CALL_ERROR;
+  } else {
+    int rc = dc_items(tx, a[0], &items);
+    if (rc != DYN_CALL_OK) return rc;
+  }
+  *out = dc_seq(kind, items);
+  Py_DECREF(items);
+  return *out ? DYN_CALL_OK : DYN_CALL_ERROR;
+}
+
+static DynVar* new_dict(PyObject* items) {
+  DynVar* d = dyn_var_new(DV_DICT, NULL, items, NULL, NULL);
+  if (d) d->created = 1;
+  return d;
+}
+
+static int b_dict(dyn_tx* tx, DynVar* const* a, Py_ssize_t n, PyObject* kwargs, DynVar** out) {
+  if (n > 1) return dc_break(tx, "dict() arguments");
+  PyObject* items = PyDict_New();
+  if (!items) return DYN_CALL_ERROR;
+  int rc = DYN_CALL_OK;
+  if (n == 1) {
+    if (a[0]->kind == DV_DICT) {
+      if (PyDict_Update(items, a[0]->items) < 0) rc = DYN_CALL_ERROR;
+    } else {
+      PyObject* pairs;
+      rc = dc_items(tx, a[0], &pairs);
+      for (Py_ssize_t i = 0; rc == DYN_CALL_OK && i < PyList_GET_SIZE(pairs); i++) {
+        PyObject* kv;
+        rc = dc_items(tx, (DynVar*)PyList_GET_ITEM(pairs, i), &kv);
+        if (rc != DYN_CALL_OK) break;
+        if (PyList_GET_SIZE(kv) != 2) {
+          rc = dc_break(tx, "dict() from a sequence of non-pairs");
+        } else {
+          PyObject* k;
+          rc = dc_const_of(tx, (DynVar*)PyList_GET_ITEM(kv, 0), &k);
+          if (rc == DYN_CALL_OK) {
+            if (PyDict_SetItem(items, k, PyList_GET_ITEM(kv, 1)) < 0) rc = dc_break_exc(tx, "dict()");
+            Py_DECREF(k);
+          }
+        }
+        Py_DECREF(kv);
+      }
+      if (rc == DYN_CALL_OK || pairs) Py_XDECREF(pairs);
+    }
+  }
+  if (rc == DYN_CALL_OK && kwargs && PyDict_Update(items, kwargs) < 0) rc = DYN_CALL_ERROR;
+  if (rc == DYN_CALL_OK) {
+    *out = new_dict(items);
+    if (!*out) rc = DYN_CALL_ERROR;
+  }
+  Py_DECREF(items);
+  return rc;
+}
+
+static int b_set(dyn_tx* tx, DynVar* const* a, Py_ssize_t n, int frozen, DynVar** out) {
+  if (n > 1) return dc_break(tx, "set() arguments");
+  PyObject* s = frozen ? PyFrozenSet_New(NULL) : PySet_New(NULL);
+  if (!s) return DYN_CALL_ERROR;
+  int rc = DYN_CALL_OK;
+  if (n == 1) {
+    PyObject* items;
+    rc = dc_items(tx, a[0], &items);
+    for (Py_ssize_t i = 0; rc == DYN_CALL_OK && i < PyList_GET_SIZE(items); i++) {
+      PyObject* c;
+      rc = dc_const_of(tx, (DynVar*)PyList_GET_ITEM(items, i), &c);
+      if (rc == DYN_CALL_OK) {
+        if (PySet_Add(s, c) < 0) rc = dc_break_exc(tx, "set()");
+        Py_DECREF(c);
+      }
+    }
+    if (rc == DYN_CALL_OK || items) Py_XDECREF(items);
+  }
+  if (rc == DYN_CALL_OK) {
+    if (frozen) {
+      rc = out_const(s, out);
+    } else {
+      PyObject* l = PyList_New(0);
+      PyObject* it = l ? PyObject_GetIter(s) : NULL;
+      PyObject* x;
+      while (it && (x = PyIter_Next(it))) {
+        DynVar* c = dyn_var_const(x);
+        Py_DECREF(x);
+        if (!c || PyList_Append(l, (PyObject*)c) < 0) Py_CLEAR(l);
+        Py_XDECREF(c);
+        if (!l) break;
+      }
+      Py_XDECREF(it);
+      *out = l ? dc_seq(DV_SET, l) : NULL;
+      Py_XDECREF(l);
+      rc = *out ? DYN_CALL_OK : DYN_CALL_ERROR;
+    }
+  }
+  Py_DECREF(s);
+  return rc;
+}
+
+static int b_next(dyn_tx* tx, DynVar* const* a, Py_ssize_t n, DynVar** out) {
+  if (n < 1 || n > 2 || a[0]->kind != DV_ITER || (a[0]->extra && PyUnicode_Check(a[0]->extra)))
+    return dc_break(tx, "next() of a %s", n ? dyn_var_kind_name(a[0]) : "nothing");
+  DynVar* it = a[0];
+  if (it->index < PyList_GET_SIZE(it->items)) {
+    *out = (DynVar*)PyList_GET_ITEM(it->items, it->index);
+    it->index++;
+    Py_INCREF(*out);
+    return DYN_CALL_OK;
+  }
+  if (n == 2) {
+    Py_INCREF(a[1]);
+    *out = a[1];
+    return DYN_CALL_OK;
+  }
+  return dc_break(tx, "next() of an exhausted iterator (StopIteration)");
+}
+
+static int b_callable(dyn_tx* tx, DynVar* v, DynVar** out) {
+  switch (v->kind) {
+    case DV_FUNCTION: case DV_METHOD: case DV_MODULE: return out_bool(1, out);
+    case DV_TENSOR: case DV_SYMINT: case DV_TUPLE: case DV_LIST: case DV_DICT: case DV_SET:
+    case DV_SLICE: case DV_RANGE: case DV_NAMEDTUPLE: case DV_ITER:
+      return out_bool(0, out);
+    case DV_CONST: case DV_OBJECT: return out_bool(PyCallable_Check(v->value), out);
+    default: return dc_break(tx, "callable() of a %s", dyn_var_kind_name(v));
+  }
+}
+
+static int const_name(dyn_tx* tx, DynVar* v, PyObject** name) {
+  if (v->kind != DV_CONST || !PyUnicode_Check(v->value))
+    return dc_break(tx, "attribute name is not a constant string");
+  *name = v->value;
+  return DYN_CALL_OK;
+}
+
+int dc_call_builtin(dyn_tx* tx, PyObject* fn, DynVar* const* a, Py_ssize_t n, PyObject* kwargs,
+                    DynVar** out) {
+  PyObject* code = PyDict_GetItemWithError(dcc.builtin_ids, fn);
+  if (!code) {
+    PyErr_Clear();
+    return -2;
+  }
+  int b = (int)PyLong_AsLong(code);
+  if (b >= B_DELATTR) return dc_break(tx, "call to builtins.%s", dc_builtin_names[b]);
+  int k = nkw(kwargs);
+  switch (b) {
+    case B_LEN:
+      if (n != 1 || k) break;
+      return b_len(tx, a[0], out);
+    case B_ISINSTANCE:
+    case B_ISSUBCLASS:
+      if (k) break;
+      return b_isinstance(tx, a, n, b == B_ISSUBCLASS, out);
+    case B_RANGE:
+      if (k) break;
+      return b_range(tx, a, n, out);
+    case B_ENUMERATE: return b_enumerate(tx, a, n, kwargs, out);
+    case B_ZIP: return b_zip(tx, a, n, kwargs, out);
+    case B_REVERSED:
+      if (n != 1 || k) break;
+      return b_reversed(tx, a[0], out);
+    case B_SORTED: {
+      if (n != 1) break;
+      DynVar* key = kwarg(kwargs, "key");
+      if (key && !(key->kind == DV_CONST && key->value == Py_None))
+        return dc_break(tx, "sorted() with a key function");
+      PyObject* items;
+      int rc = dc_items(tx, a[0], &items);
+      if (rc != DYN_CALL_OK) return rc;
+      DynVar* lv = dc_seq(DV_TUPLE, items);
+      Py_DECREF(items);
+      if (!lv) return DYN_CALL_ERROR;
+      PyObject* c;
+      rc = dc_const_of(tx, lv, &c);
+      Py_DECREF(lv);
+      if (rc != DYN_CALL_OK) return rc;
+      PyObject* kw2 = PyDict_New();
+      DynVar* rev = kwarg(kwargs, "reverse");
+      if (kw2 && rev) {
+        if (rev->kind != DV_CONST) {
+          Py_DECREF(kw2);
+          Py_DECREF(c);
+          return dc_break(tx, "sorted() with a non-constant reverse");
+        }
+        PyDict_SetItemString(kw2, "reverse", rev->value);
+      }
+      PyObject* args = kw2 ? PyTuple_Pack(1, c) : NULL;
+      PyObject* r = args ? PyObject_Call(fn, args, kw2) : NULL;
+      Py_XDECREF(args);
+      Py_XDECREF(kw2);
+      Py_DECREF(c);
+      if (!r) return dc_break_exc(tx, "sorted()");
+      PyObject* l = PyList_New(PyList_GET_SIZE(r));
+      for (Py_ssize_t i = 0; l && i < PyList_GET_SIZE(r); i++) {
+        DynVar* cv = dyn_var_const(PyList_GET_ITEM(r, i));
+        if (!cv) Py_CLEAR(l);
+        else PyList_SET_ITEM(l, i, (PyObject*)cv);
+      }
+      Py_DECREF(r);
+      *out = l ? dc_seq(DV_LIST, l) : NULL;
+      Py_XDECREF(l);
+      return *out ? DYN_CALL_OK : DYN_CALL_ERROR;
+    }
+    case B_MIN:
+    case B_MAX: return b_minmax(tx, a, n, kwargs, b == B_MAX, out);
+    case B_ABS:
+      if (n != 1 || k) break;
+      if (a[0]->kind == DV_TENSOR) {
+        PyObject* f = PyObject_GetAttrString(dcc.operator_mod, "abs");
+        if (!f) return DYN_CALL_ERROR;
+        int rc = dc_og_call(tx, "call_function", f, a, 1, NULL, "abs()", out);
+        Py_DECREF(f);
+        return rc;
+      }
+      return dc_call_real_consts(tx, fn, a, n, NULL, "abs()", out);
+    case B_SUM: return b_sum(tx, a, n, kwargs, out);
+    case B_GETATTR: {
+      if (k || n < 2 || n > 3) break;
+      PyObject* name = NULL;
+      int rc = const_name(tx, a[1], &name);
+      if (rc != DYN_CALL_OK) return rc;
+      if (n == 3) {
+        int h = has_attr(tx, a[0], name);
+        if (h == -1) return DYN_CALL_ERROR;
+        if (h == -2) return dc_break(tx, "getattr() with a default on a %s", dyn_var_kind_name(a[0]));
+        if (!h) {
+          Py_INCREF(a[2]);
+          *out = a[2];
+          return DYN_CALL_OK;
+        }
+      }
+      return dyn_getattr(tx, a[0], name, out);
+    }
+    case B_HASATTR: {
+      if (k || n != 2) break;
+      PyObject* name = NULL;
+      int rc = const_name(tx, a[1], &name);
+      if (rc != DYN_CALL_OK) return rc;
+      int h = has_attr(tx, a[0], name);
+      if (h == -1) return DYN_CALL_ERROR;
+      if (h == -2) return dc_break(tx, "hasattr() on a %s", dyn_var_kind_name(a[0]));
+      return out_bool(h, out);
+    }
+    case B_SETATTR: {
+      if (k || n != 3) break;
+      PyObject* name = NULL;
+      int rc = const_name(tx, a[1], &name);
+      if (rc == DYN_CALL_OK) rc = dyn_setattr(tx, a[0], name, a[2]);
+      if (rc == DYN_CALL_OK) rc = out_const(Py_None, out);
+      return rc;
+    }
+    case B_TYPE: {
+      if (k || n != 1) break;
+      PyObject* hold;
+      PyObject* t = kind_type(tx, a[0], &hold);
+      if (!t) return dc_break(tx, "type() of a %s", dyn_var_kind_name(a[0]));
+      int rc = out_const(t, out);
+      Py_XDECREF(hold);
+      return rc;
+    }
+    case B_LIST: return b_seq_ctor(tx, DV_LIST, a, n, kwargs, out);
+    case B_TUPLE:
+      if (n == 1 && !k && a[0]->kind == DV_CONST && PyTuple_CheckExact(a[0]->value)) {
+        Py_INCREF(a[0]);
+        *out = a[0];
+        return DYN_CALL_OK;
+      }
+      return b_seq_ctor(tx, DV_TUPLE, a, n, kwargs, out);
+    case B_DICT: return b_dict(tx, a, n, kwargs, out);
+    case B_SET:
+    case B_FROZENSET:
+      if (k) break;
+      return b_set(tx, a, n, b == B_FROZENSET, out);
+    case B_INT:
+      if (n == 1 && !k && a[0]->kind == DV_SYMINT) {
+        PyObject* v;
+        int rc = dc_as_int(tx, a[0], &v);
+        if (rc != DYN_CALL_OK) return rc;
+        rc = out_const(v, out);
+        Py_DECREF(v);
+        return rc;
+      }
+      /* fallthrough */
+    case B_FLOAT:
+    case B_STR:
+    case B_DIVMOD:
+    case B_ROUND:
+    case B_POW:
+    case B_CHR:
+    case B_ORD:
+    case B_REPR:
+    case B_FORMAT:
+      for (Py_ssize_t i = 0; i < n; i++)
+        if (a[i]->kind == DV_TENSOR)
+          return dc_break(tx, "builtins.%s() of a tensor (needs its data)", dc_builtin_names[b]);
+      return dc_call_real_consts(tx, fn, a, n, kwargs, dc_builtin_names[b], out);
+    case B_BOOL: {
+      if (k || n > 1) break;
+      if (n == 0) return out_bool(0, out);
+      int t;
+      int rc = dyn_truth(tx, a[0], &t);
+      if (rc != DYN_CALL_OK) return rc;
+      return out_bool(t, out);
+    }
+    case B_ITER:
+      if (n != 1 || k) break;
+      return dyn_iter(tx, a[0], out);
+    case B_NEXT:
+      if (k) break;
+      return b_next(tx, a, n, out);
+    case B_CALLABLE:
+      if (n != 1 || k) break;
+      return b_callable(tx, a[0], out);
+    case B_ALL:
+    case B_ANY:
+      if (n != 1 || k) break;
+      return b_truthy_all(tx, a[0], b == B_ANY, out);
+    case B_SLICE: {
+      if (k || n < 1 || n > 3) break;
+      DynVar* none = dyn_var_const(Py_None);
+      if (!none) return DYN_CALL_ERROR;
+      DynVar* p[3];
+      if (n == 1) {
+        p[0] = none; p[1] = a[0]; p[2] = none;
+      } else {
+        p[0] = a[0]; p[1] = a[1]; p[2] = n == 3 ? a[2] : none;
+      }
+      PyObject* l = PyList_New(3);
+      for (int i = 0; l && i < 3; i++) {
+        Py_INCREF(p[i]);
+        PyList_SET_ITEM(l, i, (PyObject*)p[i]);
+      }
+      Py_DECREF(none);
+      *out = l ? dyn_var_new(DV_SLICE, NULL, l, NULL, NULL) : NULL;
+      Py_XDECREF(l);
+      if (*out) (*out)->created = 1;
+      return *out ? DYN_CALL_OK : DYN_CALL_ERROR;
+    }
+  }
+  return dc_break(tx, "builtins.%s() with these arguments", dc_builtin_names[b]);
+}
+
+/* ---------------------------------------------------------------------------
+ * Methods of builtin containers and constants
+ * ------------------------------------------------------------------------- */
+static int eq_index(dyn_tx* tx, PyObject* items, DynVar* x, Py_ssize_t* pos, Py_ssize_t* count) {
+  *pos = -1;
+  if (count) *count = 0;
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
+    DynVar* e = (DynVar*)PyList_GET_ITEM(items, i);
+    int t;
+    if (e == x) {
+      t = 1;
+    } else {
+      if (e->kind == DV_TENSOR || x->kind == DV_TENSOR) return dc_break(tx, "comparing tensors by ==");
+      DynVar* c;
+      int rc = dyn_compare(tx, Py_EQ, e, x, &c);
+      if (rc != DYN_CALL_OK) return rc;
+      rc = dyn_truth(tx, c, &t);
+      Py_DECREF(c);
+      if (rc != DYN_CALL_OK) return rc;
+    }
+    if (t) {
+      if (*pos < 0) *pos = i;
+      if (!count) return DYN_CALL_OK;
+      (*count)++;
+    }
+  }
+  return DYN_CALL_OK;
+}
+
+static int list_method(dyn_tx* tx, const char* m, DynVar* self, DynVar* const* a, Py_ssize_t n,
+                       DynVar** out) {
+  PyObject* L = self->items;
+  Py_ssize_t len = PyList_GET_SIZE(L);
+  int mut = 0, rc = DYN_CALL_OK;
+  if (!strcmp(m, "append") && n == 1) {
+    if (PyList_Append(L, (PyObject*)a[0]) < 0) return DYN_CALL_ERROR;
+    mut = 1;
+  } else if (!strcmp(m, "extend") && n == 1) {
+    PyObject* items;
+    rc = dc_items(tx, a[0], &items);
+    if (rc != DYN_CALL_OK) return rc;
+    int e = PyList_SetSlice(L, len, len, items);
+    Py_DECREF(items);
+    if (e < 0) return DYN_CALL_ERROR;
+    mut = 1;
+  } else if (!strcmp(m, "insert") && n == 2) {
+    PyObject* i;
+    rc = dc_as_int(tx, a[0], &i);
+    if (rc != DYN_CALL_OK) return rc;
+    Py_ssize_t idx = PyLong_AsSsize_t(i);
+    Py_DECREF(i);
+    if (PyList_Insert(L, idx, (PyObject*)a[1]) < 0) return DYN_CALL_ERROR;
+    mut = 1;
+  } else if (!strcmp(m, "pop") && n <= 1) {
+    Py_ssize_t idx = len - 1;
+    if (n == 1) {
+      PyObject* i;
+      rc = dc_as_int(tx, a[0], &i);
+      if (rc != DYN_CALL_OK) return rc;
+      idx = PyLong_AsSsize_t(i);
+      Py_DECREF(i);
+      if (idx < 0) idx += len;
+    }
+    if (idx < 0 || idx >= len) return dc_break(tx, "list.pop index out of range (IndexError)");
+    *out = (DynVar*)PyList_GET_ITEM(L, idx);
+    Py_INCREF(*out);
+    if (PyList_SetSlice(L, idx, idx + 1, NULL) < 0) return DYN_CALL_ERROR;
+    return dc_mark_mutated(tx, self) < 0 ? DYN_CALL_ERROR : DYN_CALL_OK;
+  } else if ((!strcmp(m, "remove") || !strcmp(m, "index") || !strcmp(m, "count")) && n == 1) {
+    Py_ssize_t pos, count;
+    rc = eq_index(tx, L, a[0], &pos, !strcmp(m, "count") ? &count : NULL);
+    if (rc != DYN_CALL_OK) return rc;
+    if (!strcmp(m, "count")) {
+      PyObject* c = PyLong_FromSsize_t(count);
+      *out = c ? dyn_var_const(c) : NULL;
+      Py_XDECREF(c);
+      return *out ? DYN_CALL_OK : DYN_CALL_ERROR;
+    }
+    if (pos < 0) return dc_break(tx, "list.%s: value not in list (ValueError)", m);
+    if (!strcmp(m, "index")) {
+      PyObject* c = PyLong_FromSsize_t(pos);
+      *out = c ? dyn_var_const(c) : NULL;
+      Py_XDECREF(c);
+      return *out ? DYN_CALL_OK : DYN_CALL_ERROR;
+    }
+    if (PyList_SetSlice(L, pos, pos + 1, NULL) < 0) return DYN_CALL_ERROR;
+    mut = 1;
+  } else if (!strcmp(m, "copy") && n == 0) {
+    PyObject* c = PyList_GetSlice(L, 0, len);
+    *out = c ? dc_seq(DV_LIST, c) : NULL;
+    Py_XDECREF(c);
+    return *out ? DYN_CALL_OK : DYN_CALL_ERROR;
+  } else if (!strcmp(m, "reverse") && n == 0) {
+    if (PyList_Reverse(L) < 0) return DYN_CALL_ERROR;
+    mut = 1;
+  } else if (!strcmp(m, "clear") && n == 0) {
+    if (PyList_SetSlice(L, 0, len, NULL) < 0) return DYN_CALL_ERROR;
+    mut = 1;
+  } else if (!strcmp(m, "sort") && n == 0) {
+    DynVar* tv = dc_seq(DV_TUPLE, L);
+    if (!tv) return DYN_CALL_ERROR;
+    PyObject* c;
+    rc = dc_const_of(tx, tv, &c);
+    Py_DECREF(tv);
+    if (rc != DYN_CALL_OK) return rc;
+    PyObject* l = PySequence_List(c);
+    Py_DECREF(c);
+    if (!l || PyList_Sort(l) < 0) {
+      Py_XDECREF(l);
+      return dc_break_exc(tx, "list.sort()");
+    }
+    PyObject* cl = PyList_New(PyList_GET_SIZE(l));
+    for (Py_ssize_t i = 0; cl && i < PyList_GET_SIZE(l); i++) {
+      DynVar* cv = dyn_var_const(PyList_GET_ITEM(l, i));
+      if (!cv) Py_CLEAR(cl);
+      else PyList_SET_ITEM(cl, i, (PyObject*)cv);
+    }
+    Py_DECREF(l);
+    if (!cl) return DYN_CALL_ERROR;
+    int e = PyList_SetSlice(L, 0, len, cl);
+    Py_DECREF(cl);
+    if (e < 0) return DYN_CALL_ERROR;
+    mut = 1;
+  } else {
+    return dc_break(tx, "list.%s() with these arguments", m);
+  }
+  if (mut && dc_mark_mutated(tx, self) < 0) return DYN_CALL_ERROR;
+  return out_const(Py_None, out);
+}
+
+static int dict_view(dyn_tx* tx, DynVar* self, const char* which, DynVar** out) {
+  PyObject* l = PyList_New(0);
+  Py_ssize_t pos = 0;
+  PyObject *k, *v;
+  while (l && PyDict_Next(self->items, &pos, &k, &v)) {
+    DynVar* kv = dyn_var_const(k);
+    DynVar* e = NULL;
+    if (kv) {
+      if (which[5] == 'k') {
+        e = kv;
+        Py_INCREF(e);
+      } else if (which[5] == 'v') {
+        e = (DynVar*)v;
+        Py_INCREF(e);
+      } else {
+        e = tuple_of(kv, (DynVar*)v);
+      }
+    }
+    Py_XDECREF(kv);
+    if (!e || PyList_Append(l, (PyObject*)e) < 0) Py_CLEAR(l);
+    Py_XDECREF(e);
+  }
+  (void)tx;
+  if (!l) return DYN_CALL_ERROR;
+  int rc = out_iter(l, which, out);
+  Py_DECREF(l);
+  return rc;
+}
+
+static int dict_method(dyn_tx* tx, const char* m, DynVar* self, DynVar* const* a, Py_ssize_t n,
+                       PyObject* kwargs, DynVar** out) {
+  PyObject* D = self->items;
+  if (!strcmp(m, "items") && n == 0) return dict_view(tx, self, "dict_items", out);
+  if (!strcmp(m, "keys") && n == 0) return dict_view(tx, self, "dict_keys", out);
+  if (!strcmp(m, "values") && n == 0) return dict_view(tx, self, "dict_values", out);
+  if (!strcmp(m, "copy") && n == 0) {
+    PyObject* c = PyDict_Copy(D);
+    *out = c ? new_dict(c) : NULL;
+    Py_XDECREF(c);
+    return *out ? DYN_CALL_OK : DYN_CALL_ERROR;
+  }
+  if (!strcmp(m, "update") && n <= 1) {
+    if (n == 1) {
+      if (a[0]->kind != DV_DICT) return dc_break(tx, "dict.update from a %s", dyn_var_kind_name(a[0]));
+      if (PyDict_Update(D, a[0]->items) < 0) return DYN_CALL_ERROR;
+    }
+    if (kwargs && PyDict_Update(D, kwargs) < 0) return DYN_CALL_ERROR;
+    if (dc_mark_mutated(tx, self) < 0) return DYN_CALL_ERROR;
+    return out_const(Py_None, out);
+  }
+  if (!strcmp(m, "clear") && n == 0) {
+    PyDict_Clear(D);
+    if (dc_mark_mutated(tx, self) < 0) return DYN_CALL_ERROR;
+    return out_const(Py_None, out);
+  }
+  if ((!strcmp(m, "get") || !strcmp(m, "pop") || !strcmp(m, "setdefault") ||
+       !strcmp(m, "__getitem__") || !strcmp(m, "__contains__")) &&
+      n >= 1 && n <= 2) {
+    PyObject* k;
+    int rc = dc_const_of(tx, a[0], &k);
+    if (rc != DYN_CALL_OK) return rc;
+    PyObject* v = PyDict_GetItemWithError(D, k);
+    if (!v && PyErr_Occurred()) {
+      Py_DECREF(k);
+      return dc_break_exc(tx, "dict key");
+    }
+    if (!strcmp(m, "__contains__")) {
+      Py_DECREF(k);
+      return out_bool(v != NULL, out);
+    }
+    rc = DYN_CALL_OK;
+    if (v) {
+      Py_INCREF(v);
+      *out = (DynVar*)v;
+      if (!strcmp(m, "pop")) {
+        if (PyDict_DelItem(D, k) < 0 || dc_mark_mutated(tx, self) < 0) rc = DYN_CALL_ERROR;
+      }
+    } else if (n == 2) {
+      Py_INCREF(a[1]);
+      *out = a[1];
+      if (!strcmp(m, "setdefault")) {
+        if (PyDict_SetItem(D, k, (PyObject*)a[1]) < 0 || dc_mark_mutated(tx, self) < 0)
+          rc = DYN_CALL_ERROR;
+      }
+    } else if (!strcmp(m, "get")) {
+      rc = out_const(Py_None, out);
+    } else if (!strcmp(m, "setdefault")) {
+      DynVar* none = dyn_var_const(Py_None);
+      if (!none || PyDict_SetItem(D, k, (PyObject*)none) < 0 || dc_mark_mutated(tx, self) < 0)
+        rc = DYN_CALL_ERROR;
+      *out = none;
+    } else {
+      rc = dc_break(tx, "dict.%s: key not found (KeyError)", m);
+    }
+    Py_DECREF(k);
+    if (rc != DYN_CALL_OK) Py_CLEAR(*out);
+    return rc;
+  }
+  return dc_break(tx, "dict.%s() with these arguments", m);
+}
+
+static int set_method(dyn_tx* tx, const char* m, DynVar* self, DynVar* const* a, Py_ssize_t n,
+                      DynVar** out) {
+  if (!strcmp(m, "add") && n == 1) {
+    if (a[0]->kind != DV_CONST) return dc_break(tx, "set.add of a %s", dyn_var_kind_name(a[0]));
+    Py_ssize_t pos;
+    int rc = eq_index(tx, self->items, a[0], &pos, NULL);
+    if (rc != DYN_CALL_OK) return rc;
+    if (pos < 0) {
+      if (self->source && !self->created) return dc_break(tx, "mutating a set that existed before");
+      if (PyList_Append(self->items, (PyObject*)a[0]) < 0) return DYN_CALL_ERROR;
+    }
+    return out_const(Py_None, out);
+  }
+  return dc_break(tx, "set.%s()", m);
+}
+
+static int tuple_method(dyn_tx* tx, const char* m, DynVar* self, DynVar* const* a, Py_ssize_t n,
+                        DynVar** out) {
+  if ((!strcmp(m, "index") || !strcmp(m, "count")) && n == 1) {
+    Py_ssize_t pos, count;
+    int rc = eq_index(tx, self->items, a[0], &pos, !strcmp(m, "count") ? &count : NULL);
+    if (rc != DYN_CALL_OK) return rc;
+    if (!strcmp(m, "index") && pos < 0) return dc_break(tx, "tuple.index: not found (ValueError)");
+    PyObject* c = PyLong_FromSsize_t(!strcmp(m, "count") ? count : pos);
+    int r2 = c ? out_const(c, out) : DYN_CALL_ERROR;
+    Py_XDECREF(c);
+    return r2;
+  }
+  return dc_break(tx, "tuple.%s()", m);
+}
+
+static int is_immutable_builtin_type(PyObject* t) {
+  return t == (PyObject*)&PyUnicode_Type || t == (PyObject*)&PyLong_Type ||
+         t == (PyObject*)&PyFloat_Type || t == (PyObject*)&PyBytes_Type ||
+         t == (PyObject*)&PyTuple_Type || t == (PyObject*)&PyComplex_Type ||
+         t == (PyObject*)&PyBool_Type || t == (PyObject*)&PyFrozenSet_Type ||
+         t == (PyObject*)&PyRange_Type || t == dcc.torch_size || t == dcc.torch_dtype ||
+         t == dcc.torch_device;
+}
+
+int dc_call_descr(dyn_tx* tx, PyObject* fn, DynVar* const* a, Py_ssize_t n, PyObject* kwargs,
+                  DynVar** out) {
+  PyTypeObject* ft = Py_TYPE(fn);
+  if (ft != &PyMethodDescr_Type && ft != &PyWrapperDescr_Type) return -2;
+  PyObject* type = (PyObject*)PyDescr_TYPE(fn);
+  PyObject* nameo = PyDescr_NAME(fn);
+  const char* m = PyUnicode_AsUTF8(nameo);
+  if (!m) return DYN_CALL_ERROR;
+  if (n < 1) return dc_break(tx, "%s.%s() without self", ((PyTypeObject*)type)->tp_name, m);
+  DynVar* self = a[0];
+  int has_kw = kwargs && PyDict_Size(kwargs);
+  if (type == (PyObject*)&PyList_Type && self->kind == DV_LIST && !has_kw)
+    return list_method(tx, m, self, a + 1, n - 1, out);
+  if (type == (PyObject*)&PyDict_Type && self->kind == DV_DICT)
+    return dict_method(tx, m, self, a + 1, n - 1, kwargs, out);
+  if (type == (PyObject*)&PySet_Type && self->kind == DV_SET && !has_kw)
+    return set_method(tx, m, self, a + 1, n - 1, out);
+  if (type == (PyObject*)&PyTuple_Type && !has_kw &&
+      (self->kind == DV_TUPLE || self->kind == DV_NAMEDTUPLE))
+    return tuple_method(tx, m, self, a + 1, n - 1, out);
+  if (is_immutable_builtin_type(type) && self->kind == DV_CONST &&
+      PyObject_TypeCheck(self->value, (PyTypeObject*)type)) {
+    char what[96];
+    snprintf(what, sizeof what, "%s.%s", ((PyTypeObject*)type)->tp_name, m);
+    return dc_call_real_consts(tx, fn, a, n, kwargs, what, out);
+  }
+  if (is_immutable_builtin_type(type) && (self->kind == DV_TUPLE || self->kind == DV_SYMINT) &&
+      !has_kw) {
+    /* a tuple with symbolic items / a dynamic size: on their constant form
+     * (sizes specialised, guards recorded) */
+    PyObject* c;
+    int rc = dc_const_of(tx, self, &c);
+    if (rc != DYN_CALL_OK) return rc;
+    DynVar* cv = dyn_var_const(c);
+    Py_DECREF(c);
+    if (!cv) return DYN_CALL_ERROR;
+    DynVar** all = PyMem_Malloc(sizeof(DynVar*) * (size_t)n);
+    if (!all) {
+      Py_DECREF(cv);
+      return DYN_CALL_ERROR;
+    }
+    all[0] = cv;
+    for (Py_ssize_t i = 1; i < n; i++) all[i] = a[i];
+    rc = dc_call_real_consts(tx, fn, all, n, NULL, m, out);
+    PyMem_Free(all);
+    Py_DECREF(cv);
+    return rc;
+  }
+  return dc_break(tx, "method %s.%s on a %s", ((PyTypeObject*)type)->tp_name, m,
+                  dyn_var_kind_name(self));
+}
+
+/* ---------------------------------------------------------------------------
+ * Attributes of builtin values
+ * ------------------------------------------------------------------------- */
+static int method_of(PyObject* descr, DynVar* self, DynVar** out) {
+  DynVar* fv = dyn_var_const(descr);
+  if (!fv) return DYN_CALL_ERROR;
+  *out = dyn_var_new(DV_METHOD, (PyObject*)fv, NULL, (PyObject*)self, NULL);
+  Py_DECREF(fv);
+  return *out ? DYN_CALL_OK : DYN_CALL_ERROR;
+}
+
+static int is_method_descr(PyObject* d) {
+  return Py_TYPE(d) == &PyMethodDescr_Type || Py_TYPE(d) == &PyWrapperDescr_Type;
+}
+
+int dc_class_func(dyn_tx* tx, DynVar* obj, PyObject* func, PyObject* name, DynVar** out) {
+  DynSource* s = obj->source;
+  DynSource* fs = NULL;
+  if (s) {
+    DynSource* ts = dyn_source_type(s);
+    fs = ts ? dyn_source_attr(ts, name) : NULL;
+    Py_XDECREF(ts);
+    if (!fs) return DYN_CALL_ERROR;
+    if (dyn_guards_add(tx->guards, DG_ID, fs, func, 0) < 0) {
+      Py_DECREF(fs);
+      return DYN_CALL_ERROR;
+    }
+  }
+  *out = dyn_var_new(DV_FUNCTION, func, NULL, NULL, fs);
+  Py_XDECREF(fs);
+  return *out ? DYN_CALL_OK : DYN_CALL_ERROR;
+}
+
+/* A class attribute found on `cls` (borrowed) for instance tracker `obj`. */
+static int bind_class_attr(dyn_tx* tx, DynVar* obj, PyObject* attr, PyObject* name, DynVar** out) {
+  if (PyFunction_Check(attr)) {
+    DynVar* fv;
+    int rc = dc_class_func(tx, obj, attr, name, &fv);
+    if (rc != DYN_CALL_OK) return rc;
+    *out = dyn_var_new(DV_METHOD, (PyObject*)fv, NULL, (PyObject*)obj, NULL);
+    Py_DECREF(fv);
+    return *out ? DYN_CALL_OK : DYN_CALL_ERROR;
+  }
+  if (is_method_descr(attr)) return method_of(attr, obj, out);
+  if (Py_TYPE(attr) == &PyStaticMethod_Type) {
+    PyObject* f = PyObject_GetAttrString(attr, "__func__");
+    if (!f) return DYN_CALL_ERROR;
+    int rc;
+    if (PyFunction_Check(f)) {
+      *out = dyn_var_new(DV_FUNCTION, f, NULL, NULL, NULL);
+      rc = *out ? DYN_CALL_OK : DYN_CALL_ERROR;
+    } else {
+      rc = dc_break(tx, "static method .%U (not a Python function)", name);
+    }
+    Py_DECREF(f);
+    return rc;
+  }
+  if (Py_TYPE(attr) == &PyClassMethod_Type) {
+    PyObject* f = PyObject_GetAttrString(attr, "__func__");
+    if (!f) return DYN_CALL_ERROR;
+    int rc = DYN_CALL_OK;
+    DynVar* fv = PyFunction_Check(f) ? dyn_var_new(DV_FUNCTION, f, NULL, NULL, NULL) : NULL;
+    Py_DECREF(f);
+    if (!fv) return PyErr_Occurred() ? DYN_CALL_ERROR : dc_break(tx, "class method .%U", name);
+    DynVar* cv = dyn_var_const((PyObject*)Py_TYPE(obj->value));
+    *out = cv ? dyn_var_new(DV_METHOD, (PyObject*)fv, NULL, (PyObject*)cv, NULL) : NULL;
+    Py_XDECREF(cv);
+    Py_DECREF(fv);
+    if (!*out) rc = DYN_CALL_ERROR;
+    return rc;
+  }
+  if (PyObject_TypeCheck(attr, &PyProperty_Type)) {
+    PyObject* g = PyObject_GetAttrString(attr, "fget");
+    if (!g) return DYN_CALL_ERROR;
+    int rc;
+    if (PyFunction_Check(g)) {
+      DynVar* fv = dyn_var_new(DV_FUNCTION, g, NULL, NULL, NULL);
+      *out = fv ? dyn_var_new(DV_METHOD, (PyObject*)fv, NULL, (PyObject*)obj, NULL) : NULL;
+      Py_XDECREF(fv);
+      rc = *out ? DYN_CALL_INLINE : DYN_CALL_ERROR;
+    } else {
+      rc = dc_break(tx, "property .%U without a Python getter", name);
+    }
+    Py_DECREF(g);
+    return rc;
+  }
+  if (Py_TYPE(attr)->tp_descr_get)
+    return dc_break(tx, "attribute .%U is a %s descriptor", name, Py_TYPE(attr)->tp_name);
+  return -2; /* plain class attribute */
+}
+
+int dc_getattr_builtin(dyn_tx* tx, DynVar* obj, PyObject* name, DynVar** out) {
+  const char* nm = PyUnicode_AsUTF8(name);
+  if (!nm) return DYN_CALL_ERROR;
+  PyObject* type = NULL;
+  switch (obj->kind) {
+    case DV_LIST: type = (PyObject*)&PyList_Type; break;
+    case DV_DICT: type = (PyObject*)&PyDict_Type; break;
+    case DV_SET: type = (PyObject*)&PySet_Type; break;
+    case DV_TUPLE: type = obj->extra == dcc.torch_size ? dcc.torch_size : (PyObject*)&PyTuple_Type; break;
+    case DV_SLICE: {
+      int i = !strcmp(nm, "start") ? 0 : !strcmp(nm, "stop") ? 1 : !strcmp(nm, "step") ? 2 : -1;
+      if (i < 0) return dc_break(tx, "slice attribute .%s", nm);
+      *out = (DynVar*)PyList_GET_ITEM(obj->items, i);
+      Py_INCREF(*out);
+      return DYN_CALL_OK;
+    }
+    case DV_NAMEDTUPLE: {
+      PyObject* fields = PyObject_GetAttrString(obj->value, "_fields");
+      if (!fields) return dc_break_exc(tx, "namedtuple fields");
+      Py_ssize_t pos = -1;
+      if (PyTuple_Check(fields))
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(fields); i++)
+          if (PyUnicode_Compare(PyTuple_GET_ITEM(fields, i), name) == 0) pos = i;
+      Py_DECREF(fields);
+      if (pos >= 0 && pos < PyList_GET_SIZE(obj->items)) {
+        *out = (DynVar*)PyList_GET_ITEM(obj->items, pos);
+        Py_INCREF(*out);
+        return DYN_CALL_OK;
+      }
+      PyObject* attr = _PyType_Lookup((PyTypeObject*)obj->value, name);
+      if (!attr) return dc_break(tx, "namedtuple has no attribute .%s", nm);
+      if (PyFunction_Check(attr)) {
+        DynVar* fv = dyn_var_new(DV_FUNCTION, attr, NULL, NULL, NULL);
+        *out = fv ? dyn_var_new(DV_METHOD, (PyObject*)fv, NULL, (PyObject*)obj, NULL) : NULL;
+        Py_XDECREF(fv);
+        return *out ? DYN_CALL_OK : DYN_CALL_ERROR;
+      }
+      if (is_method_descr(attr)) return method_of(attr, obj, out);
+      return dc_break(tx, "namedtuple attribute .%s", nm);
+    }
+    case DV_SYMINT:
+      return dc_break(tx, "attribute .%s of a dynamic size", nm);
+    case DV_FUNCTION:
+      if (obj->value && (!strcmp(nm, "__name__") || !strcmp(nm, "__qualname__") ||
+                         !strcmp(nm, "__module__") || !strcmp(nm, "__doc__"))) {
+        PyObject* r = PyObject_GetAttr(obj->value, name);
+        if (!r) return dc_break_exc(tx, "function attribute");
+        int rc = out_const(r, out);
+        Py_DECREF(r);
+        return rc;
+      }
+      return dc_break(tx, "attribute .%s of a function", nm);
+    case DV_RANGE:
+    case DV_CONST: {
+      PyObject* v = obj->value;
+      if (obj->kind == DV_CONST && (PyModule_Check(v) || PyType_Check(v))) {
+        if (PyType_Check(v) && Py_TYPE(v) != &PyType_Type && !PyType_IsSubtype(Py_TYPE(v), &PyType_Type))
+          return dc_break(tx, "attribute of a class with a custom metaclass");
+        PyObject* r = PyObject_GetAttr(v, name);
+        if (!r) return dc_break_exc(tx, "attribute");
+        int rc;
+        if (PyMethod_Check(r) && PyType_Check(PyMethod_GET_SELF(r)) && PyFunction_Check(PyMethod_GET_FUNCTION(r))) {
+          /* a classmethod bound to the class */
+          DynVar* fv = dyn_var_new(DV_FUNCTION, PyMethod_GET_FUNCTION(r), NULL, NULL, NULL);
+          *out = fv ? dyn_var_new(DV_METHOD, (PyObject*)fv, NULL, (PyObject*)obj, NULL) : NULL;
+          Py_XDECREF(fv);
+          rc = *out ? DYN_CALL_OK : DYN_CALL_ERROR;
+        } else {
+          rc = dc_wrap_attr(tx, obj, v, name, r, out);
+        }
+        Py_DECREF(r);
+        return rc;
+      }
+      type = (PyObject*)Py_TYPE(v);
+      if (!dc_safe_const(v)) return dc_break(tx, "attribute .%s of a %s", nm, Py_TYPE(v)->tp_name);
+      break;
+    }
+    default:
+      return dc_break(tx, "attribute .%s of a %s", nm, dyn_var_kind_name(obj));
+  }
+  PyObject* attr = _PyType_Lookup((PyTypeObject*)type, name);
+  if (attr && is_method_descr(attr)) return method_of(attr, obj, out);
+  if (obj->kind == DV_CONST || obj->kind == DV_RANGE) {
+    PyObject* r = PyObject_GetAttr(obj->value, name);
+    if (!r) return dc_break_exc(tx, "attribute");
+    if (!dc_safe_const(r)) {
+      Py_DECREF(r);
+      return dc_break(tx, "attribute .%s gives a non-constant", nm);
+    }
+    int rc = out_const(r, out);
+    Py_DECREF(r);
+    return rc;
+  }
+  if (obj->kind == DV_TUPLE && dc_has_graph_value(obj) == 0) {
+    PyObject* c = dyn_var_as_const(obj);
+    if (c) {
+      DynVar* cv = dyn_var_const(c);
+      Py_DECREF(c);
+      if (!cv) return DYN_CALL_ERROR;
+      int rc = dc_getattr_builtin(tx, cv, name, out);
+      Py_DECREF(cv);
+      return rc;
+    }
+  }
+  return dc_break(tx, "attribute .%s of a %s", nm, dyn_var_kind_name(obj));
+}
+
+/* ---------------------------------------------------------------------------
+ * Sources and wrapping
+ * ------------------------------------------------------------------------- */
+int dc_wrap_attr(dyn_tx* tx, DynVar* base_var, PyObject* base_obj, PyObject* name,
+                 PyObject* value, DynVar** out) {
+  DynSource* s = dc_source_of(base_var);
+  if (!s) {
+    if (PyErr_Occurred()) return DYN_CALL_ERROR;
+    s = dyn_source_const(base_obj);
+    if (!s) return DYN_CALL_ERROR;
+  }
+  DynSource* a = dyn_source_attr(s, name);
+  Py_DECREF(s);
+  if (!a) return DYN_CALL_ERROR;
+  *out = dyn_wrap(tx, value, a);
+  Py_DECREF(a);
+  if (!*out) return DYN_CALL_ERROR;
+  if ((*out)->kind == DV_OBJECT && (*out)->extra && PyUnicode_Check((*out)->extra) &&
+      (*out)->value && PyObject_IsInstance((*out)->value, dcc.tensor_type) == 1) {
+    int rc = dc_break(tx, "attribute .%U: %U", name, (*out)->extra);
+    Py_CLEAR(*out);
+    return rc;
+  }
+  return DYN_CALL_OK;
+}
+
+/* ---------------------------------------------------------------------------
+ * nn.Module and user objects
+ * ------------------------------------------------------------------------- */
+static PyObject* inst_dict(PyObject* o) {
+  PyObject* d = PyObject_GenericGetDict(o, NULL);
+  if (!d) PyErr_Clear();
+  return d;
+}
+
+int dc_module_children(dyn_tx* tx, DynVar* m, PyObject** out, PyObject** keys) {
+  *out = NULL;
+  *keys = NULL;
+  PyObject* v = m->value;
+  if (m->kind != DV_MODULE ||
+      !(PyObject_IsInstance(v, dcc.module_list) == 1 || PyObject_IsInstance(v, dcc.sequential) == 1 ||
+        PyObject_IsInstance(v, dcc.module_dict) == 1))
+    return dc_break(tx, "iterating/indexing a %s", m->kind == DV_MODULE ? Py_TYPE(v)->tp_name : dyn_var_kind_name(m));
+  PyObject* d = inst_dict(v);
+  PyObject* mods = d ? PyDict_GetItemString(d, "_modules") : NULL;
+  if (!mods || !PyDict_Check(mods)) {
+    Py_XDECREF(d);
+    return dc_break(tx, "module container without _modules");
+  }
+  Py_INCREF(mods);
+  Py_DECREF(d);
+  PyObject* kl = PyDict_Keys(mods);
+  PyObject* kt = kl ? PyList_AsTuple(kl) : NULL;
+  int rc = kt ? DYN_CALL_OK : DYN_CALL_ERROR;
+  if (rc == DYN_CALL_OK && m->source) {
+    PyObject* mn = PyUnicode_FromString("_modules");
+    DynSource* ms = mn ? dyn_source_attr(m->source, mn) : NULL;
+    Py_XDECREF(mn);
+    if (!ms || dyn_guards_add(tx->guards, DG_DICT_KEYS, ms, kt, 0) < 0) rc = DYN_CALL_ERROR;
+    Py_XDECREF(ms);
+  }
+  PyObject* l = rc == DYN_CALL_OK ? PyList_New(0) : NULL;
+  for (Py_ssize_t i = 0; l && rc == DYN_CALL_OK && i < PyList_GET_SIZE(kl); i++) {
+    PyObject* k = PyList_GET_ITEM(kl, i);
+    PyObject* sub = PyDict_GetItem(mods, k);
+    DynVar* sv = NULL;
+    if (!sub || sub == Py_None) {
+      sv = dyn_var_const(Py_None);
+      if (!sv) rc = DYN_CALL_ERROR;
+    } else {
+      rc = dc_wrap_attr(tx, m, v, k, sub, &sv);
+    }
+    if (rc == DYN_CALL_OK && PyList_Append(l, (PyObject*)sv) < 0) rc = DYN_CALL_ERROR;
+    Py_XDECREF(sv);
+  }
+  Py_XDECREF(kt);
+  Py_DECREF(mods);
+  if (rc != DYN_CALL_OK || !l) {
+    Py_XDECREF(l);
+    Py_XDECREF(kl);
+    return rc != DYN_CALL_OK ? rc : DYN_CALL_ERROR;
+  }
+  *out = l;
+  *keys = kl;
+  return DYN_CALL_OK;
+}
+
+static int guard_len0(dyn_tx* tx, DynSource* s, PyObject* attrname, PyObject* d) {
+  PyObject* nm = PyUnicode_FromString(PyUnicode_AsUTF8(attrname));
+  DynSource* hs = nm ? dyn_source_attr(s, nm) : NULL;
+  Py_XDECREF(nm);
+  int r = hs ? dyn_guards_add(tx->guards, DG_LEN, hs, (PyObject*)Py_TYPE(d), 0) : -1;
+  Py_XDECREF(hs);
+  return r;
+}
+
+/* forward hooks / pre-hooks (module or global) -> break; guards that they stay empty */
+static int check_hooks(dyn_tx* tx, DynVar* m) {
+  PyObject* d = inst_dict(m->value);
+  if (!d) return dc_break(tx, "module without __dict__");
+  const char* names[] = {"_forward_hooks", "_forward_pre_hooks", "_backward_hooks",
+                         "_backward_pre_hooks", "_state_dict_hooks", NULL};
+  int rc = DYN_CALL_OK;
+  for (int i = 0; names[i] && rc == DYN_CALL_OK; i++) {
+    if (i >= 4) break;
+    PyObject* h = PyDict_GetItemString(d, names[i]);
+    if (!h) continue;
+    Py_ssize_t n = PyObject_Length(h);
+    if (n < 0) {
+      PyErr_Clear();
+      rc = dc_break(tx, "module hooks %s unreadable", names[i]);
+    } else if (n > 0) {
+      rc = dc_break(tx, "module %s has %s registered", Py_TYPE(m->value)->tp_name, names[i]);
+    } else if (m->source) {
+      PyObject* an = PyUnicode_FromString(names[i]);
+      if (!an || guard_len0(tx, m->source, an, h) < 0) rc = DYN_CALL_ERROR;
+      Py_XDECREF(an);
+    }
+  }
+  Py_DECREF(d);
+  for (Py_ssize_t i = 0; rc == DYN_CALL_OK && i < PyTuple_GET_SIZE(dcc.global_hooks); i++) {
+    PyObject* h = PyTuple_GET_ITEM(dcc.global_hooks, i);
+    Py_ssize_t n = PyObject_Length(h);
+    if (n < 0) {
+      PyErr_Clear();
+      continue;
+    }
+    if (n > 0) {
+      rc = dc_break(tx, "global nn.Module hooks are registered");
+    } else {
+      DynSource* s = dyn_source_const(h);
+      if (!s || dyn_guards_add(tx->guards, DG_LEN, s, (PyObject*)Py_TYPE(h), 0) < 0) rc = DYN_CALL_ERROR;
+      Py_XDECREF(s);
+    }
+  }
+  return rc;
+}
+
+/* identity guards on a mapped module's own parameters and buffers */
+static int guard_params(dyn_tx* tx, DynVar* m) {
+  if (!m->source) return DYN_CALL_OK;
+  PyObject* d = inst_dict(m->value);
+  if (!d) return DYN_CALL_OK;
+  const char* names[] = {"_parameters", "_buffers"};
+  int rc = DYN_CALL_OK;
+  for (int i = 0; i < 2 && rc == DYN_CALL_OK; i++) {
+    PyObject* p = PyDict_GetItemString(d, names[i]);
+    if (!p || !PyDict_Check(p)) continue;
+    Py_ssize_t pos = 0;
+    PyObject *k, *v;
+    while (rc == DYN_CALL_OK && PyDict_Next(p, &pos, &k, &v)) {
+      DynSource* s = dyn_source_attr(m->source, k);
+      if (!s || dyn_guards_add(tx->guards, v == Py_None ? DG_ID : DG_ID, s, v, 0) < 0) rc = DYN_CALL_ERROR;
+      Py_XDECREF(s);
+    }
+  }
+  Py_DECREF(d);
+  return rc;
+}
+
+int dc_call_module(dyn_tx* tx, DynVar* m, DynVar* const* args, Py_ssize_t n, PyObject* kwargs,
+                   DynVar** out, PyObject** inline_args, PyObject** inline_kwargs) {
+  PyObject* mod = m->value;
+  PyTypeObject* t = Py_TYPE(mod);
+  PyObject* cname = PyUnicode_InternFromString("__call__");
+  PyObject* call = cname ? _PyType_Lookup(t, cname) : NULL;
+  Py_XDECREF(cname);
+  if (call != dcc.module_call) return dc_break(tx, "module %s overrides __call__", t->tp_name);
+  PyObject* d = inst_dict(mod);
+  int own_fwd = d && PyDict_GetItemString(d, "forward") != NULL;
+  Py_XDECREF(d);
+  if (own_fwd) return dc_break(tx, "module %s has an instance-level forward", t->tp_name);
+  int rc = check_hooks(tx, m);
+  if (rc != DYN_CALL_OK) return rc;
+  PyObject* conv = PyObject_CallOneArg(dcc.lookup, (PyObject*)t);
+  if (!conv) return dc_break_exc(tx, "module lookup");
+  if (conv != Py_None) {
+    PyObject* check = PyObject_GetAttrString(conv, "check_module");
+    Py_DECREF(conv);
+    if (!check) PyErr_Clear();
+    if (check) {
+      PyObject* why = PyObject_CallOneArg(check, mod);
+      Py_DECREF(check);
+      if (!why) return dc_break_exc(tx, t->tp_name);
+      if (why != Py_None) {
+        rc = dc_break(tx, "module %s: %S", t->tp_name, why);
+        Py_DECREF(why);
+        return rc;
+      }
+      Py_DECREF(why);
+    }
+    rc = guard_params(tx, m);
+    if (rc != DYN_CALL_OK) return rc;
+    char what[128];
+    snprintf(what, sizeof what, "module %s", t->tp_name);
+    return dc_og_call(tx, "call_module", mod, args, n, kwargs, what, out);
+  }
+  Py_DECREF(conv);
+  PyObject* fname = PyUnicode_InternFromString("forward");
+  PyObject* fwd = fname ? _PyType_Lookup(t, fname) : NULL;
+  if (!fwd || !PyFunction_Check(fwd)) {
+    Py_XDECREF(fname);
+    return dc_break(tx, "module %s: forward is not a Python function", t->tp_name);
+  }
+  DynVar* fv;
+  rc = dc_class_func(tx, m, fwd, fname, &fv);
+  Py_DECREF(fname);
+  if (rc != DYN_CALL_OK) return rc;
+  PyObject* l = PyList_New(n + 1);
+  PyObject* k = l ? (kwargs ? PyDict_Copy(kwargs) : PyDict_New()) : NULL;
+  if (!k) {
+    Py_XDECREF(l);
+    Py_DECREF(fv);
+    return DYN_CALL_ERROR;
+  }
+  Py_INCREF(m);
+  PyList_SET_ITEM(l, 0, (PyObject*)m);
+  for (Py_ssize_t i = 0; i < n; i++) {
+    Py_INCREF(args[i]);
+    PyList_SET_ITEM(l, i + 1, (PyObject*)args[i]);
+  }
+  *out = fv;
+  *inline_args = l;
+  *inline_kwargs = k;
+  return DYN_CALL_INLINE;
+}
+
+int dc_getattr_object(dyn_tx* tx, DynVar* obj, PyObject* name, DynVar** out) {
+  const char* nm = PyUnicode_AsUTF8(name);
+  if (!nm) return DYN_CALL_ERROR;
+  if (obj->kind == DV_OBJECT && obj->extra && PyUnicode_Check(obj->extra))
+    return dc_break(tx, "attribute .%s of an unsupported value (%U)", nm, obj->extra);
+  if (obj->items && PyDict_Check(obj->items)) {
+    PyObject* w = PyDict_GetItem(obj->items, name);
+    if (w) {
+      Py_INCREF(w);
+      *out = (DynVar*)w;
+      return DYN_CALL_OK;
+    }
+  }
+  PyObject* o = obj->value;
+  PyTypeObject* t = Py_TYPE(o);
+  if (t->tp_getattro != PyObject_GenericGetAttr)
+    return dc_break(tx, "attribute .%s of a %s (custom __getattribute__)", nm, t->tp_name);
+  if (!strcmp(nm, "__class__")) return out_const((PyObject*)t, out);
+  if (!strcmp(nm, "__dict__")) return dc_break(tx, "reading __dict__ of a %s", t->tp_name);
+  PyObject* attr = _PyType_Lookup(t, name);
+  /* data descriptors of the class first */
+  if (attr && Py_TYPE(attr)->tp_descr_set) {
+    if (Py_TYPE(attr) == &PyMemberDescr_Type) { /* __slots__: read the value */
+      PyObject* r = PyObject_GetAttr(o, name);
+      if (!r) return dc_break_exc(tx, "slot attribute");
+      int rc = dc_wrap_attr(tx, obj, o, name, r, out);
+      Py_DECREF(r);
+      return rc;
+    }
+    int rc = bind_class_attr(tx, obj, attr, name, out);
+    if (rc != -2) return rc;
+  }
+  PyObject* d = inst_dict(o);
+  PyObject* v = d ? PyDict_GetItem(d, name) : NULL;
+  if (v) {
+    Py_INCREF(v);
+    Py_DECREF(d);
+    int rc = dc_wrap_attr(tx, obj, o, name, v, out);
+    Py_DECREF(v);
+    return rc;
+  }
+  if (attr) {
+    Py_XDECREF(d);
+    int rc = bind_class_attr(tx, obj, attr, name, out);
+    if (rc != -2) return rc;
+    return dc_wrap_attr(tx, obj, o, name, attr, out); /* plain class attribute */
+  }
+  if (obj->kind == DV_MODULE && d) {
+    const char* subs[] = {"_parameters", "_buffers", "_modules"};
+    for (int i = 0; i < 3; i++) {
+      PyObject* sd = PyDict_GetItemString(d, subs[i]);
+      PyObject* x = sd && PyDict_Check(sd) ? PyDict_GetItem(sd, name) : NULL;
+      if (!x) continue;
+      Py_INCREF(x);
+      Py_DECREF(d);
+      int rc = x == Py_None ? out_const(Py_None, out) : dc_wrap_attr(tx, obj, o, name, x, out);
+      Py_DECREF(x);
+      return rc;
+    }
+  }
+  Py_XDECREF(d);
+  PyObject* ga = PyUnicode_InternFromString("__getattr__");
+  PyObject* g = ga ? _PyType_Lookup(t, ga) : NULL;
+  Py_XDECREF(ga);
+  if (g && !(obj->kind == DV_MODULE && g == dcc.module_getattr))
+    return dc_break(tx, "attribute .%s of a %s (custom __getattr__)", nm, t->tp_name);
+  return dc_break(tx, "%s has no attribute .%s (AttributeError in Python)", t->tp_name, nm);
+}
+
+int dc_setattr_object(dyn_tx* tx, DynVar* obj, PyObject* name, DynVar* value) {
+  const char* nm = PyUnicode_AsUTF8(name);
+  if (!nm) return DYN_CALL_ERROR;
+  PyObject* o = obj->value;
+  PyTypeObject* t = Py_TYPE(o);
+  if (!obj->source || !obj->items || !PyDict_Check(obj->items) ||
+      (obj->extra && PyUnicode_Check(obj->extra)))
+    return dc_break(tx, "setting .%s on an untracked %s", nm, t->tp_name);
+  if (obj->kind == DV_OBJECT && t->tp_setattro != PyObject_GenericSetAttr)
+    return dc_break(tx, "setting .%s on a %s (custom __setattr__)", nm, t->tp_name);
+  if (obj->kind == DV_MODULE) {
+    PyObject* sa = PyUnicode_InternFromString("__setattr__");
+    PyObject* s = sa ? _PyType_Lookup(t, sa) : NULL;
+    Py_XDECREF(sa);
+    if (s != dcc.module_setattr) return dc_break(tx, "setting .%s on a %s (custom __setattr__)", nm, t->tp_name);
+    if (value->kind == DV_MODULE || value->kind == DV_TENSOR)
+      return dc_break(tx, "assigning a %s to module attribute .%s", dyn_var_kind_name(value), nm);
+    PyObject* d = inst_dict(o);
+    int special = 0;
+    const char* subs[] = {"_parameters", "_buffers", "_modules"};
+    for (int i = 0; d && i < 3; i++) {
+      PyObject* sd = PyDict_GetItemString(d, subs[i]);
+      if (sd && PyDict_Check(sd) && PyDict_Contains(sd, name) == 1) special = 1;
+    }
+    Py_XDECREF(d);
+    if (special) return dc_break(tx, "assigning to parameter/buffer/submodule .%s", nm);
+  }
+  PyObject* attr = _PyType_Lookup(t, name);
+  if (attr && Py_TYPE(attr)->tp_descr_set)
+    return dc_break(tx, "setting .%s through a %s descriptor", nm, Py_TYPE(attr)->tp_name);
+  if (!strncmp(nm, "__", 2)) return dc_break(tx, "setting special attribute .%s", nm);
+  if (PyDict_SetItem(obj->items, name, (PyObject*)value) < 0) return DYN_CALL_ERROR;
+  obj->mutated = 1;
+  PyObject* e = Py_BuildValue("(sOOO)", "setattr", (PyObject*)obj, name, (PyObject*)value);
+  if (!e) return DYN_CALL_ERROR;
+  int r = PyList_Append(tx->side_effects, e);
+  Py_DECREF(e);
+  return r < 0 ? DYN_CALL_ERROR : DYN_CALL_OK;
+}
+
+/* Calling a namedtuple class: a created DV_NAMEDTUPLE (fields bound from
+ * positional args, keywords by field name, then _field_defaults). -2 when
+ * `cls` is not a namedtuple class. */
+int dc_call_namedtuple(dyn_tx* tx, PyObject* cls, DynVar* const* a, Py_ssize_t n, PyObject* kwargs,
+                       DynVar** out) {
+  if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject*)cls, &PyTuple_Type)) return -2;
+  PyObject* fields = PyObject_GetAttrString(cls, "_fields");
+  if (!fields) {
+    PyErr_Clear();
+    return -2;
+  }
+  PyObject* make = PyObject_GetAttrString(cls, "_make");
+  if (!make || !PyTuple_Check(fields)) {
+    PyErr_Clear();
+    Py_XDECREF(make);
+    Py_DECREF(fields);
+    return -2;
+  }
+  Py_DECREF(make);
+  PyObject* nname = PyUnicode_InternFromString("__new__");
+  PyObject* nw = nname ? _PyType_Lookup((PyTypeObject*)cls, nname) : NULL;
+  Py_XDECREF(nname);
+  PyObject* ini = PyObject_GetAttrString(cls, "__init__");
+  PyObject* tini = PyObject_GetAttrString((PyObject*)&PyTuple_Type, "__init__");
+  PyObject* oini = PyObject_GetAttrString((PyObject*)&PyBaseObject_Type, "__init__");
+  int plain_init = ini && (ini == tini || ini == oini);
+  Py_XDECREF(ini);
+  Py_XDECREF(tini);
+  Py_XDECREF(oini);
+  PyErr_Clear();
+  /* the generated __new__ is a Python function named __new__ from collections */
+  int gen_new = 0;
+  if (nw && PyFunction_Check(nw)) {
+    PyObject* mod = ((PyFunctionObject*)nw)->func_module;
+    gen_new = mod && PyUnicode_Check(mod) &&
+              strncmp(PyUnicode_AsUTF8(mod), "namedtuple_", 11) == 0;
+  }
+  PyErr_Clear();
+  if (!plain_init || !gen_new) {
+    Py_DECREF(fields);
+    return dc_break(tx, "creating a %s (custom __new__/__init__)", ((PyTypeObject*)cls)->tp_name);
+  }
+  Py_ssize_t nf = PyTuple_GET_SIZE(fields);
+  if (n > nf) {
+    Py_DECREF(fields);
+    return dc_break(tx, "too many arguments for %s (TypeError)", ((PyTypeObject*)cls)->tp_name);
+  }
+  PyObject* defaults = PyObject_GetAttrString(cls, "_field_defaults");
+  if (!defaults) PyErr_Clear();
+  PyObject* items = PyList_New(nf);
+  int rc = items ? DYN_CALL_OK : DYN_CALL_ERROR;
+  Py_ssize_t used_kw = 0;
+  for (Py_ssize_t i = 0; rc == DYN_CALL_OK && i < nf; i++) {
+    PyObject* f = PyTuple_GET_ITEM(fields, i);
+    DynVar* v = i < n ? a[i] : NULL;
+    if (!v && kwargs) {
+      v = (DynVar*)PyDict_GetItem(kwargs, f);
+      if (v) used_kw++;
+    }
+    if (v) {
+      Py_INCREF(v);
+    } else {
+      PyObject* dv = defaults && PyDict_Check(defaults) ? PyDict_GetItem(defaults, f) : NULL;
+      if (!dv) {
+        rc = dc_break(tx, "missing argument %U for %s (TypeError)", f, ((PyTypeObject*)cls)->tp_name);
+        break;
+      }
+      if (!dc_safe_const(dv)) {
+        rc = dc_break(tx, "non-constant default of namedtuple field %U", f);
+        break;
+      }
+      v = dyn_var_const(dv);
+      if (!v) {
+        rc = DYN_CALL_ERROR;
+        break;
+      }
+    }
+    PyList_SET_ITEM(items, i, (PyObject*)v);
+  }
+  if (rc == DYN_CALL_OK && kwargs && used_kw != PyDict_Size(kwargs))
+    rc = dc_break(tx, "unexpected keyword argument for %s (TypeError)", ((PyTypeObject*)cls)->tp_name);
+  if (rc == DYN_CALL_OK) {
+    *out = dyn_var_new(DV_NAMEDTUPLE, cls, items, NULL, NULL);
+    if (*out) (*out)->created = 1;
+    else rc = DYN_CALL_ERROR;
+  }
+  Py_XDECREF(items);
+  Py_XDECREF(defaults);
+  Py_DECREF(fields);
+  return rc;
+}
