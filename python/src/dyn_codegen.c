@@ -164,6 +164,28 @@ static int generic_pops(int op, int arg) {
   }
 }
 
+/* A method lookup that pushes (method, self) or (NULL, attribute) at run
+ * time: 3.11 LOAD_METHOD, 3.12 LOAD_ATTR / LOAD_SUPER_ATTR with the method
+ * bit. Ending a group, it is emitted as the plain attribute load followed by
+ * PUSH_NULL; SWAP 2 (NULL, bound attribute), which calls the same way. */
+static int is_method_load(const dyn_insn* in) {
+#if PY312
+  return (in->opcode == LOAD_ATTR || in->opcode == LOAD_SUPER_ATTR) && (in->arg & 1);
+#else
+  return in->opcode == LOAD_METHOD;
+#endif
+}
+
+/* Items a method lookup pops (the owner; 3.12 LOAD_SUPER_ATTR: super,
+ * class, self). */
+static int method_load_pops(const dyn_insn* in) {
+#if PY312
+  if (in->opcode == LOAD_SUPER_ATTR) return 3;
+#endif
+  (void)in;
+  return 1;
+}
+
 /* ---------------------------------------------------------------------
  * Symbolic stack through the group
  * --------------------------------------------------------------------- */
@@ -629,7 +651,14 @@ static int simulate(break_ctx* c, symstack* fall, symstack* jmp) {
       *jmp = *fall;
       if (sym_apply(jmp, in, 1) < 0) goto refuse;
     }
-    if (sym_apply(fall, in, 0) < 0) goto refuse;
+    if (i == c->end_index && is_method_load(in)) {
+      /* emitted as (NULL, bound attribute): see is_method_load */
+      if (sym_pop(fall, method_load_pops(in)) < 0 || sym_push(fall, SI_NULL) < 0 ||
+          sym_push(fall, SI_NEW) < 0)
+        goto refuse;
+    } else if (sym_apply(fall, in, 0) < 0) {
+      goto refuse;
+    }
     expected += dyn_stack_effect(in->opcode, in->arg, 0);
   }
   if (expected != fall->n) goto refuse;
@@ -664,8 +693,19 @@ static int emit_group(break_ctx* c, cgbuf* b) {
       arg += 1;
       if (op == LOAD_FAST) op = checked_load();
     }
+    int method = i == c->end_index && is_method_load(in);
+    if (method) {
+#if PY312
+      arg &= ~1;
+#else
+      op = LOAD_ATTR;
+#endif
+    }
     k = dyn_asm_emit(&b->a, op, arg, -1, in->line);
     if (k < 0) return -1;
+    if (method && (dyn_asm_emit(&b->a, PUSH_NULL, 0, -1, in->line) < 0 ||
+                   dyn_asm_emit(&b->a, SWAP, 2, -1, in->line) < 0))
+      return -1;
   }
   return k;
 }

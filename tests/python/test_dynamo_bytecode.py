@@ -765,13 +765,27 @@ def test_refusals():
         grp = call_groups(code)[-1]
         got = _C._dyn_test_break(code, grp[0], grp[1], 4, (), (1, 0, 0, 0), globals())
         assert isinstance(got, str) and reason in got, (fn.__name__, got)
-    # a group ending on a method lookup leaves (method, self) or (NULL, attr)
+    # a method lookup as the last instruction of a group is fine (below)
     code = r_method_lookup.__code__
     j = first_index(code, lambda n: n in ("LOAD_METHOD", "LOAD_ATTR"))
-    rows = _C._dyn_decode(code)
-    if rows[j][0] == "LOAD_METHOD" or rows[j][1] & 1:
-        got = _C._dyn_test_break(code, j, j, 1, (0,), None, globals())
-        assert isinstance(got, str)
+    got = _C._dyn_test_break(code, j, j, 1, (0,), None, globals())
+    assert callable(got)
+    assert got((_Scaler(3), _Scaler(3)))(5) == 15
+
+
+def b_methlookup(obj, x):
+    return obj.scale(x) + 1
+
+
+@pytest.mark.parametrize("plain_attr", [False, True])
+def test_break_at_method_lookup(plain_attr):
+    obj = _Scaler(4)
+    if plain_attr:  # an instance attribute: the lookup pushes (NULL, attr)
+        obj.scale = lambda v: v * 100
+    code = b_methlookup.__code__
+    j = first_index(code, lambda n: n in ("LOAD_METHOD", "LOAD_ATTR"))
+    got = do_break(b_methlookup, (j, j), [obj], [0], {"obj": obj, "x": 3})
+    assert got == b_methlookup(obj, 3)
 
 
 def test_bad_arguments_raise():
