@@ -607,7 +607,9 @@ static PyObject* hook(PyThreadState* ts, struct _PyInterpreterFrame* f, int thro
     return run_default(ts, f, throwflag);
   }
   if (!st->checked) {
-    int r = code_skipped_by_file(code);
+    /* never captured: library files, and break-transformed functions f(state)
+     * (tracing them would break at the same place again, without end) */
+    int r = dyn_codegen_is_transformed(code) ? 1 : code_skipped_by_file(code);
     if (r < 0) {
       PyErr_Clear();
       r = 1;
