@@ -9,6 +9,8 @@
  * compiled graph. */
 #include "dyn.h"
 
+#include <string.h>
+
 /* Per-run state shared by the plan evaluator. */
 typedef struct run_ctx {
   const dyn_frame_view* v;
@@ -356,6 +358,39 @@ static PyObject* runner_get(PyObject* o, void* which) {
   return Py_NewRef(x ? x : Py_None);
 }
 
+/* Test/benchmark entry points: DynRunner(compiled, inputs, effects, plan,
+ * n_outputs, n_memo) and runner(locals_tuple, globals_dict=None) running it
+ * for a frame whose fast locals are the tuple's items. */
+static PyObject* runner_tp_new(PyTypeObject* tp, PyObject* args, PyObject* kw) {
+  PyObject *compiled, *inputs, *effects, *plan;
+  int n_outputs, n_memo = 0;
+  if (kw && PyDict_GET_SIZE(kw)) {
+    PyErr_SetString(PyExc_TypeError, "DynRunner takes positional arguments only");
+    return NULL;
+  }
+  if (!PyArg_ParseTuple(args, "OO!O!O!i|i:DynRunner", &compiled, &PyTuple_Type, &inputs,
+                        &PyTuple_Type, &effects, &PyTuple_Type, &plan, &n_outputs, &n_memo))
+    return NULL;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(inputs); i++)
+    if (!PyObject_TypeCheck(PyTuple_GET_ITEM(inputs, i), &DynSource_Type)) {
+      PyErr_SetString(PyExc_TypeError, "DynRunner: inputs must be DynSources");
+      return NULL;
+    }
+  return (PyObject*)dyn_runner_new(compiled, inputs, effects, plan, n_outputs, n_memo);
+}
+
+static PyObject* runner_tp_call(PyObject* o, PyObject* args, PyObject* kw) {
+  PyObject *locals, *globals = Py_None;
+  if (!PyArg_ParseTuple(args, "O!|O:DynRunner.__call__", &PyTuple_Type, &locals, &globals))
+    return NULL;
+  dyn_frame_view v;
+  memset(&v, 0, sizeof v);
+  v.globals = globals == Py_None ? NULL : globals;
+  v.locals = (PyObject* const*)&PyTuple_GET_ITEM(locals, 0);
+  v.n_locals = v.n_args = PyTuple_GET_SIZE(locals);
+  return dyn_runner_run((DynRunner*)o, &v);
+}
+
 static PyGetSetDef runner_getset[] = {
     {"compiled", runner_get, NULL, "the compiled graph (callable) or None", (void*)0},
     {"inputs", runner_get, NULL, "tuple of DynSource: the graph inputs", (void*)1},
@@ -373,6 +408,8 @@ PyTypeObject DynRunner_Type = {
     .tp_traverse = runner_traverse,
     .tp_clear = runner_clear,
     .tp_getset = runner_getset,
+    .tp_new = runner_tp_new,
+    .tp_call = runner_tp_call,
 };
 
 DynRunner* dyn_runner_new(PyObject* compiled, PyObject* inputs, PyObject* effects,
