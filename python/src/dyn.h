@@ -532,6 +532,15 @@ PyObject* dyn_codegen_break(const dyn_code* code, int index, int end_index, int 
 PyObject* dyn_codegen_break_ex(const dyn_code* code, int index, int end_index, int n_stack,
                                const char* stack_null, const int* live_locals, int n_live,
                                PyObject* globals, const char** why);
+/** dyn_codegen_break_ex for code with free variables (a nested function
+ * reading its enclosing scope): `closure` is the function's __closure__
+ * (tuple of cells, borrowed; NULL or None when the code has none); the
+ * transformed and resume functions share these cells. Live local indexes of
+ * free-variable slots are accepted and ignored (their state slot too).
+ * Without a closure, code with free variables is refused. */
+PyObject* dyn_codegen_break_closure(const dyn_code* code, int index, int end_index, int n_stack,
+                                    const char* stack_null, const int* live_locals, int n_live,
+                                    PyObject* globals, PyObject* closure, const char** why);
 
 /** 1 when `code` is the code of a transformed function made by
  * dyn_codegen_break[_ex] (first local "__ptc_state"), else 0. The hook must
@@ -560,8 +569,8 @@ PyObject* dyn_py_decode(PyObject* self, PyObject* code);
 PyObject* dyn_py_roundtrip(PyObject* self, PyObject* code);
 /* dyn_codegen.c: test entry point (register as _C._dyn_test_break, METH_VARARGS):
  * _dyn_test_break(code, index, end_index, n_stack, live_locals (tuple of
- * local indexes), stack_null (tuple of 0/1 or None), globals) -> the
- * transformed function f(state), or a str (the refusal reason). */
+ * local indexes), stack_null (tuple of 0/1 or None), globals[, closure]) ->
+ * the transformed function f(state), or a str (the refusal reason). */
 PyObject* dyn_py_test_break(PyObject* self, PyObject* args);
 
 #endif /* PTC_DYN_H */

@@ -47,6 +47,29 @@ static int is_local_op(int op) {
   }
 }
 
+/* Opcodes whose argument indexes a cell/free slot of localsplus. */
+static int is_deref_op(int op) {
+  switch (op) {
+    case LOAD_DEREF:
+    case STORE_DEREF:
+    case DELETE_DEREF:
+    case LOAD_CLOSURE:
+    case MAKE_CELL:
+#if PY312
+    case LOAD_FROM_DICT_OR_DEREF:
+#else
+    case LOAD_CLASSDEREF:
+#endif
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+/* Number of plain locals (varnames) and free variables of `co`. */
+static int n_varnames(PyCodeObject* co) { return co->co_nlocals; }
+static int n_freevars(PyCodeObject* co) { return co->co_nfreevars; }
+
 /* No fall-through after `op`. */
 static int cg_terminal(int op) {
   switch (op) {
@@ -394,7 +417,7 @@ static PyObject* resume_key(const dyn_code* dc, const resume_pt* r) {
 /* varnames of a resume function and the map original local -> new index. */
 static PyObject* resume_varnames(const dyn_code* dc, const resume_pt* r, int* map, int* n_args) {
   PyObject* orig = dc->code->co_localsplusnames;
-  int nl = (int)PyTuple_GET_SIZE(orig), k = 0;
+  int nl = n_varnames(dc->code), k = 0;
   PyObject* names = PyList_New(0);
   if (!names) return NULL;
   for (int p = 0; p < r->n_stack; p++) {
@@ -428,14 +451,17 @@ fail:
 }
 
 /* Copies every original instruction after `shift` prologue ones, locals
- * remapped through `map`, reads of locals checked. */
-static int copy_body(dyn_asm* a, const dyn_code* dc, int shift, const int* map) {
+ * remapped through `map`, free-variable slots moved by `deref_shift`,
+ * reads of locals checked. */
+static int copy_body(dyn_asm* a, const dyn_code* dc, int shift, const int* map, int deref_shift) {
   for (int i = 0; i < dc->n; i++) {
     const dyn_insn* in = &dc->insns[i];
     int op = in->opcode, arg = in->arg;
     if (is_local_op(op)) {
       arg = map[arg];
       if (op == LOAD_FAST) op = checked_load();
+    } else if (is_deref_op(op)) {
+      arg += deref_shift;
     }
     int k = dyn_asm_emit(a, op, arg, in->target >= 0 ? in->target + shift : -1, in->line);
     if (k < 0) return -1;
@@ -449,15 +475,17 @@ static int copy_body(dyn_asm* a, const dyn_code* dc, int shift, const int* map) 
 /* Builds the code object of a resume function. */
 static PyObject* resume_build(const dyn_code* dc, const resume_pt* r) {
   PyCodeObject* co = dc->code;
-  int nl = (int)PyTuple_GET_SIZE(co->co_localsplusnames), n_args = 0;
+  int nl = n_varnames(co), n_args = 0, nfree = n_freevars(co);
   int* map = PyMem_Malloc(((size_t)nl + 1) * sizeof(int));
   if (!map) return PyErr_NoMemory();
   PyObject* varnames = resume_varnames(dc, r, map, &n_args);
   PyObject *name = NULL, *empty = PyTuple_New(0), *res = NULL;
+  PyObject* freevars = PyObject_GetAttrString((PyObject*)co, "co_freevars");
   cgbuf b = {{0}, NULL, 0, dc->insns[r->index].line};
-  if (!varnames || !empty) goto done;
+  if (!varnames || !empty || !freevars) goto done;
   name = PyUnicode_FromFormat("__resume_at_%d", 2 * dc->insns[r->index].offset);
   if (!name) goto done;
+  if (nfree > 0 && emit(&b, COPY_FREE_VARS, nfree) < 0) goto done;
   if (emit(&b, RESUME, 0) < 0) goto done;
   for (int p = 0, k = 0; p < r->n_stack; p++) {
     if (r->nulls[p] ? emit(&b, PUSH_NULL, 0) < 0 : emit(&b, LOAD_FAST, k++) < 0) goto done;
@@ -466,13 +494,15 @@ static PyObject* resume_build(const dyn_code* dc, const resume_pt* r) {
   if (jump < 0) goto done;
   int shift = b.a.n;
   b.a.insns[jump].target = r->index + shift;
-  if (copy_body(&b.a, dc, shift, map) < 0) goto done;
+  int deref_shift = (int)PyTuple_GET_SIZE(varnames) - nl;
+  if (copy_body(&b.a, dc, shift, map, deref_shift) < 0) goto done;
   int flags = co->co_flags & ~(CO_VARARGS | CO_VARKEYWORDS);
-  res = dyn_asm_build(&b.a, co, name, co->co_consts, co->co_names, varnames, empty, empty, n_args,
-                      flags);
+  res = dyn_asm_build(&b.a, co, name, co->co_consts, co->co_names, varnames, empty, freevars,
+                      n_args, flags);
 done:
   dyn_asm_free(&b.a);
   PyMem_Free(map);
+  Py_XDECREF(freevars);
   Py_XDECREF(varnames);
   Py_XDECREF(name);
   Py_XDECREF(empty);
@@ -480,7 +510,8 @@ done:
 }
 
 /* The (cached) resume function of `r`: new reference. */
-static PyObject* resume_function(const dyn_code* dc, const resume_pt* r, PyObject* globals) {
+static PyObject* resume_function(const dyn_code* dc, const resume_pt* r, PyObject* globals,
+                                 PyObject* closure) {
   if (!g_resume_cache && !(g_resume_cache = PyDict_New())) return NULL;
   PyObject* key = resume_key(dc, r);
   if (!key) return NULL;
@@ -495,6 +526,7 @@ static PyObject* resume_function(const dyn_code* dc, const resume_pt* r, PyObjec
   if (!code) return NULL;
   PyObject* fn = PyFunction_New(code, globals);
   Py_DECREF(code);
+  if (fn && closure && PyFunction_SetClosure(fn, closure) < 0) Py_CLEAR(fn);
   return fn;
 }
 
@@ -510,8 +542,10 @@ typedef struct break_ctx {
   int* live_out;         /* locals bound after the group (original indexes) */
   int n_live_out;
   int n_tmp;             /* temporaries used (after __ptc_state + originals) */
-  int nl;                /* original locals */
+  int nl;                /* original plain locals (varnames) */
+  int nfree;             /* original free variables */
   PyObject* globals;
+  PyObject* closure;     /* tuple of cells or NULL */
   const char** why;
 } break_ctx;
 
@@ -523,8 +557,13 @@ static int break_check(break_ctx* c) {
     *c->why = "graph break in a generator or coroutine";
     return 0;
   }
-  if (co->co_ncellvars > 0 || co->co_nfreevars > 0) {
-    *c->why = "graph break in a function with cell or free variables";
+  if (co->co_ncellvars > 0) {
+    *c->why = "graph break in a function with cell variables (locals captured by a closure)";
+    return 0;
+  }
+  if (co->co_nfreevars > 0 &&
+      (!c->closure || !PyTuple_Check(c->closure) || PyTuple_GET_SIZE(c->closure) != co->co_nfreevars)) {
+    *c->why = "graph break in a function with free variables (no closure given)";
     return 0;
   }
   for (int i = c->index; i <= c->end_index; i++) {
@@ -559,7 +598,8 @@ static int compute_live_out(break_ctx* c) {
     PyErr_NoMemory();
     return -1;
   }
-  for (int j = 0; j < c->n_live_in; j++) bound[c->live_in[j]] = 1;
+  for (int j = 0; j < c->n_live_in; j++)
+    if (c->live_in[j] < c->nl) bound[c->live_in[j]] = 1;
   for (int i = c->index; i <= c->end_index; i++) {
     const dyn_insn* in = &c->dc->insns[i];
     if (in->opcode == STORE_FAST) bound[in->arg] = 1;
@@ -570,7 +610,7 @@ static int compute_live_out(break_ctx* c) {
   }
   c->n_live_out = 0;
   for (int j = 0; j < c->n_live_in; j++)
-    if (bound[c->live_in[j]]) {
+    if (c->live_in[j] < c->nl && bound[c->live_in[j]] == 1) {
       c->live_out[c->n_live_out++] = c->live_in[j];
       bound[c->live_in[j]] = 2;
     }
@@ -599,13 +639,16 @@ static int emit_exit(break_ctx* c, cgbuf* b, const symstack* s, int resume_index
     nulls[p] = (char)(v == SI_NULL || (v >= 0 && c->in_nulls[v]));
   }
   resume_pt r = {resume_index, n_out, nulls, c->live_out, c->n_live_out};
-  PyObject* fn = resume_function(c->dc, &r, c->globals);
+  PyObject* fn = resume_function(c->dc, &r, c->globals, c->nfree ? c->closure : NULL);
   if (!fn) return -1;
   int fc = add_const(b, fn);
   Py_DECREF(fn);
   if (fc < 0) return -1;
   int tmp0 = 1 + c->nl;
-  if (n_out - s->low > c->n_tmp) c->n_tmp = n_out - s->low;
+  if (n_out - s->low > c->n_tmp) {
+    PyErr_SetString(PyExc_SystemError, "dyn_codegen: temporaries miscounted");
+    return -1;
+  }
   for (int p = n_out - 1; p >= s->low; p--)
     if (emit(b, STORE_FAST, tmp0 + p - s->low) < 0) return -1;
   if (emit(b, PUSH_NULL, 0) < 0 || emit(b, LOAD_CONST, fc) < 0) return -1;
@@ -626,8 +669,10 @@ static int emit_exit(break_ctx* c, cgbuf* b, const symstack* s, int resume_index
 
 /* Prologue: live locals from state, then the touched stack items. */
 static int emit_prologue(break_ctx* c, cgbuf* b, int low) {
+  if (c->nfree > 0 && emit(b, COPY_FREE_VARS, c->nfree) < 0) return -1;
   if (emit(b, RESUME, 0) < 0) return -1;
   for (int j = 0; j < c->n_live_in; j++) {
+    if (c->live_in[j] >= c->nl) continue; /* a free variable: from the closure */
     if (emit_state_item(b, c->n_stack + j) < 0 || emit(b, STORE_FAST, c->live_in[j] + 1) < 0)
       return -1;
   }
@@ -692,6 +737,8 @@ static int emit_group(break_ctx* c, cgbuf* b) {
     if (is_local_op(op)) {
       arg += 1;
       if (op == LOAD_FAST) op = checked_load();
+    } else if (is_deref_op(op)) {
+      arg += 1 + c->n_tmp; /* free slots follow __ptc_state, the locals, the temporaries */
     }
     int method = i == c->end_index && is_method_load(in);
     if (method) {
@@ -741,6 +788,9 @@ static int emit_transformed(break_ctx* c, cgbuf* b) {
   jmp->n = -1;
   rc = simulate(c, fall, jmp);
   if (rc <= 0) goto done;
+  c->n_tmp = fall->n - fall->low;
+  if (jmp->n >= 0 && jmp->n - jmp->low > c->n_tmp) c->n_tmp = jmp->n - jmp->low;
+  if (c->n_tmp < 0) c->n_tmp = 0;
   const dyn_insn* last = &c->dc->insns[c->end_index];
   rc = -1;
   if (emit_prologue(c, b, fall->low) < 0) goto done;
@@ -761,9 +811,9 @@ done:
   return rc;
 }
 
-PyObject* dyn_codegen_break_ex(const dyn_code* code, int index, int end_index, int n_stack,
-                               const char* stack_null, const int* live_locals, int n_live,
-                               PyObject* globals, const char** why) {
+PyObject* dyn_codegen_break_closure(const dyn_code* code, int index, int end_index, int n_stack,
+                                    const char* stack_null, const int* live_locals, int n_live,
+                                    PyObject* globals, PyObject* closure, const char** why) {
   static const char* unused_why;
   if (!why) why = &unused_why;
   *why = NULL;
@@ -772,21 +822,23 @@ PyObject* dyn_codegen_break_ex(const dyn_code* code, int index, int end_index, i
     PyErr_SetString(PyExc_ValueError, "dyn_codegen_break: bad arguments");
     return NULL;
   }
-  int nl = (int)PyTuple_GET_SIZE(code->code->co_localsplusnames);
+  int nlp = (int)PyTuple_GET_SIZE(code->code->co_localsplusnames);
   for (int j = 0; j < n_live; j++)
-    if (live_locals[j] < 0 || live_locals[j] >= nl) {
+    if (live_locals[j] < 0 || live_locals[j] >= nlp) {
       PyErr_SetString(PyExc_ValueError, "dyn_codegen_break: bad live local index");
       return NULL;
     }
   char* nulls = PyMem_Calloc((size_t)n_stack + 1, 1);
   if (!nulls) return PyErr_NoMemory();
   for (int p = 0; stack_null && p < n_stack; p++) nulls[p] = stack_null[p] ? 1 : 0;
-  break_ctx c = {code, index, end_index, n_stack, nulls, live_locals, n_live, NULL, 0, 0, nl,
-                 globals, why};
+  break_ctx c = {code, index, end_index, n_stack, nulls, live_locals, n_live, NULL, 0, 0,
+                 n_varnames(code->code), n_freevars(code->code), globals,
+                 closure == Py_None ? NULL : closure, why};
   PyCodeObject* co = code->code;
   cgbuf b = {{0}, PySequence_List(co->co_consts), PyTuple_GET_SIZE(co->co_consts),
              code->insns[index].line};
-  PyObject *res = NULL, *varnames = NULL, *consts = NULL, *empty = PyTuple_New(0);
+  PyObject *res = NULL, *varnames = NULL, *consts = NULL, *freevars = NULL;
+  PyObject* empty = PyTuple_New(0);
   if (!b.consts || !empty) goto done;
   int ok = break_check(&c);
   if (ok == 1) ok = compute_live_out(&c) < 0 ? -1 : 1;
@@ -794,15 +846,18 @@ PyObject* dyn_codegen_break_ex(const dyn_code* code, int index, int end_index, i
   if (ok <= 0) goto done;
   varnames = build_varnames(&c);
   consts = varnames ? PyList_AsTuple(b.consts) : NULL;
-  if (!consts) goto done;
+  freevars = consts ? PyObject_GetAttrString((PyObject*)co, "co_freevars") : NULL;
+  if (!freevars) goto done;
   int flags = co->co_flags & ~(CO_VARARGS | CO_VARKEYWORDS);
   PyObject* newcode = dyn_asm_build(&b.a, co, co->co_name, consts, co->co_names, varnames, empty,
-                                    empty, 1, flags);
+                                    freevars, 1, flags);
   if (newcode) {
     res = PyFunction_New(newcode, globals);
     Py_DECREF(newcode);
+    if (res && c.nfree > 0 && PyFunction_SetClosure(res, c.closure) < 0) Py_CLEAR(res);
   }
 done:
+  Py_XDECREF(freevars);
   dyn_asm_free(&b.a);
   Py_XDECREF(b.consts);
   Py_XDECREF(varnames);
@@ -811,6 +866,13 @@ done:
   PyMem_Free(c.live_out);
   PyMem_Free(nulls);
   return res;
+}
+
+PyObject* dyn_codegen_break_ex(const dyn_code* code, int index, int end_index, int n_stack,
+                               const char* stack_null, const int* live_locals, int n_live,
+                               PyObject* globals, const char** why) {
+  return dyn_codegen_break_closure(code, index, end_index, n_stack, stack_null, live_locals,
+                                   n_live, globals, NULL, why);
 }
 
 PyObject* dyn_codegen_break(const dyn_code* code, int index, int end_index, int n_stack,
@@ -825,10 +887,10 @@ PyObject* dyn_codegen_break(const dyn_code* code, int index, int end_index, int 
  * --------------------------------------------------------------------- */
 PyObject* dyn_py_test_break(PyObject* self, PyObject* args) {
   (void)self;
-  PyObject *code, *live, *nulls, *globals;
+  PyObject *code, *live, *nulls, *globals, *closure = Py_None;
   int index, end_index, n_stack;
-  if (!PyArg_ParseTuple(args, "O!iiiO!OO!", &PyCode_Type, &code, &index, &end_index, &n_stack,
-                        &PyTuple_Type, &live, &nulls, &PyDict_Type, &globals))
+  if (!PyArg_ParseTuple(args, "O!iiiO!OO!|O", &PyCode_Type, &code, &index, &end_index, &n_stack,
+                        &PyTuple_Type, &live, &nulls, &PyDict_Type, &globals, &closure))
     return NULL;
   int n_live = (int)PyTuple_GET_SIZE(live);
   if (n_stack < 0 || n_stack >= MAX_STACK / 2 ||
@@ -854,7 +916,8 @@ PyObject* dyn_py_test_break(PyObject* self, PyObject* args) {
   }
   if (dyn_code_decode((PyCodeObject*)code, &dc) < 0) goto done;
   const char* why = NULL;
-  res = dyn_codegen_break_ex(&dc, index, end_index, n_stack, nl, lv, n_live, globals, &why);
+  res = dyn_codegen_break_closure(&dc, index, end_index, n_stack, nl, lv, n_live, globals,
+                                  closure, &why);
   if (!res && !PyErr_Occurred()) res = PyUnicode_FromString(why ? why : "refused");
 done:
   dyn_code_free(&dc);
@@ -865,6 +928,13 @@ done:
 
 #else /* !PTC_DYN_SUPPORTED */
 
+PyObject* dyn_codegen_break_closure(const dyn_code* code, int index, int end_index, int n_stack,
+                                    const char* stack_null, const int* live_locals, int n_live,
+                                    PyObject* globals, PyObject* closure, const char** why) {
+  (void)closure;
+  return dyn_codegen_break_ex(code, index, end_index, n_stack, stack_null, live_locals, n_live,
+                              globals, why);
+}
 PyObject* dyn_codegen_break_ex(const dyn_code* code, int index, int end_index, int n_stack,
                                const char* stack_null, const int* live_locals, int n_live,
                                PyObject* globals, const char** why) {

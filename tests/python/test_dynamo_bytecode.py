@@ -810,3 +810,61 @@ def test_resume_function_is_plain_python():
     assert rows[0][0] == "RESUME"
     assert res(21, 1, 2, 2) == 21 * 2 + 2
     assert f.__code__.co_varnames[0] == "__ptc_state"
+
+
+def _make_closure():
+    k = 5
+    h = _g
+
+    def inner(x):
+        a = x + k
+        b = h(a, 1)
+        return b * k
+
+    return inner
+
+
+def _make_counter():
+    count = 0
+
+    def inc(x):
+        nonlocal count
+        y = _g(x, 0)
+        count += y
+        return count
+
+    return inc
+
+
+def do_break_closure(fn, group, stack, nulls, live):
+    code = fn.__code__
+    live_idx = tuple(code.co_varnames.index(k) for k in live)
+    f = _C._dyn_test_break(code, group[0], group[1], len(stack), live_idx,
+                           tuple(int(b) for b in nulls), fn.__globals__, fn.__closure__)
+    assert not isinstance(f, str), f
+    for c in f.__code__.co_consts:
+        if isinstance(c, types.FunctionType):
+            assert c.__closure__ is not None
+            check_roundtrip(c.__code__)
+    return f(tuple(stack) + tuple(live.values()))
+
+
+def test_break_with_free_variables():
+    inner = _make_closure()
+    grp = call_groups(inner.__code__)[0]
+    got = do_break_closure(inner, grp, [None, _g, 8, 1], [1, 0, 0, 0], {"x": 3, "a": 8})
+    assert got == inner(3)
+    # without the closure the break is refused
+    code = inner.__code__
+    r = _C._dyn_test_break(code, grp[0], grp[1], 4, (), (1, 0, 0, 0), globals())
+    assert isinstance(r, str) and "free" in r
+
+
+def test_break_with_nonlocal_write_shares_the_cell():
+    inc = _make_counter()
+    inc(1)  # count = 10
+    grp = call_groups(inc.__code__)[0]
+    got = do_break_closure(inc, grp, [None, _g, 2, 0], [1, 0, 0, 0], {"x": 2})
+    assert got == 30
+    assert inc.__closure__[0].cell_contents == 30
+    assert inc(1) == 40
