@@ -731,6 +731,12 @@ static int jump_resume_index(break_ctx* c) {
  * asm index of the last instruction, -1 on error. */
 static int emit_group(break_ctx* c, cgbuf* b) {
   int k = -1;
+  /* a call group that starts after its KW_NAMES: the keyword names are
+   * interpreter state set by KW_NAMES (no stack effect), so repeat it */
+  const dyn_insn* prev = c->index > 0 ? &c->dc->insns[c->index - 1] : NULL;
+  if (prev && prev->opcode == KW_NAMES &&
+      dyn_asm_emit(&b->a, KW_NAMES, prev->arg, -1, prev->line) < 0)
+    return -1;
   for (int i = c->index; i <= c->end_index; i++) {
     const dyn_insn* in = &c->dc->insns[i];
     int op = in->opcode, arg = in->arg;

@@ -512,6 +512,13 @@ def test_break_at_call():
     assert got == b_simple(3, 5)
 
 
+def test_break_at_call_after_kw_names():
+    # the group starts at the call itself, after KW_NAMES: the names are replayed
+    s, e = call_groups(b_kw.__code__)[0]
+    got = do_break(b_kw, (s + 1, e), [None, _g, 4, 5], [1, 0, 0, 0], {"x": 3, "y": 5, "a": 4})
+    assert got == b_kw(3, 5)
+
+
 def b_kw(x, y):
     a = x + 1
     b = _g(a, b=y)
