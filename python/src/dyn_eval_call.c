@@ -472,7 +472,9 @@ int ev_call(dyn_evtx* E, dyn_eframe* f, DynVar* fn, DynVar* const* args, Py_ssiz
       return S_ERR;
     }
   } else {
-    int rc = dyn_call(&E->tx, fn, args, nargs, kwnames, &target, &pos, &kw);
+    /* dyn_call counts positionals only; keyword values follow them */
+    Py_ssize_t npos = nargs - (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
+    int rc = dyn_call(&E->tx, fn, args, npos, kwnames, &target, &pos, &kw);
     if (rc == DYN_CALL_OK) {
       *out = target;
       return S_OK;

@@ -78,7 +78,7 @@ int ev_step(dyn_evtx* E, dyn_eframe* f, const dyn_insn* in, int* next);
 /* dyn_eval_call.c */
 int ev_op_call(dyn_evtx* E, dyn_eframe* f, int argc);
 int ev_op_call_ex(dyn_evtx* E, dyn_eframe* f, int flags);
-/** Calls fn(args[0..nargs), kwnames values last) in frame f: inlines user
+/** Calls fn(args[0..nargs): ALL values, the kwnames' ones last) in frame f: inlines user
  * functions, else dyn_call. *out new reference on S_OK. */
 int ev_call(dyn_evtx* E, dyn_eframe* f, DynVar* fn, DynVar* const* args, Py_ssize_t nargs,
             PyObject* kwnames, DynVar** out);

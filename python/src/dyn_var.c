@@ -566,10 +566,38 @@ static DynVar* wrap_dict(dyn_tx* tx, PyObject* value, DynSource* src) {
   return v;
 }
 
+/* A guard "the objects at sources a and b are the same object" (a DG_SHAPE
+ * guard over both: a fresh functools.partial(operator.is_) per pair, since
+ * shape guards are de-duplicated by callable identity). */
+static int same_object_guard(dyn_tx* tx, DynSource* a, DynSource* b) {
+  static PyObject* partial = NULL;
+  static PyObject* is_ = NULL;
+  if (!partial) {
+    PyObject* ft = PyImport_ImportModule("functools");
+    PyObject* op = ft ? PyImport_ImportModule("operator") : NULL;
+    partial = ft && op ? PyObject_GetAttrString(ft, "partial") : NULL;
+    is_ = partial ? PyObject_GetAttrString(op, "is_") : NULL;
+    Py_XDECREF(ft);
+    Py_XDECREF(op);
+    if (!is_) {
+      Py_CLEAR(partial);
+      return -1;
+    }
+  }
+  PyObject* fn = PyObject_CallOneArg(partial, is_);
+  PyObject* srcs = fn ? PyTuple_Pack(2, (PyObject*)a, (PyObject*)b) : NULL;
+  int rc = srcs ? dyn_guards_add_shape(tx->guards, fn, srcs) : -1;
+  Py_XDECREF(fn);
+  Py_XDECREF(srcs);
+  return rc;
+}
+
 /* The tracker already made for this real object (by identity), re-reached
  * through `src`: identity-guarded trackers get the same identity guard on
- * the new source; others (inputs, containers, objects) are aliased inputs
- * the trace does not handle (the frame then runs plainly). */
+ * the new source; others (inputs, containers, objects) keep one tracker
+ * with a guard that both sources hold the same object. (Objects that are
+ * distinct while tracing but aliased in a later call are not detected:
+ * only in-place writes could tell the difference.) */
 static DynVar* rewrap(dyn_tx* tx, PyObject* value, DynVar* old, DynSource* src) {
   if (!src || !old->source || dyn_source_equal(old->source, src)) {
     Py_INCREF(old);
@@ -578,25 +606,11 @@ static DynVar* rewrap(dyn_tx* tx, PyObject* value, DynVar* old, DynSource* src) 
   int id_guarded = old->kind == DV_MODULE || old->kind == DV_FUNCTION ||
                    old->kind == DV_CONST ||
                    (old->kind == DV_TENSOR && !tensor_is_input(value, old->source));
-  if (id_guarded) {
-    if (guard(tx, DG_ID, src, value, 0) < 0) return NULL;
-    Py_INCREF(old);
-    return old;
-  }
-  dyn_evtx* E = dyn_ev(tx);
-  if (!E->alias) {
-    PyObject* a = dyn_source_repr(old->source);
-    PyObject* b = dyn_source_repr(src);
-    if (a && b)
-      snprintf(E->alias_reason, sizeof E->alias_reason,
-               "the same %s is reached as %s and %s (aliased inputs)", Py_TYPE(value)->tp_name,
-               PyUnicode_AsUTF8(a), PyUnicode_AsUTF8(b));
-    Py_XDECREF(a);
-    Py_XDECREF(b);
-    PyErr_Clear();
-    E->alias = 1;
-  }
-  return unusable(value, src, "aliased input");
+  if (id_guarded ? guard(tx, DG_ID, src, value, 0) < 0
+                 : same_object_guard(tx, old->source, src) < 0)
+    return NULL;
+  Py_INCREF(old);
+  return old;
 }
 
 /* ---------------------------------------------------------------- dyn_wrap */
