@@ -611,7 +611,7 @@ int dc_const_of(dyn_tx* tx, DynVar* v, PyObject** out) {
     return DYN_CALL_OK;
   }
   if (v->kind == DV_SYMINT) return dc_as_int(tx, v, out);
-  if (v->kind == DV_TUPLE && v->items) {
+  if ((v->kind == DV_TUPLE || v->kind == DV_LIST) && v->items) {
     Py_ssize_t n = PyList_GET_SIZE(v->items);
     PyObject* t = PyTuple_New(n);
     if (!t) return DYN_CALL_ERROR;
@@ -624,7 +624,12 @@ int dc_const_of(dyn_tx* tx, DynVar* v, PyObject** out) {
       }
       PyTuple_SET_ITEM(t, i, x);
     }
-    if (v->extra == dcc.torch_size) {
+    if (v->kind == DV_LIST) { /* a fresh list: the callee may keep or change it */
+      PyObject* l = PySequence_List(t);
+      Py_DECREF(t);
+      if (!l) return DYN_CALL_ERROR;
+      t = l;
+    } else if (v->extra == dcc.torch_size) {
       PyObject* s = PyObject_CallOneArg(dcc.torch_size, t);
       Py_DECREF(t);
       if (!s) return DYN_CALL_ERROR;

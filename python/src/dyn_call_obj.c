@@ -93,6 +93,20 @@ static PyObject* kind_type(dyn_tx* tx, DynVar* v, PyObject** hold) {
   }
 }
 
+/* 1 when type t uses object.__getattribute__ / object.__setattr__ (a
+ * Python __getattr__ fallback is checked separately). */
+static int uses_object_slot(PyTypeObject* t, const char* slot) {
+  PyObject* name = PyUnicode_InternFromString(slot);
+  if (!name) {
+    PyErr_Clear();
+    return 0;
+  }
+  PyObject* mine = _PyType_Lookup(t, name);
+  PyObject* base = _PyType_Lookup(&PyBaseObject_Type, name);
+  Py_DECREF(name);
+  return mine && mine == base;
+}
+
 /* ---------------------------------------------------------------------------
  * Attribute existence (no code run): modules, objects, classes, modules
  * ------------------------------------------------------------------------- */
@@ -114,7 +128,7 @@ static int has_attr(dyn_tx* tx, DynVar* obj, PyObject* name) {
     return 1;
   if (obj->kind == DV_MODULE || obj->kind == DV_OBJECT) {
     PyTypeObject* t = Py_TYPE(obj->value);
-    if (t->tp_getattro != PyObject_GenericGetAttr && obj->kind == DV_OBJECT) return -2;
+    if (!uses_object_slot(t, "__getattribute__")) return -2;
     if (_PyType_Lookup(t, name)) return 1;
     PyObject* d = PyObject_GenericGetDict(obj->value, NULL);
     if (!d) {
@@ -1561,7 +1575,7 @@ int dc_getattr_object(dyn_tx* tx, DynVar* obj, PyObject* name, DynVar** out) {
   }
   PyObject* o = obj->value;
   PyTypeObject* t = Py_TYPE(o);
-  if (t->tp_getattro != PyObject_GenericGetAttr)
+  if (!uses_object_slot(t, "__getattribute__"))
     return dc_break(tx, "attribute .%s of a %s (custom __getattribute__)", nm, t->tp_name);
   if (!strcmp(nm, "__class__")) return out_const((PyObject*)t, out);
   if (!strcmp(nm, "__dict__")) return dc_break(tx, "reading __dict__ of a %s", t->tp_name);
@@ -1623,7 +1637,7 @@ int dc_setattr_object(dyn_tx* tx, DynVar* obj, PyObject* name, DynVar* value) {
   if (!obj->source || !obj->items || !PyDict_Check(obj->items) ||
       (obj->extra && PyUnicode_Check(obj->extra)))
     return dc_break(tx, "setting .%s on an untracked %s", nm, t->tp_name);
-  if (obj->kind == DV_OBJECT && t->tp_setattro != PyObject_GenericSetAttr)
+  if (obj->kind == DV_OBJECT && !uses_object_slot(t, "__setattr__"))
     return dc_break(tx, "setting .%s on a %s (custom __setattr__)", nm, t->tp_name);
   if (obj->kind == DV_MODULE) {
     PyObject* sa = PyUnicode_InternFromString("__setattr__");
@@ -1687,11 +1701,17 @@ int dc_call_namedtuple(dyn_tx* tx, PyObject* cls, DynVar* const* a, Py_ssize_t n
   PyErr_Clear();
   /* the generated __new__ is a Python function named __new__ from collections */
   int gen_new = 0;
+  PyObject* nwf = NULL;
+  if (nw && Py_TYPE(nw) == &PyStaticMethod_Type) {
+    nwf = PyObject_GetAttrString(nw, "__func__");
+    nw = nwf;
+  }
   if (nw && PyFunction_Check(nw)) {
     PyObject* mod = ((PyFunctionObject*)nw)->func_module;
     gen_new = mod && PyUnicode_Check(mod) &&
               strncmp(PyUnicode_AsUTF8(mod), "namedtuple_", 11) == 0;
   }
+  Py_XDECREF(nwf);
   PyErr_Clear();
   if (!plain_init || !gen_new) {
     Py_DECREF(fields);
