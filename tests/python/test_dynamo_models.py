@@ -188,6 +188,8 @@ def test_compiled_module_is_a_module():
     assert any(k.endswith("fc1.weight") for k in sd)
     cm.eval()
     assert not m.training
+    cm.extra_scale = 5.0  # a write through the compiled module reaches the original
+    assert m.extra_scale == 5.0
     cm.train()
     assert m.training
     x = torch.randn(2, 16)
