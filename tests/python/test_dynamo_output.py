@@ -221,7 +221,12 @@ G_STATE = []
 def test_e2e_return_structures():
     def f(x, y):
         a = x + y
-        return {"sum": a, "pair": (a * 2, x), "lst": [y, a.relu()], "n": 3}
+        d = {}
+        d["sum"] = a
+        d["pair"] = (a * 2, x)
+        d["lst"] = [y, a.relu()]
+        d["n"] = 3
+        return d
 
     cf = ptc.compile(f, backend="cpu")
     x, y = torch.randn(4), torch.randn(4)
