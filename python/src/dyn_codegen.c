@@ -707,8 +707,10 @@ static int simulate(break_ctx* c, symstack* fall, symstack* jmp) {
     expected += dyn_stack_effect(in->opcode, in->arg, 0);
   }
   if (expected != fall->n) goto refuse;
-  if (jmp->low < fall->low) fall->low = jmp->low;
-  jmp->low = fall->low;
+  if (jmp->n >= 0) {
+    if (jmp->low < fall->low) fall->low = jmp->low;
+    jmp->low = fall->low;
+  }
   return 1;
 refuse:
   *c->why = "graph break group with instructions the codegen cannot analyse";
@@ -791,6 +793,8 @@ static int emit_transformed(break_ctx* c, cgbuf* b) {
     PyErr_NoMemory();
     goto done;
   }
+  memset(fall, 0, sizeof *fall);
+  memset(jmp, 0, sizeof *jmp);
   jmp->n = -1;
   rc = simulate(c, fall, jmp);
   if (rc <= 0) goto done;
