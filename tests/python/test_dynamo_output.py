@@ -203,6 +203,96 @@ def test_compile_direct_function():
     torch.testing.assert_close(fn(x)[0], x.exp())
 
 
+# ---- DynRunner plans (dyn_runner.c through its test entry point) --------------------------
+
+(DP_CONST, DP_OUT, DP_INPUT, DP_SRC, DP_TUPLE, DP_LIST, DP_DICT, DP_SET, DP_CALL, DP_SLICE,
+ DP_MEMO, DP_METHOD, DP_ITER, DP_CELL) = range(14)
+DE_SETATTR, DE_DELATTR, DE_LIST, DE_DICT, DE_GLOBAL, DE_CELL = range(32, 38)
+
+needs_runner = pytest.mark.skipif(not hasattr(ptc._C, "DynRunner") or
+                                  not hasattr(ptc._C, "_dyn_source"),
+                                  reason="DynRunner / _dyn_source not registered")
+
+
+def _src(i, name):
+    return ptc._C._dyn_source("local", i, name=name)
+
+
+@needs_runner
+def test_runner_plans_and_effects():
+    import collections
+    P = collections.namedtuple("P", "a b")
+
+    class O:
+        pass
+
+    def method(self):
+        return self
+
+    def mk_cell():
+        q = 1
+        return (lambda: q).__closure__[0]
+
+    o, cell, g = O(), mk_cell(), {}
+    ident = lambda *a: a  # noqa: E731  the "compiled graph": outputs = inputs
+    x = torch.randn(3)
+    plan = (DP_TUPLE, (
+        (DP_DICT, ("a", "b"), ((DP_OUT, 0), (DP_LIST, ((DP_INPUT, 0),), 1)), 0),
+        (DP_MEMO, 1),
+        (DP_SET, ((DP_CONST, 1), (DP_CONST, 2)), 2),
+        (DP_CALL, P, ((DP_CONST, 1), (DP_OUT, 0))),
+        (DP_CALL, torch.Size, ((DP_TUPLE, ((DP_CONST, 2), (DP_CONST, 3))),)),
+        (DP_SLICE, (DP_CONST, 1), (DP_CONST, None), (DP_CONST, 2)),
+        (DP_METHOD, (DP_CONST, method), (DP_CONST, o)),
+        (DP_ITER, ((DP_CONST, 1), (DP_CONST, 2))),
+        (DP_SRC, _src(1, "lst")),
+    ))
+    effects = (
+        (DE_SETATTR, (DP_CONST, o), "v", (DP_OUT, 0)),
+        (DE_DELATTR, (DP_CONST, o), "v"),
+        (DE_SETATTR, (DP_CONST, o), "w", (DP_MEMO, 0)),
+        (DE_LIST, (DP_SRC, _src(1, "lst")), (DP_TUPLE, ((DP_CONST, 5), (DP_INPUT, 0)))),
+        (DE_DICT, (DP_SRC, _src(2, "d")), ("k",), (DP_TUPLE, ((DP_OUT, 0),))),
+        (DE_GLOBAL, g, "G", (DP_MEMO, 0)),
+        (DE_CELL, (DP_CONST, cell), (DP_CONST, 7)),
+    )
+    r = ptc._C.DynRunner(ident, (_src(0, "x"),), effects, plan, 1, 3)
+    lst, d = [1], {"z": 1}
+    res = r((x, lst, d), g)
+    assert res[0]["a"] is x and res[0]["b"] == [x] and res[1] is res[0]["b"]
+    assert res[2] == {1, 2} and res[3] == P(1, x) and isinstance(res[3], P)
+    assert res[4] == torch.Size([2, 3]) and res[5] == slice(1, None, 2)
+    assert res[6]() is o and list(res[7]) == [1, 2]
+    assert res[8] is lst
+    assert not hasattr(o, "v") and o.w is res[0]
+    assert lst == [5, x] and lst[1] is x and d == {"k": x}
+    assert g["G"] is res[0] and cell.cell_contents == 7
+    import gc
+    import sys
+    for _ in range(200):
+        r((x, lst, d), g)
+    gc.collect()
+    before = sys.getallocatedblocks()
+    for _ in range(2000):
+        r((x, lst, d), g)
+    gc.collect()
+    assert sys.getallocatedblocks() - before < 50  # no per-run leak
+
+
+@needs_runner
+def test_runner_errors_are_exceptions():
+    ident = lambda *a: a  # noqa: E731
+    x = torch.randn(3)
+    with pytest.raises(Exception):
+        ptc._C.DynRunner(ident, (_src(5, "q"),), (), (DP_OUT, 0), 1, 0)((x,))
+    with pytest.raises(SystemError):
+        ptc._C.DynRunner(ident, (_src(0, "x"),), (), (DP_OUT, 3), 1, 0)((x,))
+    with pytest.raises(SystemError):
+        ptc._C.DynRunner(ident, (_src(0, "x"),), (), (99, 0), 1, 0)((x,))
+    with pytest.raises(SystemError):
+        ptc._C.DynRunner(lambda *a: 1, (_src(0, "x"),), (), (DP_OUT, 0), 1, 0)((x,))
+
+
 # ---- end to end (needs ptc.compile: the frame hook and the evaluator) -------------------
 
 def _have_compile():
