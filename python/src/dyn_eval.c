@@ -304,7 +304,7 @@ static int op_build_const_key_map(dyn_evtx* E, dyn_eframe* f, int n) {
   PyObject* keys = NULL;
   int st = seq_items(E, f->stack[f->sp - 1], &keys);
   if (st != S_OK) return st;
-  PyObject* d = PyDict_GET_SIZE(keys) == n || PyList_GET_SIZE(keys) == n ? PyDict_New() : NULL;
+  PyObject* d = PyList_GET_SIZE(keys) == n ? PyDict_New() : NULL;
   if (!d) {
     Py_DECREF(keys);
     if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "BUILD_CONST_KEY_MAP: bad keys");
@@ -970,6 +970,16 @@ int ev_with_exit(dyn_evtx* E, DynVar* ex, DynVar** out) {
 
 /* ---------------------------------------------------------------- MAKE_FUNCTION */
 
+static int is_comprehension(PyCodeObject* co) {
+  const char* n = PyUnicode_AsUTF8(co->co_name);
+  if (!n) {
+    PyErr_Clear();
+    return 0;
+  }
+  return !strcmp(n, "<listcomp>") || !strcmp(n, "<dictcomp>") || !strcmp(n, "<setcomp>") ||
+         !strcmp(n, "<genexpr>");
+}
+
 static int op_make_function(dyn_evtx* E, dyn_eframe* f, int flags) {
   int n = 1 + ((flags & 1) != 0) + ((flags & 2) != 0) + ((flags & 4) != 0) + ((flags & 8) != 0);
   if (need(f, n) < 0) return S_ERR;
@@ -999,8 +1009,21 @@ static int op_make_function(dyn_evtx* E, dyn_eframe* f, int flags) {
   PyObject* extra = PyTuple_Pack(5, codev->value, f->globals, defaults, kwdefaults, closure);
   Py_XDECREF(ctuple);
   if (!extra) return S_ERR;
-  DynVar* fn = dyn_var_new(DV_FUNCTION, NULL, NULL, extra, NULL);
+  /* a comprehension (3.11) without closure and defaults: a real function
+   * object, so that a graph break inside it (at the root CALL) can pass it
+   * to the plain-Python group; it never escapes the expression. */
+  PyObject* real = NULL;
+  if (!(flags & 0xB) && is_comprehension((PyCodeObject*)codev->value)) {
+    real = PyFunction_NewWithQualName(codev->value, f->globals,
+                                      ((PyCodeObject*)codev->value)->co_qualname);
+    if (!real) {
+      Py_DECREF(extra);
+      return S_ERR;
+    }
+  }
+  DynVar* fn = dyn_var_new(DV_FUNCTION, real, NULL, real ? NULL : extra, NULL);
   Py_DECREF(extra);
+  Py_XDECREF(real);
   if (!fn) return S_ERR;
   fn->created = 1;
   popn(f, n);
