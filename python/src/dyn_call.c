@@ -1940,6 +1940,9 @@ static int call_value(dyn_tx* tx, DynVar* fnvar, PyObject* f, DynVar* const* a, 
   /* methods of builtin containers / constants */
   rc = dc_call_descr(tx, f, a, n, kwargs, out);
   if (rc != -2) return rc;
+  /* ModuleList / Sequential / ModuleDict methods */
+  rc = dc_call_container_method(tx, f, a, n, kwargs, out);
+  if (rc != -2) return rc;
   /* the mapping table */
   if (has_mapping(f)) return og_function(tx, f, a, n, kwargs, out);
   if (PyFunction_Check(f)) return python_function(tx, fnvar, f, a, n, kwargs, out, ia, ik);

@@ -120,6 +120,11 @@ int dc_getattr_object(dyn_tx* tx, DynVar* obj, PyObject* name, DynVar** out);
 int dc_setattr_object(dyn_tx* tx, DynVar* obj, PyObject* name, DynVar* value);
 /** Attribute read of builtin containers/constants/namedtuples (methods -> DV_METHOD). */
 int dc_getattr_builtin(dyn_tx* tx, DynVar* obj, PyObject* name, DynVar** out);
+/** ModuleList/Sequential/ModuleDict methods (__len__, __iter__, keys,
+ * values, items, __getitem__, __contains__) on a module tracker; -2 when
+ * `f` is not one of them. */
+int dc_call_container_method(dyn_tx* tx, PyObject* f, DynVar* const* a, Py_ssize_t n,
+                             PyObject* kwargs, DynVar** out);
 /** Calling a namedtuple class (-2 when cls is not one). */
 int dc_call_namedtuple(dyn_tx* tx, PyObject* cls, DynVar* const* a, Py_ssize_t n, PyObject* kwargs,
                        DynVar** out);

@@ -96,6 +96,8 @@ static PyObject* kind_type(dyn_tx* tx, DynVar* v, PyObject** hold) {
 /* 1 when type t uses object.__getattribute__ / object.__setattr__ (a
  * Python __getattr__ fallback is checked separately). */
 static int uses_object_slot(PyTypeObject* t, const char* slot) {
+  if (slot[2] == 'g' && t->tp_getattro == PyObject_GenericGetAttr) return 1;
+  if (slot[2] == 's' && t->tp_setattro == PyObject_GenericSetAttr) return 1;
   PyObject* name = PyUnicode_InternFromString(slot);
   if (!name) {
     PyErr_Clear();
@@ -1169,7 +1171,22 @@ int dc_class_func(dyn_tx* tx, DynVar* obj, PyObject* func, PyObject* name, DynVa
 }
 
 /* A class attribute found on `cls` (borrowed) for instance tracker `obj`. */
+static int is_container_fn(PyObject* f) {
+  PyObject* nameo = ((PyFunctionObject*)f)->func_name;
+  PyObject* bases[3] = {dcc.module_list, dcc.sequential, dcc.module_dict};
+  int hit = 0;
+  for (int i = 0; i < 3 && !hit; i++) {
+    PyObject* bf = PyObject_GetAttr(bases[i], nameo);
+    if (!bf) PyErr_Clear();
+    hit = bf == f;
+    Py_XDECREF(bf);
+  }
+  return hit;
+}
+
 static int bind_class_attr(dyn_tx* tx, DynVar* obj, PyObject* attr, PyObject* name, DynVar** out) {
+  if (PyFunction_Check(attr) && obj->kind == DV_MODULE && is_container_fn(attr))
+    return method_of(attr, obj, out); /* answered natively (dc_call_container_method) */
   if (PyFunction_Check(attr)) {
     DynVar* fv;
     int rc = dc_class_func(tx, obj, attr, name, &fv);
@@ -1764,5 +1781,74 @@ int dc_call_namedtuple(dyn_tx* tx, PyObject* cls, DynVar* const* a, Py_ssize_t n
   Py_XDECREF(items);
   Py_XDECREF(defaults);
   Py_DECREF(fields);
+  return rc;
+}
+
+/* Methods of ModuleList / Sequential / ModuleDict called on a module
+ * tracker: answered from its _modules (keys guarded) instead of inlining
+ * torch's code (which iterates an OrderedDict). -2 when not one of them. */
+int dc_call_container_method(dyn_tx* tx, PyObject* f, DynVar* const* a, Py_ssize_t n,
+                             PyObject* kwargs, DynVar** out) {
+  if (n < 1 || a[0]->kind != DV_MODULE || !PyFunction_Check(f) || nkw(kwargs)) return -2;
+  PyObject* nameo = ((PyFunctionObject*)f)->func_name;
+  const char* m = PyUnicode_AsUTF8(nameo);
+  if (!m) return DYN_CALL_ERROR;
+  PyObject* own = PyObject_GetAttr((PyObject*)Py_TYPE(a[0]->value), nameo);
+  if (!own) {
+    PyErr_Clear();
+    return -2;
+  }
+  Py_DECREF(own);
+  if (own != f) return -2;
+  PyObject* bases[3] = {dcc.module_list, dcc.sequential, dcc.module_dict};
+  int which = -1;
+  for (int i = 0; i < 3; i++) {
+    PyObject* bf = PyObject_GetAttr(bases[i], nameo);
+    if (!bf) PyErr_Clear();
+    if (bf == f) which = i;
+    Py_XDECREF(bf);
+  }
+  if (which < 0) return -2;
+  PyObject *ch, *keys;
+  if (!strcmp(m, "__getitem__") && n == 2) return dyn_subscr(tx, a[0], a[1], out);
+  int rc = dc_module_children(tx, a[0], &ch, &keys);
+  if (rc != DYN_CALL_OK) return rc;
+  if (!strcmp(m, "__len__") && n == 1) {
+    rc = out_ssize(PyList_GET_SIZE(ch), out);
+  } else if (!strcmp(m, "__iter__") && n == 1) {
+    rc = dyn_iter(tx, a[0], out);
+  } else if (which == 2 && n == 1 &&
+             (!strcmp(m, "keys") || !strcmp(m, "values") || !strcmp(m, "items"))) {
+    PyObject* l = PyList_New(0);
+    for (Py_ssize_t i = 0; l && i < PyList_GET_SIZE(ch); i++) {
+      DynVar* kv = dyn_var_const(PyList_GET_ITEM(keys, i));
+      DynVar* e = NULL;
+      if (kv) {
+        if (m[0] == 'k') {
+          e = kv;
+          Py_INCREF(e);
+        } else if (m[0] == 'v') {
+          e = (DynVar*)PyList_GET_ITEM(ch, i);
+          Py_INCREF(e);
+        } else {
+          e = tuple_of(kv, (DynVar*)PyList_GET_ITEM(ch, i));
+        }
+      }
+      Py_XDECREF(kv);
+      if (!e || PyList_Append(l, (PyObject*)e) < 0) Py_CLEAR(l);
+      Py_XDECREF(e);
+    }
+    rc = l ? out_iter(l, m[0] == 'k' ? "dict_keys" : m[0] == 'v' ? "dict_values" : "dict_items", out)
+           : DYN_CALL_ERROR;
+    Py_XDECREF(l);
+  } else if (which == 2 && n == 2 && !strcmp(m, "__contains__")) {
+    int in;
+    rc = dyn_contains(tx, a[0], a[1], &in);
+    if (rc == DYN_CALL_OK) rc = out_bool(in, out);
+  } else {
+    rc = dc_break(tx, "%s.%s() of a module container", Py_TYPE(a[0]->value)->tp_name, m);
+  }
+  Py_DECREF(ch);
+  Py_XDECREF(keys);
   return rc;
 }
