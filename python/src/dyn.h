@@ -520,7 +520,9 @@ dyn_entry* dyn_output_break(dyn_tx* tx, const dyn_code* code, int index, int end
  * for each way out of the group (fall-through and jump target).
  * `globals` become the function's globals. New function object or NULL
  * (exception), or NULL without exception when the group cannot be
- * expressed (inside a try/with block, cells/free variables...; *why set). */
+ * expressed (generator, cell variables, free variables without a closure
+ * (use dyn_codegen_break_closure)...; *why set). Groups inside try/with
+ * blocks are supported (their handlers stay in effect). */
 PyObject* dyn_codegen_break(const dyn_code* code, int index, int end_index, int n_stack,
                             const int* live_locals, int n_live, PyObject* globals,
                             const char** why);

@@ -11,7 +11,18 @@
  * convention, or "maybe NULL" after a method lookup) so the NULLs are
  * restored with PUSH_NULL and never travel through Python values. Items
  * below the lowest position the group touches are not pushed at all in f:
- * they go straight from `state` to the resume call. */
+ * they go straight from `state` to the resume call.
+ *
+ * A group inside a try/with block ("covered" by the exception table) keeps
+ * its exception entries: f then also holds a plain copy of the whole
+ * original code whose handlers the group's entries point at, and restores
+ * the whole stack (the handlers unwind to depths below the group). An
+ * exception raised by the group is handled exactly as in the original and
+ * the function finishes as plain Python in f; the normal exits still call
+ * the resume functions (which carry the same handlers for the rest of the
+ * block). Refused: generators/coroutines, cell variables (locals captured
+ * by inner functions), free variables without the closure, groups with an
+ * inner jump, a "maybe NULL" left on the stack. */
 #include "dyn.h"
 
 #include <opcode.h>
@@ -546,6 +557,7 @@ typedef struct break_ctx {
   int nfree;             /* original free variables */
   PyObject* globals;
   PyObject* closure;     /* tuple of cells or NULL */
+  int covered;           /* the group is inside a try/with block (see emit_transformed) */
   const char** why;
 } break_ctx;
 
@@ -568,10 +580,7 @@ static int break_check(break_ctx* c) {
   }
   for (int i = c->index; i <= c->end_index; i++) {
     const dyn_insn* in = &dc->insns[i];
-    if (in->exc_handler >= 0) {
-      *c->why = "graph break inside a try/with block";
-      return 0;
-    }
+    if (in->exc_handler >= 0) c->covered = 1;
     if (i < c->end_index && (in->target >= 0 || cg_terminal(in->opcode))) {
       *c->why = "graph break group with an inner jump";
       return 0;
@@ -731,13 +740,25 @@ static int jump_resume_index(break_ctx* c) {
 
 /* Copies the group (locals shifted by one, reads checked); returns the
  * asm index of the last instruction, -1 on error. */
+/* Emits one instruction of the group carrying the exception-table entry of
+ * original instruction `src` (handler still an ORIGINAL index, rebased by
+ * emit_transformed once the copy of the original code is placed). */
+static int emit_from(break_ctx* c, cgbuf* b, int op, int arg, const dyn_insn* src) {
+  int k = dyn_asm_emit(&b->a, op, arg, -1, src->line);
+  if (k >= 0 && c->covered) {
+    b->a.insns[k].exc_handler = src->exc_handler;
+    b->a.insns[k].exc_depth = src->exc_depth;
+    b->a.insns[k].exc_lasti = src->exc_lasti;
+  }
+  return k;
+}
+
 static int emit_group(break_ctx* c, cgbuf* b) {
   int k = -1;
   /* a call group that starts after its KW_NAMES: the keyword names are
    * interpreter state set by KW_NAMES (no stack effect), so repeat it */
   const dyn_insn* prev = c->index > 0 ? &c->dc->insns[c->index - 1] : NULL;
-  if (prev && prev->opcode == KW_NAMES &&
-      dyn_asm_emit(&b->a, KW_NAMES, prev->arg, -1, prev->line) < 0)
+  if (prev && prev->opcode == KW_NAMES && emit_from(c, b, KW_NAMES, prev->arg, prev) < 0)
     return -1;
   for (int i = c->index; i <= c->end_index; i++) {
     const dyn_insn* in = &c->dc->insns[i];
@@ -756,13 +777,30 @@ static int emit_group(break_ctx* c, cgbuf* b) {
       op = LOAD_ATTR;
 #endif
     }
-    k = dyn_asm_emit(&b->a, op, arg, -1, in->line);
+    k = emit_from(c, b, op, arg, in);
     if (k < 0) return -1;
-    if (method && (dyn_asm_emit(&b->a, PUSH_NULL, 0, -1, in->line) < 0 ||
-                   dyn_asm_emit(&b->a, SWAP, 2, -1, in->line) < 0))
+    if (method && (emit_from(c, b, PUSH_NULL, 0, in) < 0 || emit_from(c, b, SWAP, 2, in) < 0))
       return -1;
   }
   return k;
+}
+
+/* Covered groups: appends a plain copy of the whole original code (locals
+ * shifted past __ptc_state, free slots past the temporaries) and points
+ * the group's exception entries [g0, g1] at the handlers in that copy. */
+static int emit_handler_copy(break_ctx* c, cgbuf* b, int g0, int g1) {
+  int base = b->a.n;
+  int* map = PyMem_Malloc(((size_t)c->nl + 1) * sizeof(int));
+  if (!map) {
+    PyErr_NoMemory();
+    return -1;
+  }
+  for (int i = 0; i < c->nl; i++) map[i] = i + 1;
+  int rc = copy_body(&b->a, c->dc, base, map, 1 + c->n_tmp);
+  PyMem_Free(map);
+  for (int k = g0; rc == 0 && k <= g1; k++)
+    if (b->a.insns[k].exc_handler >= 0) b->a.insns[k].exc_handler += base;
+  return rc;
 }
 
 static PyObject* build_varnames(break_ctx* c) {
@@ -798,14 +836,20 @@ static int emit_transformed(break_ctx* c, cgbuf* b) {
   jmp->n = -1;
   rc = simulate(c, fall, jmp);
   if (rc <= 0) goto done;
+  if (c->covered) { /* the handlers need the whole stack below them */
+    fall->low = 0;
+    jmp->low = 0;
+  }
   c->n_tmp = fall->n - fall->low;
   if (jmp->n >= 0 && jmp->n - jmp->low > c->n_tmp) c->n_tmp = jmp->n - jmp->low;
   if (c->n_tmp < 0) c->n_tmp = 0;
   const dyn_insn* last = &c->dc->insns[c->end_index];
   rc = -1;
   if (emit_prologue(c, b, fall->low) < 0) goto done;
+  int g0 = b->a.n;
   int j = emit_group(c, b);
   if (j < 0) goto done;
+  int g1 = b->a.n - 1;
   rc = 1;
   if (!cg_terminal(last->opcode)) rc = emit_exit(c, b, fall, c->end_index + 1);
   if (rc == 1 && last->target >= 0) {
@@ -815,6 +859,7 @@ static int emit_transformed(break_ctx* c, cgbuf* b) {
     b->a.insns[j].target = b->a.n - (PY312 && last->opcode == FOR_ITER ? 1 : 0);
     rc = emit_exit(c, b, jmp, jump_resume_index(c));
   }
+  if (rc == 1 && c->covered && emit_handler_copy(c, b, g0, g1) < 0) rc = -1;
 done:
   PyMem_Free(fall);
   PyMem_Free(jmp);
@@ -843,7 +888,7 @@ PyObject* dyn_codegen_break_closure(const dyn_code* code, int index, int end_ind
   for (int p = 0; stack_null && p < n_stack; p++) nulls[p] = stack_null[p] ? 1 : 0;
   break_ctx c = {code, index, end_index, n_stack, nulls, live_locals, n_live, NULL, 0, 0,
                  n_varnames(code->code), n_freevars(code->code), globals,
-                 closure == Py_None ? NULL : closure, why};
+                 closure == Py_None ? NULL : closure, 0, why};
   PyCodeObject* co = code->code;
   cgbuf b = {{0}, PySequence_List(co->co_consts), PyTuple_GET_SIZE(co->co_consts),
              code->insns[index].line};

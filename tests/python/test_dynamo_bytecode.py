@@ -749,6 +749,57 @@ def r_try(x):
     return y
 
 
+def b_intry(x):
+    y = 0
+    try:
+        y = _g(x, 1)
+        y += 1
+    except TypeError:
+        y = -5
+    return y
+
+
+@pytest.mark.parametrize("x", [2, "s"])
+def test_break_inside_try(x):
+    grp = call_groups(b_intry.__code__)[0]
+    got = do_break(b_intry, grp, [None, _g, x, 1], [1, 0, 0, 0], {"x": x, "y": 0})
+    assert got == b_intry(x)
+
+
+def test_break_inside_try_raising_uncaught():
+    grp = call_groups(r_try.__code__)[0]
+    with pytest.raises(TypeError):  # ValueError handler does not match
+        do_break(r_try, grp, [None, _g, "s", None], [1, 0, 0, 0], {"x": "s"})
+    assert do_break(r_try, grp, [None, _g, 3, 1], [1, 0, 0, 0], {"x": 3}) == 31
+
+
+def b_inwith(x, log):
+    with _Ctx(log):
+        y = _g(x, 1)
+        log.append(y)
+    return y
+
+
+@pytest.mark.parametrize("x", [2, "s"])
+def test_break_inside_with(x):
+    ref_log = []
+    try:
+        ref = ("ok", b_inwith(x, ref_log))
+    except TypeError as e:
+        ref = ("exc", str(e))
+    log = []
+    ctx = _Ctx(log)
+    ctx.__enter__()
+    grp = call_groups(b_inwith.__code__)[1]  # _Ctx(log) is call 0
+    try:
+        got = ("ok", do_break(b_inwith, grp, [ctx.__exit__, None, _g, x, 1], [0, 1, 0, 0, 0],
+                              {"x": x, "log": log}))
+    except TypeError as e:
+        got = ("exc", str(e))
+    assert got == ref
+    assert log == ref_log
+
+
 def r_closure(x):
     def inner():
         return x
@@ -767,7 +818,7 @@ def r_method_lookup(obj):
 
 
 def test_refusals():
-    for fn, reason in [(r_try, "try"), (r_closure, "cell"), (r_gen, "generator")]:
+    for fn, reason in [(r_closure, "cell"), (r_gen, "generator")]:
         code = fn.__code__
         grp = call_groups(code)[-1]
         got = _C._dyn_test_break(code, grp[0], grp[1], 4, (), (1, 0, 0, 0), globals())
