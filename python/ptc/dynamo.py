@@ -220,9 +220,10 @@ def reset():
 
 
 def compile_stats():
-    """Counters of the capture since the last reset(): frames_seen,
-    frames_converted, graphs (cache entries made), breaks (entries ending
-    in a graph break), cache_hits, recompiles, skipped (conversions that
+    """Counters of the capture since the last reset(): frames_seen (frames
+    the hook looked up), frames_converted, entries (cache entries made),
+    graphs (entries that run a compiled graph; an entry may have none, e.g.
+    a break before any tensor op), breaks (entries ending in a graph break), cache_hits, recompiles, skipped (conversions that
     chose plain Python), cache_limit_hits, errors (internal, ran plainly),
     fallbacks, threads_enabled."""
     if not hasattr(_C, "dyn_stats"):

@@ -29,7 +29,7 @@ static _Thread_local int tls_busy;         /* >0 while inside the capture machin
 static int n_threads_enabled;              /* threads with a config (GIL-protected) */
 
 static struct {
-  int64_t frames_seen, conversions, entries, breaks, cache_hits, recompiles, skipped,
+  int64_t frames_seen, conversions, entries, graphs, breaks, cache_hits, recompiles, skipped,
       cap_hits, errors, fallbacks;
 } stats;
 
@@ -255,17 +255,18 @@ PyObject* dyn_py_reset(PyObject* self, PyObject* unused) {
   Py_RETURN_NONE;
 }
 
-/* _C.dyn_stats() -> dict of counters. */
+/* _C.dyn_stats() -> dict of counters (see ptc.compile_stats). */
 PyObject* dyn_py_stats(PyObject* self, PyObject* unused) {
   (void)self;
   (void)unused;
-  return Py_BuildValue("{sLsLsLsLsLsLsLsLsLsLsi}", "frames_seen", (long long)stats.frames_seen,
-                       "frames_converted", (long long)stats.conversions, "graphs",
-                       (long long)stats.entries, "breaks", (long long)stats.breaks, "cache_hits",
-                       (long long)stats.cache_hits, "recompiles", (long long)stats.recompiles,
-                       "skipped", (long long)stats.skipped, "cache_limit_hits",
-                       (long long)stats.cap_hits, "errors", (long long)stats.errors, "fallbacks",
-                       (long long)stats.fallbacks, "threads_enabled", n_threads_enabled);
+  return Py_BuildValue(
+      "{sLsLsLsLsLsLsLsLsLsLsLsi}", "frames_seen", (long long)stats.frames_seen,
+      "frames_converted", (long long)stats.conversions, "entries", (long long)stats.entries,
+      "graphs", (long long)stats.graphs, "breaks", (long long)stats.breaks, "cache_hits",
+      (long long)stats.cache_hits, "recompiles", (long long)stats.recompiles, "skipped",
+      (long long)stats.skipped, "cache_limit_hits", (long long)stats.cap_hits, "errors",
+      (long long)stats.errors, "fallbacks", (long long)stats.fallbacks, "threads_enabled",
+      n_threads_enabled);
 }
 
 /* _C.dyn_entries(code) -> list of info dicts of the code's cache entries
@@ -586,6 +587,7 @@ static dyn_entry* convert(code_state* st, const dyn_frame_view* v, PyObject* cfg
   }
   if (st->entries) stats.recompiles++;
   stats.entries++;
+  if (e->runner && e->runner->compiled && e->runner->compiled != Py_None) stats.graphs++;
   if (e->fn) stats.breaks++;
   st->n_compiles++;
   e->next = st->entries;
