@@ -299,3 +299,100 @@ def test_explain_dispatch():
 def test_refuses_other_pythons():
     with pytest.raises(RuntimeError, match="3.11 and 3.12"):
         ptc.compile(lambda x: x)
+
+
+# ---- the hook with the real converter -----------------------------------------------------------
+
+def _stats():
+    return dict(ptc.compile_stats())
+
+
+def test_hook_caches_and_hits():
+    def f(x):
+        return torch.relu(x) * 2 + 1
+    ptc.reset()
+    cf = ptc.compile(f, backend="eager")
+    x = torch.randn(5)
+    for _ in range(3):
+        torch.testing.assert_close(cf(x), f(x))
+    s = _stats()
+    assert s["frames_converted"] == 1 and s["cache_hits"] == 2, s
+    (entry,) = _C.dyn_entries(f.__code__)
+    assert entry["hits"] == 3 and not entry["is_break"]
+    assert any(g.startswith("TENSOR L['x']") for g in entry["guards"]), entry["guards"]
+    ptc.reset()
+    assert _C.dyn_entries(f.__code__) == []
+
+
+def test_hook_threads_each_with_own_config():
+    def f(x):
+        return x * 3 - 1
+    cf = ptc.compile(f, backend="eager")
+    errors = []
+
+    def work():
+        try:
+            for _ in range(50):
+                x = torch.randn(4)
+                torch.testing.assert_close(cf(x), f(x))
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+    ts = [threading.Thread(target=work) for _ in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors, errors
+    assert _stats()["threads_enabled"] == 0
+
+
+def test_hook_recursion_and_generators():
+    def fact(x, n):
+        return x if n <= 1 else fact(x * n, n - 1)
+
+    def gen(x):
+        for i in range(3):
+            yield x + i
+
+    def f(x):
+        return fact(x, 4) + sum(gen(x))
+    x = torch.randn(3)
+    torch.testing.assert_close(ptc.compile(f, backend="eager")(x), f(x))
+
+
+def test_hook_user_exception_propagates_unchanged():
+    class Boom(Exception):
+        pass
+
+    def f(x):
+        y = x + 1
+        if x.shape[0] == 2:
+            raise Boom("two")
+        return y
+    cf = ptc.compile(f, backend="eager")
+    with pytest.raises(Boom, match="two"):
+        cf(torch.randn(2))
+    torch.testing.assert_close(cf(torch.ones(3)), torch.ones(3) + 1)
+
+
+def test_hook_cap_and_disable():
+    calls = []
+
+    @ptc.disable
+    def untouched(x):
+        calls.append(x.shape[0])
+        return x
+
+    def f(x, k):
+        return untouched(x) * len(k)
+    cf = ptc.compile(f, backend="eager", cache_size_limit=2)
+    import warnings
+    x = torch.randn(3)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        for n in range(5):
+            torch.testing.assert_close(cf(x, "k" * (n + 1)), x * (n + 1))
+    assert len(calls) == 5
+    cap = [str(m.message) for m in w if "recompile limit" in str(m.message)]
+    assert len(cap) <= 1, cap
+    assert len(_C.dyn_entries(f.__code__)) <= 2
