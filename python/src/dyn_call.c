@@ -1940,6 +1940,24 @@ static int call_value(dyn_tx* tx, DynVar* fnvar, PyObject* f, DynVar* const* a, 
   /* methods of builtin containers / constants */
   rc = dc_call_descr(tx, f, a, n, kwargs, out);
   if (rc != -2) return rc;
+  /* tuple.__new__(cls, iterable): namedtuple construction inlined */
+  if (PyCFunction_Check(f) && PyCFunction_GET_SELF(f) == (PyObject*)&PyTuple_Type &&
+      n == 2 && !kw_count(kwargs) && a[0]->kind == DV_CONST && PyType_Check(a[0]->value)) {
+    PyObject* cls = a[0]->value;
+    PyObject* items;
+    if (cls != (PyObject*)&PyTuple_Type && !PyObject_HasAttrString(cls, "_fields"))
+      return dc_break(tx, "tuple.__new__ of %s", ((PyTypeObject*)cls)->tp_name);
+    rc = dc_items(tx, a[1], &items);
+    if (rc != DYN_CALL_OK) return rc;
+    if (cls == (PyObject*)&PyTuple_Type) {
+      *out = dc_seq(DV_TUPLE, items);
+    } else {
+      *out = dyn_var_new(DV_NAMEDTUPLE, cls, items, NULL, NULL);
+      if (*out) (*out)->created = 1;
+    }
+    Py_DECREF(items);
+    return *out ? DYN_CALL_OK : DYN_CALL_ERROR;
+  }
   /* ModuleList / Sequential / ModuleDict methods */
   rc = dc_call_container_method(tx, f, a, n, kwargs, out);
   if (rc != -2) return rc;

@@ -168,7 +168,13 @@ static int has_attr(dyn_tx* tx, DynVar* obj, PyObject* name) {
       return 1;
     }
     PyErr_Clear();
-    return -2;
+    if (!obj->source) return 0; /* made by an op in the trace: no instance attributes */
+    PyObject* real = dc_real_of(tx, obj);
+    if (!real) return -2;
+    int r = PyObject_HasAttr(real, name);
+    Py_DECREF(real);
+    if (r == 0 && guard_missing(tx, obj, name) < 0) return -1;
+    return r;
   }
   return -2;
 }
