@@ -942,6 +942,46 @@ static int set_og_grad(dyn_evtx* E, int mode) {
   return PyObject_SetAttrString(E->tx.og, "grad_enabled", mode ? Py_True : Py_False);
 }
 
+/* Whether a graph input or parameter traced so far requires grad: the
+ * graph cannot express grad-mode changes for them (an FX graph run with
+ * autograd would record what the with-block excluded), so a with-block that
+ * changes the mode breaks then. 1 / 0 / -1. */
+static int grad_sensitive(dyn_evtx* E) {
+  PyObject* ins = PyObject_GetAttrString(E->tx.og, "inputs");
+  PyObject* params = ins ? PyObject_GetAttrString(E->tx.og, "_params") : NULL;
+  int found = 0;
+  for (Py_ssize_t i = 0; !found && ins && PyList_Check(ins) && i < PyList_GET_SIZE(ins); i++) {
+    PyObject* rg = PyObject_GetAttrString(PyList_GET_ITEM(ins, i), "requires_grad");
+    found = rg ? PyObject_IsTrue(rg) : -1;
+    Py_XDECREF(rg);
+  }
+  if (!found && params && PyDict_Check(params)) {
+    Py_ssize_t pos = 0;
+    PyObject *k, *v;
+    while (!found && PyDict_Next(params, &pos, &k, &v)) {
+      if (!PyTuple_Check(v) || PyTuple_GET_SIZE(v) < 1) continue;
+      PyObject* rg = PyObject_GetAttrString(PyTuple_GET_ITEM(v, 0), "requires_grad");
+      found = rg ? PyObject_IsTrue(rg) : -1;
+      Py_XDECREF(rg);
+    }
+  }
+  if (!ins || !params) found = -1;
+  Py_XDECREF(ins);
+  Py_XDECREF(params);
+  return found;
+}
+
+static int grad_change_check(dyn_evtx* E) {
+  int s = grad_sensitive(E);
+  if (s < 0) return S_ERR;
+  if (s) {
+    dyn_break(&E->tx, "grad-mode change (torch.no_grad/enable_grad) around tensors that "
+                      "require grad");
+    return S_BREAK;
+  }
+  return S_OK;
+}
+
 static int op_before_with(dyn_evtx* E, dyn_eframe* f) {
   if (need(f, 1) < 0) return S_ERR;
   DynVar* m = f->stack[f->sp - 1];
@@ -956,6 +996,10 @@ static int op_before_with(dyn_evtx* E, dyn_eframe* f) {
   if (!ex) return S_ERR;
   ex->index = E->tx.grad_enabled; /* the mode to restore */
   int mode = (int)m->index;
+  if (mode != E->tx.grad_enabled) {
+    int st = grad_change_check(E);
+    if (st != S_OK) return st;
+  }
   popn(f, 1);
   if (ev_push(f, ex) < 0 || ev_push(f, dyn_var_const(Py_None)) < 0) return S_ERR;
   return set_og_grad(E, mode) < 0 ? S_ERR : S_OK;
@@ -963,6 +1007,10 @@ static int op_before_with(dyn_evtx* E, dyn_eframe* f) {
 
 /* Calling the __exit__ pushed by BEFORE_WITH (the normal exit path). */
 int ev_with_exit(dyn_evtx* E, DynVar* ex, DynVar** out) {
+  if ((int)ex->index != E->tx.grad_enabled) {
+    int st = grad_change_check(E);
+    if (st != S_OK) return st;
+  }
   if (set_og_grad(E, (int)ex->index) < 0) return S_ERR;
   *out = dyn_var_const(Py_None);
   return *out ? S_OK : S_ERR;

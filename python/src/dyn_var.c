@@ -358,12 +358,22 @@ static int is_namedtuple_type(PyTypeObject* tp) {
 }
 
 /* Whether a tensor found at `src` is a graph input (reached from the frame's
- * arguments through items only) rather than a constant (parameters and
- * tensors reached through attributes, globals, closures). */
-static int tensor_is_input(PyObject* t, DynSource* src) {
+ * arguments through items and attributes of plain objects) rather than a
+ * constant (parameters; tensors held by nn.Modules - buffers -, globals,
+ * closures). */
+static int tensor_is_input(dyn_tx* tx, PyObject* t, DynSource* src) {
   if (PyObject_TypeCheck(t, (PyTypeObject*)dyn_var_torch_attr("torch.nn.Parameter"))) return 0;
   for (DynSource* s = src; s; s = s->base) {
     if (s->kind == DS_ITEM) continue;
+    if (s->kind == DS_ATTR) {
+      if (!s->base || !tx) return 0;
+      PyObject* obj = dyn_source_eval(s->base, tx->view);
+      int mod = obj ? isinstance_torch(obj, "torch.nn.Module") : 1;
+      Py_XDECREF(obj);
+      PyErr_Clear();
+      if (mod) return 0;
+      continue;
+    }
     return s->kind == DS_LOCAL;
   }
   return 0;
@@ -438,7 +448,7 @@ static PyObject* dynamic_dims_for(dyn_tx* tx, PyObject* t, DynSource* src) {
 static DynVar* wrap_tensor(dyn_tx* tx, PyObject* t, DynSource* src) {
   char name[200];
   src_name(src, name, sizeof name);
-  int input = tensor_is_input(t, src);
+  int input = tensor_is_input(tx, t, src);
   PyObject* proxy = NULL;
   PyObject* dims = NULL;
   if (input) {
@@ -605,7 +615,7 @@ static DynVar* rewrap(dyn_tx* tx, PyObject* value, DynVar* old, DynSource* src) 
   }
   int id_guarded = old->kind == DV_MODULE || old->kind == DV_FUNCTION ||
                    old->kind == DV_CONST ||
-                   (old->kind == DV_TENSOR && !tensor_is_input(value, old->source));
+                   (old->kind == DV_TENSOR && !tensor_is_input(tx, value, old->source));
   if (id_guarded ? guard(tx, DG_ID, src, value, 0) < 0
                  : same_object_guard(tx, old->source, src) < 0)
     return NULL;
