@@ -102,7 +102,7 @@ void dyn_asm_free(dyn_asm* a);
 /** Assembles `a` into a new code object based on `like` (names, filename,
  * qualname, firstlineno): co_code with EXTENDED_ARG and zeroed caches,
  * jumps resolved, exception table from the insns' exc_* fields, line table
- * from their lines, co_stacksize computed. consts/names/varnames/cellvars/
+ * from their lines, co_stacksize computed (at least like's). consts/names/varnames/cellvars/
  * freevars given as tuples; argcount positional-only-free arguments.
  * Returns a new code object or NULL. */
 PyObject* dyn_asm_build(dyn_asm* a, PyCodeObject* like, PyObject* name, PyObject* consts,

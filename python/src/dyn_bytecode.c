@@ -777,14 +777,16 @@ static int kw_set(PyObject* kw, const char* key, PyObject* value) {
   return rc;
 }
 
-/* The common builder: dyn_asm_build with explicit posonly/kwonly counts. */
+/* The common builder: dyn_asm_build with explicit posonly/kwonly counts;
+ * the stack size is at least `min_stack`. */
 static PyObject* asm_build_full(dyn_asm* a, PyCodeObject* like, PyObject* name, PyObject* qualname,
                                 PyObject* consts, PyObject* names, PyObject* varnames,
                                 PyObject* cellvars, PyObject* freevars, int argcount,
-                                int posonly, int kwonly, int flags) {
+                                int posonly, int kwonly, int flags, int min_stack) {
   if (tables_init() < 0) return NULL;
   int stacksize = flow_stacksize(a);
   if (stacksize < 0) return NULL;
+  if (stacksize < min_stack) stacksize = min_stack;
   asm_layout L = {0};
   PyObject* kw = NULL;
   PyObject* result = NULL;
@@ -827,8 +829,10 @@ PyObject* dyn_asm_build(dyn_asm* a, PyCodeObject* like, PyObject* name, PyObject
     PyErr_SetString(PyExc_ValueError, "ptc capture: dyn_asm_build needs every tuple");
     return NULL;
   }
+  /* code made from `like` (a copy of it, or of a part) never needs less
+   * stack than it: a safety margin against an analysis slip */
   return asm_build_full(a, like, name, name, consts, names, varnames, cellvars, freevars, argcount,
-                        0, 0, flags);
+                        0, 0, flags, like->co_stacksize);
 }
 
 /* ---------------------------------------------------------------------
@@ -880,7 +884,7 @@ PyObject* dyn_py_roundtrip(PyObject* self, PyObject* code) {
   if (varnames && cellvars && freevars)
     res = asm_build_full(&a, co, co->co_name, co->co_qualname, co->co_consts, co->co_names,
                          varnames, cellvars, freevars, co->co_argcount, co->co_posonlyargcount,
-                         co->co_kwonlyargcount, co->co_flags);
+                         co->co_kwonlyargcount, co->co_flags, 0 /* tests check the analysis */);
   Py_XDECREF(varnames);
   Py_XDECREF(cellvars);
   Py_XDECREF(freevars);
