@@ -712,6 +712,27 @@ def test_missing_live_local_raises_unbound_not_crash():
     grp = call_groups(b_dead.__code__)[0]
     with pytest.raises(UnboundLocalError):
         do_break(b_dead, grp, [None, _g, 2, 1], [1, 0, 0, 0], {"x": 2})
+    # again once the generated code is warm (specialised by the interpreter)
+    code = b_dead.__code__
+    f = _C._dyn_test_break(code, grp[0], grp[1], 4, (0,), (1, 0, 0, 0), globals())
+    for _ in range(50):
+        with pytest.raises(UnboundLocalError):
+            f((None, _g, 2, 1, 2))
+    f_ok = _C._dyn_test_break(code, grp[0], grp[1], 4, (0, 1), (1, 0, 0, 0), globals())
+    for _ in range(50):
+        assert f_ok((None, _g, 2, 1, 2, 3)) == b_dead(2)
+
+
+def test_generated_code_stays_correct_when_warm():
+    """Generated code called many times (the interpreter specialises it
+    in place: caches must be laid out right)."""
+    grp = call_groups(b_loop.__code__)[1]
+    code = b_loop.__code__
+    f = _C._dyn_test_break(code, grp[0], grp[1], 6, (0, 1, 2), (0, 0, 1, 0, 0, 0), globals())
+    for n in list(range(1, 30)) * 3:
+        it = iter(range(n))
+        i = next(it)
+        assert f((it, 0, None, _g, i, 1, n, 0, i)) == b_loop(n)
 
 
 def b_cached(x):
