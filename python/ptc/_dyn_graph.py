@@ -52,6 +52,23 @@ _ALIAS_NAMES = {
     "squeeze_", "unsqueeze_", "identity", "slice", "_unsafe_view", "alias", "T", "mT",
 }
 
+# elementwise binary ops whose Python-scalar operand may be a symbolic size
+_ARITH = set()
+for _n in ("add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder", "pow",
+           "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
+           "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__pow__",
+           "__rpow__", "__iadd__", "__isub__", "__imul__", "__itruediv__", "add_", "sub_", "mul_",
+           "div_", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge"):
+    _ARITH.add(_n)
+    for _ns in (torch, torch.Tensor):
+        if getattr(_ns, _n, None) is not None:
+            _ARITH.add(getattr(_ns, _n))
+for _op in (operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
+            operator.mod, operator.pow, operator.iadd, operator.isub, operator.imul,
+            operator.itruediv, operator.eq, operator.ne, operator.lt, operator.le, operator.gt,
+            operator.ge):
+    _ARITH.add(_op)
+
 _SYM_OPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "//": operator.floordiv,
             "%": operator.mod}
 _CMP_OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
@@ -282,6 +299,7 @@ class OutputGraph:
     def _call(self, kind, fx_target, key, module, args, kwargs):
         args = tuple(args)
         kwargs = dict(kwargs or {})
+        args = self._symbolic_scalars(key, args)
         desc = fmt_target(key)
         conv = lookup(key)
         if conv is None:
@@ -337,6 +355,33 @@ class OutputGraph:
         else:
             self._aux.add(node)
         return out
+
+    def _symbolic_scalars(self, key, args):
+        """tensor <op> size with a symbolic size: the converters would
+        specialise the size (a Python scalar operand is baked into the
+        graph), so the size becomes a 0-d tensor of the result dtype
+        computed at run time (ones([s]).sum()); dtypes follow eager's
+        tensor-with-int promotion."""
+        try:
+            if key not in _ARITH:
+                return args
+        except TypeError:  # unhashable target
+            return args
+        if not any(isinstance(a, SymProxy) for a in args):
+            return args
+        like = next((a for a in args if isinstance(a, Proxy)), None)
+        if like is None or isinstance(like.value, Unavailable):
+            return args
+        dt = Builder.promote_scalar(like.value.dtype, 1)
+        out = []
+        for a in args:
+            if isinstance(a, SymProxy):
+                ones = self.call_function(torch.ones, ((a,),), {"dtype": torch.int64})
+                a = self.call_method("sum", (ones,), {})
+                if dt != torch.int64:
+                    a = self.call_method("to", (a, dt), {})
+            out.append(a)
+        return tuple(out)
 
     def _check_mutation(self, p):
         n = p.node

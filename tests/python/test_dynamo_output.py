@@ -175,6 +175,27 @@ def test_dynamic_dims_and_shape_guards():
     assert out[1] == 14
 
 
+def test_symbolic_size_as_scalar_operand_stays_symbolic():
+    og = _og()
+    x = torch.randn(5, 3)
+    px = og.add_input(x, "x", dynamic_dims=(0,))
+    s0 = og.tensor_attr(px, "shape")[0]
+    y = og.call_function(operator.add, (og.call_method("relu", (px,), {}), s0), {})
+    assert og.shape_guards() == []  # not specialised to 5
+    assert og.tensor_attr(y, "dtype") == torch.float32
+    fn, _ = og.compile([y])
+    for n in (5, 7):
+        x = torch.randn(n, 3)
+        torch.testing.assert_close(fn(x)[0], x.relu() + n)
+    og = _og()
+    xi = torch.randint(0, 5, (4, 2), dtype=torch.int32)
+    p = og.add_input(xi, "x", dynamic_dims=(0,))
+    z = og.call_function(torch.mul, (p, og.tensor_attr(p, "shape")[0]), {})
+    assert og.tensor_attr(z, "dtype") == torch.int32 and og.shape_guards() == []
+    fn, _ = og.compile([z])
+    assert torch.equal(fn(xi)[0], xi * 4)
+
+
 def test_sym_int_specialises():
     og = _og()
     x = torch.randn(5, 3)
