@@ -78,6 +78,7 @@ static void state_clear(code_state* st) {
   entries_free(e);
 }
 
+#if PTC_DYN_SUPPORTED
 static void state_free(void* p) {
   code_state* st = p;
   if (!st) return;
@@ -88,6 +89,8 @@ static void state_free(void* p) {
   PyMem_Free(st);
 }
 
+#endif
+
 static int code_get_extra(PyObject* code, void** out) {
 #if PY_VERSION_HEX >= 0x030C0000
   return PyUnstable_Code_GetExtra(code, extra_index, out);
@@ -96,6 +99,7 @@ static int code_get_extra(PyObject* code, void** out) {
 #endif
 }
 
+#if PTC_DYN_SUPPORTED
 static int code_set_extra(PyObject* code, void* p) {
 #if PY_VERSION_HEX >= 0x030C0000
   return PyUnstable_Code_SetExtra(code, extra_index, p);
@@ -123,6 +127,7 @@ static code_state* code_state_of(PyCodeObject* code) {
   all_states = st;
   return st;
 }
+#endif
 
 /* ======================================================================
  * Skip rules
@@ -250,7 +255,21 @@ PyObject* dyn_py_enable(PyObject* self, PyObject* cfg) {
 PyObject* dyn_py_reset(PyObject* self, PyObject* unused) {
   (void)self;
   (void)unused;
-  for (code_state* st = all_states; st; st = st->next) state_clear(st);
+  /* detach every list first: freeing entries may free code objects, whose
+   * states unlink themselves from all_states */
+  dyn_entry* dead = NULL;
+  for (code_state* st = all_states; st; st = st->next) {
+    dyn_entry* e = st->entries;
+    st->entries = NULL;
+    state_clear(st);
+    while (e) {
+      dyn_entry* next = e->next;
+      e->next = dead;
+      dead = e;
+      e = next;
+    }
+  }
+  entries_free(dead);
   memset(&stats, 0, sizeof stats);
   Py_RETURN_NONE;
 }

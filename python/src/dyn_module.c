@@ -13,11 +13,22 @@
 #pragma weak dyn_py_test_break
 #pragma weak dyn_unsupported_error
 
-/* dyn_hook.c */
+/* dyn_hook.c: the Python entry points of the hook (registered below). */
+/** _C.dyn_enable(config_or_None) -> the thread's previous config (None when
+ * off); installs the frame hook while at least one thread has a config.
+ * RuntimeError on Pythons other than 3.11/3.12. */
 PyObject* dyn_py_enable(PyObject* self, PyObject* cfg);
+/** _C.dyn_reset(): drops every code object's cache entries, skip marks and
+ * automatic-dynamic memory, and zeroes the counters. */
 PyObject* dyn_py_reset(PyObject* self, PyObject* unused);
+/** _C.dyn_stats() -> dict of counters (frames_seen, frames_converted,
+ * entries, graphs, breaks, cache_hits, recompiles, skipped,
+ * cache_limit_hits, errors, fallbacks, threads_enabled). */
 PyObject* dyn_py_stats(PyObject* self, PyObject* unused);
+/** _C.dyn_entries(code) -> list of the code's entries' info dicts (most
+ * recent first) with guards (list of str), hits and is_break added. */
 PyObject* dyn_py_entries(PyObject* self, PyObject* code);
+/** _C._dyn_skipped(code) -> bool: the hook's filename rules (tests). */
 PyObject* dyn_py_skipped(PyObject* self, PyObject* code);
 
 /* _C._dyn_source(kind, arg=None, base=None, name=None) -> DynSource (tests):
