@@ -413,10 +413,29 @@ def test_builtins():
             out = out + a * b
         if isinstance(x, torch.Tensor) and not isinstance(n, float):
             out = out * min(n, 2) + max(1, n, 3) + abs(-2)
-        if hasattr(x, "shape") and not hasattr(x, "no_such_attr"):
-            out = out + getattr(x, "ndim") + getattr(x, "nope", 5)
         return out, int(2.7), float(3), bool(n), round(2.567, 2), sum([1, 2, 3]), divmod(7, 3)
     check(f, [r(3), r(3), r(3)], r(3), graphs=1, breaks=0)
+
+
+def test_getattr_hasattr_on_objects():
+    class O:
+        k = 2.0
+
+    def f(x, o):
+        out = x * getattr(o, "k")
+        if hasattr(o, "k") and not hasattr(o, "missing"):
+            out = out + getattr(o, "missing", 3.0)
+        return out
+    check(f, r(3), O(), graphs=1, breaks=0)
+
+
+def test_getattr_hasattr_on_tensors():
+    def f(x):
+        out = x
+        if hasattr(x, "shape") and not hasattr(x, "no_such_attr"):
+            out = out + getattr(x, "ndim") + getattr(x, "nope", 5)
+        return out
+    check(f, r(3), graphs=1, breaks=0)
 
 
 def test_builtin_min_max_on_shapes():
