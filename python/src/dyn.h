@@ -564,7 +564,8 @@ int dyn_code_skipped(PyCodeObject* code);
 int ptcpy_dyn_init(PyObject* m);
 
 /* dyn_bytecode.c: test entry points registered by ptcpy_dyn_init. */
-/** _C._dyn_decode(code) -> list of (opname, arg, offset, target index, line). */
+/** _C._dyn_decode(code) -> list of (opname, arg, offset, target index, line,
+ * exc_handler index, exc_depth, exc_lasti) (offsets in code units). */
 PyObject* dyn_py_decode(PyObject* self, PyObject* code);
 /** _C._dyn_roundtrip(code) -> a new code object assembled from the decoded
  * instructions (must behave like the original). */
