@@ -183,7 +183,8 @@ typedef struct dyn_guard {
   PyObject* tensor_type; /* the exact tensor type (strong) */
   int contiguous;     /* had dynamic dims and was contiguous: checked for contiguity
                          (strides then INT64_MIN) since such inputs compile as contiguous */
-  int fast;           /* metadata read through torch's descriptors directly */
+  int fast;           /* bit 1: metadata read through torch's descriptors directly;
+                         bit 2: a cpu tensor (device checked through is_cpu) */
 } dyn_guard;
 
 /** An ordered, de-duplicated set of guards (a PyObject so entries own it). */

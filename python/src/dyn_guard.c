@@ -308,6 +308,8 @@ int dyn_source_equal(DynSource* a, DynSource* b) {
 static struct {
   int ready;
   PyObject *d_dtype, *d_device, *d_requires_grad, *d_shape, *d_stride; /* strong */
+  PyObject* d_is_cpu; /* strong or NULL: a cpu device is checked through is_cpu (no
+                         torch.device object made per check) */
 } T;
 
 static PyObject* type_lookup(PyTypeObject* tp, const char* name) {
@@ -334,6 +336,8 @@ static int tensor_descrs_init(PyTypeObject* tp) {
   T.d_requires_grad = Py_NewRef(d[2]);
   T.d_shape = Py_NewRef(d[3]);
   T.d_stride = Py_NewRef(d[4]);
+  PyObject* c = type_lookup(tp, "is_cpu");
+  T.d_is_cpu = c && Py_IS_TYPE(c, &PyGetSetDescr_Type) ? Py_NewRef(c) : NULL;
   T.ready = 1;
   return 0;
 }
@@ -343,7 +347,8 @@ static int tensor_type_fast(PyTypeObject* tp) {
   return T.ready && type_lookup(tp, "dtype") == T.d_dtype &&
          type_lookup(tp, "device") == T.d_device &&
          type_lookup(tp, "requires_grad") == T.d_requires_grad &&
-         type_lookup(tp, "shape") == T.d_shape && type_lookup(tp, "stride") == T.d_stride;
+         type_lookup(tp, "shape") == T.d_shape && type_lookup(tp, "stride") == T.d_stride &&
+         (!T.d_is_cpu || type_lookup(tp, "is_cpu") == T.d_is_cpu);
 }
 
 static inline PyObject* getset_get(PyObject* descr, PyObject* obj) {
@@ -611,6 +616,12 @@ static int tensor_guard_fill(dyn_guard* g, PyObject* t, PyObject* dynamic_dims) 
   shape = rg ? tensor_attr(t, g->fast, T.d_shape, "shape") : NULL;
   stride = shape ? tensor_stride(t, g->fast) : NULL;
   if (!stride) goto done;
+  if (g->fast && T.d_is_cpu) {
+    PyObject* is_cpu = getset_get(T.d_is_cpu, t);
+    if (!is_cpu) goto done;
+    if (is_cpu == Py_True) g->fast |= 2;
+    Py_DECREF(is_cpu);
+  }
   g->requires_grad = PyObject_IsTrue(rg);
   if (g->requires_grad < 0 || !PyTuple_Check(shape)) goto done;
   g->ndim = (int)PyTuple_GET_SIZE(shape);
@@ -688,11 +699,19 @@ static int check_tensor(const dyn_guard* g, PyObject* x) {
   ok = (o == Py_True) == (g->requires_grad != 0);
   Py_DECREF(o);
   if (!ok) return 0;
-  o = tensor_attr(x, fast, T.d_device, "device");
-  if (!o) return -1;
-  ok = PyObject_RichCompareBool(o, g->device, Py_EQ);
-  Py_DECREF(o);
-  if (ok <= 0) return ok;
+  if (fast & 2) { /* a cpu tensor: is_cpu, no device object */
+    o = getset_get(T.d_is_cpu, x);
+    if (!o) return -1;
+    ok = o == Py_True;
+    Py_DECREF(o);
+    if (!ok) return 0;
+  } else {
+    o = tensor_attr(x, fast, T.d_device, "device");
+    if (!o) return -1;
+    ok = PyObject_RichCompareBool(o, g->device, Py_EQ);
+    Py_DECREF(o);
+    if (ok <= 0) return ok;
+  }
   int64_t buf[16];
   int n = g->ndim;
   int64_t* v = n <= 8 ? buf : PyMem_Malloc(2 * (size_t)n * sizeof(int64_t));
