@@ -150,7 +150,10 @@ class OutputGraph:
         self._aux = set()         # FX nodes we may drop when unused (sizes, getitem)
         self._symbols = {}        # symbol name -> (input index, dim)
         self.n_ops = 0
+        # grad mode of the ops being recorded (dyn_eval.c sets it at with-blocks)
         self.grad_enabled = torch.is_grad_enabled()
+        self.initial_grad = self.grad_enabled
+        self.needs_autograd = False  # an op ran in grad mode on a tensor requiring grad
         self._compiled = False
 
     # ---- inputs ---------------------------------------------------------------------
@@ -269,10 +272,9 @@ class OutputGraph:
                     walk(x)
         walk(args)
         dev = found[0].device if found else self._b.device
-        # parameters are constants of ptc graphs: no gradient flows to them
-        # (as ptc.from_fx); an input that requires grad makes the compiled
-        # function run eagerly, with autograd, when grad mode is on
-        rg = self.grad_enabled and any(p.requires_grad and p.param is None for p in found)
+        # as eager autograd: such graphs are compiled as the GraphModule
+        # itself (ptc computes no gradients)
+        rg = bool(self.grad_enabled) and any(p.requires_grad for p in found)
         return dev, rg
 
     # ---- ops ------------------------------------------------------------------------------
@@ -286,6 +288,10 @@ class OutputGraph:
 
     def call_module(self, module, args, kwargs):
         return self._call("call_module", None, type(module), module, args, kwargs)
+
+    @staticmethod
+    def _module_tensors(module):
+        return list(module.parameters()) + list(module.buffers())
 
     def _module_name(self, module):
         hit = self._modules.get(id(module))
@@ -342,6 +348,11 @@ class OutputGraph:
             return res  # a Python value computed at trace time (dtype, ndim...)
         node = self.graph.create_node(kind, fx_target, fx_args, fx_kwargs)
         dev, rg = self._arg_device(args)
+        if module is not None and self.grad_enabled and not rg:
+            rg = any(t.requires_grad for t in self._module_tensors(module))
+        node.meta["ptc_grad"] = bool(self.grad_enabled)
+        if rg:
+            self.needs_autograd = True
         if isinstance(mtarget, Proxy) and isinstance(res, _C.Value):
             self.n_ops += 1
             mtarget.value = res
@@ -543,6 +554,31 @@ class OutputGraph:
         return fn
 
     # ---- compile ---------------------------------------------------------------------------------
+    def grad_params(self):
+        """Parameters/constants whose requires_grad flag the entry must
+        guard (the compile decision depends on it): all of them when some op
+        was traced in grad mode, else none."""
+        if not (self.initial_grad or any(n.meta.get("ptc_grad") for n in self.graph.nodes)):
+            return []
+        ts = [t for t, _ in self._params.values()]
+        for m, _ in self._modules.values():
+            ts.extend(self._module_tensors(m))
+        return ts
+
+    def _grad_mode_nodes(self):
+        """torch._C._set_grad_enabled calls where the traced grad mode
+        changes, and back to the entry mode before the output."""
+        mode = self.initial_grad
+        for node in list(self.graph.nodes):
+            want = node.meta.get("ptc_grad")
+            if node.op == "output":
+                want = self.initial_grad
+            if want is None or want == mode:
+                continue
+            with self.graph.inserting_before(node):
+                self.graph.call_function(torch._C._set_grad_enabled, (want,))
+            mode = want
+
     def _drop_unused_aux(self):
         for node in reversed(list(self.graph.nodes)):
             if node in self._aux and not node.users:
@@ -573,6 +609,14 @@ class OutputGraph:
                 "shape_guards": self.shape_guards()}
         if not outs and self.n_ops == 0:
             return None, info  # nothing to run (the runner only rebuilds values)
+        if self.needs_autograd:
+            # gradients are needed: the GraphModule itself runs, with the
+            # grad mode each op was traced under
+            info["autograd"] = True
+            self._grad_mode_nodes()
+            gm = torch.fx.GraphModule(self.root, self.graph, class_name="PtcCaptured")
+            info["graph"] = gm.code
+            return gm.forward, info
         if self.backend == "eager":
             return gm.forward, info
         from .fx import from_fx

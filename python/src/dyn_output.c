@@ -417,6 +417,30 @@ static void *refused(out_ctx* c, const char* where) {
   return NULL;
 }
 
+/* When the trace ran ops in grad mode, whether the graph needs autograd
+ * (og.compile then runs it eagerly) depends on the parameters'
+ * requires_grad flags: one TRUTH guard per parameter. 0 / -1. */
+static int add_grad_guards(dyn_tx* tx) {
+  PyObject* params = PyObject_CallMethod(tx->og, "grad_params", NULL);
+  if (!params) return -1;
+  PyObject* name = PyUnicode_InternFromString("requires_grad");
+  int rc = name && PyList_Check(params) ? 0 : -1;
+  for (Py_ssize_t i = 0; rc == 0 && i < PyList_GET_SIZE(params); i++) {
+    PyObject* t = PyList_GET_ITEM(params, i);
+    PyObject* flag = PyObject_GetAttr(t, name);
+    int on = flag ? PyObject_IsTrue(flag) : -1;
+    Py_XDECREF(flag);
+    DynSource* base = on < 0 ? NULL : dyn_source_const(t);
+    DynSource* src = base ? dyn_source_attr(base, name) : NULL;
+    rc = src ? dyn_guards_add(tx->guards, DG_TRUTH, src, NULL, on) : -1;
+    Py_XDECREF((PyObject*)src);
+    Py_XDECREF((PyObject*)base);
+  }
+  Py_XDECREF(name);
+  Py_DECREF(params);
+  return rc;
+}
+
 /* og.compile(outputs) -> runner; adds the shape guard to tx->guards.
  * *info = the info dict (new). */
 static DynRunner* compile_runner(out_ctx* c, PyObject* effects, PyObject* plan, PyObject** info) {
@@ -438,7 +462,7 @@ static DynRunner* compile_runner(out_ctx* c, PyObject* effects, PyObject* plan, 
   if (!sg) goto done;
   int rc = sg == Py_None ? 0 : dyn_guards_add_shape(tx->guards, sg, inputs);
   Py_DECREF(sg);
-  if (rc < 0) goto done;
+  if (rc < 0 || add_grad_guards(tx) < 0) goto done;
   r = dyn_runner_new(compiled, inputs, effects, plan, (int)PyList_GET_SIZE(c->outputs),
                      c->n_memo);
   if (!r) goto done;

@@ -206,6 +206,43 @@ def test_sym_int_specialises():
     assert g(torch.randn(5, 3)) and not g(torch.randn(6, 3))
 
 
+def test_autograd_runs_the_graph_module_with_grad_modes():
+    og = _og()
+    lin = torch.nn.Linear(3, 2)
+    x = torch.randn(4, 3)
+    px = og.add_input(x, "x")
+    with torch.enable_grad():
+        og.grad_enabled = False
+        a = og.call_module(lin, (px,), {})  # traced under no_grad
+        assert og.tensor_attr(a, "requires_grad") is False
+        og.grad_enabled = True
+        b = og.call_module(lin, (px,), {})
+        assert og.tensor_attr(b, "requires_grad") is True
+        assert og.needs_autograd
+        assert any(t is lin.weight for t in og.grad_params())
+        fn, info = og.compile([a, b])
+        assert info.get("autograd") and "_set_grad_enabled" in info["graph"]
+        ra, rb = fn(x)
+        assert torch.is_grad_enabled()
+    assert not ra.requires_grad and rb.requires_grad
+    rb.sum().backward()
+    assert lin.weight.grad is not None
+
+
+def test_no_grad_params_compile_with_ptc():
+    og = _og()
+    lin = torch.nn.Linear(3, 2)
+    x = torch.randn(4, 3)
+    with torch.no_grad():
+        og = _og()
+        px = og.add_input(x, "x")
+        y = og.call_module(lin, (px,), {})
+        assert og.grad_params() == [] and not og.needs_autograd
+        fn, info = og.compile([y])
+        assert not info.get("autograd")
+        torch.testing.assert_close(fn(x)[0], lin(x))
+
+
 def test_empty_graph():
     og = _og()
     x = torch.randn(3)
