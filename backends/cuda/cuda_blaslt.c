@@ -4,10 +4,12 @@
  * stride is computed as C^T = B^T A^T, one with unit row stride as C = A B;
  * each operand must then have a unit stride in one of its dims (op N or T)
  * and a leading dimension covering the other; batch dims must collapse into
- * one uniform non-zero stride per operand. Epilogues used: bias (a vector
+ * one uniform stride per operand (0 = an input shared by all entries; a
+ * shared B whose A and C entries follow each other row after row is folded
+ * into one GEMM of m * count rows). Epilogues used: bias (a vector
  * along C's last dim for the C^T form, along its rows for the C form, with
- * beta = 1) and relu; other activations (cuBLASLt's GELU is the tanh
- * approximation) go to the support GEMM. f32 uses CUBLAS_COMPUTE_32F (no
+ * beta = 1) and relu; the caller (cuda_ext.c) runs other activations
+ * (cuBLASLt's GELU is the tanh approximation) as a pass over C after it. f32 uses CUBLAS_COMPUTE_32F (no
  * TF32, PyTorch's default "highest" precision), f16/bf16 accumulate in f32,
  * f64 in f64. */
 #include "cuda_plan.h"
@@ -63,9 +65,10 @@ static bool fit(lt_mat* m) {
   return false;
 }
 
-/* One stride for all batch dims (0 when there is one entry); false when
- * they do not collapse or an operand is broadcast over them. */
-static bool batch_stride(const cuda_mm_args* g, const int64_t* bs, int64_t* out) {
+/* One stride for all batch dims (0 when there is one entry or the operand
+ * is broadcast over all of them, which only inputs may be: `bcast_ok`);
+ * false when they do not collapse. */
+static bool batch_stride(const cuda_mm_args* g, const int64_t* bs, bool bcast_ok, int64_t* out) {
   int64_t stride = 0, expect = 0;
   bool seen = false;
   for (int32_t d = g->nb - 1; d >= 0; d--) {
@@ -79,7 +82,7 @@ static bool batch_stride(const cuda_mm_args* g, const int64_t* bs, int64_t* out)
     expect = bs[d] * g->batch[d];
   }
   *out = stride;
-  return !seen || stride > 0;
+  return !seen || stride > 0 || (bcast_ok && stride == 0);
 }
 
 typedef struct lt_plan {
@@ -94,8 +97,8 @@ static bool plan_of(const cuda_mm_args* g, const cu_deviceptr* pa, const cu_devi
                     lt_plan* lp) {
   memset(lp, 0, sizeof *lp);
   int64_t sa, sb, sc;
-  if (!batch_stride(g, g->a_bs, &sa) || !batch_stride(g, g->b_bs, &sb) ||
-      !batch_stride(g, g->c_bs, &sc))
+  if (!batch_stride(g, g->a_bs, true, &sa) || !batch_stride(g, g->b_bs, true, &sb) ||
+      !batch_stride(g, g->c_bs, false, &sc))
     return false;
   for (int32_t d = 0; d < g->nb; d++)
     if (g->has_bias && g->d_bs[d] != 0 && g->batch[d] != 1) return false;
@@ -123,6 +126,26 @@ static bool plan_of(const cuda_mm_args* g, const cu_deviceptr* pa, const cu_devi
   if (!fit(&lp->x) || !fit(&lp->y) || !fit(&lp->d) || lp->d.op != LT_OP_N) return false;
   lp->epilogue = (g->act == IR_ACT_RELU ? LT_EPI_RELU : 0) | (g->has_bias ? LT_EPI_BIAS : 0);
   if (!lp->epilogue) lp->epilogue = LT_EPI_DEFAULT;
+  return true;
+}
+
+/* A batched product whose B is the same matrix for every entry and whose A
+ * and C entries follow each other row after row (x[b, s, k] @ w[k, n]) as
+ * one GEMM with m * count rows; false when it is not one. */
+static bool fold_batch(const cuda_mm_args* g, cuda_mm_args* f) {
+  int64_t sa, sb, sc;
+  if (!batch_stride(g, g->a_bs, true, &sa) || !batch_stride(g, g->b_bs, true, &sb) ||
+      !batch_stride(g, g->c_bs, false, &sc))
+    return false;
+  if (sb != 0 || g->m < 1 || sa != g->m * g->a_sm || sc != g->m * g->c_sm) return false;
+  if (g->has_bias && g->d_sm != 0) return false;
+  for (int32_t d = 0; d < g->nb; d++)
+    if (g->has_bias && g->d_bs[d] != 0 && g->batch[d] != 1) return false;
+  int64_t count = 1;
+  for (int32_t d = 0; d < g->nb; d++) count *= g->batch[d];
+  *f = *g;
+  f->m = g->m * count;
+  f->nb = 0;
   return true;
 }
 
@@ -168,6 +191,11 @@ ptc_status cuda_blaslt_matmul(const cuda_ext_call* c, const cuda_mm_args* g, int
   if (g->act != IR_ACT_NONE && g->act != IR_ACT_RELU) return PTC_OK;
   if (g->has_bias && g->beta != 1.0) return PTC_OK;
   int type = lt_type(dtype);
+  cuda_mm_args fold;
+  if (count > 1 && fold_batch(g, &fold)) { /* B shared by all entries: one GEMM of m * count rows */
+    g = &fold;
+    count = 1;
+  }
   lt_plan lp;
   if (type < 0 || !plan_of(g, &pa, &pb, &lp)) return PTC_OK;
   pthread_once(&handle_once, create_handle);

@@ -4,8 +4,12 @@
  *    cuBLASLt when it is present and takes the layout (cuda_blaslt.c), else
  *    by the support GEMM: one launch, blockIdx.z over the batch entries,
  *    bias and activation in its epilogue.
- *  - Everything else (convolution, ops without a CUDA lowering, host
- *    custom ops) on the host: the stream is synchronised, each input's
+ *    Activations cuBLASLt has no epilogue for run as an in-place pass.
+ *  - IR_EXT_CONV of floating types on the device: im2col into a workspace
+ *    (chunks of images up to 1 GiB), one batched GEMM per group with the
+ *    weight broadcast over the images, then bias + activation in place.
+ *  - Everything else (ops without a CUDA lowering, host custom ops,
+ *    convolutions of layouts the device path does not take) on the host: the stream is synchronised, each input's
  *    storage range copied to host memory, the node run with its reference
  *    kernel or host function (runtime_fallback_run), an activation folded
  *    into a convolution applied, and the outputs copied back. Slow but
@@ -17,7 +21,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool cuda_ext_on_device(const ir_node* n) { return n->ext.kind == IR_EXT_MATMUL; }
+bool cuda_ext_on_device(const ir_program* p, const ir_node* n) {
+  if (n->ext.kind == IR_EXT_MATMUL) return true;
+  if (n->ext.kind != IR_EXT_CONV || n->ext.n_out != 1) return false;
+  int32_t dt = ir_buf(p, n->ext.out[0])->dtype;
+  return dt == PTC_F32 || dt == PTC_F64 || dt == PTC_F16 || dt == PTC_BF16;
+}
 
 /* ---- matmul ------------------------------------------------------------------------ */
 
@@ -80,6 +89,67 @@ static int gemm_index(int32_t dt) {
   }
 }
 
+/* In-place epilogue over the n contiguous elements at pc: + beta * bias
+ * (bias[((i / inner) % nbias) * bias_st]) when pd, then the activation. */
+static ptc_status run_epilogue(const cuda_ext_call* c, int gi, cu_deviceptr pc, int64_t n,
+                               cu_deviceptr pd, int64_t inner, int64_t nbias, int64_t bias_st,
+                               double beta, int32_t act) {
+  if (n <= 0 || (!pd && act == IR_ACT_NONE)) return PTC_OK;
+  cuda_epi_args a;
+  memset(&a, 0, sizeof a);
+  a.n = n;
+  a.inner = inner > 0 ? inner : 1;
+  a.nbias = nbias > 0 ? nbias : 1;
+  a.bias_st = bias_st;
+  a.beta = beta;
+  a.act = act;
+  a.has_bias = pd != 0;
+  void* params[] = {&pc, &pd, &a};
+  int64_t blocks = (n + 255) / 256, cap = (int64_t)c->plan->dev->sm_count * 16;
+  if (blocks > cap) blocks = cap;
+  CUDA_TRY(cuda_libs_get()->cu.LaunchKernel(c->plan->sup->epi[gi], (unsigned)blocks, 1, 1, 256, 1, 1,
+                                            0, c->stream, params, NULL),
+           "launching the GEMM epilogue");
+  return PTC_OK;
+}
+
+/* One (batched) GEMM: cuBLASLt when it takes the layout, else the support
+ * GEMM. An activation cuBLASLt has no epilogue for (GELU with erf, SiLU,
+ * sigmoid, tanh) runs as an in-place pass over C after it (C is a computed
+ * buffer: contiguous). */
+static ptc_status mm_launch(const cuda_ext_call* c, cuda_mm_args* g, int64_t count, int32_t dtype,
+                            cu_deviceptr pa, cu_deviceptr pb, cu_deviceptr pd, cu_deviceptr pc,
+                            bool c_contiguous) {
+  int gi = gemm_index(dtype);
+  bool done = false;
+  int32_t act = g->act;
+  bool split_act = act != IR_ACT_NONE && act != IR_ACT_RELU && c_contiguous;
+  if (split_act) g->act = IR_ACT_NONE;
+  PTC_TRY(cuda_blaslt_matmul(c, g, count, dtype, pa, pb, pd, pc, &done));
+  g->act = act;
+  if (done)
+    return split_act ? run_epilogue(c, gi, pc, count * g->m * g->n, 0, 1, 1, 0, 0.0, act) : PTC_OK;
+  int64_t gx = (g->n + 63) / 64, gy = (g->m + 63) / 64;
+  if (gy > 65535 || count > 65535 || gx > INT32_MAX)
+    return PTC_ERR(UNIMPLEMENTED, "cuda backend: matmul too large for the fallback GEMM "
+                   "(%lld x %lld, %lld batch entries)", (long long)g->m, (long long)g->n,
+                   (long long)count);
+  void* params[] = {&pa, &pb, &pd, &pc, g};
+  CUDA_TRY(cuda_libs_get()->cu.LaunchKernel(c->plan->sup->gemm[gi], (unsigned)gx, (unsigned)gy,
+                                            (unsigned)count, 256, 1, 1, 0, c->stream, params, NULL),
+           "launching the GEMM");
+  return PTC_OK;
+}
+
+static bool view_contiguous(const runtime_tensor* t) {
+  int64_t expect = 1;
+  for (int32_t d = t->rank - 1; d >= 0; d--) {
+    if (t->shape[d] != 1 && t->strides[d] != expect) return false;
+    expect *= t->shape[d];
+  }
+  return true;
+}
+
 static ptc_status ext_matmul(const cuda_ext_call* c) {
   const ir_extern* e = &c->node->ext;
   if (e->n_in < 2 || e->n_out != 1)
@@ -99,22 +169,156 @@ static ptc_status ext_matmul(const cuda_ext_call* c) {
   g.alpha = e->alpha;
   g.beta = e->beta;
   g.act = e->activation;
-  int64_t gx = (g.n + 63) / 64, gy = (g.m + 63) / 64;
-  if (gy > 65535 || count > 65535 || gx > INT32_MAX)
-    return PTC_ERR(UNIMPLEMENTED, "cuda backend: matmul too large for the fallback GEMM "
-                   "(%lld x %lld, %lld batch entries)", (long long)g.m, (long long)g.n,
-                   (long long)count);
   cu_deviceptr pa = (cu_deviceptr)(uintptr_t)a->data, pb = (cu_deviceptr)(uintptr_t)b->data;
   cu_deviceptr pd = bias ? (cu_deviceptr)(uintptr_t)bias->data : 0;
   cu_deviceptr pc = (cu_deviceptr)(uintptr_t)out->data;
-  bool done = false;
-  PTC_TRY(cuda_blaslt_matmul(c, &g, count, out->dtype, pa, pb, pd, pc, &done));
-  if (done) return PTC_OK;
-  void* params[] = {&pa, &pb, &pd, &pc, &g};
-  CUDA_TRY(cuda_libs_get()->cu.LaunchKernel(c->plan->sup->gemm[gi], (unsigned)gx, (unsigned)gy,
-                                            (unsigned)count, 256, 1, 1, 0, c->stream, params, NULL),
-           "launching the GEMM");
+  return mm_launch(c, &g, count, out->dtype, pa, pb, pd, pc, view_contiguous(out));
+}
+
+/* ---- convolution on the device: im2col + GEMM ------------------------------------------ */
+
+/* INTS attribute `name` of node n (1 or nsp values; symbolic entries are
+ * evaluated) into out[2] in (h, w) order; a 1-D op keeps h at dflt. */
+static ptc_status spatial_attr(const cuda_ext_call* c, const gnode* n, const char* name,
+                               int32_t nsp, int64_t dflt, int64_t* out) {
+  out[0] = out[1] = dflt;
+  const gattr* at = gattrs_find(&n->attrs, name);
+  if (!at || at->count == 0 || !at->exprs) return PTC_OK;
+  int64_t v[2] = {dflt, dflt};
+  for (size_t i = 0; i < at->count && i < 2; i++)
+    PTC_TRY(sym_eval(at->exprs[i], c->syms, c->n_syms, &v[i]));
+  if (at->count == 1) v[1] = v[0];
+  if (nsp == 1)
+    out[1] = v[0];
+  else
+    memcpy(out, v, sizeof v);
   return PTC_OK;
+}
+
+/* The view as [N, C, H, W]: batch dim added when unbatched, unit H for 1-D. */
+static void as_4d(const runtime_tensor* t, int32_t nsp, bool batched, int64_t* shape,
+                  int64_t* strides) {
+  int32_t j = 0;
+  if (!batched) {
+    shape[j] = 1;
+    strides[j++] = 0;
+  }
+  for (int32_t d = 0; d < t->rank; d++) {
+    if (nsp == 1 && j == 2) {
+      shape[j] = 1;
+      strides[j++] = 0;
+    }
+    shape[j] = t->shape[d];
+    strides[j++] = t->strides[d];
+  }
+}
+
+#define CONV_COL_BYTES ((int64_t)1 << 30) /* im2col workspace per chunk of images */
+
+/* The convolution as im2col + one batched GEMM per group, then the bias
+ * and activation pass; *done false when the layout is not one it takes
+ * (the caller runs it on the host). */
+static ptc_status ext_conv_device(const cuda_ext_call* c, bool* done) {
+  *done = false;
+  const ir_extern* e = &c->node->ext;
+  const ptc_graph* gr = c->plan->p->graph;
+  if (e->n_in < 2 || e->n_out != 1 || e->graph_node >= gr->nodes.len || !(e->alpha == 1.0))
+    return PTC_OK;
+  const gnode* n = graph_node(gr, e->graph_node);
+  const runtime_tensor* x = &c->in[0];
+  const runtime_tensor* w = &c->in[1];
+  const runtime_tensor* bias = e->n_in > 2 && e->in[2] >= 0 ? &c->in[2] : NULL;
+  const runtime_tensor* out = &c->out[0];
+  int gi = gemm_index(out->dtype);
+  size_t es = ptc_dtype_size(out->dtype);
+  int32_t nsp = w->rank - 2;
+  if (gi < 0 || x->dtype != out->dtype || w->dtype != out->dtype ||
+      (bias && (bias->dtype != out->dtype || bias->rank != 1)) || nsp < 1 || nsp > 2 ||
+      (x->rank != nsp + 1 && x->rank != nsp + 2) || out->rank != x->rank)
+    return PTC_OK;
+  bool batched = x->rank == nsp + 2;
+  int64_t xs[4], xst[4], ws[4], wst[4], os[4], ost[4];
+  as_4d(x, nsp, batched, xs, xst);
+  as_4d(w, nsp, true, ws, wst);
+  as_4d(out, nsp, batched, os, ost);
+  int64_t st[2], dil[2], pad[2];
+  PTC_TRY(spatial_attr(c, n, "stride", nsp, 1, st));
+  PTC_TRY(spatial_attr(c, n, "dilation", nsp, 1, dil));
+  PTC_TRY(spatial_attr(c, n, "padding", nsp, 0, pad));
+  const gattr* ps = gattrs_find(&n->attrs, "padding_str");
+  if (ps && ps->s && strcmp(ps->s, "same") == 0) {
+    pad[0] = dil[0] * (ws[2] - 1) / 2;
+    pad[1] = dil[1] * (ws[3] - 1) / 2;
+  }
+  const gattr* gp = gattrs_find(&n->attrs, "groups");
+  int64_t groups = gp ? gp->i : 1;
+  int64_t N = xs[0], C = xs[1], OC = ws[0], KH = ws[2], KW = ws[3], OH = os[2], OW = os[3];
+  int64_t OHW = OH * OW;
+  if (groups < 1 || C % groups || OC % groups || ws[1] * groups != C || os[1] != OC) return PTC_OK;
+  int64_t Cg = C / groups, OCg = OC / groups, KK = KH * KW, CK = C * KK, CKg = Cg * KK;
+  /* weight rows [OC][Cg*KH*KW] with unit stride inside a row; out NCHW-contiguous */
+  for (int32_t d = 3, expect = 1; d >= 1; expect *= (int32_t)ws[d], d--)
+    if (ws[d] != 1 && wst[d] != expect) return PTC_OK;
+  if (OCg > 1 && wst[0] < CKg) return PTC_OK;
+  if (!view_contiguous(out)) return PTC_OK;
+  if (N == 0 || OC == 0 || OHW == 0) {
+    *done = true;
+    return PTC_OK;
+  }
+  const cuda_support* su = c->plan->sup;
+  int64_t per_img = CK * OHW * (int64_t)es;
+  int64_t chunk = per_img > 0 ? CONV_COL_BYTES / per_img : N;
+  if (chunk < 1) chunk = 1;
+  if (chunk > N) chunk = N;
+  cu_deviceptr col = 0;
+  PTC_TRY(cuda_alloc((size_t)(chunk * per_img), c->stream, &col));
+  ptc_status s = PTC_OK;
+  cu_deviceptr px = (cu_deviceptr)(uintptr_t)x->data, pw = (cu_deviceptr)(uintptr_t)w->data;
+  cu_deviceptr pc = (cu_deviceptr)(uintptr_t)out->data;
+  for (int64_t n0 = 0; !s && n0 < N; n0 += chunk) {
+    int64_t nimg = N - n0 < chunk ? N - n0 : chunk;
+    cuda_im2col_args a;
+    memset(&a, 0, sizeof a);
+    a.total = nimg * CK * OHW;
+    a.c = C, a.h = xs[2], a.w = xs[3], a.kh = KH, a.kw = KW, a.oh = OH, a.ow = OW;
+    a.sh = st[0], a.sw = st[1], a.ph = pad[0], a.pw = pad[1], a.dh = dil[0], a.dw = dil[1];
+    a.xs_n = xst[0], a.xs_c = xst[1], a.xs_h = xst[2], a.xs_w = xst[3];
+    cu_deviceptr xi = px + (cu_deviceptr)(n0 * xst[0] * (int64_t)es);
+    void* params[] = {&xi, &col, &a};
+    int64_t blocks = (a.total + 255) / 256, cap = (int64_t)c->plan->dev->sm_count * 32;
+    if (blocks > cap) blocks = cap;
+    if (cuda_libs_get()->cu.LaunchKernel(su->im2col[gi == 0 ? 2 : gi == 1 ? 3 : 1], (unsigned)blocks,
+                                         1, 1, 256, 1, 1, 0, c->stream, params, NULL) != CU_SUCCESS) {
+      s = PTC_ERR(INTERNAL, "cuda backend: launching im2col failed");
+      break;
+    }
+    for (int64_t gidx = 0; !s && gidx < groups; gidx++) {
+      /* out[img][g*OCg + r][p] = sum_q W[g*OCg + r][q] * col[img][g*CKg + q][p] */
+      cuda_mm_args g;
+      memset(&g, 0, sizeof g);
+      g.m = OCg, g.n = OHW, g.k = CKg;
+      g.a_sm = wst[0], g.a_sk = 1;
+      g.b_sk = OHW, g.b_sn = 1;
+      g.c_sm = OHW, g.c_sn = 1;
+      g.nb = 1;
+      g.batch[0] = nimg;
+      g.a_bs[0] = 0;
+      g.b_bs[0] = CK * OHW;
+      g.c_bs[0] = OC * OHW;
+      g.alpha = 1.0;
+      g.act = IR_ACT_NONE;
+      cu_deviceptr pa = pw + (cu_deviceptr)(gidx * OCg * wst[0] * (int64_t)es);
+      cu_deviceptr pb = col + (cu_deviceptr)(gidx * CKg * OHW * (int64_t)es);
+      cu_deviceptr pcg = pc + (cu_deviceptr)((n0 * OC + gidx * OCg) * OHW * (int64_t)es);
+      s = mm_launch(c, &g, nimg, out->dtype, pa, pb, 0, pcg, false);
+    }
+  }
+  cuda_free(col);
+  if (!s)
+    s = run_epilogue(c, gi, pc, N * OC * OHW, bias ? (cu_deviceptr)(uintptr_t)bias->data : 0, OHW,
+                     OC, bias ? bias->strides[0] : 0, e->beta, e->activation);
+  if (!s) *done = true;
+  return s;
 }
 
 /* ---- host round trip ------------------------------------------------------------------- */
@@ -205,8 +409,15 @@ static ptc_status ext_host(const cuda_ext_call* c) {
   }
   if (!s && cu->StreamSynchronize(c->stream) != CU_SUCCESS)
     s = PTC_ERR(INTERNAL, "cuda backend: waiting for the stream failed");
+  /* a convolution extern always has a bias slot; its graph node may have
+   * only (x, w) */
+  uint32_t n_node_in = e->n_in;
+  if (e->graph_node < c->plan->p->graph->nodes.len) {
+    uint32_t gn_in = graph_node(c->plan->p->graph, e->graph_node)->n_in;
+    if (gn_in < n_node_in) n_node_in = gn_in;
+  }
   if (!s)
-    s = runtime_fallback_run(c->plan->ctx, c->plan->p->graph, e->graph_node, v, e->n_in,
+    s = runtime_fallback_run(c->plan->ctx, c->plan->p->graph, e->graph_node, v, n_node_in,
                              v + e->n_in, e->n_out, c->syms, c->n_syms, c->seed);
   if (!s && e->kind == IR_EXT_CONV && e->activation != IR_ACT_NONE)
     apply_activation(&v[e->n_in], e->activation);
@@ -227,5 +438,10 @@ ptc_status cuda_ext_run(const cuda_ext_call* c) {
   if (c->node->ext.kind == IR_EXT_MATMUL) return ext_matmul(c);
   if (c->node->ext.kind == IR_EXT_CONV && !(c->node->ext.alpha == 1.0))
     return PTC_ERR(UNIMPLEMENTED, "cuda backend: convolution with alpha %g", c->node->ext.alpha);
+  if (c->node->ext.kind == IR_EXT_CONV) {
+    bool done = false;
+    PTC_TRY(ext_conv_device(c, &done));
+    if (done) return PTC_OK;
+  }
   return ext_host(c);
 }

@@ -53,7 +53,7 @@ static ptc_status record_extern(cuda_plan* plan, const sched_kernel* k, cuda_ste
   if (n->kind != IR_EXTERN)
     return PTC_ERR(INTERNAL, "cuda backend: kernel %s is marked extern but node %u is not",
                    k->name, st->node);
-  st->on_host = !cuda_ext_on_device(n);
+  st->on_host = !cuda_ext_on_device(plan->p, n);
   if (st->on_host) {
     plan->n_host_steps++;
     const gnode* gn = n->ext.graph_node < plan->dg->nodes.len ? graph_node(plan->dg, n->ext.graph_node) : NULL;

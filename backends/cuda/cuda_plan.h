@@ -27,10 +27,26 @@ typedef struct cuda_mm_args {
   int64_t a_bs[PTC_MAX_RANK], b_bs[PTC_MAX_RANK], c_bs[PTC_MAX_RANK], d_bs[PTC_MAX_RANK];
 } cuda_mm_args;
 
+/** Device layout of ptc_epi_args. */
+typedef struct cuda_epi_args {
+  int64_t n, inner, nbias, bias_st;
+  double beta;
+  int32_t act, has_bias;
+} cuda_epi_args;
+
+/** Device layout of ptc_im2col_args. */
+typedef struct cuda_im2col_args {
+  int64_t total, c, h, w, kh, kw, oh, ow;
+  int64_t sh, sw, ph, pw, dh, dw;
+  int64_t xs_n, xs_c, xs_h, xs_w;
+} cuda_im2col_args;
+
 typedef struct cuda_support {
   cu_module module;
-  cu_function copy[4];  /* element sizes 1, 2, 4, 8 */
-  cu_function gemm[4];  /* f32, f64, f16, bf16 */
+  cu_function copy[4];    /* element sizes 1, 2, 4, 8 */
+  cu_function gemm[4];    /* f32, f64, f16, bf16 */
+  cu_function epi[4];     /* f32, f64, f16, bf16: in-place bias + activation */
+  cu_function im2col[4];  /* element sizes -, 2, 4, 8 */
 } cuda_support;
 
 extern const char ptc_cuda_support_text[];
@@ -103,12 +119,13 @@ typedef struct cuda_ext_call {
   uint64_t seed;
   cu_stream stream;
 } cuda_ext_call;
-/** Whether extern node n runs on the device (matmul) or on the host. */
-bool cuda_ext_on_device(const ir_node* n);
-/** Runs an extern step: GEMM on the device; convolution, ops without a
- * CUDA lowering and host custom ops on the host (inputs copied out, the
- * reference kernel or the host function run, outputs copied back; the
- * stream is synchronised). */
+/** Whether extern node n runs on the device (matmul; floating-point
+ * convolution, as im2col + GEMM) or on the host. */
+bool cuda_ext_on_device(const ir_program* p, const ir_node* n);
+/** Runs an extern step: GEMM and convolution on the device; ops without a
+ * CUDA lowering, host custom ops and convolutions of layouts the device path
+ * does not take on the host (inputs copied out, the reference kernel or the
+ * host function run, outputs copied back; the stream is synchronised). */
 ptc_status cuda_ext_run(const cuda_ext_call* c);
 /** The matmul through cuBLASLt (cuda_blaslt.c): *done false (and PTC_OK)
  * when cuBLASLt is absent or cannot take this layout, dtype or epilogue. */

@@ -1,5 +1,6 @@
 /* cuda_support.c - the process-wide module of fixed device kernels
- * (cuda_support.cuh: strided copies, the fallback GEMM), built on first use
+ * (cuda_support.cuh: strided copies, the fallback GEMM, the GEMM
+ * epilogue, im2col), built on first use
  * for the device's architecture through the kernel cache and loaded into
  * the primary context; and the host side of those kernels: argument
  * structs with the device layout and launch helpers. */
@@ -38,6 +39,10 @@ static ptc_status load_support(ptc_context* ctx, const cuda_device* d) {
   static const char* const gemms[4] = {"ptc_gemm_f32", "ptc_gemm_f64", "ptc_gemm_f16", "ptc_gemm_bf16"};
   for (int i = 0; i < 4 && r == CU_SUCCESS; i++) r = cu->ModuleGetFunction(&sup.copy[i], sup.module, copies[i]);
   for (int i = 0; i < 4 && r == CU_SUCCESS; i++) r = cu->ModuleGetFunction(&sup.gemm[i], sup.module, gemms[i]);
+  static const char* const epis[4] = {"ptc_epi_f32", "ptc_epi_f64", "ptc_epi_f16", "ptc_epi_bf16"};
+  static const char* const cols[4] = {NULL, "ptc_im2col_e2", "ptc_im2col_e4", "ptc_im2col_e8"};
+  for (int i = 0; i < 4 && r == CU_SUCCESS; i++) r = cu->ModuleGetFunction(&sup.epi[i], sup.module, epis[i]);
+  for (int i = 1; i < 4 && r == CU_SUCCESS; i++) r = cu->ModuleGetFunction(&sup.im2col[i], sup.module, cols[i]);
   if (r != CU_SUCCESS) {
     cu->ModuleUnload(sup.module);
     return cuda_error(r, "finding the support kernels");

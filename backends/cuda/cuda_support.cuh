@@ -181,3 +181,60 @@ extern "C" __global__ void __launch_bounds__(256)
     ptc_gemm_bf16(const u16* a, const u16* b, const u16* bias, u16* c, ptc_mm_args g) {
   ptc_gemm_body<3>(a, b, bias, c, g);
 }
+
+// ---- GEMM / convolution epilogue ---------------------------------------------
+// c[i] = act(c[i] + beta * bias[((i / inner) % nbias) * bias_st]) over n
+// contiguous elements, in place: the activation (and for convolutions the
+// per-channel bias) of a product cuBLASLt computed without them.
+struct ptc_epi_args {
+  i64 n, inner, nbias, bias_st;
+  double beta;
+  i32 act, has_bias;
+};
+
+template <int K> PTC_D void ptc_epi_body(typename ptc_mm_kind<K>::S* __restrict__ c,
+                                         const typename ptc_mm_kind<K>::S* __restrict__ bias,
+                                         const ptc_epi_args& g) {
+  typedef ptc_mm_kind<K> KD;
+  typedef typename KD::A A;
+  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < g.n; i += (i64)gridDim.x * blockDim.x) {
+    A v = KD::load(c[i]);
+    if (g.has_bias) v += (A)g.beta * KD::load(bias[((i / g.inner) % g.nbias) * g.bias_st]);
+    c[i] = KD::store(ptc_activate<A>(g.act, v));
+  }
+}
+extern "C" __global__ void ptc_epi_f32(float* c, const float* b, ptc_epi_args g) { ptc_epi_body<0>(c, b, g); }
+extern "C" __global__ void ptc_epi_f64(double* c, const double* b, ptc_epi_args g) { ptc_epi_body<1>(c, b, g); }
+extern "C" __global__ void ptc_epi_f16(u16* c, const u16* b, ptc_epi_args g) { ptc_epi_body<2>(c, b, g); }
+extern "C" __global__ void ptc_epi_bf16(u16* c, const u16* b, ptc_epi_args g) { ptc_epi_body<3>(c, b, g); }
+
+// ---- im2col -------------------------------------------------------------------
+// col[img][ck][p] (ck = (ch * kh + i) * kw + j, p = oy * ow + ox) of images
+// [0, total / (CK * OHW)) of x (NCHW view, any strides), zero where the
+// window reads padding: the B operand of a convolution as a batched GEMM
+// W[oc][ck] @ col[img] (one GEMM per group).
+struct ptc_im2col_args {
+  i64 total, c, h, w, kh, kw, oh, ow;
+  i64 sh, sw, ph, pw, dh, dw;
+  i64 xs_n, xs_c, xs_h, xs_w;
+};
+
+template <typename T> PTC_D void ptc_im2col_body(const T* __restrict__ x, T* __restrict__ col,
+                                                 const ptc_im2col_args& a) {
+  const i64 ohw = a.oh * a.ow, ck = a.c * a.kh * a.kw;
+  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < a.total; i += (i64)gridDim.x * blockDim.x) {
+    const i64 p = i % ohw, r = i / ohw;
+    const i64 q = r % ck, img = r / ck;
+    const i64 oy = p / a.ow, ox = p % a.ow;
+    const i64 j = q % a.kw, t = q / a.kw;
+    const i64 ii = t % a.kh, ch = t / a.kh;
+    const i64 iy = oy * a.sh - a.ph + ii * a.dh, ix = ox * a.sw - a.pw + j * a.dw;
+    T v = (T)0;
+    if (iy >= 0 && iy < a.h && ix >= 0 && ix < a.w)
+      v = x[img * a.xs_n + ch * a.xs_c + iy * a.xs_h + ix * a.xs_w];
+    col[i] = v;
+  }
+}
+extern "C" __global__ void ptc_im2col_e2(const u16* x, u16* col, ptc_im2col_args a) { ptc_im2col_body(x, col, a); }
+extern "C" __global__ void ptc_im2col_e4(const u32* x, u32* col, ptc_im2col_args a) { ptc_im2col_body(x, col, a); }
+extern "C" __global__ void ptc_im2col_e8(const u64* x, u64* col, ptc_im2col_args a) { ptc_im2col_body(x, col, a); }

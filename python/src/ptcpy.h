@@ -49,6 +49,11 @@ int ptcpy_tensor_init(void);
 /** Imports torch and fills ptcpy_torch once. 0 on success, -1 with an
  * exception set (ImportError when torch is missing). */
 int ptcpy_torch_load(void);
+/** torch's current CUDA stream of device `device_id` (a CUstream; NULL is
+ * the legacy default stream) into *out, for ptc_run_options.stream: runs on
+ * cuda tensors are ordered on the stream torch's own work goes to. 0, or -1
+ * with an exception set. Needs torch loaded. */
+int ptcpy_cuda_stream(int32_t device_id, void** out);
 /** Whether `o` is a torch.Tensor (exact type fast path). Needs torch loaded. */
 int ptcpy_is_tensor(PyObject* o);
 /** ptc dtype of a torch.dtype or a dtype name ("f32", "float32"); -1 with

@@ -110,6 +110,23 @@ int ptcpy_exec_import(PtcExec* ex, PyObject* seq, const char* role, ptcpy_in* in
   return 0;
 }
 
+/* A cuda executable runs on torch's current stream of the device of its
+ * first cuda tensor (device 0 when it has none). 0, or -1 with an
+ * exception set. */
+static int run_stream(const PtcExec* ex, const ptc_tensor* in, size_t n_in, const ptc_tensor* out,
+                      size_t n_out, ptc_run_options* ro) {
+  if (ex->device_type != PTC_DEVICE_CUDA) return 0;
+  int32_t dev = 0;
+  for (size_t i = 0; i < n_in + n_out; i++) {
+    const ptc_tensor* t = i < n_in ? &in[i] : &out[i - n_in];
+    if (t->device.device_type == PTC_DEVICE_CUDA) {
+      dev = t->device.device_id;
+      break;
+    }
+  }
+  return ptcpy_cuda_stream(dev, &ro->stream);
+}
+
 PyObject* ptcpy_exec_finish(PtcExec* ex, const ptcpy_in* ins, size_t n_in, ptc_tensor* outs,
                             int as_tuple, uint64_t seed) {
   size_t n_out = ex->n_out;
@@ -134,6 +151,11 @@ PyObject* ptcpy_exec_finish(PtcExec* ex, const ptcpy_in* ins, size_t n_in, ptc_t
   ptc_run_options ro;
   ptc_run_options_init(&ro);
   ro.seed = seed;
+  if (run_stream(ex, tin, n_in, outs, n_out, &ro) < 0) {
+    if (tin != small) PyMem_Free(tin);
+    Py_DECREF(res);
+    return NULL;
+  }
   ptc_status s;
   Py_BEGIN_ALLOW_THREADS
   s = ptc_executable_run(ex->exe, tin, n_in, outs, n_out, &ro);
@@ -225,13 +247,20 @@ static PyObject* exec_call(PtcExec* self, PyObject* inputs, PyObject* outputs, u
         ptc_run_options ro;
         ptc_run_options_init(&ro);
         ro.seed = seed;
-        ptc_status s;
-        Py_BEGIN_ALLOW_THREADS
-        s = ptc_executable_run(self->exe, tin, n_in, tin + n_in, n_out, &ro);
-        Py_END_ALLOW_THREADS
+        ptc_status s = NULL;
+        int bad = run_stream(self, tin, n_in, tin + n_in, n_out, &ro) < 0;
+        if (!bad) {
+          Py_BEGIN_ALLOW_THREADS
+          s = ptc_executable_run(self->exe, tin, n_in, tin + n_in, n_out, &ro);
+          Py_END_ALLOW_THREADS
+        }
         PyMem_Free(tin);
-        if (s) ptcpy_raise(s);
-        else res = PySequence_List(oseq);
+        if (bad) {
+        } else if (s) {
+          ptcpy_raise(s);
+        } else {
+          res = PySequence_List(oseq);
+        }
       }
       ptcpy_in_release(b.outs, n_out);
     }

@@ -143,6 +143,40 @@ PyObject* ptcpy_dtype_to_torch(int32_t dtype) {
   return ptcpy_torch.dtypes[dtype];
 }
 
+int ptcpy_cuda_stream(int32_t device_id, void** out) {
+  /* torch._C._cuda_getCurrentRawStream(index) -> int (no Stream object is
+   * made); torch.cuda.current_stream(index).cuda_stream where it is absent */
+  static PyObject* raw_fn;
+  static int looked_up;
+  *out = NULL;
+  if (!looked_up) {
+    looked_up = 1;
+    PyObject* C = PyObject_GetAttrString(ptcpy_torch.torch, "_C");
+    raw_fn = C ? PyObject_GetAttrString(C, "_cuda_getCurrentRawStream") : NULL;
+    Py_XDECREF(C);
+    if (!raw_fn) PyErr_Clear();
+  }
+  PyObject* dev = PyLong_FromLong((long)device_id);
+  if (!dev) return -1;
+  PyObject* r = NULL;
+  if (raw_fn) {
+    r = PyObject_CallOneArg(raw_fn, dev);
+  } else {
+    PyObject* cuda = PyImport_ImportModule("torch.cuda");
+    PyObject* st = cuda ? PyObject_CallMethod(cuda, "current_stream", "O", dev) : NULL;
+    r = st ? PyObject_GetAttrString(st, "cuda_stream") : NULL;
+    Py_XDECREF(st);
+    Py_XDECREF(cuda);
+  }
+  Py_DECREF(dev);
+  if (!r) return -1;
+  void* p = PyLong_AsVoidPtr(r);
+  Py_DECREF(r);
+  if (!p && PyErr_Occurred()) return -1;
+  *out = p;
+  return 0;
+}
+
 int32_t ptcpy_backend_device(const char* backend) {
   return backend && strncmp(backend, "cuda", 4) == 0 ? PTC_DEVICE_CUDA : PTC_DEVICE_CPU;
 }

@@ -3,7 +3,7 @@
  * (tests/randgraph.h; every tenth also unfused) and every PyTorch op case of
  * tests/data/ops_*.json is lowered, scheduled and generated exactly as
  * ptc_compile(backend "cuda") does, and the kernels are compiled by NVRTC
- * for sm_80 and sm_90. Graphs are batched into shared translation units
+ * for sm_80 and sm_90, and so are the support kernels (cuda_support.cuh). Graphs are batched into shared translation units
  * (BATCH graphs each); a batch that fails is retried graph by graph to name
  * the culprit, whose kernels and NVRTC log are printed.
  *
@@ -15,6 +15,7 @@
  * opened (the reason is printed).
  */
 #include "backends/cuda/cuda.h"
+#include "backends/cuda/cuda_plan.h"
 #include "tests/case_load.h"
 #include "tests/randgraph.h"
 
@@ -224,6 +225,15 @@ int main(int argc, char** argv) {
     return 1;
   }
   double t0 = now();
+  /* the fixed support kernels (copies, fallback GEMM, GEMM epilogue, im2col) */
+  s = cuda_check_compile(ptc_cuda_support_text, t.archs, t.n_archs, &t.st);
+  if (s) {
+    printf("FAIL: support kernels: %s\n", ptc_status_message(s));
+    ptc_status_destroy(s);
+    t.failures++;
+  } else {
+    printf("support kernels: compiled\n");
+  }
   check_seeds(&t, first, seeds);
   for (size_t f = 0; f < n_files; f++) check_cases(&t, files[f]);
   printf("test_cuda_nvrtc: %zu graphs (%llu random seeds from %llu, %zu case files): %zu kernels "

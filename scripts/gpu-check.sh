@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# gpu-check.sh - everything the cuda backend has to pass on the GPU machine,
+# in one call of the device tool: one build (library, cuda tests, ptc._C for
+# that machine's Python), then the selected steps.
+#
+#   bash scripts/gpu-check.sh [--src TAR] [--c] [--seeds N] [--py] [--py-tests NAMES]
+#                             [--vs-torch DTYPES] [--vs-args "ARGS"] [--probe]
+#
+#   --src TAR   build and test the tree in TAR (`git archive --format=tar -o
+#               snap.tar HEAD`), not the checkout that travelled (which may
+#               hold other people's unfinished work)
+#   --c         test_cuda_nvrtc (NVRTC compile of 50 random graphs) and
+#               test_cuda_gpu (API checks incl. the caller stream and
+#               CUDA-graph mode, the random-graph differential suite against
+#               ref with --seeds N (default 300), every op case of tests/data)
+#   --py        the meson suite 'python' (pytest) on the GPU machine: the CPU
+#               tests and tests/python/test_cuda_tensors.py (CUDA tensors,
+#               torch's current stream, from_fx/backend on cuda, device
+#               convolutions, GEMM epilogues); --py-tests NAMES runs only the
+#               comma-separated meson test names (e.g. test_cuda_tensors)
+#   --vs-torch  bench/vs_torch.py --device cuda for each dtype of the
+#               comma-separated list (float32,bfloat16); --vs-args adds
+#               arguments (e.g. "--quick" or "--only softmax,layernorm")
+#   --probe     tests/cuda/cuda_probe (bandwidth, GEMM, compile, host time)
+#
+# With no step flag: --c --py. Where: the GPU machine (name .devdeps in
+# `carry`, see scripts/device-deps.sh). Logs go to $OUT when set (the device
+# tool's output folder; at most 8 files come back), else to the build folder.
+# The build uses -Ddynamo=false (the bytecode capture is not needed here).
+# Exit status: 0 when every step passed.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+BUILD=${BUILD:-/tmp/ptc-gpu-build}
+PY=${PY:-$(command -v python3)}
+SRC_TAR=
+SEEDS=300
+C=0 PYT=0 PROBE=0
+VS_DTYPES=
+VS_ARGS=
+PY_TESTS=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --src) SRC_TAR=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); shift 2 ;;
+    --c) C=1; shift ;;
+    --seeds) SEEDS=$2; shift 2 ;;
+    --py) PYT=1; shift ;;
+    --py-tests) PYT=1; PY_TESTS=$2; shift 2 ;;
+    --probe) PROBE=1; shift ;;
+    --vs-torch) VS_DTYPES=$2; shift 2 ;;
+    --vs-args) VS_ARGS=$2; shift 2 ;;
+    *) echo "usage: $0 [--src TAR] [--c] [--seeds N] [--py] [--py-tests NAMES] [--vs-torch DTYPES] [--vs-args ARGS] [--probe]" >&2
+       exit 2 ;;
+  esac
+done
+[ $((C + PYT + PROBE)) -eq 0 ] && [ -z "$VS_DTYPES" ] && C=1 && PYT=1
+LOGS=${OUT:-$BUILD/logs}
+mkdir -p "$LOGS" /tmp/ptc-gpu-logs
+export PTC_CACHE_DIR=${PTC_CACHE_DIR:-/tmp/ptc-gpu-cache}
+export PYTHONUNBUFFERED=1
+t0=$(date +%s)
+status=0
+summary=()
+note() { summary+=("$1"); echo "== $1"; }
+
+if [ -d .devdeps ]; then
+  eval "$(bash scripts/device-deps.sh env)"
+  # A pkg-config sysroot would also prefix the Python headers' folder; find
+  # cJSON's headers through CPATH instead (see device-python-check.sh).
+  unset PKG_CONFIG_SYSROOT_DIR
+  export CPATH=/tmp/devdeps/usr/include${CPATH:+:$CPATH}
+fi
+if [ -n "$SRC_TAR" ]; then
+  SRC_DIR=/tmp/ptc-gpu-src
+  rm -rf "$SRC_DIR" && mkdir -p "$SRC_DIR" && tar -xf "$SRC_TAR" -C "$SRC_DIR" ||
+    { echo "gpu-check: cannot unpack $SRC_TAR"; exit 1; }
+  cd "$SRC_DIR"
+  note "source: $SRC_TAR"
+fi
+echo "== $(nvidia-smi -L 2>/dev/null | head -1); $("$PY" -c 'import sys,torch;print("python",sys.version.split()[0],"torch",torch.__version__)' 2>&1)"
+if [ ! -f "$BUILD/build.ninja" ]; then
+  meson setup "$BUILD" -Dpython=enabled -Dpython_exe="$PY" -Ddynamo=false \
+    >/tmp/ptc-gpu-logs/setup.log 2>&1 ||
+    { tail -n 40 /tmp/ptc-gpu-logs/setup.log; echo "gpu-check: meson setup failed"; exit 1; }
+fi
+if ! ninja -C "$BUILD" >/tmp/ptc-gpu-logs/build.log 2>&1; then
+  grep -E "error|FAILED" /tmp/ptc-gpu-logs/build.log | head -n 40
+  echo "gpu-check: build failed"
+  exit 1
+fi
+note "build ok ($(( $(date +%s) - t0 )) s)"
+
+if [ "$C" = 1 ]; then
+  t1=$(date +%s)
+  "$BUILD/tests/cuda/test_cuda_nvrtc" --seeds 50 >"$LOGS/nvrtc.log" 2>&1
+  rc=$?
+  [ $rc -ne 0 ] && [ $rc -ne 77 ] && status=1 && grep -m 20 FAIL "$LOGS/nvrtc.log"
+  note "test_cuda_nvrtc (rc $rc, $(( $(date +%s) - t1 )) s): $(grep '^test_cuda_nvrtc:' "$LOGS/nvrtc.log")"
+  t2=$(date +%s)
+  cases=()
+  for f in elementwise reduce nn shape; do cases+=("tests/data/ops_$f.json"); done
+  "$BUILD/tests/cuda/test_cuda_gpu" --seeds "$SEEDS" --threads "$(nproc)" "${cases[@]}" \
+    >"$LOGS/gpu.log" 2>&1
+  rc=$?
+  [ $rc -ne 0 ] && status=1
+  grep -m 40 -E "^FAIL|^  \(" "$LOGS/gpu.log"
+  note "test_cuda_gpu (rc $rc, $(( $(date +%s) - t2 )) s): $(grep -E '^device:' "$LOGS/gpu.log")"
+  note "  $(grep -E '^api checks:' "$LOGS/gpu.log")"
+  note "  $(grep -E '^test_cuda_gpu:' "$LOGS/gpu.log")"
+fi
+
+if [ "$PYT" = 1 ]; then
+  t3=$(date +%s)
+  # shellcheck disable=SC2086
+  meson test -C "$BUILD" --suite python --num-processes 8 --print-errorlogs ${PY_TESTS//,/ } \
+    >/tmp/ptc-gpu-logs/python-tests.log 2>&1
+  rc=$?
+  cp "$BUILD/meson-logs/testlog.txt" "$LOGS/python-testlog.txt" 2>/dev/null
+  grep -E "^ *[0-9]+/[0-9]+ |^Ok:|^Fail:|^Skipped:" /tmp/ptc-gpu-logs/python-tests.log
+  grep -hE "^=+ .*(passed|failed).* =+$" "$BUILD/meson-logs/testlog.txt" | sed 's/^/   /'
+  [ $rc -eq 0 ] && note "python suite passed ($(( $(date +%s) - t3 )) s)" ||
+    { note "python suite FAILED (rc $rc)"; status=1; }
+fi
+
+if [ "$PROBE" = 1 ]; then
+  "$BUILD/tests/cuda/cuda_probe" 2>&1 | tee "$LOGS/probe.log"
+fi
+
+if [ -n "$VS_DTYPES" ]; then
+  IFS=, read -r -a dts <<<"$VS_DTYPES"
+  for dt in "${dts[@]}"; do
+    t4=$(date +%s)
+    # shellcheck disable=SC2086
+    PTC_PYTHONPATH="$BUILD/python" timeout "${VS_TIMEOUT:-280}" "$PY" bench/vs_torch.py --device cuda \
+      --dtype "$dt" --json "$LOGS/vs_torch-cuda-$dt.json" $VS_ARGS \
+      >"$LOGS/vs_torch-cuda-$dt.txt" 2>&1
+    rc=$?
+    # the table (stdout) follows the progress lines (stderr) in the file
+    sed -n '/^## vs_torch/,/^Workloads:/p' "$LOGS/vs_torch-cuda-$dt.txt"
+    [ $rc -ne 0 ] && tail -n 30 "$LOGS/vs_torch-cuda-$dt.txt"
+    [ $rc -eq 0 ] && note "vs_torch cuda $dt done ($(( $(date +%s) - t4 )) s)" ||
+      { note "vs_torch cuda $dt exit $rc"; status=1; }
+  done
+fi
+
+echo
+echo "==== gpu-check summary ($(( $(date +%s) - t0 )) s) ===="
+for l in "${summary[@]}"; do echo "$l"; done
+exit $status

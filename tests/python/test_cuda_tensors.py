@@ -1,0 +1,190 @@
+"""test_cuda_tensors.py - the Python binding with CUDA tensors (issue 5): models
+through ptc.from_fx and the torch.compile backend on the "cuda" backend
+against eager on the GPU, runs ordered on torch's current stream (a side
+stream whose work is still queued when ptc is called), bf16, the GEMM
+epilogues (linear + bias + gelu on 3-D inputs), convolutions on the device
+(bias, groups, stride/padding, relu), outputs on the right device. Skipped
+where torch has no GPU or ptc's cuda backend is unavailable (CI)."""
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torch.fx
+
+import ptc
+
+
+def _cuda_ready():
+    if not torch.cuda.is_available():
+        return "torch.cuda.is_available() is False"
+    try:
+        for name, ok, why in [tuple(b) + ("",) * (3 - len(b)) for b in ptc.backends()]:
+            if name == "cuda":
+                return None if ok else f"ptc cuda backend unavailable: {why}"
+    except Exception as e:  # pragma: no cover - older binding
+        return f"ptc.backends() failed: {e}"
+    return "ptc has no cuda backend"
+
+
+_WHY = _cuda_ready()
+pytestmark = pytest.mark.skipif(_WHY is not None, reason=_WHY or "")
+
+
+def _compile(m, inputs, **kw):
+    gm = torch.fx.symbolic_trace(m)
+    return ptc.from_fx(gm, list(inputs), backend="cuda", **kw)
+
+
+def _close(a, b, tol):
+    assert a.device == b.device, (a.device, b.device)
+    assert a.dtype == b.dtype and a.shape == b.shape
+    err = (a.float() - b.float()).abs().max().item()
+    scale = max(1.0, b.float().abs().max().item())
+    assert err / scale <= tol, f"max abs err {err} (scale {scale}, tol {tol})"
+
+
+class Mlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(64, 256)
+        self.fc2 = nn.Linear(256, 32)
+
+    def forward(self, x):
+        return torch.softmax(self.fc2(F.gelu(self.fc1(x))), dim=-1)
+
+
+class Norms(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln = nn.LayerNorm(512)
+
+    def forward(self, x):
+        y = self.ln(x)
+        v, m = torch.var_mean(x, dim=-1, keepdim=True)
+        return y * torch.rsqrt(v + 1e-5) + m, x.sum(0)
+
+
+def test_from_fx_cuda_mlp():
+    torch.manual_seed(0)
+    m = Mlp().cuda().eval()
+    x = torch.randn(8, 16, 64, device="cuda")  # 3-D: batch folded into one GEMM
+    fn = _compile(m, [x])
+    with torch.no_grad():
+        out = fn(x)
+        ref = m(x)
+    _close(out, ref, 1e-4)
+    assert out.is_cuda
+
+
+def test_from_fx_cuda_norms_bf16():
+    torch.manual_seed(0)
+    m = Norms().cuda().eval().to(torch.bfloat16)
+    x = torch.randn(64, 512, device="cuda", dtype=torch.bfloat16)
+    fn = _compile(m, [x])
+    with torch.no_grad():
+        outs = fn(x)
+        refs = m(x)
+    for o, r in zip(outs, refs):
+        _close(o, r, 3e-2)
+
+
+@pytest.mark.parametrize("act", ["gelu", "gelu_tanh", "silu", "relu", "sigmoid"])
+def test_linear_activation_epilogue(act):
+    torch.manual_seed(1)
+    lin = nn.Linear(96, 160).cuda().eval()
+    f = {"gelu": F.gelu, "gelu_tanh": lambda t: F.gelu(t, approximate="tanh"), "silu": F.silu,
+         "relu": F.relu, "sigmoid": torch.sigmoid}[act]
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = lin
+
+        def forward(self, x):
+            return f(self.lin(x))
+
+    m = M()
+    x = torch.randn(4, 33, 96, device="cuda")
+    fn = _compile(m, [x])
+    with torch.no_grad():
+        _close(fn(x), m(x), 1e-4)
+
+
+@pytest.mark.parametrize("cfg", [
+    dict(cin=3, cout=16, k=7, stride=2, padding=3, bias=False, groups=1, act=True),
+    dict(cin=16, cout=32, k=3, stride=1, padding=1, bias=True, groups=1, act=False),
+    dict(cin=16, cout=16, k=3, stride=1, padding=1, bias=True, groups=4, act=True),
+    dict(cin=8, cout=8, k=3, stride=2, padding=1, bias=False, groups=8, act=False),
+    dict(cin=16, cout=24, k=1, stride=1, padding=0, bias=True, groups=1, act=True),
+])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_conv2d_on_device(cfg, dtype):
+    torch.manual_seed(2)
+    conv = nn.Conv2d(cfg["cin"], cfg["cout"], cfg["k"], stride=cfg["stride"],
+                     padding=cfg["padding"], bias=cfg["bias"], groups=cfg["groups"])
+    bn = nn.BatchNorm2d(cfg["cout"])
+    m = nn.Sequential(conv, bn, nn.ReLU()) if cfg["act"] else nn.Sequential(conv)
+    m = m.cuda().eval().to(dtype)
+    x = torch.randn(3, cfg["cin"], 20, 18, device="cuda", dtype=dtype)
+    fn = _compile(m, [x])
+    with torch.no_grad():
+        _close(fn(x), m(x), 1e-4 if dtype == torch.float32 else 3e-2)
+
+
+def test_conv1d_on_device():
+    torch.manual_seed(3)
+    m = nn.Sequential(nn.Conv1d(6, 10, 5, padding=2, dilation=1), nn.Tanh()).cuda().eval()
+    x = torch.randn(2, 6, 40, device="cuda")
+    fn = _compile(m, [x])
+    with torch.no_grad():
+        _close(fn(x), m(x), 1e-4)
+
+
+class Chain(nn.Module):
+    def forward(self, x):
+        return torch.sigmoid(x * 2.0 + 1.0).sum(-1)
+
+
+def test_runs_on_current_stream():
+    """The input is written on a side stream behind a long sleep kernel; ptc
+    must run after it on that stream (torch's current stream), and its output
+    must be complete when that stream is synchronised."""
+    n = 1 << 22
+    x = torch.zeros(64, n // 64, device="cuda")
+    src = torch.randn(64, n // 64, device="cuda")
+    fn = _compile(Chain(), [x])
+    ref = Chain()(src)
+    torch.cuda.synchronize()
+    s = torch.cuda.Stream()
+    for _ in range(3):
+        x.zero_()
+        torch.cuda.synchronize()
+        with torch.cuda.stream(s):
+            torch.cuda._sleep(20_000_000)  # ~10 ms of queued work before the copy
+            x.copy_(src)
+            out = fn(x)
+        s.synchronize()
+        _close(out, ref, 1e-4)
+
+
+def test_backend_cuda():
+    if not hasattr(torch, "compile"):
+        pytest.skip("torch.compile needs torch 2")
+    import ptc.backend
+    torch.manual_seed(4)
+    m = Mlp().cuda().eval()
+    b = ptc.backend.make_backend("cuda")
+    cm = torch.compile(m, backend=b)
+    x = torch.randn(32, 64, device="cuda")
+    with torch.no_grad():
+        out = cm(x)
+        ref = m(x)
+    _close(out, ref, 1e-4)
+    assert not b.fallbacks, b.fallbacks
+
+
+def test_cpu_tensor_refused_by_cuda_executable():
+    x = torch.randn(4, 8, device="cuda")
+    fn = _compile(Chain(), [x])
+    with pytest.raises(Exception):
+        fn(torch.randn(4, 8))
