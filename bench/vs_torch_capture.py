@@ -7,8 +7,9 @@
 #    torch.fx graph run by torch: the capture's own overhead) and "cpu"
 #    (libptc's kernels); the FX path (ptc.from_fx on torch.fx.symbolic_trace);
 #    torch.compile (Inductor and backend="eager") when torch >= 2. The
-#    difference between ptc.compile(backend="eager") and the FX graph module
-#    run directly is the guard check + dispatch cost per call.
+#    difference between ptc.compile(backend="cpu") and ptc.from_fx (the same
+#    libptc graph) is the frame hook's guard check + runner against
+#    from_fx's Python wrapper. Samples of all systems are taken in turn.
 # 2. Guards per call site (ptc.explain) for a few function shapes.
 # 3. Capture statistics on the test models (an MLP, a hand-written
 #    transformer block, torchvision resnet18 and mobilenet_v2 with random
@@ -58,7 +59,6 @@ os.environ["OMP_NUM_THREADS"] = str(ARGS.threads)
 import torch  # noqa: E402
 import torch.fx  # noqa: E402
 import torch.nn as nn  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
 
 torch.set_num_threads(ARGS.threads)
 TORCH_VERSION = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2])
@@ -89,24 +89,41 @@ ptc = import_ptc()
 
 
 # ---- timing ------------------------------------------------------------------------------------
-def per_call(fn, args, target=None):
-    """Median seconds per call: warm-up, then samples of `inner` calls (each
-    sample >= 5 ms) filling ~1 s (0.2 s with --quick)."""
-    target = target or (0.2 if ARGS.quick else 1.0)
+def _plan(fn, args):
+    """Warm-up calls; returns `inner`, the calls per sample (a sample >= 5 ms)."""
     for _ in range(3):
         fn(*args)
     t0 = time.perf_counter()
     fn(*args)
     t1 = max(time.perf_counter() - t0, 1e-7)
-    inner = max(1, int(0.005 / t1) + 1)
-    samples = max(5, min(int(target / (t1 * inner)), 30 if ARGS.quick else 200))
-    times = []
-    for _ in range(samples):
-        t0 = time.perf_counter()
-        for _ in range(inner):
-            fn(*args)
-        times.append((time.perf_counter() - t0) / inner)
-    return statistics.median(times)
+    return max(1, int(0.005 / t1) + 1), t1
+
+
+def _sample(fn, args, inner):
+    t0 = time.perf_counter()
+    for _ in range(inner):
+        fn(*args)
+    return (time.perf_counter() - t0) / inner
+
+
+def time_many(cands, target=None):
+    """Median seconds per call of each (fn, args) in `cands`, samples taken in
+    turn (one sample of each candidate per round) so that load changes on a
+    shared machine hit all of them alike; ~1 s per candidate (0.2 s with
+    --quick)."""
+    target = target or (0.2 if ARGS.quick else 1.0)
+    plans = [_plan(fn, args) for fn, args in cands]
+    rounds = max(5, min(int(target / max(max(t * i for i, t in plans), 1e-9)), 30 if ARGS.quick else 200))
+    times = [[] for _ in cands]
+    for _ in range(rounds):
+        for k, ((fn, args), (inner, _t)) in enumerate(zip(cands, plans)):
+            times[k].append(_sample(fn, args, inner))
+    return [statistics.median(t) for t in times]
+
+
+def per_call(fn, args, target=None):
+    """Median seconds per call of one callable."""
+    return time_many([(fn, args)], target)[0]
 
 
 def max_err(out, ref):
@@ -155,14 +172,23 @@ class TenOps(nn.Module):
         return ten_ops(x, y)
 
 
+def fresh_copy(fn, tag):
+    """fn with a code object of its own (the capture caches entries per code
+    object, whatever the backend: two ptc.compile wrappers of one function
+    would share them)."""
+    import types
+    code = fn.__code__.replace(co_name=fn.__code__.co_name + "_" + tag)
+    return types.FunctionType(code, fn.__globals__, code.co_name, fn.__defaults__, fn.__closure__)
+
+
 def tiny_table():
     x, y = torch.randn(8, 8), torch.randn(8, 8)
     args = (x, y)
     ref = ten_ops(*args)
     systems = [("eager", lambda: ten_ops)]
-    systems.append(("ptc.compile eager", lambda: ptc.compile(ten_ops, backend="eager")))
-    systems.append(("ptc.compile cpu", lambda: ptc.compile(ten_ops, backend="cpu")))
-    systems.append(("fx graph module (no ptc)", lambda: torch.fx.symbolic_trace(TenOps())))
+    systems.append(("ptc.compile eager", lambda: ptc.compile(fresh_copy(ten_ops, "eager"), backend="eager")))
+    systems.append(("ptc.compile cpu", lambda: ptc.compile(fresh_copy(ten_ops, "cpu"), backend="cpu")))
+    systems.append(("torch.fx GraphModule", lambda: torch.fx.symbolic_trace(TenOps())))
     systems.append(("ptc.from_fx cpu", lambda: ptc.from_fx(torch.fx.symbolic_trace(TenOps()), list(args), backend="cpu")))
     if TORCH2:
         systems.append(("torch.compile inductor", lambda: torch.compile(ten_ops)))
@@ -171,25 +197,23 @@ def tiny_table():
     for name, make in systems:
         row = {"system": name}
         try:
-            ptc.reset()
-            if TORCH2:
-                torch._dynamo.reset()
             t0 = time.perf_counter()
             fn = make()
             out = fn(*args)
             row["first_ms"] = (time.perf_counter() - t0) * 1e3
             row["err"] = max_err(out, ref)
-            row["us"] = per_call(fn, args) * 1e6
-            if name.startswith("ptc.compile"):
-                st = ptc.compile_stats()
-                row["hits"] = st.get("cache_hits", 0)
-                row["graphs"] = st.get("graphs", 0)
+            row["fn"] = fn
         except Exception as e:  # noqa: BLE001
             row["error"] = first_line(e)
             log(f"tiny / {name}: {traceback.format_exc()}")
         rows.append(row)
+    live = [r for r in rows if "fn" in r]
+    for r, t in zip(live, time_many([(r["fn"], args) for r in live])):
+        r["us"] = t * 1e6
+        del r["fn"]
+    st = ptc.compile_stats()
+    hits_ok = st.get("cache_hits", 0) > 0
     base = next((r["us"] for r in rows if r["system"] == "eager" and "us" in r), None)
-    fxg = next((r["us"] for r in rows if r["system"].startswith("fx graph") and "us" in r), None)
     print()
     print("### Per-call time of a 10-op function on 8x8 float32 tensors")
     print()
@@ -201,11 +225,15 @@ def tiny_table():
             continue
         ratio = f"{r['us'] / base:.2f}x" if base else "-"
         print(f"| {r['system']} | {r['first_ms']:.1f} | {r['us']:.1f} | {ratio} | {r['err']:.2g} |")
-    pe = next((r for r in rows if r["system"] == "ptc.compile eager" and "us" in r), None)
-    if pe and fxg:
+    if not hits_ok:
         print()
-        print(f"Capture overhead per call (guards + dispatch + runner: ptc.compile eager minus the "
-              f"same FX graph module called directly): {pe['us'] - fxg:.1f} us.")
+        print("WARNING: no ptc.compile cache hits were counted: the compiled rows ran plain Python.")
+    pc = next((r for r in rows if r["system"] == "ptc.compile cpu" and "us" in r), None)
+    pf = next((r for r in rows if r["system"] == "ptc.from_fx cpu" and "us" in r), None)
+    if pc and pf:
+        print()
+        print(f"ptc.compile cpu minus ptc.from_fx cpu (the same libptc graph behind the frame hook's "
+              f"guard check + runner instead of from_fx's Python wrapper): {pc['us'] - pf['us']:+.1f} us per call.")
     return rows
 
 
@@ -259,10 +287,9 @@ def guards_table():
                 e = ptc.explain(fn, *args)
             row.update(guards=len(e.guards), graphs=e.graph_count, breaks=len(e.break_reasons),
                        ops=e.op_count, guard_list=list(e.guards))
-            cf = ptc.compile(fn, backend="eager")
+            cf = ptc.compile(fresh_copy(fn, "timed") if hasattr(fn, "__code__") else fn, backend="eager")
             with torch.no_grad():
-                row["us"] = per_call(cf, args) * 1e6
-                row["eager_us"] = per_call(fn, args) * 1e6
+                row["eager_us"], row["us"] = (t * 1e6 for t in time_many([(fn, args), (cf, args)]))
         except Exception as e:  # noqa: BLE001
             row["error"] = first_line(e)
             log(f"guards / {name}: {traceback.format_exc()}")
@@ -362,7 +389,6 @@ def models_table():
             call = (lambda *a, _m=model: _m(*a))  # a plain callable: the capture explain
             with torch.no_grad():
                 ref = model(*inputs)
-                row["eager_ms"] = per_call(model, inputs) * 1e3
                 e = ptc.explain(call, *inputs)
                 row.update(graphs=e.graph_count, breaks=len(e.break_reasons), ops=e.op_count,
                            guards=len(e.guards), reasons=["%s (%s)" % br for br in e.break_reasons])
@@ -373,7 +399,7 @@ def models_table():
                 row["first_s"] = time.perf_counter() - t0
                 row["err"] = max_err(out, ref)
                 row["scale"] = max(1.0, float(ref.abs().max())) if isinstance(ref, torch.Tensor) else 1.0
-                row["ptc_ms"] = per_call(cm, inputs) * 1e3
+                row["eager_ms"], row["ptc_ms"] = (t * 1e3 for t in time_many([(model, inputs), (cm, inputs)]))
         except Exception as e:  # noqa: BLE001
             row["error"] = first_line(e)
             log(f"models / {key}: {traceback.format_exc()}")
@@ -406,7 +432,7 @@ def main():
         "cpu": platform.processor() or platform.machine(), "threads": ARGS.threads,
         "quick": ARGS.quick,
     }
-    print(f"## vs_torch_capture: ptc.compile (bytecode capture)")
+    print("## vs_torch_capture: ptc.compile (bytecode capture)")
     print()
     print(f"- torch {meta['torch']}, ptc {meta['ptc']}, Python {meta['python']}, "
           f"{meta['threads']} threads{', --quick' if ARGS.quick else ''}")

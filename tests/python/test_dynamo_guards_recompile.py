@@ -18,7 +18,8 @@ import torch
 import torch.nn as nn
 
 import ptc
-from dynamo_util import HAS_CUDA, Delta, assert_same, check, fresh_dynamo  # noqa: F401
+import ptc.dynamo
+from dynamo_util import HAS_CUDA, Delta, assert_same, fresh_dynamo  # noqa: F401
 
 torch.manual_seed(0)
 
@@ -517,3 +518,29 @@ def test_recompile_cap_per_code_object():
         for n in range(3):
             assert_same(cg(x, "t" * n), g(x, "t" * n))
     assert d.graphs == 3, "g has its own cap: %r" % d
+
+
+# ---- the compile options are part of the cache key ---------------------------------------------------
+
+def test_backend_is_part_of_the_cache_key():
+    # two wrappers of one function with different backends: each call runs an
+    # entry compiled for its own backend
+    def f(x):
+        return torch.relu(x) * 2
+    a, b = ptc.compile(f, backend="eager"), ptc.compile(f, backend="cpu")
+    x = r(4)
+    assert_same(a(x), f(x))
+    assert_same(b(x), f(x))
+    backends = sorted(e.get("backend") for e in ptc._C.dyn_entries(f.__code__))
+    assert backends == ["cpu", "eager"], "entries: %r" % backends
+
+
+def test_fullgraph_after_a_non_fullgraph_compile():
+    def f(x):
+        y = x + 1
+        print("break")
+        return y * 2
+    x = r(3)
+    ptc.compile(f)(x)  # caches entries with a graph break
+    with pytest.raises(ptc.dynamo.Unsupported):
+        ptc.compile(f, fullgraph=True)(x)

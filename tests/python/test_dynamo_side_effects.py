@@ -13,7 +13,7 @@ import torch
 import torch.nn as nn
 
 import ptc
-from dynamo_util import Delta, assert_same, check, clone, fresh_dynamo  # noqa: F401
+from dynamo_util import assert_same, check, fresh_dynamo  # noqa: F401
 
 torch.manual_seed(0)
 
