@@ -1,9 +1,10 @@
 /* dyn_call.c - the "Calls" part of the bytecode capture (issue 6): dyn_call
  * dispatch, tensor methods and attributes through the OutputGraph
- * (python/ptc/_dyn_graph.py), binary/unary operators, comparisons,
- * subscripts, truth values, iteration and membership on trackers, and
- * dyn_break. Builtins, container methods, nn.Modules and user objects are in
- * dyn_call_obj.c (shared helpers: dyn_call_int.h). Soundness first:
+ * (python/ptc/_dyn_graph.py), trackers <-> OutputGraph values, iteration
+ * items, getattr/setattr dispatch and dyn_break. Operators, comparisons,
+ * truth, iteration and subscripts are in dyn_call_ops.c; builtins,
+ * container methods, nn.Modules and user objects in dyn_call_obj.c (shared
+ * helpers: dyn_call_int.h). Soundness first:
  * whatever is not known to behave exactly as Python would is a graph break
  * with a precise reason. */
 #include "dyn_call_int.h"
@@ -29,15 +30,15 @@ static PyObject* imp_attr(const char* mod, const char* attr) {
 /* operator functions: code = kind * 100 + arg */
 enum { OPK_BIN = 1, OPK_UN = 2, OPK_CMP = 3, OPK_SUBSCR = 4, OPK_SETITEM = 5, OPK_CONTAINS = 6,
        OPK_IS = 7, OPK_ISNOT = 8, OPK_TRUTH = 9 };
-static const char* const bin_names[13] = {"add", "and_", "floordiv", "lshift", "matmul", "mul",
+const char* const dc_bin_names[13] = {"add", "and_", "floordiv", "lshift", "matmul", "mul",
                                           "mod", "or_", "pow", "rshift", "sub", "truediv", "xor"};
-static const char* const ibin_names[13] = {"iadd", "iand", "ifloordiv", "ilshift", "imatmul",
+const char* const dc_ibin_names[13] = {"iadd", "iand", "ifloordiv", "ilshift", "imatmul",
                                            "imul", "imod", "ior", "ipow", "irshift", "isub",
                                            "itruediv", "ixor"};
-static const char* const bin_syms[13] = {"+", "&", "//", "<<", "@", "*", "%", "|", "**", ">>",
+const char* const dc_bin_syms[13] = {"+", "&", "//", "<<", "@", "*", "%", "|", "**", ">>",
                                          "-", "/", "^"};
-static const char* const cmp_names[6] = {"lt", "le", "eq", "ne", "gt", "ge"};
-static const char* const cmp_syms[6] = {"<", "<=", "==", "!=", ">", ">="};
+const char* const dc_cmp_names[6] = {"lt", "le", "eq", "ne", "gt", "ge"};
+const char* const dc_cmp_syms[6] = {"<", "<=", "==", "!=", ">", ">="};
 
 static int add_opid(PyObject* d, const char* name, int code) {
   PyObject* f = PyObject_GetAttrString(dcc.operator_mod, name);
@@ -57,11 +58,11 @@ static int build_operator_ids(void) {
   if (!d) return -1;
   dcc.operator_ids = d;
   for (int i = 0; i < 13; i++)
-    if (add_opid(d, bin_names[i], OPK_BIN * 100 + i) < 0 ||
-        add_opid(d, ibin_names[i], OPK_BIN * 100 + 13 + i) < 0)
+    if (add_opid(d, dc_bin_names[i], OPK_BIN * 100 + i) < 0 ||
+        add_opid(d, dc_ibin_names[i], OPK_BIN * 100 + 13 + i) < 0)
       return -1;
   for (int i = 0; i < 6; i++)
-    if (add_opid(d, cmp_names[i], OPK_CMP * 100 + i) < 0) return -1;
+    if (add_opid(d, dc_cmp_names[i], OPK_CMP * 100 + i) < 0) return -1;
   if (add_opid(d, "neg", OPK_UN * 100 + (DYN_OP_NEG - DYN_OP_NOT)) < 0 ||
       add_opid(d, "pos", OPK_UN * 100 + (DYN_OP_POS - DYN_OP_NOT)) < 0 ||
       add_opid(d, "invert", OPK_UN * 100 + (DYN_OP_INVERT - DYN_OP_NOT)) < 0 ||
@@ -251,7 +252,7 @@ int dc_safe_const(PyObject* o) {
   return 0;
 }
 
-static int is_int_const(DynVar* v) {
+int dc_is_int_const(DynVar* v) {
   return v->kind == DV_CONST && PyLong_Check(v->value) && !PyBool_Check(v->value);
 }
 
@@ -671,7 +672,6 @@ static PyObject* consts_list(PyObject* iterable) {
   return seq;
 }
 
-#define DC_MAX_UNROLL 100000
 
 static int tensor_items(dyn_tx* tx, DynVar* t, PyObject** out) {
   DynVar* shape;
@@ -795,7 +795,7 @@ static int kw_count(PyObject* kwargs) { return kwargs ? (int)PyDict_Size(kwargs)
 
 /* Checks an in-place write to tensor tracker `t` is expressible: no view of
  * it was taken in the graph, not an input requiring grad with grad mode on. */
-static int check_inplace(dyn_tx* tx, DynVar* t, const char* what) {
+int dc_check_inplace(dyn_tx* tx, DynVar* t, const char* what) {
   PyObject* rg = PyObject_GetAttrString(t->value, "requires_grad");
   PyObject* ii = rg ? PyObject_GetAttrString(t->value, "input_index") : NULL;
   if (!ii) {
@@ -852,11 +852,11 @@ static int after_og(dyn_tx* tx, DynVar* const* args, Py_ssize_t n, DynVar* res, 
   if (res->kind != DV_TENSOR) return DYN_CALL_OK;
   for (Py_ssize_t i = 0; i < n; i++)
     if (args[i]->kind == DV_TENSOR && args[i]->value == res->value)
-      return check_inplace(tx, args[i], what);
+      return dc_check_inplace(tx, args[i], what);
   return DYN_CALL_OK;
 }
 
-static int og_call_checked(dyn_tx* tx, const char* meth, PyObject* first, DynVar* const* args,
+int dc_og_call_checked(dyn_tx* tx, const char* meth, PyObject* first, DynVar* const* args,
                            Py_ssize_t n, PyObject* kwargs, const char* what, DynVar** out) {
   int rc = dc_og_call(tx, meth, first, args, n, kwargs, what, out);
   if (rc != DYN_CALL_OK) return rc;
@@ -885,7 +885,7 @@ static int tensor_method(dyn_tx* tx, PyObject* name, DynVar* const* args, Py_ssi
       *out = shape;
       return rc;
     }
-    if (!is_int_const(args[1])) {
+    if (!dc_is_int_const(args[1])) {
       Py_DECREF(shape);
       return dc_break(tx, "Tensor.size(d) with a non-constant d");
     }
@@ -908,7 +908,7 @@ static int tensor_method(dyn_tx* tx, PyObject* name, DynVar* const* args, Py_ssi
     if (rc == DYN_CALL_OK) *out = dyn_var_const(Py_None);
     return rc;
   }
-  return og_call_checked(tx, "call_method", name, args, n, kwargs, what, out);
+  return dc_og_call_checked(tx, "call_method", name, args, n, kwargs, what, out);
 }
 
 /* getattr(tensor, name) */
@@ -954,749 +954,6 @@ static PyObject* tensor_method_name(PyObject* fn) {
   }
   Py_DECREF(name);
   return NULL;
-}
-
-/* ---------------------------------------------------------------------------
- * Binary / unary operators
- * ------------------------------------------------------------------------- */
-static PyObject* const_binop(int op, PyObject* a, PyObject* b) {
-  switch (op % 13) {
-    case 0: return PyNumber_Add(a, b);
-    case 1: return PyNumber_And(a, b);
-    case 2: return PyNumber_FloorDivide(a, b);
-    case 3: return PyNumber_Lshift(a, b);
-    case 4: return PyNumber_MatrixMultiply(a, b);
-    case 5: return PyNumber_Multiply(a, b);
-    case 6: return PyNumber_Remainder(a, b);
-    case 7: return PyNumber_Or(a, b);
-    case 8: return PyNumber_Power(a, b, Py_None);
-    case 9: return PyNumber_Rshift(a, b);
-    case 10: return PyNumber_Subtract(a, b);
-    case 11: return PyNumber_TrueDivide(a, b);
-    default: return PyNumber_Xor(a, b);
-  }
-}
-
-static int is_seq(DynVar* v) {
-  return v->kind == DV_TUPLE || v->kind == DV_LIST ||
-         (v->kind == DV_CONST && PyTuple_Check(v->value));
-}
-static int seq_is_list(DynVar* v) { return v->kind == DV_LIST; }
-
-static int seq_binop(dyn_tx* tx, int op, DynVar* a, DynVar* b, DynVar** out) {
-  int base = op % 13, inplace = op >= 13;
-  if (base == 0 && is_seq(a)) {
-    if (inplace && a->kind == DV_LIST) { /* list += iterable: extend in place */
-      PyObject* items;
-      int rc = dc_items(tx, b, &items);
-      if (rc != DYN_CALL_OK) return rc;
-      rc = PyList_SetSlice(a->items, PyList_GET_SIZE(a->items), PyList_GET_SIZE(a->items), items);
-      Py_DECREF(items);
-      if (rc < 0 || dc_mark_mutated(tx, a) < 0) return DYN_CALL_ERROR;
-      Py_INCREF(a);
-      *out = a;
-      return DYN_CALL_OK;
-    }
-    if (!is_seq(b) || seq_is_list(a) != seq_is_list(b))
-      return dc_break(tx, "%s + %s", dyn_var_kind_name(a), dyn_var_kind_name(b));
-    PyObject *ia, *ib;
-    int rc = dc_items(tx, a, &ia);
-    if (rc != DYN_CALL_OK) return rc;
-    rc = dc_items(tx, b, &ib);
-    if (rc != DYN_CALL_OK) {
-      Py_DECREF(ia);
-      return rc;
-    }
-    rc = PyList_SetSlice(ia, PyList_GET_SIZE(ia), PyList_GET_SIZE(ia), ib);
-    Py_DECREF(ib);
-    if (rc == 0) *out = dc_seq(seq_is_list(a) ? DV_LIST : DV_TUPLE, ia);
-    Py_DECREF(ia);
-    if (!*out) return DYN_CALL_ERROR;
-    if (a->kind == DV_TUPLE && a->extra == dcc.torch_size) {
-      Py_INCREF(dcc.torch_size);
-      (*out)->extra = dcc.torch_size;
-    }
-    return DYN_CALL_OK;
-  }
-  if (base == 5 && (is_seq(a) || is_seq(b))) {
-    DynVar* s = is_seq(a) ? a : b;
-    DynVar* k = is_seq(a) ? b : a;
-    if (!is_int_const(k)) return dc_break(tx, "sequence * %s", dyn_var_kind_name(k));
-    long times = PyLong_AsLong(k->value);
-    if (times < 0) times = 0;
-    PyObject* items;
-    int rc = dc_items(tx, s, &items);
-    if (rc != DYN_CALL_OK) return rc;
-    if (PyList_GET_SIZE(items) * times > DC_MAX_UNROLL) {
-      Py_DECREF(items);
-      return dc_break(tx, "sequence repetition too long");
-    }
-    PyObject* r = PySequence_Repeat(items, times);
-    Py_DECREF(items);
-    if (!r) return DYN_CALL_ERROR;
-    if (inplace && s == a && a->kind == DV_LIST) {
-      int e = PyList_SetSlice(a->items, 0, PyList_GET_SIZE(a->items), r);
-      Py_DECREF(r);
-      if (e < 0 || dc_mark_mutated(tx, a) < 0) return DYN_CALL_ERROR;
-      Py_INCREF(a);
-      *out = a;
-      return DYN_CALL_OK;
-    }
-    *out = dc_seq(seq_is_list(s) ? DV_LIST : DV_TUPLE, r);
-    Py_DECREF(r);
-    if (*out && s->kind == DV_TUPLE && s->extra == dcc.torch_size) {
-      Py_INCREF(dcc.torch_size);
-      (*out)->extra = dcc.torch_size;
-    }
-    return *out ? DYN_CALL_OK : DYN_CALL_ERROR;
-  }
-  return -2;
-}
-
-static int const_op_result(dyn_tx* tx, PyObject* r, const char* what, DynVar** out) {
-  if (!r) return dc_break_exc(tx, what);
-  if (!dc_safe_const(r)) {
-    Py_DECREF(r);
-    return dc_break(tx, "%s gave a non-constant result", what);
-  }
-  *out = dyn_var_const(r);
-  Py_DECREF(r);
-  return *out ? DYN_CALL_OK : DYN_CALL_ERROR;
-}
-
-static int both_consts(dyn_tx* tx, DynVar* a, DynVar* b, PyObject** ca, PyObject** cb) {
-  int rc = dc_const_of(tx, a, ca);
-  if (rc != DYN_CALL_OK) return rc;
-  rc = dc_const_of(tx, b, cb);
-  if (rc != DYN_CALL_OK) Py_CLEAR(*ca);
-  return rc;
-}
-
-int dyn_binop(dyn_tx* tx, int op, DynVar* a, DynVar* b, DynVar** out) {
-  *out = NULL;
-  if (dc_init() < 0) return DYN_CALL_ERROR;
-  if (op < 0 || op >= 26) return dc_break(tx, "binary operator %d", op);
-  int base = op % 13;
-  char what[64];
-  snprintf(what, sizeof what, "operator %s%s", bin_syms[base], op >= 13 ? "=" : "");
-  if (a->kind == DV_TENSOR || b->kind == DV_TENSOR) {
-    PyObject* f = PyObject_GetAttrString(dcc.operator_mod, op >= 13 ? ibin_names[base] : bin_names[base]);
-    if (!f) return DYN_CALL_ERROR;
-    DynVar* args[2] = {a, b};
-    int rc = og_call_checked(tx, "call_function", f, args, 2, NULL, what, out);
-    Py_DECREF(f);
-    return rc;
-  }
-  if (a->kind == DV_SYMINT || b->kind == DV_SYMINT) {
-    DynVar* o = a->kind == DV_SYMINT ? b : a;
-    int sym_ok = (o->kind == DV_SYMINT || is_int_const(o)) &&
-                 (base == 0 || base == 10 || base == 5 || base == 2 || base == 6 || base == 8);
-    if (sym_ok) {
-      PyObject* r = PyObject_CallMethod(tx->og, "sym_binop", "sOO", bin_syms[base], a->value, b->value);
-      if (!r) return dc_break_exc(tx, what);
-      int rc = dc_from_py(tx, r, out);
-      Py_DECREF(r);
-      return rc;
-    }
-    /* fall through: specialised to ints (guards recorded) */
-  }
-  int rc = seq_binop(tx, op, a, b, out);
-  if (rc != -2) return rc;
-  PyObject *ca, *cb;
-  rc = both_consts(tx, a, b, &ca, &cb);
-  if (rc != DYN_CALL_OK) return rc;
-  if (base == 8 && PyLong_Check(cb) && PyLong_Check(ca) && PyLong_AsLong(cb) > 4096) {
-    Py_DECREF(ca);
-    Py_DECREF(cb);
-    return dc_break(tx, "huge integer power");
-  }
-  PyObject* r = const_binop(op, ca, cb);
-  Py_DECREF(ca);
-  Py_DECREF(cb);
-  return const_op_result(tx, r, what, out);
-}
-
-int dyn_unop(dyn_tx* tx, int op, DynVar* a, DynVar** out) {
-  *out = NULL;
-  if (dc_init() < 0) return DYN_CALL_ERROR;
-  if (op == DYN_OP_NOT) {
-    int t;
-    int rc = dyn_truth(tx, a, &t);
-    if (rc != DYN_CALL_OK) return rc;
-    *out = dyn_var_const(t ? Py_False : Py_True);
-    return *out ? DYN_CALL_OK : DYN_CALL_ERROR;
-  }
-  const char* nm = op == DYN_OP_NEG ? "neg" : op == DYN_OP_POS ? "pos" : op == DYN_OP_INVERT ? "invert" : NULL;
-  if (!nm) return dc_break(tx, "unary operator %d", op);
-  char what[48];
-  snprintf(what, sizeof what, "operator.%s", nm);
-  if (a->kind == DV_TENSOR) {
-    PyObject* f = PyObject_GetAttrString(dcc.operator_mod, nm);
-    if (!f) return DYN_CALL_ERROR;
-    int rc = og_call_checked(tx, "call_function", f, &a, 1, NULL, what, out);
-    Py_DECREF(f);
-    return rc;
-  }
-  if (a->kind == DV_SYMINT && op != DYN_OP_INVERT) {
-    if (op == DYN_OP_POS) {
-      Py_INCREF(a);
-      *out = a;
-      return DYN_CALL_OK;
-    }
-    PyObject* zero = PyLong_FromLong(0);
-    PyObject* r = zero ? PyObject_CallMethod(tx->og, "sym_binop", "sOO", "-", zero, a->value) : NULL;
-    Py_XDECREF(zero);
-    if (!r) return dc_break_exc(tx, what);
-    int rc = dc_from_py(tx, r, out);
-    Py_DECREF(r);
-    return rc;
-  }
-  PyObject* c;
-  int rc = dc_const_of(tx, a, &c);
-  if (rc != DYN_CALL_OK) return rc;
-  PyObject* r = op == DYN_OP_NEG ? PyNumber_Negative(c) : op == DYN_OP_POS ? PyNumber_Positive(c) : PyNumber_Invert(c);
-  Py_DECREF(c);
-  return const_op_result(tx, r, what, out);
-}
-
-/* ---------------------------------------------------------------------------
- * Comparisons, identity, membership
- * ------------------------------------------------------------------------- */
-static int bool_out(int b, DynVar** out) {
-  *out = dyn_var_const(b ? Py_True : Py_False);
-  return *out ? DYN_CALL_OK : DYN_CALL_ERROR;
-}
-
-/* 1/0 for `a is b`, or BREAK (as -DYN_CALL_BREAK... returned through rc) */
-static int identity(dyn_tx* tx, DynVar* a, DynVar* b, int* res) {
-  if (a == b) {
-    *res = 1;
-    return DYN_CALL_OK;
-  }
-  int ida = a->kind == DV_CONST || a->kind == DV_MODULE || a->kind == DV_OBJECT ||
-            (a->kind == DV_FUNCTION && a->value);
-  int idb = b->kind == DV_CONST || b->kind == DV_MODULE || b->kind == DV_OBJECT ||
-            (b->kind == DV_FUNCTION && b->value);
-  if (ida && idb) {
-    *res = a->value == b->value;
-    return DYN_CALL_OK;
-  }
-  if (a->kind == DV_TENSOR && b->kind == DV_TENSOR) {
-    if (a->source && b->source && a->value != b->value) { /* distinct inputs */
-      *res = 0;
-      return DYN_CALL_OK;
-    }
-    return dc_break(tx, "identity test between two tensors");
-  }
-  /* a tracker that is not a const (a tensor, a container, a symint...)
-   * is never None/True/False/an int constant object used by identity,
-   * except a SymInt vs an int (int objects have no reliable identity). */
-  DynVar* c = ida ? a : idb ? b : NULL;
-  DynVar* o = ida ? b : a;
-  if (c && c->kind == DV_CONST && o->kind != DV_SYMINT &&
-      (c->value == Py_None || PyBool_Check(c->value) || c->value == Py_Ellipsis ||
-       o->kind == DV_TENSOR || o->kind == DV_LIST || o->kind == DV_DICT || o->kind == DV_TUPLE ||
-       o->kind == DV_SET || o->kind == DV_ITER || o->kind == DV_SLICE)) {
-    if (o->kind == DV_TUPLE && PyTuple_Check(c->value))
-      return dc_break(tx, "identity test between tuples");
-    *res = 0;
-    return DYN_CALL_OK;
-  }
-  if ((a->created && b->kind != DV_CONST) || (b->created && a->kind != DV_CONST)) {
-    *res = 0; /* an object made in the trace is only itself */
-    return DYN_CALL_OK;
-  }
-  if (a->source && b->source && a->kind == b->kind && a->kind != DV_SYMINT &&
-      a->kind != DV_CONST) {
-    *res = 0; /* one tracker per real object */
-    return DYN_CALL_OK;
-  }
-  return dc_break(tx, "identity test between a %s and a %s", dyn_var_kind_name(a), dyn_var_kind_name(b));
-}
-
-static int seq_equal(dyn_tx* tx, DynVar* a, DynVar* b, int* res) {
-  PyObject *ia, *ib;
-  int rc = dc_items(tx, a, &ia);
-  if (rc != DYN_CALL_OK) return rc;
-  rc = dc_items(tx, b, &ib);
-  if (rc != DYN_CALL_OK) {
-    Py_DECREF(ia);
-    return rc;
-  }
-  *res = PyList_GET_SIZE(ia) == PyList_GET_SIZE(ib);
-  for (Py_ssize_t i = 0; *res && i < PyList_GET_SIZE(ia); i++) {
-    DynVar* e;
-    rc = dyn_compare(tx, Py_EQ, (DynVar*)PyList_GET_ITEM(ia, i), (DynVar*)PyList_GET_ITEM(ib, i), &e);
-    if (rc != DYN_CALL_OK) break;
-    int t;
-    rc = dyn_truth(tx, e, &t);
-    Py_DECREF(e);
-    if (rc != DYN_CALL_OK) break;
-    *res = t;
-  }
-  Py_DECREF(ia);
-  Py_DECREF(ib);
-  return rc;
-}
-
-static int is_num_or_sym(DynVar* v) {
-  return v->kind == DV_SYMINT || is_int_const(v);
-}
-
-int dyn_compare(dyn_tx* tx, int op, DynVar* a, DynVar* b, DynVar** out) {
-  *out = NULL;
-  if (dc_init() < 0) return DYN_CALL_ERROR;
-  if (op == DYN_OP_IS || op == DYN_OP_IS_NOT) {
-    int r;
-    int rc = identity(tx, a, b, &r);
-    if (rc != DYN_CALL_OK) return rc;
-    return bool_out(op == DYN_OP_IS ? r : !r, out);
-  }
-  if (op == DYN_OP_IN || op == DYN_OP_NOT_IN) {
-    int r;
-    int rc = dyn_contains(tx, b, a, &r);
-    if (rc != DYN_CALL_OK) return rc;
-    return bool_out(op == DYN_OP_IN ? r : !r, out);
-  }
-  if (op < Py_LT || op > Py_GE) return dc_break(tx, "comparison %d", op);
-  char what[48];
-  snprintf(what, sizeof what, "operator %s", cmp_syms[op]);
-  if (a->kind == DV_TENSOR || b->kind == DV_TENSOR) {
-    PyObject* f = PyObject_GetAttrString(dcc.operator_mod, cmp_names[op]);
-    if (!f) return DYN_CALL_ERROR;
-    DynVar* args[2] = {a, b};
-    int rc = dc_og_call(tx, "call_function", f, args, 2, NULL, what, out);
-    Py_DECREF(f);
-    return rc;
-  }
-  if ((a->kind == DV_SYMINT || b->kind == DV_SYMINT) && is_num_or_sym(a) && is_num_or_sym(b)) {
-    PyObject* r = PyObject_CallMethod(tx->og, "sym_compare", "sOO", cmp_syms[op], a->value, b->value);
-    if (!r) return dc_break_exc(tx, what);
-    int t = PyObject_IsTrue(r);
-    Py_DECREF(r);
-    if (t < 0) return DYN_CALL_ERROR;
-    return bool_out(t, out);
-  }
-  if ((op == Py_EQ || op == Py_NE) && (is_seq(a) || is_seq(b)) &&
-      (a->kind != DV_CONST || b->kind != DV_CONST)) {
-    if (!is_seq(a) || !is_seq(b) || seq_is_list(a) != seq_is_list(b)) {
-      /* a list never equals a tuple; a sequence never equals a scalar */
-      if ((is_seq(a) && is_seq(b)) || a->kind == DV_CONST || b->kind == DV_CONST)
-        return bool_out(op == Py_NE, out);
-      return dc_break(tx, "comparison of a %s with a %s", dyn_var_kind_name(a), dyn_var_kind_name(b));
-    }
-    int r;
-    int rc = seq_equal(tx, a, b, &r);
-    if (rc != DYN_CALL_OK) return rc;
-    return bool_out(op == Py_EQ ? r : !r, out);
-  }
-  if ((op == Py_EQ || op == Py_NE) && (a->kind == DV_CONST) != (b->kind == DV_CONST)) {
-    DynVar* c = a->kind == DV_CONST ? a : b;
-    DynVar* o = a->kind == DV_CONST ? b : a;
-    if (c->value == Py_None && (o->kind == DV_LIST || o->kind == DV_DICT || o->kind == DV_TUPLE ||
-                                o->kind == DV_SET || o->kind == DV_FUNCTION || o->kind == DV_SLICE))
-      return bool_out(op == Py_NE, out);
-  }
-  if ((op == Py_EQ || op == Py_NE) && a->kind == DV_MODULE && b->kind == DV_MODULE)
-    return bool_out((a->value == b->value) == (op == Py_EQ), out);
-  PyObject *ca, *cb;
-  int rc = both_consts(tx, a, b, &ca, &cb);
-  if (rc != DYN_CALL_OK) return rc;
-  PyObject* r = PyObject_RichCompare(ca, cb, op);
-  Py_DECREF(ca);
-  Py_DECREF(cb);
-  return const_op_result(tx, r, what, out);
-}
-
-int dyn_contains(dyn_tx* tx, DynVar* container, DynVar* item, int* out) {
-  *out = 0;
-  if (dc_init() < 0) return DYN_CALL_ERROR;
-  DynVar* c = container;
-  if (c->kind == DV_DICT) {
-    PyObject* k;
-    int rc = dc_const_of(tx, item, &k);
-    if (rc != DYN_CALL_OK) return rc;
-    int r = PyDict_Contains(c->items, k);
-    Py_DECREF(k);
-    if (r < 0) return dc_break_exc(tx, "in (dict)");
-    *out = r;
-    return DYN_CALL_OK;
-  }
-  if (c->kind == DV_TENSOR) return dc_break(tx, "`in` on a tensor");
-  if (c->kind == DV_CONST && !PyTuple_Check(c->value)) {
-    PyObject* k;
-    int rc = dc_const_of(tx, item, &k);
-    if (rc != DYN_CALL_OK) return rc;
-    if (!dc_safe_const(c->value)) {
-      Py_DECREF(k);
-      return dc_break(tx, "`in` on a %s", Py_TYPE(c->value)->tp_name);
-    }
-    int r = PySequence_Contains(c->value, k);
-    Py_DECREF(k);
-    if (r < 0) return dc_break_exc(tx, "in");
-    *out = r;
-    return DYN_CALL_OK;
-  }
-  if (c->kind == DV_MODULE && PyObject_IsInstance(c->value, dcc.module_dict) == 1) {
-    PyObject *ch, *keys;
-    int rc = dc_module_children(tx, c, &ch, &keys);
-    if (rc != DYN_CALL_OK) return rc;
-    Py_DECREF(ch);
-    PyObject* k;
-    rc = dc_const_of(tx, item, &k);
-    if (rc == DYN_CALL_OK) {
-      *out = PySequence_Contains(keys, k) == 1;
-      Py_DECREF(k);
-    }
-    Py_DECREF(keys);
-    return rc;
-  }
-  if (c->kind == DV_ITER && c->extra == NULL) return dc_break(tx, "`in` on an iterator");
-  PyObject* items;
-  int rc;
-  if (c->kind == DV_ITER) { /* a dict view: do not consume */
-    items = PyList_GetSlice(c->items, c->index, PyList_GET_SIZE(c->items));
-    rc = items ? DYN_CALL_OK : DYN_CALL_ERROR;
-  } else {
-    rc = dc_items(tx, c, &items);
-  }
-  if (rc != DYN_CALL_OK) return rc;
-  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
-    DynVar* e = (DynVar*)PyList_GET_ITEM(items, i);
-    if (e == item) {
-      *out = 1;
-      break;
-    }
-    if (e->kind == DV_TENSOR || item->kind == DV_TENSOR) {
-      rc = dc_break(tx, "`in` comparing tensors");
-      break;
-    }
-    DynVar* eq;
-    rc = dyn_compare(tx, Py_EQ, e, item, &eq);
-    if (rc != DYN_CALL_OK) break;
-    int t;
-    rc = dyn_truth(tx, eq, &t);
-    Py_DECREF(eq);
-    if (rc != DYN_CALL_OK) break;
-    if (t) {
-      *out = 1;
-      break;
-    }
-  }
-  Py_DECREF(items);
-  return rc;
-}
-
-/* ---------------------------------------------------------------------------
- * Truth, iteration
- * ------------------------------------------------------------------------- */
-static int type_has_len_or_bool(PyTypeObject* t) {
-  return (t->tp_as_number && t->tp_as_number->nb_bool) ||
-         (t->tp_as_mapping && t->tp_as_mapping->mp_length) ||
-         (t->tp_as_sequence && t->tp_as_sequence->sq_length);
-}
-
-int dyn_truth(dyn_tx* tx, DynVar* v, int* out) {
-  *out = 1;
-  if (dc_init() < 0) return DYN_CALL_ERROR;
-  switch (v->kind) {
-    case DV_CONST: {
-      PyObject* c = v->value;
-      if (!dc_safe_const(c) && !PyType_Check(c) && !PyModule_Check(c) && !PyCallable_Check(c))
-        return dc_break(tx, "truth value of a %s", Py_TYPE(c)->tp_name);
-      int t = PyObject_IsTrue(c);
-      if (t < 0) return dc_break_exc(tx, "bool()");
-      *out = t;
-      return DYN_CALL_OK;
-    }
-    case DV_TENSOR:
-      return dc_break(tx, "data-dependent branch: truth value of a tensor");
-    case DV_SYMINT: {
-      PyObject* zero = PyLong_FromLong(0);
-      PyObject* r = zero ? PyObject_CallMethod(tx->og, "sym_compare", "sOO", "!=", v->value, zero) : NULL;
-      Py_XDECREF(zero);
-      if (!r) return dc_break_exc(tx, "bool() of a dynamic size");
-      *out = PyObject_IsTrue(r);
-      Py_DECREF(r);
-      return *out < 0 ? DYN_CALL_ERROR : DYN_CALL_OK;
-    }
-    case DV_TUPLE:
-    case DV_LIST:
-    case DV_SET:
-      *out = PyList_GET_SIZE(v->items) > 0;
-      return DYN_CALL_OK;
-    case DV_NAMEDTUPLE: {
-      PyTypeObject* t = (PyTypeObject*)v->value;
-      if (t->tp_as_number && t->tp_as_number->nb_bool)
-        return dc_break(tx, "truth value of a %s", t->tp_name);
-      *out = PyList_GET_SIZE(v->items) > 0;
-      return DYN_CALL_OK;
-    }
-    case DV_DICT:
-      *out = PyDict_Size(v->items) > 0;
-      return DYN_CALL_OK;
-    case DV_RANGE:
-      *out = PyObject_IsTrue(v->value);
-      return *out < 0 ? DYN_CALL_ERROR : DYN_CALL_OK;
-    case DV_FUNCTION:
-    case DV_METHOD:
-    case DV_SLICE:
-    case DV_GRAD_CTX:
-      *out = 1;
-      return DYN_CALL_OK;
-    case DV_MODULE: {
-      PyTypeObject* t = Py_TYPE(v->value);
-      if (PyObject_IsInstance(v->value, dcc.module_list) == 1 ||
-          PyObject_IsInstance(v->value, dcc.sequential) == 1 ||
-          PyObject_IsInstance(v->value, dcc.module_dict) == 1) {
-        PyObject *ch, *keys;
-        int rc = dc_module_children(tx, v, &ch, &keys);
-        if (rc != DYN_CALL_OK) return rc;
-        *out = PyList_GET_SIZE(ch) > 0;
-        Py_DECREF(ch);
-        Py_XDECREF(keys);
-        return DYN_CALL_OK;
-      }
-      if (type_has_len_or_bool(t)) return dc_break(tx, "truth value of a %s", t->tp_name);
-      *out = 1;
-      return DYN_CALL_OK;
-    }
-    case DV_OBJECT: {
-      PyTypeObject* t = Py_TYPE(v->value);
-      if (type_has_len_or_bool(t)) return dc_break(tx, "truth value of a %s (user __bool__/__len__)", t->tp_name);
-      *out = 1;
-      return DYN_CALL_OK;
-    }
-    default:
-      return dc_break(tx, "truth value of a %s", dyn_var_kind_name(v));
-  }
-}
-
-int dyn_iter(dyn_tx* tx, DynVar* v, DynVar** out) {
-  *out = NULL;
-  if (dc_init() < 0) return DYN_CALL_ERROR;
-  if (v->kind == DV_ITER && !(v->extra && PyUnicode_Check(v->extra))) {
-    Py_INCREF(v);
-    *out = v;
-    return DYN_CALL_OK;
-  }
-  PyObject* items;
-  if (v->kind == DV_ITER) { /* a dict view: a fresh iterator each time */
-    items = PyList_GetSlice(v->items, v->index, PyList_GET_SIZE(v->items));
-    if (!items) return DYN_CALL_ERROR;
-  } else if (v->kind == DV_LIST) { /* shares the list's items: mutations are seen */
-    items = v->items;
-    Py_INCREF(items);
-  } else {
-    int rc = dc_items(tx, v, &items);
-    if (rc != DYN_CALL_OK) return rc;
-  }
-  *out = dyn_var_new(DV_ITER, NULL, items, NULL, NULL);
-  Py_DECREF(items);
-  if (!*out) return DYN_CALL_ERROR;
-  (*out)->index = 0;
-  (*out)->created = 1;
-  return DYN_CALL_OK;
-}
-
-/* ---------------------------------------------------------------------------
- * Subscripts
- * ------------------------------------------------------------------------- */
-static int norm_index(dyn_tx* tx, DynVar* key, Py_ssize_t n, Py_ssize_t* idx) {
-  PyObject* k;
-  int rc = dc_as_int(tx, key, &k);
-  if (rc != DYN_CALL_OK) return rc;
-  Py_ssize_t i = PyLong_AsSsize_t(k);
-  Py_DECREF(k);
-  if (i == -1 && PyErr_Occurred()) return dc_break_exc(tx, "index");
-  if (i < 0) i += n;
-  if (i < 0 || i >= n) return dc_break(tx, "index out of range (IndexError in Python)");
-  *idx = i;
-  return DYN_CALL_OK;
-}
-
-static int slice_of(dyn_tx* tx, DynVar* key, PyObject** out) {
-  PyObject* p[3] = {NULL, NULL, NULL};
-  int rc = DYN_CALL_OK;
-  for (int i = 0; i < 3 && rc == DYN_CALL_OK; i++) {
-    DynVar* x = (DynVar*)PyList_GET_ITEM(key->items, i);
-    if (x->kind == DV_CONST && x->value == Py_None) {
-      Py_INCREF(Py_None);
-      p[i] = Py_None;
-    } else {
-      rc = dc_as_int(tx, x, &p[i]);
-    }
-  }
-  if (rc == DYN_CALL_OK) {
-    *out = PySlice_New(p[0], p[1], p[2]);
-    if (!*out) rc = DYN_CALL_ERROR;
-  }
-  for (int i = 0; i < 3; i++) Py_XDECREF(p[i]);
-  return rc;
-}
-
-static int seq_subscr(dyn_tx* tx, DynVar* obj, DynVar* key, DynVar** out) {
-  Py_ssize_t n = PyList_GET_SIZE(obj->items);
-  if (key->kind == DV_SLICE) {
-    PyObject* sl;
-    int rc = slice_of(tx, key, &sl);
-    if (rc != DYN_CALL_OK) return rc;
-    PyObject* r = PyObject_GetItem(obj->items, sl);
-    Py_DECREF(sl);
-    if (!r) return dc_break_exc(tx, "slice");
-    *out = dc_seq(obj->kind == DV_LIST ? DV_LIST : DV_TUPLE, r);
-    Py_DECREF(r);
-    if (*out && obj->kind == DV_TUPLE && obj->extra == dcc.torch_size) {
-      Py_INCREF(dcc.torch_size);
-      (*out)->extra = dcc.torch_size;
-    }
-    return *out ? DYN_CALL_OK : DYN_CALL_ERROR;
-  }
-  if (key->kind == DV_CONST && key->value != Py_None && !PyLong_Check(key->value))
-    return dc_break(tx, "%s index of type %s", dyn_var_kind_name(obj), Py_TYPE(key->value)->tp_name);
-  Py_ssize_t i;
-  int rc = norm_index(tx, key, n, &i);
-  if (rc != DYN_CALL_OK) return rc;
-  *out = (DynVar*)PyList_GET_ITEM(obj->items, i);
-  Py_INCREF(*out);
-  return DYN_CALL_OK;
-}
-
-int dyn_subscr(dyn_tx* tx, DynVar* obj, DynVar* key, DynVar** out) {
-  *out = NULL;
-  if (dc_init() < 0) return DYN_CALL_ERROR;
-  switch (obj->kind) {
-    case DV_TENSOR: {
-      PyObject* f = PyObject_GetAttrString(dcc.operator_mod, "getitem");
-      if (!f) return DYN_CALL_ERROR;
-      DynVar* args[2] = {obj, key};
-      int rc = dc_og_call(tx, "call_function", f, args, 2, NULL, "tensor[...]", out);
-      Py_DECREF(f);
-      return rc;
-    }
-    case DV_TUPLE:
-    case DV_LIST:
-    case DV_NAMEDTUPLE:
-      return seq_subscr(tx, obj, key, out);
-    case DV_DICT: {
-      PyObject* k;
-      int rc = dc_const_of(tx, key, &k);
-      if (rc != DYN_CALL_OK) return rc;
-      PyObject* v = PyDict_GetItemWithError(obj->items, k);
-      Py_DECREF(k);
-      if (!v) {
-        if (PyErr_Occurred()) return dc_break_exc(tx, "dict[...]");
-        return dc_break(tx, "dict key not found (KeyError in Python)");
-      }
-      Py_INCREF(v);
-      *out = (DynVar*)v;
-      return DYN_CALL_OK;
-    }
-    case DV_CONST:
-    case DV_RANGE: {
-      if (obj->kind == DV_CONST && !dc_safe_const(obj->value))
-        return dc_break(tx, "subscript of a %s", Py_TYPE(obj->value)->tp_name);
-      PyObject* k;
-      int rc;
-      if (key->kind == DV_SLICE) rc = slice_of(tx, key, &k);
-      else rc = dc_const_of(tx, key, &k);
-      if (rc != DYN_CALL_OK) return rc;
-      PyObject* r = PyObject_GetItem(obj->value, k);
-      Py_DECREF(k);
-      if (!r) return dc_break_exc(tx, "subscript");
-      if (PyRange_Check(r)) {
-        *out = dyn_var_new(DV_RANGE, r, NULL, NULL, NULL);
-        Py_DECREF(r);
-        return *out ? DYN_CALL_OK : DYN_CALL_ERROR;
-      }
-      return const_op_result(tx, r, "subscript", out);
-    }
-    case DV_MODULE: {
-      PyTypeObject* t = Py_TYPE(obj->value);
-      PyObject* gi = PyObject_GetAttrString((PyObject*)t, "__getitem__");
-      if (!gi) {
-        PyErr_Clear();
-        return dc_break(tx, "subscript of a %s", t->tp_name);
-      }
-      PyObject* ml = PyObject_GetAttrString(dcc.module_list, "__getitem__");
-      PyObject* sq = PyObject_GetAttrString(dcc.sequential, "__getitem__");
-      PyObject* md = PyObject_GetAttrString(dcc.module_dict, "__getitem__");
-      int known = gi == ml || gi == sq || gi == md;
-      int is_dict = gi == md;
-      Py_DECREF(gi);
-      Py_XDECREF(ml);
-      Py_XDECREF(sq);
-      Py_XDECREF(md);
-      if (!known) return dc_break(tx, "subscript of a %s (custom __getitem__)", t->tp_name);
-      PyObject *ch, *keys;
-      int rc = dc_module_children(tx, obj, &ch, &keys);
-      if (rc != DYN_CALL_OK) return rc;
-      if (is_dict) {
-        PyObject* k = NULL;
-        rc = dc_const_of(tx, key, &k);
-        Py_ssize_t pos = -1;
-        if (rc == DYN_CALL_OK) {
-          for (Py_ssize_t i = 0; i < PyList_GET_SIZE(keys); i++)
-            if (PyObject_RichCompareBool(PyList_GET_ITEM(keys, i), k, Py_EQ) == 1) pos = i;
-          if (pos < 0) rc = dc_break(tx, "ModuleDict key not found");
-        }
-        Py_XDECREF(k);
-        if (rc == DYN_CALL_OK) {
-          *out = (DynVar*)PyList_GET_ITEM(ch, pos);
-          Py_INCREF(*out);
-        }
-      } else if (key->kind == DV_SLICE) {
-        rc = dc_break(tx, "slicing a %s", t->tp_name);
-      } else {
-        Py_ssize_t i;
-        rc = norm_index(tx, key, PyList_GET_SIZE(ch), &i);
-        if (rc == DYN_CALL_OK) {
-          *out = (DynVar*)PyList_GET_ITEM(ch, i);
-          Py_INCREF(*out);
-        }
-      }
-      Py_DECREF(ch);
-      Py_XDECREF(keys);
-      return rc;
-    }
-    default:
-      return dc_break(tx, "subscript of a %s", dyn_var_kind_name(obj));
-  }
-}
-
-int dyn_store_subscr(dyn_tx* tx, DynVar* obj, DynVar* key, DynVar* value) {
-  if (dc_init() < 0) return DYN_CALL_ERROR;
-  if (obj->kind == DV_TENSOR) {
-    int rc = check_inplace(tx, obj, "tensor[...] = value");
-    if (rc != DYN_CALL_OK) return rc;
-    PyObject* f = PyObject_GetAttrString(dcc.operator_mod, "setitem");
-    if (!f) return DYN_CALL_ERROR;
-    DynVar* args[3] = {obj, key, value};
-    DynVar* r = NULL;
-    rc = dc_og_call(tx, "call_function", f, args, 3, NULL, "tensor[...] = value", &r);
-    Py_DECREF(f);
-    Py_XDECREF(r);
-    return rc;
-  }
-  if (obj->kind == DV_LIST) {
-    if (key->kind == DV_SLICE) return dc_break(tx, "slice assignment to a list");
-    Py_ssize_t i;
-    int rc = norm_index(tx, key, PyList_GET_SIZE(obj->items), &i);
-    if (rc != DYN_CALL_OK) return rc;
-    Py_INCREF(value);
-    PyList_SetItem(obj->items, i, (PyObject*)value);
-    return dc_mark_mutated(tx, obj) < 0 ? DYN_CALL_ERROR : DYN_CALL_OK;
-  }
-  if (obj->kind == DV_DICT) {
-    PyObject* k;
-    int rc = dc_const_of(tx, key, &k);
-    if (rc != DYN_CALL_OK) return rc;
-    int e = PyDict_SetItem(obj->items, k, (PyObject*)value);
-    Py_DECREF(k);
-    if (e < 0) return dc_break_exc(tx, "dict[...] = value");
-    return dc_mark_mutated(tx, obj) < 0 ? DYN_CALL_ERROR : DYN_CALL_OK;
-  }
-  return dc_break(tx, "item assignment on a %s", dyn_var_kind_name(obj));
 }
 
 /* ---------------------------------------------------------------------------
@@ -1774,9 +1031,9 @@ static int operator_call(dyn_tx* tx, int code, DynVar* const* a, Py_ssize_t n, P
     case OPK_IS: return dyn_compare(tx, DYN_OP_IS, a[0], a[1], out);
     case OPK_ISNOT: return dyn_compare(tx, DYN_OP_IS_NOT, a[0], a[1], out);
     case OPK_TRUTH: {
-      int t;
+      int t = 0;
       int rc = dyn_truth(tx, a[0], &t);
-      if (rc == DYN_CALL_OK) rc = bool_out(t, out);
+      if (rc == DYN_CALL_OK) rc = dc_bool_out(t, out);
       return rc;
     }
   }
@@ -1828,7 +1085,7 @@ int dc_call_real_consts(dyn_tx* tx, PyObject* f, DynVar* const* a, Py_ssize_t n,
   PyObject* r = PyObject_Call(f, pa, pk);
   Py_DECREF(pa);
   Py_XDECREF(pk);
-  return const_op_result(tx, r, what, out);
+  return dc_const_result(tx, r, what, out);
 }
 
 static PyObject* target_name(PyObject* f) {
@@ -1870,7 +1127,7 @@ static int og_function(dyn_tx* tx, PyObject* f, DynVar* const* a, Py_ssize_t n, 
     PyErr_Clear();
     what = "call";
   }
-  int rc = og_call_checked(tx, "call_function", f, a, n, kwargs, what, out);
+  int rc = dc_og_call_checked(tx, "call_function", f, a, n, kwargs, what, out);
   Py_XDECREF(s);
   return rc;
 }

@@ -97,7 +97,78 @@ PyObject* dc_real_of(dyn_tx* tx, DynVar* v);
 int dc_call_real_consts(dyn_tx* tx, PyObject* f, DynVar* const* a, Py_ssize_t n, PyObject* kwargs,
                         const char* what, DynVar** out);
 
-/* dyn_call_obj.c */
+/* shared by dyn_call.c and dyn_call_ops.c */
+#define DC_MAX_UNROLL 100000
+extern const char* const dc_bin_names[13];  /* operator.add ... by BINARY_OP arg */
+extern const char* const dc_ibin_names[13]; /* operator.iadd ... */
+extern const char* const dc_bin_syms[13];   /* "+" ... */
+extern const char* const dc_cmp_names[6];   /* operator.lt ... by Py_LT.. */
+extern const char* const dc_cmp_syms[6];
+/** v is an int constant (not bool). */
+int dc_is_int_const(DynVar* v);
+/** dc_og_call, then the checks of an in-place op when the result is the
+ * Proxy of one of the positional tensor args (the op wrote into it). */
+int dc_og_call_checked(dyn_tx* tx, const char* meth, PyObject* first, DynVar* const* args,
+                       Py_ssize_t n, PyObject* kwargs, const char* what, DynVar** out);
+/** Breaks when an in-place write to tensor `t` cannot be expressed (a view
+ * of it exists in the graph; an input that requires grad in grad mode). */
+int dc_check_inplace(dyn_tx* tx, DynVar* t, const char* what);
+/** *out = a bool constant. */
+int dc_bool_out(int b, DynVar** out);
+/** Result `r` (new ref or NULL with an exception) of a real computation on
+ * constants -> a constant tracker, or a break (exception / unsafe result). */
+int dc_const_result(dyn_tx* tx, PyObject* r, const char* what, DynVar** out);
+
+/* small helpers of dyn_call_obj.c / dyn_call_builtins.c */
+static inline int nkw(PyObject* kwargs) { return kwargs ? (int)PyDict_Size(kwargs) : 0; }
+
+
+static inline int out_const(PyObject* v, DynVar** out) {
+  *out = dyn_var_const(v);
+  return *out ? DYN_CALL_OK : DYN_CALL_ERROR;
+}
+static inline int out_bool(int b, DynVar** out) { return out_const(b ? Py_True : Py_False, out); }
+static inline int out_ssize(Py_ssize_t n, DynVar** out) {
+  PyObject* v = PyLong_FromSsize_t(n);
+  if (!v) return DYN_CALL_ERROR;
+  int rc = out_const(v, out);
+  Py_DECREF(v);
+  return rc;
+}
+
+static inline int out_iter(PyObject* items, const char* marker, DynVar** out) {
+  PyObject* m = marker ? PyUnicode_FromString(marker) : NULL;
+  *out = dyn_var_new(DV_ITER, NULL, items, m, NULL);
+  Py_XDECREF(m);
+  if (!*out) return DYN_CALL_ERROR;
+  (*out)->index = 0;
+  (*out)->created = 1;
+  return DYN_CALL_OK;
+}
+
+static inline DynVar* tuple_of(DynVar* a, DynVar* b) {
+  PyObject* l = PyList_New(2);
+  if (!l) return NULL;
+  Py_INCREF(a);
+  Py_INCREF(b);
+  PyList_SET_ITEM(l, 0, (PyObject*)a);
+  PyList_SET_ITEM(l, 1, (PyObject*)b);
+  DynVar* t = dc_seq(DV_TUPLE, l);
+  Py_DECREF(l);
+  return t;
+}
+
+static inline DynVar* new_dict(PyObject* items) {
+  DynVar* d = dyn_var_new(DV_DICT, NULL, items, NULL, NULL);
+  if (d) d->created = 1;
+  return d;
+}
+
+/** type t uses object's __getattribute__ (slot "__getattribute__") or
+ * __setattr__ ("__setattr__"), or the generic C slots. */
+int dc_uses_object_slot(PyTypeObject* t, const char* slot);
+
+/* dyn_call_obj.c / dyn_call_builtins.c */
 /** Names of the builtins dc_call_builtin knows (NULL-terminated; index =
  * the value in dcc.builtin_ids). */
 extern const char* const dc_builtin_names[];
