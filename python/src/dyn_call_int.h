@@ -164,6 +164,12 @@ static inline DynVar* new_dict(PyObject* items) {
   return d;
 }
 
+/** A dict view (d.keys()...): a DV_TUPLE whose extra is the view's name. */
+static inline int dc_is_view(DynVar* v) {
+  return v->kind == DV_TUPLE && v->extra && PyUnicode_Check(v->extra);
+}
+/** Refreshes the views of dict tracker d after a mutation. 0 / -1. */
+int dc_dict_changed(DynVar* d);
 /** type t uses object's __getattribute__ (slot "__getattribute__") or
  * __setattr__ ("__setattr__"), or the generic C slots. */
 int dc_uses_object_slot(PyTypeObject* t, const char* slot);

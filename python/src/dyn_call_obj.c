@@ -155,11 +155,13 @@ static int list_method(dyn_tx* tx, const char* m, DynVar* self, DynVar* const* a
   return out_const(Py_None, out);
 }
 
-static int dict_view(dyn_tx* tx, DynVar* self, const char* which, DynVar** out) {
+/* The items of a view (`which` = "dict_keys"/"dict_values"/"dict_items")
+ * of dict tracker `d` (new list). */
+static PyObject* view_items(DynVar* d, const char* which) {
   PyObject* l = PyList_New(0);
   Py_ssize_t pos = 0;
   PyObject *k, *v;
-  while (l && PyDict_Next(self->items, &pos, &k, &v)) {
+  while (l && PyDict_Next(d->items, &pos, &k, &v)) {
     DynVar* kv = dyn_var_const(k);
     DynVar* e = NULL;
     if (kv) {
@@ -177,11 +179,47 @@ static int dict_view(dyn_tx* tx, DynVar* self, const char* which, DynVar** out) 
     if (!e || PyList_Append(l, (PyObject*)e) < 0) Py_CLEAR(l);
     Py_XDECREF(e);
   }
+  return l;
+}
+
+/* d.keys()/values()/items(): a DV_TUPLE snapshot marked with the view's
+ * name (extra, a str: the output refuses to rebuild it, ops other than
+ * iteration/len/in break), registered in d->extra (a list of its views) so
+ * that later mutations of d refresh it (views are live in Python). */
+static int dict_view(dyn_tx* tx, DynVar* self, const char* which, DynVar** out) {
   (void)tx;
+  PyObject* l = view_items(self, which);
   if (!l) return DYN_CALL_ERROR;
-  int rc = out_iter(l, which, out);
+  *out = dc_seq(DV_TUPLE, l);
   Py_DECREF(l);
-  return rc;
+  if (!*out) return DYN_CALL_ERROR;
+  (*out)->extra = PyUnicode_FromString(which);
+  if (!(*out)->extra) {
+    Py_CLEAR(*out);
+    return DYN_CALL_ERROR;
+  }
+  if (!self->extra) {
+    self->extra = PyList_New(0);
+    if (!self->extra) return DYN_CALL_ERROR;
+  }
+  if (!PyList_Check(self->extra) || PyList_Append(self->extra, (PyObject*)*out) < 0) {
+    Py_CLEAR(*out);
+    return PyErr_Occurred() ? DYN_CALL_ERROR : dc_break(tx, "view of an unusual dict");
+  }
+  return DYN_CALL_OK;
+}
+
+int dc_dict_changed(DynVar* d) {
+  if (!d->extra || !PyList_Check(d->extra)) return 0;
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(d->extra); i++) {
+    DynVar* v = (DynVar*)PyList_GET_ITEM(d->extra, i);
+    PyObject* l = view_items(d, PyUnicode_AsUTF8(v->extra));
+    if (!l) return -1;
+    int r = PyList_SetSlice(v->items, 0, PyList_GET_SIZE(v->items), l);
+    Py_DECREF(l);
+    if (r < 0) return -1;
+  }
+  return 0;
 }
 
 static int dict_method(dyn_tx* tx, const char* m, DynVar* self, DynVar* const* a, Py_ssize_t n,
@@ -202,12 +240,12 @@ static int dict_method(dyn_tx* tx, const char* m, DynVar* self, DynVar* const* a
       if (PyDict_Update(D, a[0]->items) < 0) return DYN_CALL_ERROR;
     }
     if (kwargs && PyDict_Update(D, kwargs) < 0) return DYN_CALL_ERROR;
-    if (dc_mark_mutated(tx, self) < 0) return DYN_CALL_ERROR;
+    if (dc_mark_mutated(tx, self) < 0 || dc_dict_changed(self) < 0) return DYN_CALL_ERROR;
     return out_const(Py_None, out);
   }
   if (!strcmp(m, "clear") && n == 0) {
     PyDict_Clear(D);
-    if (dc_mark_mutated(tx, self) < 0) return DYN_CALL_ERROR;
+    if (dc_mark_mutated(tx, self) < 0 || dc_dict_changed(self) < 0) return DYN_CALL_ERROR;
     return out_const(Py_None, out);
   }
   if ((!strcmp(m, "get") || !strcmp(m, "pop") || !strcmp(m, "setdefault") ||
@@ -230,20 +268,23 @@ static int dict_method(dyn_tx* tx, const char* m, DynVar* self, DynVar* const* a
       Py_INCREF(v);
       *out = (DynVar*)v;
       if (!strcmp(m, "pop")) {
-        if (PyDict_DelItem(D, k) < 0 || dc_mark_mutated(tx, self) < 0) rc = DYN_CALL_ERROR;
+        if (PyDict_DelItem(D, k) < 0 || dc_mark_mutated(tx, self) < 0 || dc_dict_changed(self) < 0)
+          rc = DYN_CALL_ERROR;
       }
     } else if (n == 2) {
       Py_INCREF(a[1]);
       *out = a[1];
       if (!strcmp(m, "setdefault")) {
-        if (PyDict_SetItem(D, k, (PyObject*)a[1]) < 0 || dc_mark_mutated(tx, self) < 0)
+        if (PyDict_SetItem(D, k, (PyObject*)a[1]) < 0 || dc_mark_mutated(tx, self) < 0 ||
+            dc_dict_changed(self) < 0)
           rc = DYN_CALL_ERROR;
       }
     } else if (!strcmp(m, "get")) {
       rc = out_const(Py_None, out);
     } else if (!strcmp(m, "setdefault")) {
       DynVar* none = dyn_var_const(Py_None);
-      if (!none || PyDict_SetItem(D, k, (PyObject*)none) < 0 || dc_mark_mutated(tx, self) < 0)
+      if (!none || PyDict_SetItem(D, k, (PyObject*)none) < 0 || dc_mark_mutated(tx, self) < 0 ||
+          dc_dict_changed(self) < 0)
         rc = DYN_CALL_ERROR;
       *out = none;
     } else {
@@ -457,6 +498,7 @@ static int bind_class_attr(dyn_tx* tx, DynVar* obj, PyObject* attr, PyObject* na
 int dc_getattr_builtin(dyn_tx* tx, DynVar* obj, PyObject* name, DynVar** out) {
   const char* nm = PyUnicode_AsUTF8(name);
   if (!nm) return DYN_CALL_ERROR;
+  if (dc_is_view(obj)) return dc_break(tx, "attribute .%s of a dict view", nm);
   PyObject* type = NULL;
   switch (obj->kind) {
     case DV_LIST: type = (PyObject*)&PyList_Type; break;
@@ -1049,8 +1091,10 @@ int dc_call_container_method(dyn_tx* tx, PyObject* f, DynVar* const* a, Py_ssize
       if (!e || PyList_Append(l, (PyObject*)e) < 0) Py_CLEAR(l);
       Py_XDECREF(e);
     }
-    rc = l ? out_iter(l, m[0] == 'k' ? "dict_keys" : m[0] == 'v' ? "dict_values" : "dict_items", out)
-           : DYN_CALL_ERROR;
+    *out = l ? dc_seq(DV_TUPLE, l) : NULL;
+    if (*out) (*out)->extra = PyUnicode_FromString(m[0] == 'k' ? "dict_keys" : m[0] == 'v' ? "dict_values" : "dict_items");
+    rc = *out && (*out)->extra ? DYN_CALL_OK : DYN_CALL_ERROR;
+    if (rc != DYN_CALL_OK) Py_CLEAR(*out);
     Py_XDECREF(l);
   } else if (which == 2 && n == 2 && !strcmp(m, "__contains__")) {
     int in = 0;

@@ -130,6 +130,7 @@ int dyn_binop(dyn_tx* tx, int op, DynVar* a, DynVar* b, DynVar** out) {
   if (dc_init() < 0) return DYN_CALL_ERROR;
   if (op < 0 || op >= 26) return dc_break(tx, "binary operator %d", op);
   int base = op % 13;
+  if (dc_is_view(a) || dc_is_view(b)) return dc_break(tx, "operator on a dict view");
   char what[64];
   snprintf(what, sizeof what, "operator %s%s", dc_bin_syms[base], op >= 13 ? "=" : "");
   if (a->kind == DV_TENSOR || b->kind == DV_TENSOR) {
@@ -312,6 +313,7 @@ int dyn_compare(dyn_tx* tx, int op, DynVar* a, DynVar* b, DynVar** out) {
     return dc_bool_out(op == DYN_OP_IN ? r : !r, out);
   }
   if (op < Py_LT || op > Py_GE) return dc_break(tx, "comparison %d", op);
+  if (dc_is_view(a) || dc_is_view(b)) return dc_break(tx, "comparison with a dict view");
   char what[48];
   snprintf(what, sizeof what, "operator %s", dc_cmp_syms[op]);
   if (a->kind == DV_TENSOR || b->kind == DV_TENSOR) {
@@ -618,6 +620,7 @@ static int seq_subscr(dyn_tx* tx, DynVar* obj, DynVar* key, DynVar** out) {
 int dyn_subscr(dyn_tx* tx, DynVar* obj, DynVar* key, DynVar** out) {
   *out = NULL;
   if (dc_init() < 0) return DYN_CALL_ERROR;
+  if (dc_is_view(obj)) return dc_break(tx, "subscript of a dict view (TypeError in Python)");
   switch (obj->kind) {
     case DV_TENSOR: {
       PyObject* f = PyObject_GetAttrString(dcc.operator_mod, "getitem");
@@ -747,7 +750,7 @@ int dyn_store_subscr(dyn_tx* tx, DynVar* obj, DynVar* key, DynVar* value) {
     int e = PyDict_SetItem(obj->items, k, (PyObject*)value);
     Py_DECREF(k);
     if (e < 0) return dc_break_exc(tx, "dict[...] = value");
-    return dc_mark_mutated(tx, obj) < 0 ? DYN_CALL_ERROR : DYN_CALL_OK;
+    return dc_mark_mutated(tx, obj) < 0 || dc_dict_changed(obj) < 0 ? DYN_CALL_ERROR : DYN_CALL_OK;
   }
   return dc_break(tx, "item assignment on a %s", dyn_var_kind_name(obj));
 }

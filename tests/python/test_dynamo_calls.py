@@ -381,3 +381,37 @@ def test_fullgraph_names_the_break():
     cf = ptc.compile(f, fullgraph=True)
     with pytest.raises(Exception, match="item"):
         cf(r(1))
+
+
+def test_dict_views_are_reusable_and_live():
+    def f(x, d):
+        ks = d.keys()
+        n = 0
+        for _ in ks:
+            n += 1
+        for _ in ks:
+            n += 10
+        its = d.items()
+        a, b = its
+        c, _ = its
+        vs = d.values()
+        d["c"] = 3  # views see later insertions
+        return x * n, a, c, len(vs), sorted(ks), "c" in ks
+    check(f, r(2), {"a": 1, "b": 2}, graphs=1, breaks=0)
+
+
+def test_dict_view_ops_break_not_wrong():
+    def f(x, d):
+        return x + 1, d.keys() == {"a", "b"}
+    check(f, r(2), {"a": 1, "b": 2})
+
+
+def test_list_iteration_sees_appends():
+    def f(x, lst):
+        out = []
+        for v in lst:
+            if v == 1:
+                lst.append(7)
+            out.append(v)
+        return x * len(out), out
+    check(f, r(2), [1, 2])
