@@ -69,6 +69,33 @@ for _op in (operator.add, operator.sub, operator.mul, operator.truediv, operator
             operator.ge):
     _ARITH.add(_op)
 
+# calls whose eager result is always a view of their first argument
+_VIEW_OPS = {"view", "view_as", "transpose", "permute", "t", "unsqueeze", "squeeze", "select",
+             "narrow", "expand", "expand_as", "unflatten", "movedim", "moveaxis", "swapaxes",
+             "swapdims", "diagonal", "detach", "alias", "as_strided", "adjoint", "mT", "T",
+             "view_as_real", "unfold"}
+# casts that return the tensor itself when the dtype does not change
+_CAST_OPS = {"to", "type", "float", "double", "half", "bfloat16", "int", "long", "short",
+             "char", "byte", "bool", "type_as"}
+
+
+def _basic_index(idx):
+    """Basic indexing (ints, slices, None, Ellipsis; sizes): a view."""
+    items = idx if isinstance(idx, tuple) else (idx,)
+    for it in items:
+        if it is None or it is Ellipsis or isinstance(it, SymProxy):
+            continue
+        if isinstance(it, int) and not isinstance(it, bool):
+            continue
+        if isinstance(it, slice) and all(
+                x is None or isinstance(x, SymProxy) or
+                (isinstance(x, int) and not isinstance(x, bool))
+                for x in (it.start, it.stop, it.step)):
+            continue
+        return False
+    return True
+
+
 _SYM_OPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "//": operator.floordiv,
             "%": operator.mod}
 _CMP_OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
@@ -80,7 +107,7 @@ class Proxy:
     (shape/dtype) or a ptc.Unavailable; input_index: graph input number or
     -1; param: the real tensor for add_param proxies (else None);
     requires_grad, device: metadata."""
-    __slots__ = ("node", "value", "input_index", "param", "requires_grad", "device",
+    __slots__ = ("node", "value", "input_index", "param", "requires_grad", "device", "alias",
                  "__weakref__")
 
     def __init__(self, node, value, device, requires_grad=False, input_index=-1, param=None):
@@ -90,6 +117,9 @@ class Proxy:
         self.requires_grad = requires_grad
         self.input_index = input_index
         self.param = param
+        # (callable, args): eager returns a view/alias of args[0] here; the
+        # runner replays the call on the real base so aliasing is kept
+        self.alias = None
 
     def __repr__(self):
         v = self.value
@@ -361,6 +391,8 @@ class OutputGraph:
             self.n_ops += 1
             return None
         out = self._wrap(res, node, dev, rg, top=True)
+        if isinstance(out, Proxy) and isinstance(res, _C.Value):
+            out.alias = self._alias_of(kind, fx_target, args, kwargs, res)
         if _has_tensor(res):
             self.n_ops += 1
         else:
@@ -393,6 +425,40 @@ class OutputGraph:
                     a = self.call_method("to", (a, dt), {})
             out.append(a)
         return tuple(out)
+
+    def _alias_of(self, kind, target, args, kwargs, res):
+        """(callable, args) when eager's result of this call is always a view
+        or the input itself (so it must be rebuilt by replaying the call on
+        the real base, not returned as a fresh tensor), else None."""
+        if kind == "call_module" or kwargs or not args or not isinstance(args[0], Proxy):
+            return None
+        base = args[0]
+        if isinstance(base.value, Unavailable):
+            return None
+        if kind == "call_method":
+            name, fn = target, getattr(torch.Tensor, target, None)
+        else:
+            fn = target
+            name = getattr(target, "__name__", "")
+            if target is operator.getitem:
+                name = "getitem"
+            elif getattr(torch, name, None) is not target and \
+                    getattr(torch.Tensor, name, None) is not target:
+                return None
+        if fn is None:
+            return None
+        if name in _VIEW_OPS:
+            pass
+        elif name in _CAST_OPS:
+            if res.dtype != base.value.dtype or any(
+                    isinstance(a, (torch.device, str)) for a in args[1:]):
+                return None  # a real conversion: a copy
+        elif name in ("getitem", "__getitem__"):
+            if not _basic_index(args[1] if len(args) > 1 else None):
+                return None
+        else:
+            return None
+        return (fn, args)
 
     def _check_mutation(self, p):
         n = p.node

@@ -433,7 +433,8 @@ DynRunner* dyn_runner_new(PyObject* compiled, PyObject* inputs, PyObject* effect
  *   (DP_CONST, obj)  (DP_OUT, k: graph output)  (DP_INPUT, i: graph input)
  *   (DP_SRC, DynSource)  (DP_TUPLE, (plans))  (DP_LIST, (plans), memo)
  *   (DP_DICT, (keys), (plans), memo)  (DP_SET, (plans), memo)
- *   (DP_CALL, callable, (plans)): callable(*items) (namedtuples, torch.Size)
+ *   (DP_CALL, callable, (plans)[, memo]): callable(*items) (namedtuples,
+ *       torch.Size; views of tensors replayed on their real base)
  *   (DP_SLICE, start, stop, step)  (DP_MEMO, slot): built earlier this run
  *   (DP_METHOD, func plan, self plan)  (DP_ITER, (plans)): iter(items)
  *   (DP_CELL, index): the frame's closure cell `index` (the cell itself)

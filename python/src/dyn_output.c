@@ -73,11 +73,104 @@ static PyObject* plan_output(out_ctx* c, PyObject* proxy) {
   return tag2n(DP_OUT, k);
 }
 
+static PyObject* plan_proxy(out_ctx* c, PyObject* proxy);
+static int memo_lookup(out_ctx* c, DynVar* v, Py_ssize_t* slot, int* seen);
+
+/* The Proxy / SymProxy classes of ptc._dyn_graph (borrowed, cached). */
+static PyObject *g_proxy_type, *g_symproxy_type;
+static int graph_types(void) {
+  if (g_proxy_type) return 0;
+  /* from sys.modules: PyImport_ImportModule would look __import__ up in the
+   * builtins of the frame being converted (code run by exec may have none) */
+  PyObject* name = PyUnicode_FromString("ptc._dyn_graph");
+  PyObject* m = name ? PyImport_GetModule(name) : NULL;
+  Py_XDECREF(name);
+  if (!m && !PyErr_Occurred()) PyErr_SetString(PyExc_ImportError, "ptc._dyn_graph not imported");
+  if (!m) return -1;
+  g_proxy_type = PyObject_GetAttrString(m, "Proxy");
+  g_symproxy_type = g_proxy_type ? PyObject_GetAttrString(m, "SymProxy") : NULL;
+  Py_DECREF(m);
+  if (!g_symproxy_type) {
+    Py_CLEAR(g_proxy_type);
+    return -1;
+  }
+  return 0;
+}
+
+/* Whether an alias argument holds a Proxy/SymProxy (needs a plan). */
+static int has_graph_value(PyObject* a) {
+  if (Py_TYPE(a) == (PyTypeObject*)g_proxy_type || Py_TYPE(a) == (PyTypeObject*)g_symproxy_type)
+    return 1;
+  if (PyTuple_Check(a) || PyList_Check(a)) {
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(a); i++)
+      if (has_graph_value(PySequence_Fast_GET_ITEM(a, i))) return 1;
+    return 0;
+  }
+  if (PySlice_Check(a)) {
+    PySliceObject* sl = (PySliceObject*)a;
+    return has_graph_value(sl->start) || has_graph_value(sl->stop) || has_graph_value(sl->step);
+  }
+  return 0;
+}
+
+/* Plan of one argument of a replayed view call. */
+static PyObject* plan_arg(out_ctx* c, PyObject* a) {
+  if (!has_graph_value(a)) return tag2(DP_CONST, a);
+  if (Py_TYPE(a) == (PyTypeObject*)g_proxy_type) return plan_proxy(c, a);
+  if (Py_TYPE(a) == (PyTypeObject*)g_symproxy_type) return plan_output(c, a);
+  if (PySlice_Check(a)) {
+    PySliceObject* sl = (PySliceObject*)a;
+    PyObject* p0 = plan_arg(c, sl->start);
+    PyObject* p1 = p0 ? plan_arg(c, sl->stop) : NULL;
+    PyObject* p2 = p1 ? plan_arg(c, sl->step) : NULL;
+    if (!p2) {
+      Py_XDECREF(p0);
+      Py_XDECREF(p1);
+      return NULL;
+    }
+    return Py_BuildValue("(iNNN)", DP_SLICE, p0, p1, p2);
+  }
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(a);
+  PyObject* t = PyTuple_New(n);
+  for (Py_ssize_t i = 0; t && i < n; i++) {
+    PyObject* p = plan_arg(c, PySequence_Fast_GET_ITEM(a, i));
+    if (!p) Py_CLEAR(t);
+    else PyTuple_SET_ITEM(t, i, p);
+  }
+  if (!t) return NULL;
+  if (PyTuple_Check(a)) return Py_BuildValue("(iN)", DP_TUPLE, t);
+  return Py_BuildValue("(iO(N))", DP_CALL, (PyObject*)&PyList_Type,
+                       Py_BuildValue("(iN)", DP_TUPLE, t));
+}
+
+/* A view/alias of another tensor (proxy.alias = (callable, args)): the call
+ * replayed by the runner on the real base, so that aliasing is as in eager
+ * (one object per run). */
+static PyObject* plan_alias(out_ctx* c, PyObject* proxy, PyObject* alias) {
+  if (!PyTuple_Check(alias) || PyTuple_GET_SIZE(alias) != 2 ||
+      !PyTuple_Check(PyTuple_GET_ITEM(alias, 1)))
+    return refuse(c, "%s", "a malformed view record");
+  Py_ssize_t slot;
+  int seen;
+  DynVar* key = (DynVar*)proxy; /* memo keys are object addresses */
+  if (memo_lookup(c, key, &slot, &seen) < 0) return NULL;
+  if (seen) return tag2n(DP_MEMO, slot);
+  PyObject* args = PyTuple_GET_ITEM(alias, 1);
+  Py_ssize_t n = PyTuple_GET_SIZE(args);
+  PyObject* t = PyTuple_New(n);
+  for (Py_ssize_t i = 0; t && i < n; i++) {
+    PyObject* p = plan_arg(c, PyTuple_GET_ITEM(args, i));
+    if (!p) Py_CLEAR(t);
+    else PyTuple_SET_ITEM(t, i, p);
+  }
+  if (!t) return NULL;
+  return Py_BuildValue("(iONn)", DP_CALL, PyTuple_GET_ITEM(alias, 0), t, slot);
+}
+
 /* A tensor: graph input (same object), parameter/constant (same object),
- * or graph output. */
-static PyObject* plan_tensor(out_ctx* c, DynVar* v) {
-  PyObject* proxy = v->value;
-  if (!proxy) return refuse(c, "%s", "a tensor without a graph value");
+ * a view replayed on its base, or a graph output. */
+static PyObject* plan_proxy(out_ctx* c, PyObject* proxy) {
+  if (graph_types() < 0) return NULL;
   PyObject* idx = PyObject_GetAttrString(proxy, "input_index");
   if (!idx) return NULL;
   Py_ssize_t i = PyLong_AsSsize_t(idx);
@@ -92,7 +185,23 @@ static PyObject* plan_tensor(out_ctx* c, DynVar* v) {
     return r;
   }
   Py_DECREF(param);
-  return plan_output(c, proxy);
+  PyObject* alias = PyObject_GetAttrString(proxy, "alias");
+  if (!alias) return NULL;
+  PyObject* r = NULL;
+  if (alias != Py_None) {
+    if (++c->depth > 100) r = refuse(c, "%s", "a too long chain of views");
+    else r = plan_alias(c, proxy, alias);
+    c->depth--;
+  } else {
+    r = plan_output(c, proxy);
+  }
+  Py_DECREF(alias);
+  return r;
+}
+
+static PyObject* plan_tensor(out_ctx* c, DynVar* v) {
+  if (!v->value) return refuse(c, "%s", "a tensor without a graph value");
+  return plan_proxy(c, v->value);
 }
 
 /* A tuple of plans for a list of DynVars (items[start:]). */

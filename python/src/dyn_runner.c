@@ -116,11 +116,18 @@ done:
   return r;
 }
 
+/* callable(*items); with a 4th item, built once per run (memo slot). */
 static PyObject* eval_call(run_ctx* c, PyObject* p) {
+  Py_ssize_t k = -1;
+  if (PyTuple_GET_SIZE(p) >= 4) {
+    if (memo_index(c, p, 3, &k) < 0) return NULL;
+    if (c->memo[k]) return Py_NewRef(c->memo[k]);
+  }
   PyObject* items = eval_items(c, PyTuple_GET_ITEM(p, 2));
   if (!items) return NULL;
   PyObject* r = PyObject_Call(PyTuple_GET_ITEM(p, 1), items, NULL);
   Py_DECREF(items);
+  if (r && k >= 0) c->memo[k] = Py_NewRef(r);
   return r;
 }
 
