@@ -410,3 +410,33 @@ def test_e2e_inplace_input_and_effects():
     torch.testing.assert_close(box.last, x0 * 2 + 1)
     assert len(lst) == 1 and len(G_STATE) == 1
     torch.testing.assert_close(lst[0], (x0 * 2).sum())
+
+
+@needs_compile
+def test_e2e_views_keep_aliasing():
+    def f(x):
+        y = x * 2
+        return x.view(-1), x[1], y, y.t(), x.float()
+
+    x = torch.randn(3, 4)
+    r = ptc.compile(f, backend="cpu")(x)
+    assert r[0].data_ptr() == x.data_ptr() and r[0].shape == (12,)
+    assert r[1].data_ptr() == x[1].data_ptr()
+    assert r[3].data_ptr() == r[2].data_ptr()  # a view of the other output
+    assert r[4] is x  # same-dtype cast returns the tensor itself
+    torch.testing.assert_close(r[3], (x * 2).t())
+
+
+@needs_compile
+def test_e2e_view_mutated_after_a_break():
+    def f(x):
+        y = x.view(-1)
+        print("break")
+        y.mul_(2)
+        return y + 1
+
+    x = torch.randn(3, 4)
+    x0 = x.clone()
+    r = ptc.compile(f, backend="cpu")(x)
+    torch.testing.assert_close(x, x0 * 2)
+    torch.testing.assert_close(r, (x0 * 2).view(-1) + 1)
