@@ -642,6 +642,48 @@ int dc_const_of(dyn_tx* tx, DynVar* v, PyObject** out) {
   return dc_break(tx, "operation on a %s (not a constant)", dyn_var_kind_name(v));
 }
 
+/* Iterators made from a snapshot of a list/dict (enumerate, zip, reversed,
+ * iter(dict)) are watched: mutating the container while one of them is
+ * still running would diverge from Python (which sees the change or raises
+ * RuntimeError), so it breaks instead. */
+int dc_watch(dyn_tx* tx, DynVar* container, DynVar* it) {
+  if (container->kind != DV_LIST && container->kind != DV_DICT) return 0;
+  PyObject* l = PyObject_GetAttrString(tx->og, "_dyn_watch");
+  if (!l) {
+    PyErr_Clear();
+    l = PyList_New(0);
+    if (!l || PyObject_SetAttrString(tx->og, "_dyn_watch", l) < 0) {
+      Py_XDECREF(l);
+      return -1;
+    }
+  }
+  PyObject* pair = PyTuple_Pack(2, (PyObject*)container, (PyObject*)it);
+  int r = pair ? PyList_Append(l, pair) : -1;
+  Py_XDECREF(pair);
+  Py_DECREF(l);
+  return r;
+}
+
+int dc_check_watch(dyn_tx* tx, DynVar* container) {
+  PyObject* l = PyObject_GetAttrString(tx->og, "_dyn_watch");
+  if (!l) {
+    PyErr_Clear();
+    return DYN_CALL_OK;
+  }
+  int rc = DYN_CALL_OK;
+  for (Py_ssize_t i = 0; PyList_Check(l) && i < PyList_GET_SIZE(l); i++) {
+    PyObject* pair = PyList_GET_ITEM(l, i);
+    DynVar* it = (DynVar*)PyTuple_GET_ITEM(pair, 1);
+    if (PyTuple_GET_ITEM(pair, 0) == (PyObject*)container && it->items &&
+        it->index < PyList_GET_SIZE(it->items)) {
+      rc = dc_break(tx, "a %s mutated while an iterator over it is running", dyn_var_kind_name(container));
+      break;
+    }
+  }
+  Py_DECREF(l);
+  return rc;
+}
+
 int dc_mark_mutated(dyn_tx* tx, DynVar* v) {
   if (!v->source || v->created) return 0;
   if (v->mutated) return 0;

@@ -268,6 +268,10 @@ static int b_enumerate(dyn_tx* tx, DynVar* const* a, Py_ssize_t n, PyObject* kwa
   }
   rc = out_iter(items, NULL, out);
   Py_DECREF(items);
+  if (rc == DYN_CALL_OK && dc_watch(tx, a[0], *out) < 0) {
+    Py_CLEAR(*out);
+    return DYN_CALL_ERROR;
+  }
   return rc;
 }
 
@@ -305,6 +309,11 @@ static int b_zip(dyn_tx* tx, DynVar* const* a, Py_ssize_t n, PyObject* kwargs, D
   if (!res) return DYN_CALL_ERROR;
   int rc = out_iter(res, NULL, out);
   Py_DECREF(res);
+  for (Py_ssize_t i = 0; rc == DYN_CALL_OK && i < n; i++)
+    if (dc_watch(tx, a[i], *out) < 0) {
+      Py_CLEAR(*out);
+      rc = DYN_CALL_ERROR;
+    }
   return rc;
 }
 
@@ -319,6 +328,10 @@ static int b_reversed(dyn_tx* tx, DynVar* v, DynVar** out) {
   PyList_Reverse(items);
   rc = out_iter(items, NULL, out);
   Py_DECREF(items);
+  if (rc == DYN_CALL_OK && dc_watch(tx, v, *out) < 0) {
+    Py_CLEAR(*out);
+    return DYN_CALL_ERROR;
+  }
   return rc;
 }
 

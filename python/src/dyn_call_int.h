@@ -78,6 +78,11 @@ int dc_const_of(dyn_tx* tx, DynVar* v, PyObject** out);
 int dc_items(dyn_tx* tx, DynVar* v, PyObject** out);
 /** A new created tracker of kind TUPLE/LIST from a list of DynVar. */
 DynVar* dc_seq(int kind, PyObject* list);
+/** Registers iterator `it` made from a snapshot of list/dict `container`
+ * (0 / -1); dc_check_watch breaks when `container` is about to change while
+ * such an iterator is not exhausted. */
+int dc_watch(dyn_tx* tx, DynVar* container, DynVar* it);
+int dc_check_watch(dyn_tx* tx, DynVar* container);
 /** Records that a pre-existing container/object changed (effect tuple once
  * for lists/dicts). 0 / -1. */
 int dc_mark_mutated(dyn_tx* tx, DynVar* v);

@@ -59,6 +59,10 @@ static int list_method(dyn_tx* tx, const char* m, DynVar* self, DynVar* const* a
   PyObject* L = self->items;
   Py_ssize_t len = PyList_GET_SIZE(L);
   int mut = 0, rc = DYN_CALL_OK;
+  if (strcmp(m, "index") && strcmp(m, "count") && strcmp(m, "copy")) {
+    rc = dc_check_watch(tx, self);
+    if (rc != DYN_CALL_OK) return rc;
+  }
   if (!strcmp(m, "append") && n == 1) {
     if (PyList_Append(L, (PyObject*)a[0]) < 0) return DYN_CALL_ERROR;
     mut = 1;
@@ -225,6 +229,10 @@ int dc_dict_changed(DynVar* d) {
 static int dict_method(dyn_tx* tx, const char* m, DynVar* self, DynVar* const* a, Py_ssize_t n,
                        PyObject* kwargs, DynVar** out) {
   PyObject* D = self->items;
+  if (!strcmp(m, "update") || !strcmp(m, "clear") || !strcmp(m, "pop") || !strcmp(m, "setdefault")) {
+    int rc = dc_check_watch(tx, self);
+    if (rc != DYN_CALL_OK) return rc;
+  }
   if (!strcmp(m, "items") && n == 0) return dict_view(tx, self, "dict_items", out);
   if (!strcmp(m, "keys") && n == 0) return dict_view(tx, self, "dict_keys", out);
   if (!strcmp(m, "values") && n == 0) return dict_view(tx, self, "dict_values", out);

@@ -41,7 +41,9 @@ static int seq_binop(dyn_tx* tx, int op, DynVar* a, DynVar* b, DynVar** out) {
   if (base == 0 && is_seq(a)) {
     if (inplace && a->kind == DV_LIST) { /* list += iterable: extend in place */
       PyObject* items;
-      int rc = dc_items(tx, b, &items);
+      int rc = dc_check_watch(tx, a);
+      if (rc != DYN_CALL_OK) return rc;
+      rc = dc_items(tx, b, &items);
       if (rc != DYN_CALL_OK) return rc;
       rc = PyList_SetSlice(a->items, PyList_GET_SIZE(a->items), PyList_GET_SIZE(a->items), items);
       Py_DECREF(items);
@@ -88,6 +90,10 @@ static int seq_binop(dyn_tx* tx, int op, DynVar* a, DynVar* b, DynVar** out) {
     Py_DECREF(items);
     if (!r) return DYN_CALL_ERROR;
     if (inplace && s == a && a->kind == DV_LIST) {
+      if (dc_check_watch(tx, a) != DYN_CALL_OK) {
+        Py_DECREF(r);
+        return DYN_CALL_BREAK;
+      }
       int e = PyList_SetSlice(a->items, 0, PyList_GET_SIZE(a->items), r);
       Py_DECREF(r);
       if (e < 0 || dc_mark_mutated(tx, a) < 0) return DYN_CALL_ERROR;
@@ -551,6 +557,10 @@ int dyn_iter(dyn_tx* tx, DynVar* v, DynVar** out) {
   if (!*out) return DYN_CALL_ERROR;
   (*out)->index = 0;
   (*out)->created = 1;
+  if (v->kind == DV_DICT && dc_watch(tx, v, *out) < 0) {
+    Py_CLEAR(*out);
+    return DYN_CALL_ERROR;
+  }
   return DYN_CALL_OK;
 }
 
@@ -733,6 +743,10 @@ int dyn_store_subscr(dyn_tx* tx, DynVar* obj, DynVar* key, DynVar* value) {
     Py_DECREF(f);
     Py_XDECREF(r);
     return rc;
+  }
+  if (obj->kind == DV_LIST || obj->kind == DV_DICT) {
+    int rc = dc_check_watch(tx, obj);
+    if (rc != DYN_CALL_OK) return rc;
   }
   if (obj->kind == DV_LIST) {
     if (key->kind == DV_SLICE) return dc_break(tx, "slice assignment to a list");

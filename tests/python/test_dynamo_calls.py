@@ -415,3 +415,19 @@ def test_list_iteration_sees_appends():
             out.append(v)
         return x * len(out), out
     check(f, r(2), [1, 2])
+
+
+def test_container_mutated_during_enumerate_or_dict_loop():
+    def f(x, lst, d):
+        out = []
+        for i, v in enumerate(lst):
+            if i == 0:
+                lst.append(9)
+            out.append(v)
+        try:
+            for k in d:
+                d[k + "x"] = 1
+        except RuntimeError as e:
+            out.append(str(e))
+        return x + len(out), out
+    check(f, r(2), [1, 2], {"a": 1})
