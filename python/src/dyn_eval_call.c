@@ -619,7 +619,125 @@ int ev_return(dyn_evtx* E, dyn_eframe* f, DynVar* v) {
   return S_BREAK;
 }
 
+/* ---- views alive at a break
+ * Graph outputs are fresh tensors: a view of an input (or of another live
+ * tensor) that is alive at a graph break would come back as a copy, and an
+ * in-place write after the break would miss the base. Such a break cannot
+ * be expressed (the frame runs plainly). */
+
+static PyObject* alias_names(void) {
+  static PyObject* names = NULL;
+  if (!names) {
+    PyObject* m = PyImport_ImportModule("ptc._dyn_graph");
+    names = m ? PyObject_GetAttrString(m, "_ALIAS_NAMES") : NULL;
+    Py_XDECREF(m);
+  }
+  return names;
+}
+
+/* Adds the FX nodes of the tensors in v (through containers) to `nodes`. */
+static int collect_nodes(DynVar* v, PyObject* nodes, int depth) {
+  if (!v || depth > 8) return 0;
+  if (v->kind == DV_TENSOR && v->value) {
+    PyObject* n = PyObject_GetAttrString(v->value, "node");
+    int rc = n ? PyList_Append(nodes, n) : -1;
+    Py_XDECREF(n);
+    return rc;
+  }
+  PyObject* items = v->items;
+  if (!items || v->kind == DV_CELL || v->kind == DV_ITER) return 0;
+  if (PyDict_Check(items)) {
+    Py_ssize_t pos = 0;
+    PyObject *k, *it;
+    while (PyDict_Next(items, &pos, &k, &it))
+      if (PyObject_TypeCheck(it, &DynVar_Type) && collect_nodes((DynVar*)it, nodes, depth + 1) < 0)
+        return -1;
+  } else if (PyList_Check(items)) {
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
+      PyObject* it = PyList_GET_ITEM(items, i);
+      if (PyObject_TypeCheck(it, &DynVar_Type) && collect_nodes((DynVar*)it, nodes, depth + 1) < 0)
+        return -1;
+    }
+  }
+  return 0;
+}
+
+/* Whether FX node n is a view/alias op (its first argument is the base). */
+static int is_alias_node(PyObject* n, PyObject* names) {
+  PyObject* op = PyObject_GetAttrString(n, "op");
+  PyObject* t = op ? PyObject_GetAttrString(n, "target") : NULL;
+  int r = 0;
+  if (op && t && PyUnicode_Check(op)) {
+    const char* o = PyUnicode_AsUTF8(op);
+    if (o && (!strcmp(o, "call_function") || !strcmp(o, "call_method"))) {
+      PyObject* name = PyUnicode_Check(t) ? Py_NewRef(t) : PyObject_GetAttrString(t, "__name__");
+      if (!name) PyErr_Clear();
+      r = name ? PySequence_Contains(names, name) : 0;
+      Py_XDECREF(name);
+    }
+  }
+  Py_XDECREF(op);
+  Py_XDECREF(t);
+  return r;
+}
+
+/* 1 when a live tensor is a view whose base chain reaches a graph input, a
+ * parameter or another live tensor; 0 otherwise; -1 on error. */
+static int live_views_unsafe(dyn_eframe* f) {
+  PyObject* names = alias_names();
+  PyObject* nodes = names ? PyList_New(0) : NULL;
+  if (!nodes) return -1;
+  int rc = 0;
+  for (int i = 0; rc == 0 && i < f->sp; i++) rc = collect_nodes(f->stack[i], nodes, 0);
+  for (int i = 0; rc == 0 && i < f->n_locals; i++) rc = collect_nodes(f->locals[i], nodes, 0);
+  Py_ssize_t n = rc == 0 ? PyList_GET_SIZE(nodes) : 0;
+  for (Py_ssize_t i = 0; rc == 0 && i < n; i++) {
+    PyObject* node = PyList_GET_ITEM(nodes, i);
+    Py_INCREF(node);
+    int aliased = 0;
+    for (int hops = 0; hops < 64; hops++) {
+      int a = is_alias_node(node, names);
+      if (a < 0) {
+        rc = -1;
+        break;
+      }
+      if (!a) break;
+      PyObject* args = PyObject_GetAttrString(node, "args");
+      PyObject* base = args && PyTuple_Check(args) && PyTuple_GET_SIZE(args) > 0
+                           ? PyTuple_GET_ITEM(args, 0) : NULL;
+      if (!base || !PyObject_HasAttrString(base, "op")) {
+        Py_XDECREF(args);
+        break;
+      }
+      Py_INCREF(base);
+      Py_DECREF(args);
+      Py_SETREF(node, base);
+      aliased = 1;
+      /* the base is alive too: the two would no longer share memory */
+      for (Py_ssize_t j = 0; j < n; j++)
+        if (PyList_GET_ITEM(nodes, j) == node) rc = 1;
+    }
+    if (rc == 0 && aliased) {
+      PyObject* op = PyObject_GetAttrString(node, "op");
+      const char* o = op && PyUnicode_Check(op) ? PyUnicode_AsUTF8(op) : NULL;
+      if (o && (!strcmp(o, "placeholder") || !strcmp(o, "get_attr"))) rc = 1;
+      Py_XDECREF(op);
+    }
+    Py_DECREF(node);
+  }
+  Py_DECREF(nodes);
+  if (rc < 0) PyErr_Clear();
+  return rc < 0 ? 1 : rc; /* unknown: not safe */
+}
+
 static int emit_break(dyn_evtx* E, dyn_eframe* f) {
+  if (live_views_unsafe(f)) {
+    snprintf(E->why_buf, sizeof E->why_buf,
+             "%.400s; cannot resume after it: a view of another tensor is alive at the break",
+             E->first_reason);
+    E->skip_why = E->why_buf;
+    return S_DONE;
+  }
   if (in_loop(f->dc, E->break_start, E->break_end)) {
     snprintf(E->why_buf, sizeof E->why_buf, "graph break inside a loop: %.500s", E->first_reason);
     E->skip_why = E->why_buf;
