@@ -945,6 +945,25 @@ static int tensor_method(dyn_tx* tx, PyObject* name, DynVar* const* args, Py_ssi
     if (attr) return dc_tensor_attr(tx, self, attr, out);
   }
   if (!strcmp(nm, "__getitem__") && n == 2 && !kwargs) return dyn_subscr(tx, self, args[1], out);
+  if (n == 2 && !kwargs && nm[0] == '_' && nm[1] == '_') { /* x.__add__(y) and friends */
+    for (int i = 0; i < 13; i++) {
+      char dn[32];
+      const char* b = dc_bin_names[i];
+      size_t bl = strlen(b);
+      if (b[bl - 1] == '_') bl--; /* and_ / or_ */
+      snprintf(dn, sizeof dn, "__%.*s__", (int)bl, b);
+      if (!strcmp(nm, dn)) return dyn_binop(tx, i, args[0], args[1], out);
+      snprintf(dn, sizeof dn, "__r%.*s__", (int)bl, b);
+      if (!strcmp(nm, dn)) return dyn_binop(tx, i, args[1], args[0], out);
+      snprintf(dn, sizeof dn, "__i%.*s__", (int)bl, b);
+      if (!strcmp(nm, dn)) return dyn_binop(tx, 13 + i, args[0], args[1], out);
+    }
+    for (int i = 0; i < 6; i++) {
+      char dn[32];
+      snprintf(dn, sizeof dn, "__%s__", dc_cmp_names[i]);
+      if (!strcmp(nm, dn)) return dyn_compare(tx, i, args[0], args[1], out);
+    }
+  }
   if (!strcmp(nm, "__setitem__") && n == 3 && !kwargs) {
     int rc = dyn_store_subscr(tx, self, args[1], args[2]);
     if (rc == DYN_CALL_OK) *out = dyn_var_const(Py_None);

@@ -806,7 +806,7 @@ int dc_call_module(dyn_tx* tx, DynVar* m, DynVar* const* args, Py_ssize_t n, PyO
     if (rc != DYN_CALL_OK) return rc;
     char what[128];
     snprintf(what, sizeof what, "module %s", t->tp_name);
-    return dc_og_call(tx, "call_module", mod, args, n, kwargs, what, out);
+    return dc_og_call_checked(tx, "call_module", mod, args, n, kwargs, what, out);
   }
   Py_DECREF(conv);
   PyObject* fname = PyUnicode_InternFromString("forward");

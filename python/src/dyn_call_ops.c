@@ -114,6 +114,29 @@ static int seq_binop(dyn_tx* tx, int op, DynVar* a, DynVar* b, DynVar** out) {
 
 int dc_const_result(dyn_tx* tx, PyObject* r, const char* what, DynVar** out) {
   if (!r) return dc_break_exc(tx, what);
+  if (PyList_CheckExact(r)) { /* a fresh list of constants (str.split...) */
+    Py_ssize_t n = PyList_GET_SIZE(r);
+    PyObject* l = PyList_New(n);
+    for (Py_ssize_t i = 0; l && i < n; i++) {
+      PyObject* x = PyList_GET_ITEM(r, i);
+      DynVar* c = dc_safe_const(x) ? dyn_var_const(x) : NULL;
+      if (!c) {
+        Py_DECREF(l);
+        l = NULL;
+        if (!PyErr_Occurred()) {
+          Py_DECREF(r);
+          return dc_break(tx, "%s gave a list of non-constants", what);
+        }
+        break;
+      }
+      PyList_SET_ITEM(l, i, (PyObject*)c);
+    }
+    Py_DECREF(r);
+    if (!l) return DYN_CALL_ERROR;
+    *out = dc_seq(DV_LIST, l);
+    Py_DECREF(l);
+    return *out ? DYN_CALL_OK : DYN_CALL_ERROR;
+  }
   if (!dc_safe_const(r)) {
     Py_DECREF(r);
     return dc_break(tx, "%s gave a non-constant result", what);

@@ -431,3 +431,20 @@ def test_container_mutated_during_enumerate_or_dict_loop():
             out.append(str(e))
         return x + len(out), out
     check(f, r(2), [1, 2], {"a": 1})
+
+
+def test_str_split_and_tensor_dunders():
+    def f(x, name):
+        parts = name.split(".")
+        y = x.__add__(1).__rmul__(2).__truediv__(4)
+        return y, parts, len(parts), x.__lt__(0.5)
+    check(f, r(3), "a.b.c", graphs=1, breaks=0)
+
+
+def test_inplace_module_relu():
+    m = nn.Sequential(nn.Linear(4, 4), nn.ReLU(inplace=True))
+
+    def f(x):
+        return m(x) + 1
+    with torch.no_grad():
+        check(f, r(2, 4), graphs=1, breaks=0)
