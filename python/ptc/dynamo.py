@@ -123,7 +123,9 @@ def _optimized_module_class():
 
     class OptimizedModule(torch.nn.Module):
         """An nn.Module whose forward runs the original module under capture.
-        Attribute access reaches the original module (`_orig_mod`)."""
+        Attribute reads and writes reach the original module (`_orig_mod`);
+        parameters, state_dict (keys prefixed "_orig_mod."), train/eval and
+        .to() work through it as a submodule."""
 
         def __init__(self, mod, config):
             super().__init__()
@@ -140,6 +142,24 @@ def _optimized_module_class():
                 return super().__getattr__(name)
             except AttributeError:
                 return getattr(self._modules["_orig_mod"], name)
+
+        def __setattr__(self, name, value):
+            # before _orig_mod exists (nn.Module.__init__) and for the
+            # wrapper's own fields: here; else the write reaches the original
+            # (`training` is kept in both so that both read the same mode)
+            mods = self.__dict__.get("_modules")
+            if name in ("_orig_mod", "_ptc_config") or not mods or "_orig_mod" not in mods:
+                return super().__setattr__(name, value)
+            if name == "training":
+                super().__setattr__(name, value)
+            setattr(mods["_orig_mod"], name, value)
+
+        def __delattr__(self, name):
+            mods = self.__dict__.get("_modules")
+            if mods and "_orig_mod" in mods and name not in ("_orig_mod", "_ptc_config") \
+                    and name not in self.__dict__:
+                return delattr(mods["_orig_mod"], name)
+            return super().__delattr__(name)
 
         def __repr__(self):
             return "OptimizedModule(%r)" % (self._modules["_orig_mod"],)
