@@ -1215,6 +1215,36 @@ static int python_function(dyn_tx* tx, DynVar* fnvar, PyObject* f, DynVar* const
   return rc;
 }
 
+/* torch.is_tensor / is_floating_point / is_complex / numel /
+ * is_grad_enabled; -2 when f is none of them. */
+static int torch_query(dyn_tx* tx, PyObject* f, DynVar* const* a, Py_ssize_t n, PyObject* kwargs,
+                       DynVar** out) {
+  static const char* const names[] = {"is_tensor", "is_floating_point", "is_complex", "numel",
+                                      "is_grad_enabled", NULL};
+  int which = -1;
+  for (int i = 0; names[i] && which < 0; i++) {
+    PyObject* g = PyObject_GetAttrString(dcc.torch, names[i]);
+    if (!g) PyErr_Clear();
+    if (g == f) which = i;
+    Py_XDECREF(g);
+  }
+  if (which < 0) return -2;
+  if (kw_count(kwargs)) return dc_break(tx, "torch.%s with keyword arguments", names[which]);
+  if (which == 4) {
+    if (n) return dc_break(tx, "torch.is_grad_enabled with arguments");
+    return dc_bool_out(tx->grad_enabled, out);
+  }
+  if (n != 1) return dc_break(tx, "torch.%s with %zd arguments", names[which], n);
+  if (which == 0) {
+    if (a[0]->kind == DV_TENSOR) return dc_bool_out(1, out);
+    if (a[0]->kind == DV_OBJECT || a[0]->kind == DV_MODULE || a[0]->kind == DV_ITER)
+      return dc_break(tx, "torch.is_tensor of a %s", dyn_var_kind_name(a[0]));
+    return dc_bool_out(0, out);
+  }
+  if (a[0]->kind != DV_TENSOR) return dc_break(tx, "torch.%s of a %s", names[which], dyn_var_kind_name(a[0]));
+  return dc_tensor_attr(tx, a[0], names[which], out);
+}
+
 static int call_value(dyn_tx* tx, DynVar* fnvar, PyObject* f, DynVar* const* a, Py_ssize_t n,
                       PyObject* kwargs, DynVar** out, PyObject** ia, PyObject** ik) {
   /* grad-mode context managers */
@@ -1276,6 +1306,9 @@ static int call_value(dyn_tx* tx, DynVar* fnvar, PyObject* f, DynVar* const* a, 
     Py_DECREF(items);
     return *out ? DYN_CALL_OK : DYN_CALL_ERROR;
   }
+  /* torch predicates / metadata functions answered from the trackers */
+  rc = torch_query(tx, f, a, n, kwargs, out);
+  if (rc != -2) return rc;
   /* ModuleList / Sequential / ModuleDict methods */
   rc = dc_call_container_method(tx, f, a, n, kwargs, out);
   if (rc != -2) return rc;

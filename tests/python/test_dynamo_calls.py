@@ -448,3 +448,22 @@ def test_inplace_module_relu():
         return m(x) + 1
     with torch.no_grad():
         check(f, r(2, 4), graphs=1, breaks=0)
+
+
+def test_torch_queries_and_creation():
+    def f(x, xs, y):
+        a = torch.zeros(x.shape[0], 3) + x.new_zeros(x.shape[0], 3)
+        b = torch.arange(4).float() * 2
+        c = x.type_as(y).float()
+        m = max(x.shape)
+        ok = isinstance(m, (int, float)) and torch.is_tensor(x) and torch.is_floating_point(x)
+        g = getattr(F, "relu")(x)
+        fns = {"relu": lambda t: t.relu()}
+        parts = []
+        for t in xs:
+            parts.append(t + 1)
+        v = x.view(*x.shape[:-1], -1, 1)
+        if x.numel() > 0 and torch.is_grad_enabled():
+            v = v + 1
+        return a, b, c, m, ok, g, fns["relu"](x), torch.cat(parts), v, torch.numel(x)
+    check(f, r(4, 3), [r(2), r(2)], torch.randn(1).double(), graphs=1, breaks=0)
