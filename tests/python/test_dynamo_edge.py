@@ -1,0 +1,523 @@
+"""test_dynamo_edge.py - corner cases of ptc.compile where a capture can give
+a wrong answer silently: aliasing (inputs passed twice, views returned or
+mutated, the same tensor returned twice, in-place writes on views of inputs
+and on graph values that are aliased), side effects that precede an
+exception, mutable defaults, class attributes and monkeypatched methods
+changed between calls, optional (None) inputs, varying *args/**kwargs,
+broadcasting against automatic dynamic sizes (a dim that becomes 1), empty
+tensors, dtype promotion, deep recursion, threads, and Python syntax forms
+(walrus, chained comparisons, star unpacking, and/or values, sorted with a
+key). Each case compares with plain Python.
+"""
+
+import sys
+import threading
+
+import pytest
+import torch
+
+import ptc
+from dynamo_util import Delta, assert_same, check, clone, fresh_dynamo  # noqa: F401
+
+torch.manual_seed(0)
+
+
+def r(*shape, **kw):
+    return torch.randn(*shape, **kw)
+
+
+# ---- aliasing ------------------------------------------------------------------------------------
+
+def test_same_tensor_passed_twice():
+    def f(x, y):
+        x.add_(1)
+        return y * 2
+    cf = ptc.compile(f)
+    for args_kind in ["distinct", "same", "distinct", "same"]:
+        a = torch.ones(3)
+        b = a if args_kind == "same" else torch.ones(3)
+        ea = torch.ones(3)
+        eb = ea if args_kind == "same" else torch.ones(3)
+        assert_same(cf(a, b), f(ea, eb), path=args_kind)
+        assert_same(a, ea, path=args_kind + " x after")
+
+
+def test_returned_view_aliases_input():
+    def f(x):
+        y = x * 1
+        return x[0], x.t(), y
+    x = r(3, 4)
+    out = ptc.compile(f)(x)
+    out[0].fill_(7.0)
+    assert bool((x[0] == 7.0).all()), "x[0] returned by compiled code must be a view of x"
+    out[1][1, 1] = -5.0
+    assert float(x[1, 1]) == -5.0, "x.t() returned by compiled code must be a view of x"
+
+
+def test_same_value_returned_twice():
+    def f(x):
+        y = x + 1
+        return y, y, [y]
+    out = ptc.compile(f)(r(3))
+    assert out[0] is out[1] and out[2][0] is out[0]
+
+
+def test_inplace_on_aliased_intermediate():
+    def f(x):
+        y = x * 2
+        z = y
+        y.add_(1)
+        w = y.view(-1)
+        w.mul_(3)
+        return z, w
+    check(f, r(2, 3))
+
+
+def test_inplace_on_input_slice_argument():
+    def f(x):
+        x.mul_(2)
+        return x.sum()
+    base = torch.arange(6.0)
+    ref_base = base.clone()
+    out = ptc.compile(f)(base[2:5])
+    ref = f(ref_base[2:5])
+    assert_same(out, ref)
+    assert_same(base, ref_base, path="base of the sliced input")
+
+
+def test_inplace_through_view_of_input_no_break():
+    def f(x):
+        x.view(-1)[1:3].fill_(9.0)
+        x.t()[0].add_(100.0)
+        return x * 1
+    check(f, r(3, 4))
+
+
+def test_detach_shares_storage():
+    def f(x):
+        d = x.detach()
+        d.add_(1)
+        return x * 2
+    check(f, r(3))
+
+
+def test_input_list_contains_same_tensor_twice():
+    def f(xs):
+        xs[0].add_(1)
+        return xs[1] * 1
+    cf = ptc.compile(f)
+    t = torch.zeros(2)
+    out = cf([t, t])
+    assert_same(out, torch.ones(2))
+    u, v = torch.zeros(2), torch.zeros(2)
+    out = cf([u, v])
+    assert_same(out, torch.zeros(2))
+    assert_same(u, torch.ones(2))
+
+
+# ---- side effects and exceptions -----------------------------------------------------------------------
+
+G_STATE = {"n": 0}
+G_FLAG = None
+
+
+def test_effects_before_an_exception_happen():
+    global G_FLAG
+
+    def f(x, lst, d):
+        global G_FLAG
+        lst.append(1)
+        G_FLAG = "set"
+        y = x * 2
+        return y + d["missing"]
+    G_FLAG = None
+    lst = []
+    with pytest.raises(KeyError):
+        ptc.compile(f)(r(3), lst, {})
+    assert lst == [1], "the append before the exception must have happened"
+    assert G_FLAG == "set", "the global write before the exception must have happened"
+    G_FLAG = None
+
+
+def test_inplace_before_an_exception_happens():
+    def f(x, y):
+        x.add_(1)
+        return x + y  # shape mismatch
+    x = torch.zeros(3)
+    with pytest.raises(RuntimeError):
+        ptc.compile(f)(x, torch.zeros(4))
+    assert_same(x, torch.ones(3))
+
+
+def test_exception_inside_loop_after_effects():
+    def f(x, out):
+        for i in range(5):
+            out.append(i)
+            if i == 3:
+                raise IndexError("stop at %d" % i)
+            x = x + 1
+        return x
+    out = []
+    with pytest.raises(IndexError, match="stop at 3"):
+        ptc.compile(f)(r(2), out)
+    assert out == [0, 1, 2, 3]
+
+
+def test_mutable_default_argument():
+    def f(x, acc=[]):  # noqa: B006 - the point of the test
+        acc.append(x.shape[0])
+        return x * len(acc)
+    ref_f = f
+    cf = ptc.compile(f)
+    x = torch.ones(2)
+    outs = [cf(x) for _ in range(3)]
+    assert f.__defaults__[0] == [2, 2, 2]
+    for i, o in enumerate(outs):
+        assert_same(o, x * (i + 1))
+    assert ref_f is f
+
+
+def test_global_dict_counter():
+    G_STATE["n"] = 0
+
+    def f(x):
+        G_STATE["n"] += 1
+        return x + G_STATE["n"]
+    cf = ptc.compile(f)
+    x = torch.zeros(2)
+    for i in range(1, 4):
+        assert_same(cf(x), torch.full((2,), float(i)))
+    assert G_STATE["n"] == 3
+
+
+def test_global_tensor_inplace():
+    t = torch.zeros(3)
+    holder = {"t": t}
+
+    def f(x):
+        holder["t"].add_(x)
+        return holder["t"] * 1
+    cf = ptc.compile(f)
+    for i in range(1, 3):
+        out = cf(torch.ones(3))
+        assert_same(out, torch.full((3,), float(i)))
+    assert_same(t, torch.full((3,), 2.0))
+
+
+def test_parameter_modified_inside_compiled_code():
+    lin = torch.nn.Linear(3, 3)
+    ref = torch.nn.Linear(3, 3)
+    ref.load_state_dict(lin.state_dict())
+
+    def step(m, x):
+        with torch.no_grad():
+            m.weight.mul_(0.5)
+            return m(x)
+    cf = ptc.compile(step)
+    x = r(2, 3)
+    for i in range(3):
+        assert_same(cf(lin, x), step(ref, x), rtol=1e-4, atol=1e-5, path="step %d" % i)
+    assert_same(lin.weight.detach(), ref.weight.detach())
+
+
+def test_attribute_on_tensor_object():
+    def f(x):
+        x.tag = "seen"
+        return x + 1
+    x = r(2)
+    ptc.compile(f)(x)
+    assert getattr(x, "tag", None) == "seen"
+
+
+# ---- guards on things that change between calls ------------------------------------------------------
+
+class K:
+    factor = 2.0
+
+    def scale(self, x):
+        return x * self.factor
+
+
+def test_class_attribute_changed():
+    k = K()
+
+    def f(x):
+        return k.scale(x) + K.factor
+    cf = ptc.compile(f)
+    x = r(3)
+    try:
+        assert_same(cf(x), f(x))
+        K.factor = 5.0
+        assert_same(cf(x), f(x), path="class attribute changed")
+    finally:
+        K.factor = 2.0
+
+
+def test_method_monkeypatched_on_instance_and_class():
+    k = K()
+
+    def f(x):
+        return k.scale(x)
+    cf = ptc.compile(f)
+    x = r(3)
+    saved = K.scale
+    try:
+        assert_same(cf(x), f(x))
+        k.scale = lambda t: t - 100
+        assert_same(cf(x), f(x), path="instance attribute shadows the method")
+        del k.scale
+        K.scale = lambda self, t: t + 100
+        assert_same(cf(x), f(x), path="class method replaced")
+    finally:
+        K.scale = saved
+
+
+def test_optional_input_none_then_tensor():
+    def f(x, bias=None):
+        y = x * 2
+        if bias is not None:
+            y = y + bias
+        return y
+    cf = ptc.compile(f)
+    x = r(3)
+    assert_same(cf(x), f(x))
+    assert_same(cf(x, r(3) * 0 + 1), f(x, torch.ones(3)))
+    assert_same(cf(x, None), f(x, None))
+    assert_same(cf(x, bias=torch.ones(3)), f(x, bias=torch.ones(3)))
+
+
+def test_varying_args_and_kwargs():
+    def f(*xs, **kw):
+        s = xs[0]
+        for t in xs[1:]:
+            s = s + t
+        for k in sorted(kw):
+            s = s * kw[k]
+        return s
+    cf = ptc.compile(f)
+    a = r(2)
+    for args, kw in [((a,), {}), ((a, a), {}), ((a,), {"p": 2.0}), ((a, a, a), {"p": 2.0, "q": 3.0}),
+                     ((a,), {"q": 3.0}), ((a,), {"p": 2.0})]:
+        assert_same(cf(*args, **kw), f(*args, **kw), path="%d args %r" % (len(args), kw))
+
+
+def test_list_of_floats_changed():
+    def f(x, ws):
+        return x * ws[0] + ws[1]
+    cf = ptc.compile(f)
+    x = r(3)
+    ws = [1.0, 2.0]
+    assert_same(cf(x, ws), f(x, ws))
+    ws[0] = 10.0
+    assert_same(cf(x, ws), f(x, ws), path="list item changed in place")
+
+
+def test_dict_value_object_identity():
+    m1, m2 = torch.nn.ReLU(), torch.nn.Tanh()
+
+    def f(x, mods):
+        return mods["act"](x)
+    cf = ptc.compile(f)
+    x = r(3)
+    d = {"act": m1}
+    assert_same(cf(x, d), f(x, d))
+    d["act"] = m2
+    assert_same(cf(x, d), f(x, d), path="module in the dict replaced")
+
+
+# ---- dynamic sizes ---------------------------------------------------------------------------------
+
+def test_broadcasting_with_dynamic_dim_becoming_one():
+    def f(x, y):
+        return x + y
+    cf = ptc.compile(f)
+    for n, m in [(2, 2), (3, 3), (4, 1), (1, 5), (6, 6), (5, 1)]:
+        x, y = r(n, 4), r(m, 4)
+        assert_same(cf(x, y), f(x, y), path="%d,%d" % (n, m))
+
+
+def test_empty_tensors():
+    def f(x):
+        return x * 2 + 1, x.sum(0), x.shape[0]
+    cf = ptc.compile(f)
+    for n in [2, 0, 3, 0, 4]:
+        x = r(n, 3)
+        assert_same(cf(x), f(x), path="n=%d" % n)
+
+
+def test_size_one_then_many():
+    def f(x):
+        return x.squeeze(0) * 2 if x.shape[0] == 1 else x.mean(0)
+    cf = ptc.compile(f)
+    for n in [1, 2, 3, 1, 4]:
+        x = r(n, 3)
+        assert_same(cf(x), f(x), path="n=%d" % n)
+
+
+def test_dynamic_view_error_message():
+    def f(x):
+        return x.view(x.shape[0] // 2, -1, 3) * 1
+    cf = ptc.compile(f)
+    for n in [2, 4, 6]:
+        x = r(n, 3)
+        assert_same(cf(x), f(x))
+    x = r(5, 3)
+    with pytest.raises(RuntimeError) as eager:
+        f(x)
+    with pytest.raises(RuntimeError) as comp:
+        cf(x)
+    assert str(comp.value) == str(eager.value)
+
+
+def test_shape_as_python_values():
+    def f(x):
+        n = x.shape[0]
+        d = {n: "size"}
+        lst = [0] * n
+        return x.sum() + len(lst), d, x.shape[0] / 3, list(x.shape), n in (2, 3)
+    cf = ptc.compile(f)
+    for n in [2, 3, 4, 5]:
+        x = r(n, 2)
+        assert_same(cf(x), f(x), path="n=%d" % n)
+
+
+# ---- dtypes ---------------------------------------------------------------------------------------
+
+def test_dtype_promotion():
+    def f(i, b, h):
+        return i * 1.5, i / 2, i // 2, i % 3, b + b, b * 2, h + i, i.float() + h, -i, i ** 2
+    i = torch.tensor([-3, 0, 5, 7])
+    b = torch.tensor([True, False, True, True])
+    h = torch.tensor([0.5, 1.5, -2.0, 3.0], dtype=torch.float64)
+    check(f, i, b, h)
+
+
+def test_int64_large_values():
+    def f(x):
+        return x * (2 ** 40) + 1, x // 7, x.abs() % 5
+    check(f, torch.tensor([1, -2, 3], dtype=torch.int64))
+
+
+def test_mixed_precision_module():
+    lin = torch.nn.Linear(3, 3).double()
+
+    def f(x):
+        return lin(x.double()).float()
+    with torch.no_grad():
+        check(f, r(2, 3), rtol=1e-5, atol=1e-6)
+
+
+# ---- recursion, threads ---------------------------------------------------------------------------
+
+def rec(x, n):
+    if n == 0:
+        return x
+    return rec(x + 1, n - 1) * 1.0
+
+
+def test_deep_recursion():
+    def f(x):
+        return rec(x, 60)
+    check(f, r(3))
+
+
+def test_recursion_error_same():
+    def inf(x):
+        return inf(x + 1)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(400)
+    try:
+        with pytest.raises(RecursionError):
+            ptc.compile(inf)(r(2))
+    finally:
+        sys.setrecursionlimit(limit)
+    # the capture still works afterwards
+    check(lambda x: x * 2 + 1, r(3))
+
+
+def test_threads():
+    def f(x):
+        return torch.sigmoid(x * 3) - x
+    cf = ptc.compile(f)
+    xs = [r(8) for _ in range(8)]
+    results = [None] * 8
+    errors = []
+
+    def work(i):
+        try:
+            for _ in range(5):
+                results[i] = cf(xs[i])
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for i in range(8):
+        assert_same(results[i], f(xs[i]), path="thread %d" % i)
+
+
+def test_uncompiled_thread_not_captured():
+    # a thread running plain code while another runs compiled code is not captured
+    def plain(x):
+        return x * 5
+    stop = threading.Event()
+    out = {}
+
+    def other():
+        while not stop.is_set():
+            out["v"] = plain(torch.ones(2))
+    t = threading.Thread(target=other)
+    t.start()
+    try:
+        cf = ptc.compile(lambda x: torch.relu(x) + 1)
+        for _ in range(20):
+            cf(r(4))
+    finally:
+        stop.set()
+        t.join()
+    assert ptc._C.dyn_entries(plain.__code__) == []
+    assert_same(out["v"], torch.full((2,), 5.0))
+
+
+# ---- syntax forms ---------------------------------------------------------------------------------
+
+def test_syntax_forms():
+    def f(x, xs, opt):
+        if (n := x.shape[0]) > 2:
+            x = x * n
+        ok = 0 < n < 10
+        first, *rest = xs
+        last = rest[-1] if rest else first
+        v = opt or 3.0
+        w = opt and 5.0
+        y = x + v + (w or 0)
+        z = sorted(xs, key=lambda t: t.shape[0])
+        return y, ok, first + last, len(z), [t.shape[0] for t in z], -n if not ok else n
+    check(f, r(4), [r(3), r(1), r(3)], None)
+    check(f, r(2), [r(3)], 2.0)
+
+
+def test_nested_functions_and_closures_returned():
+    def f(x):
+        k = x.shape[0]
+
+        def g(y):
+            return y * k
+        return g(x), g
+    cf = ptc.compile(f)
+    x = r(3)
+    out, g = cf(x)
+    ref, rg = f(x)
+    assert_same(out, ref)
+    assert_same(g(torch.ones(2)), rg(torch.ones(2)))
+
+
+def test_string_and_type_introspection():
+    def f(x, name):
+        parts = name.split("_")
+        key = "-".join(p.upper() for p in parts)
+        return x * len(key), key, type(x).__name__, isinstance(x, (list, torch.Tensor)), str(x.dtype)
+    check(f, r(2), "a_bb_c")
