@@ -521,3 +521,135 @@ def test_string_and_type_introspection():
         key = "-".join(p.upper() for p in parts)
         return x * len(key), key, type(x).__name__, isinstance(x, (list, torch.Tensor)), str(x.dtype)
     check(f, r(2), "a_bb_c")
+
+
+# ---- modules changed between calls ----------------------------------------------------------------
+
+class Lin(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.relu(self.lin(x)) + 1
+
+
+def test_forward_hook_registered_after_compile():
+    m = Lin().eval()
+    cm = ptc.compile(m)
+    x = r(2, 4)
+    with torch.no_grad():
+        assert_same(cm(x), m(x), rtol=1e-4, atol=1e-5)
+        h = m.lin.register_forward_hook(lambda mod, inp, out: out * 10)
+        assert_same(cm(x), m(x), rtol=1e-4, atol=1e-5, path="forward hook on a submodule")
+        h.remove()
+        h2 = m.register_forward_pre_hook(lambda mod, inp: (inp[0] * -1,))
+        assert_same(cm(x), m(x), rtol=1e-4, atol=1e-5, path="pre-hook on the module")
+        h2.remove()
+        assert_same(cm(x), m(x), rtol=1e-4, atol=1e-5, path="hooks removed")
+
+
+def test_parameter_data_swapped():
+    m = Lin().eval()
+    cm = ptc.compile(m)
+    x = r(2, 4)
+    with torch.no_grad():
+        cm(x)
+        m.lin.weight.data = torch.randn(4, 4)
+        assert_same(cm(x), m(x), rtol=1e-4, atol=1e-5, path=".data replaced (same shape)")
+        m.lin.weight.data = torch.randn(4, 4).t()
+        assert_same(cm(x), m(x), rtol=1e-4, atol=1e-5, path=".data replaced (transposed strides)")
+
+
+def test_module_converted_to_double():
+    m = Lin().eval()
+    cm = ptc.compile(m)
+    x = r(2, 4)
+    with torch.no_grad():
+        cm(x)
+        m.double()
+        xd = x.double()
+        assert_same(cm(xd), m(xd), rtol=1e-6, atol=1e-8, path="after .double()")
+
+
+def test_parameter_requires_grad_toggled():
+    m = Lin()
+    cm = ptc.compile(m)
+    x = r(2, 4)
+    assert_same(cm(x), m(x), rtol=1e-4, atol=1e-5)
+    m.requires_grad_(False)
+    assert_same(cm(x), m(x), rtol=1e-4, atol=1e-5, path="requires_grad off")
+    m.requires_grad_(True)
+    out = cm(x)
+    assert_same(out, m(x), rtol=1e-4, atol=1e-5, path="requires_grad on again")
+    out.sum().backward()
+    assert m.lin.weight.grad is not None
+
+
+# ---- names resolved at run time -------------------------------------------------------------------
+
+def _make_module(src, name):
+    """A module made from source (its globals are its own)."""
+    import types
+    mod = types.ModuleType(name)
+    mod.__dict__["torch"] = torch
+    exec(compile(src, __file__ + ":" + name, "exec"), mod.__dict__)
+    return mod
+
+
+def test_global_of_another_module_changed():
+    mod = _make_module("K = 2.0\ndef helper(x):\n    return x * K\n", "edge_helper_mod")
+
+    def f(x):
+        return mod.helper(x) + 1
+    cf = ptc.compile(f)
+    x = r(3)
+    assert_same(cf(x), f(x))
+    mod.K = 7.0
+    assert_same(cf(x), f(x), path="the helper's module global changed")
+
+
+def test_global_shadows_builtin_after_compile():
+    mod = _make_module("def f(x):\n    return x * len(x)\n", "edge_shadow_mod")
+    cf = ptc.compile(mod.f)
+    x = r(3)
+    assert_same(cf(x), mod.f(x))
+    mod.len = lambda t: 100
+    assert_same(cf(x), mod.f(x), path="a global named len now shadows the builtin")
+    del mod.len
+    assert_same(cf(x), mod.f(x), path="shadowing global removed")
+
+
+def test_builtins_module_patched():
+    import builtins
+    mod = _make_module("def f(x):\n    return x * abs(-2)\n", "edge_builtins_mod")
+    cf = ptc.compile(mod.f)
+    x = r(3)
+    assert_same(cf(x), mod.f(x))
+    saved = builtins.abs
+    try:
+        builtins.abs = lambda v: 10
+        assert_same(cf(x), mod.f(x), path="builtins.abs patched")
+    finally:
+        builtins.abs = saved
+
+
+def test_inlined_closure_cell_changed():
+    def make():
+        k = [2.0]
+
+        def helper(x):
+            return x * k[0]
+
+        def setk(v):
+            k[0] = v
+        return helper, setk
+    helper, setk = make()
+
+    def f(x):
+        return helper(x) + 1
+    cf = ptc.compile(f)
+    x = r(3)
+    assert_same(cf(x), f(x))
+    setk(9.0)
+    assert_same(cf(x), f(x), path="a closure cell of an inlined function changed")
