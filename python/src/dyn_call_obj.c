@@ -7,6 +7,8 @@
  * Anything whose Python semantics are not reproduced exactly breaks. */
 #include "dyn_call_int.h"
 
+#include <structmember.h> /* PyMemberDef (3.11) */
+
 #include <string.h>
 
 /* 1 when type t uses object.__getattribute__ / object.__setattr__ (a
@@ -922,7 +924,10 @@ int dc_setattr_object(dyn_tx* tx, DynVar* obj, PyObject* name, DynVar* value) {
     PyObject* s = sa ? _PyType_Lookup(t, sa) : NULL;
     Py_XDECREF(sa);
     if (s != dcc.module_setattr) return dc_break(tx, "setting .%s on a %s (custom __setattr__)", nm, t->tp_name);
-    if (value->kind == DV_MODULE || value->kind == DV_TENSOR)
+    /* a Module value registers a submodule; a tensor made in the trace is
+     * never a Parameter, so it is a plain attribute unless the name is a
+     * parameter/buffer/submodule (checked below) */
+    if (value->kind == DV_MODULE || (value->kind == DV_TENSOR && value->source))
       return dc_break(tx, "assigning a %s to module attribute .%s", dyn_var_kind_name(value), nm);
     PyObject* d = inst_dict(o);
     int special = 0;
@@ -935,7 +940,9 @@ int dc_setattr_object(dyn_tx* tx, DynVar* obj, PyObject* name, DynVar* value) {
     if (special) return dc_break(tx, "assigning to parameter/buffer/submodule .%s", nm);
   }
   PyObject* attr = _PyType_Lookup(t, name);
-  if (attr && Py_TYPE(attr)->tp_descr_set)
+  if (attr && Py_TYPE(attr)->tp_descr_set &&
+      (Py_TYPE(attr) != &PyMemberDescr_Type ||
+       (((PyMemberDescrObject*)attr)->d_member->flags & 1 /* READONLY */)))
     return dc_break(tx, "setting .%s through a %s descriptor", nm, Py_TYPE(attr)->tp_name);
   if (!strncmp(nm, "__", 2)) return dc_break(tx, "setting special attribute .%s", nm);
   if (PyDict_SetItem(obj->items, name, (PyObject*)value) < 0) return DYN_CALL_ERROR;

@@ -467,3 +467,60 @@ def test_torch_queries_and_creation():
             v = v + 1
         return a, b, c, m, ok, g, fns["relu"](x), torch.cat(parts), v, torch.numel(x)
     check(f, r(4, 3), [r(2), r(2)], torch.randn(1).double(), graphs=1, breaks=0)
+
+
+class Slotted:
+    __slots__ = ("a", "b")
+
+    def __init__(self):
+        self.a = 1.5
+        self.b = None
+
+
+class WithClassAttrs:
+    base = 10
+
+    @classmethod
+    def make(cls, v):
+        return v + cls.base
+
+    @staticmethod
+    def st(v):
+        return v * 3
+
+    def __init__(self):
+        self.items = {"a": 1}
+
+
+class SavesLast(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+
+    def forward(self, x):
+        y = self.lin(x)
+        self.last = y * 2
+        return y
+
+
+def test_slots_classmethods_staticmethods_module_tensor_attr():
+    m = SavesLast()
+
+    def f(x, o, c):
+        t = x + o.a
+        c.items["b"] = 2
+        for _, v in c.items.items():
+            t = t + v
+        u = WithClassAttrs.make(1) + c.make(2) + WithClassAttrs.st(1) + c.st(2) + c.base
+        o.b = 7
+        return t * u, m(x), m.last
+    o1, o2 = Slotted(), Slotted()
+    c1, c2 = WithClassAttrs(), WithClassAttrs()
+    x = r(3)
+    with torch.no_grad():
+        with Delta() as d:
+            out = ptc.compile(f)(x, o1, c1)
+        ref = f(x, o2, c2)
+    assert_same(out, ref, grad=False)
+    assert o1.b == o2.b == 7 and c1.items == c2.items
+    assert d.graphs == 1 and d.breaks == 0, d
