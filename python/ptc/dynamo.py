@@ -68,7 +68,8 @@ class Config:
     """The capture config of one ptc.compile call (read by the C hook and
     the evaluator): backend, mode, dynamic (None: automatic; True: every dim
     >= 2 dynamic; False: static), fullgraph, cache_size_limit (compiled
-    versions per code object before it runs plain Python; default 8) and
+    versions per code object before it runs plain Python; default 8),
+    cache_key (the part of the options cache entries are keyed by) and
     graphs_log (list of info dicts the converter appends, one per graph)."""
 
     def __init__(self, backend="cpu", mode=None, dynamic=None, fullgraph=False,
@@ -79,6 +80,12 @@ class Config:
         self.fullgraph = bool(fullgraph)
         self.cache_size_limit = int(cache_size_limit)
         self.graphs_log = []
+
+    @property
+    def cache_key(self):
+        """The options a cache entry depends on: an entry made under one
+        config runs for another only when their cache_key are equal."""
+        return (self.backend, self.mode, self.dynamic, self.fullgraph)
 
     def __repr__(self):
         return ("Config(backend=%r, mode=%r, dynamic=%r, fullgraph=%r, cache_size_limit=%d, "

@@ -469,6 +469,11 @@ typedef struct dyn_entry {
   PyObject* fn;         /* function of `code` for a graph break (strong) or NULL */
   PyObject* info;       /* dict for explain: graph code, break reason, op count (strong) */
   int64_t hits;
+  /* set by the hook (dyn_hook.c) after the conversion: the compile options
+   * are part of the cache key (an entry runs only for a config with an
+   * equal config.cache_key: backend, mode, dynamic, fullgraph) */
+  PyObject* config;     /* the config it was made for (strong; the fast identity check) */
+  PyObject* config_key; /* that config's cache_key (strong, may be NULL) */
 } dyn_entry;
 
 /** Converts a frame (cache miss): traces it and returns a new entry

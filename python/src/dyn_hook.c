@@ -58,6 +58,8 @@ void dyn_entry_free(dyn_entry* e) {
   Py_XDECREF(e->code);
   Py_XDECREF(e->fn);
   Py_XDECREF(e->info);
+  Py_XDECREF(e->config);
+  Py_XDECREF(e->config_key);
   PyMem_Free(e);
 }
 
@@ -522,19 +524,45 @@ static PyObject* entry_run(dyn_entry* e, const dyn_frame_view* v, int* fallback)
   return out;
 }
 
-/* Looks the frame up in the code's cache. Returns the entry that matches
- * (moved to the front), NULL when none does; *first_failed receives the
- * failing guard index of the most recent entry. */
-static dyn_entry* cache_lookup(code_state* st, const dyn_frame_view* v) {
+/* The config's cache_key (new reference, or NULL without exception when
+ * it has none). */
+static PyObject* config_key_of(PyObject* cfg) {
+  PyObject* k = PyObject_GetAttrString(cfg, "cache_key");
+  if (!k) PyErr_Clear();
+  return k;
+}
+
+/* Whether entry `e` was made for config `cfg` (or one with an equal
+ * cache_key); *key caches cfg's key between calls (new ref or NULL). */
+static int entry_config_matches(dyn_entry* e, PyObject* cfg, PyObject** key, int* have_key) {
+  if (e->config == cfg) return 1;
+  if (!*have_key) {
+    *key = config_key_of(cfg);
+    *have_key = 1;
+  }
+  if (!*key || !e->config_key) return 0;
+  int eq = PyObject_RichCompareBool(*key, e->config_key, Py_EQ);
+  if (eq < 0) PyErr_Clear();
+  return eq == 1;
+}
+
+/* Looks the frame up in the code's cache: entries made for this config (by
+ * cache_key) whose guards hold. Returns the entry that matches (moved to the
+ * front), NULL when none does. */
+static dyn_entry* cache_lookup(code_state* st, const dyn_frame_view* v, PyObject* cfg) {
   dyn_entry *prev = NULL, *e = st->entries;
+  PyObject* key = NULL;
+  int have_key = 0;
   tls_busy++;
   for (; e; prev = e, e = e->next) {
+    if (!entry_config_matches(e, cfg, &key, &have_key)) continue;
     Py_ssize_t failed = -1;
     int r = dyn_guards_check(e->guards, v, &failed);
     if (r < 0) PyErr_Clear();
     if (r == 1) break;
   }
   tls_busy--;
+  Py_XDECREF(key);
   if (e && prev) {
     prev->next = e->next;
     e->next = st->entries;
@@ -618,6 +646,30 @@ static dyn_entry* convert(code_state* st, const dyn_frame_view* v, PyObject* cfg
     }
     return NULL;
   }
+  /* the new entry was made from this very frame: its guards must hold (if
+   * not, it is a converter bug and the entry would never be used) */
+  Py_ssize_t failed = -1;
+  tls_busy++;
+  int ok = e->guards ? dyn_guards_check(e->guards, v, &failed) : 0;
+  tls_busy--;
+  if (ok != 1) {
+    PyObject* line = NULL;
+    if (ok == 0 && e->guards) {
+      PyObject* d = dyn_guards_describe(e->guards);
+      line = d && failed >= 0 && failed < PyList_GET_SIZE(d) ? Py_NewRef(PyList_GET_ITEM(d, failed)) : NULL;
+      Py_XDECREF(d);
+    }
+    PyErr_Clear();
+    PyErr_Format(PyExc_RuntimeError, "the new cache entry's guards do not hold for its own frame (%S)",
+                 line ? line : Py_None);
+    Py_XDECREF(line);
+    dyn_entry_free(e);
+    warn_internal(st, v->code, "converting");
+    st->skip = 1;
+    return NULL;
+  }
+  e->config = Py_NewRef(cfg);
+  e->config_key = config_key_of(cfg);
   if (st->entries) stats.recompiles++;
   stats.entries++;
   if (e->runner && e->runner->compiled && e->runner->compiled != Py_None) stats.graphs++;
@@ -657,7 +709,7 @@ static PyObject* hook(PyThreadState* ts, struct _PyInterpreterFrame* f, int thro
   dyn_frame_view v;
   view_fill(&v, f);
   Py_INCREF(cfg); /* the entry may call dyn_enable */
-  dyn_entry* e = cache_lookup(st, &v);
+  dyn_entry* e = cache_lookup(st, &v, cfg);
   if (e) stats.cache_hits++;
   else {
     int propagate = 0;
