@@ -1356,6 +1356,19 @@ int ev_step(dyn_evtx* E, dyn_eframe* f, const dyn_insn* in, int* next) {
       return ev_op_call(E, f, arg);
     case CALL_FUNCTION_EX:
       return ev_op_call_ex(E, f, arg);
+    case RETURN_GENERATOR:
+      if (!f->gen_items) break;
+      /* the first resumption pushes the sent value (None) */
+      return ev_push(f, dyn_var_const(Py_None)) < 0 ? S_ERR : S_OK;
+    case YIELD_VALUE: {
+      if (!f->gen_items) break;
+      DynVar* v = ev_pop(f);
+      if (!v) return S_ERR;
+      int rc = PyList_Append(f->gen_items, (PyObject*)v);
+      Py_DECREF(v);
+      if (rc < 0) return S_ERR;
+      return ev_push(f, dyn_var_const(Py_None)) < 0 ? S_ERR : S_OK;
+    }
     case LOAD_ASSERTION_ERROR:
       return ev_push(f, dyn_var_const(PyExc_AssertionError)) < 0 ? S_ERR : S_OK;
     case RAISE_VARARGS:
@@ -1374,12 +1387,12 @@ int ev_step(dyn_evtx* E, dyn_eframe* f, const dyn_insn* in, int* next) {
       return ev_return(E, f, v);
     }
 #endif
-    default: {
-      const char* nm = dyn_opname(op);
-      dyn_break(&E->tx, "unsupported opcode %s", nm ? nm : "?");
-      return S_BREAK;
-    }
+    default:
+      break;
   }
+  const char* nm = dyn_opname(op);
+  dyn_break(&E->tx, "unsupported opcode %s", nm ? nm : "?");
+  return S_BREAK;
 }
 
 #endif /* PTC_DYN_SUPPORTED */

@@ -81,6 +81,7 @@ static void frame_free(dyn_eframe* f) {
   for (int i = 0; i < f->sp; i++) Py_XDECREF(f->stack[i]);
   Py_XDECREF(f->closure);
   Py_XDECREF(f->retval);
+  Py_XDECREF(f->gen_items);
   PyMem_Free(f->locals);
   PyMem_Free(f->stack);
   PyMem_Free(f);
@@ -387,9 +388,15 @@ static int inline_call(dyn_evtx* E, dyn_eframe* parent, DynVar* fnv, PyObject* a
   fn_parts p;
   int st = fn_get_parts(E, fnv, &p);
   if (st != S_OK) return st;
+  int genexpr = 0;
   if (p.code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE)) {
-    dyn_break(&E->tx, "call of generator/coroutine function %s", PyUnicode_AsUTF8(p.code->co_name));
-    return S_BREAK;
+    const char* nm = PyUnicode_AsUTF8(p.code->co_name);
+    genexpr = nm && !strcmp(nm, "<genexpr>") && (p.code->co_flags & CO_GENERATOR);
+    if (!genexpr) {
+      PyErr_Clear();
+      dyn_break(&E->tx, "call of generator/coroutine function %s", nm ? nm : "?");
+      return S_BREAK;
+    }
   }
   const dyn_code* dc = get_code(E, p.code);
   if (!dc) {
@@ -402,13 +409,28 @@ static int inline_call(dyn_evtx* E, dyn_eframe* parent, DynVar* fnv, PyObject* a
   if (!f) return S_ERR;
   f->closure = fn_closure(E, fnv, &st);
   if (st == S_OK) st = bind_args(E, fnv, &p, f, args, kwargs);
+  Py_ssize_t n_effects = PyList_GET_SIZE(E->tx.side_effects);
+  if (st == S_OK && genexpr && !(f->gen_items = PyList_New(0))) st = S_ERR;
   if (st == S_OK) {
     E->tx.depth++;
     E->tx.n_inlined++;
     st = run_frame(E, f);
     E->tx.depth--;
     E->cur = parent;
-    if (st == S_RET) {
+    if (st == S_RET && genexpr) {
+      /* A generator expression runs to its end at once: its values become
+       * an iterator. Sound only when producing them has no side effect the
+       * consumer could observe in between (extra values a short-circuiting
+       * consumer never asks for are pure graph ops / constants). */
+      if (PyList_GET_SIZE(E->tx.side_effects) != n_effects) {
+        dyn_break(&E->tx, "generator expression with side effects");
+        st = S_BREAK;
+      } else {
+        *out = dyn_var_new(DV_ITER, NULL, f->gen_items, NULL, NULL);
+        if (*out) (*out)->created = 1;
+        st = *out ? S_OK : S_ERR;
+      }
+    } else if (st == S_RET) {
       *out = f->retval;
       f->retval = NULL;
       st = S_OK;

@@ -25,6 +25,8 @@ struct dyn_eframe {
   PyObject* kwnames;      /* pending KW_NAMES tuple (borrowed from co_consts) */
   int ip;                 /* instruction being executed */
   DynVar* retval;         /* set by RETURN in an inlined frame (strong) */
+  PyObject* gen_items;    /* generator expression run eagerly: the values it
+                             yielded (list of DynVar, strong), else NULL */
 };
 
 /** A decoded code object cached for the trace (inlined functions). */

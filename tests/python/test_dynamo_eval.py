@@ -401,3 +401,21 @@ def test_graphs_log_info():
     assert len(e.break_reasons) == 1
     reason, where = e.break_reasons[0]
     assert "print" in reason and "test_dynamo_eval.py:" in where
+
+
+def test_generator_expressions_run_eagerly():
+    def f(a, xs):
+        s = sum(t * 2 for t in xs)
+        if any(v > 2 for v in (1, 3)):
+            s = s + 1
+        return s + a, tuple(i * a for i in range(2))
+
+    check(f, x(), [x(), y()], backend="eager", graphs=1, breaks=0)
+
+
+def test_generator_expression_with_side_effects_is_sound():
+    def f(a, log):
+        s = sum(log.append(i) or i for i in range(3))
+        return a * s
+
+    check(f, x(), [], backend="eager")
