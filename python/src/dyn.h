@@ -241,8 +241,13 @@ enum dyn_var_kind {
   DV_METHOD,    /* bound method: extra = self DynVar, value = the function (DynVar) */
   DV_MODULE,    /* value: an nn.Module instance; items: attribute writes made
                    during the trace {name -> DynVar} */
-  DV_OBJECT,    /* value: a user object (instance); items: attribute writes */
-  DV_CELL,      /* items: [contents DynVar] or [] when empty */
+  DV_OBJECT,    /* value: a user object (instance); items: attribute writes.
+                   extra = a str: a value the trace cannot use (tensor subclass,
+                   tensor ptc refuses...): any use must break with that reason */
+  DV_CELL,      /* items: [contents DynVar] or [] when empty; a cell that exists
+                   for real: value = the cell, extra = the DynSource of its
+                   contents, items = NULL until first read, index = its root
+                   closure index (or -1); created = 1 for cells of the trace */
   DV_ITER,      /* items: list of DynVar remaining; index: position */
   DV_NULL,      /* the NULL pushed by PUSH_NULL / LOAD_GLOBAL|LOAD_ATTR (3.12) */
   DV_GRAD_CTX,  /* torch.no_grad() / enable_grad() / set_grad_enabled(b): n = mode */
