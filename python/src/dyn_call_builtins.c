@@ -384,6 +384,8 @@ static int b_minmax(dyn_tx* tx, DynVar* const* a, Py_ssize_t n, PyObject* kwargs
 static int b_sum(dyn_tx* tx, DynVar* const* a, Py_ssize_t n, PyObject* kwargs, DynVar** out) {
   DynVar* startv = n == 2 ? a[1] : kwarg(kwargs, "start");
   if (n < 1 || n > 2 || nkw(kwargs) > (startv && n == 1 ? 1 : 0)) return dc_break(tx, "sum() arguments");
+  if (startv && startv->kind == DV_CONST && (PyUnicode_Check(startv->value) || PyBytes_Check(startv->value)))
+    return dc_break(tx, "sum() of strings (TypeError in Python)");
   PyObject* items;
   int rc = dc_items(tx, a[0], &items);
   if (rc != DYN_CALL_OK) return rc;

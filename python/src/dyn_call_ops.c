@@ -36,6 +36,11 @@ static int is_seq(DynVar* v) {
 }
 static int seq_is_list(DynVar* v) { return v->kind == DV_LIST; }
 
+static int is_size(DynVar* v) {
+  return (v->kind == DV_TUPLE && v->extra == dcc.torch_size) ||
+         (v->kind == DV_CONST && (PyObject*)Py_TYPE(v->value) == dcc.torch_size);
+}
+
 static int seq_binop(dyn_tx* tx, int op, DynVar* a, DynVar* b, DynVar** out) {
   int base = op % 13, inplace = op >= 13;
   if (base == 0 && is_seq(a)) {
@@ -67,7 +72,7 @@ static int seq_binop(dyn_tx* tx, int op, DynVar* a, DynVar* b, DynVar** out) {
     if (rc == 0) *out = dc_seq(seq_is_list(a) ? DV_LIST : DV_TUPLE, ia);
     Py_DECREF(ia);
     if (!*out) return DYN_CALL_ERROR;
-    if (a->kind == DV_TUPLE && a->extra == dcc.torch_size) {
+    if (is_size(a)) { /* torch.Size + tuple is a torch.Size */
       Py_INCREF(dcc.torch_size);
       (*out)->extra = dcc.torch_size;
     }
@@ -103,7 +108,7 @@ static int seq_binop(dyn_tx* tx, int op, DynVar* a, DynVar* b, DynVar** out) {
     }
     *out = dc_seq(seq_is_list(s) ? DV_LIST : DV_TUPLE, r);
     Py_DECREF(r);
-    if (*out && s->kind == DV_TUPLE && s->extra == dcc.torch_size) {
+    if (*out && is_size(s)) {
       Py_INCREF(dcc.torch_size);
       (*out)->extra = dcc.torch_size;
     }
