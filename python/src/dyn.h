@@ -395,10 +395,14 @@ enum { DYN_OP_IS = 110, DYN_OP_IS_NOT, DYN_OP_IN, DYN_OP_NOT_IN };
  * - DV_TUPLE with extra = torch.Size (the class): a tensor shape with
  *   symbolic dims (rebuild as torch.Size(items)). Fully static shapes are
  *   DV_CONST torch.Size values.
- * - DV_ITER: items = list of DynVar, index = next position; extra = NULL,
- *   or a str "dict_keys"/"dict_values"/"dict_items" for dict views (len()
- *   and `in` work on those). An iterator over a DV_LIST shares the list's
- *   items object (list mutations during the loop are seen, as in Python).
+ * - DV_ITER: items = list of DynVar, index = next position. An iterator
+ *   over a DV_LIST shares the list's items object (list mutations during
+ *   the loop are seen, as in Python); enumerate/zip/reversed/iter(dict)
+ *   snapshot their container and break if it is mutated while they run.
+ * - Dict views (d.keys()/values()/items()): DV_TUPLE with extra = the str
+ *   "dict_keys"/"dict_values"/"dict_items", kept equal to the dict (the
+ *   DV_DICT's extra lists its views); iteration, len(), `in`, unpacking
+ *   work; other ops break; the output must refuse to rebuild one.
  * - Methods: dyn_getattr returns DV_METHOD {value = the function var,
  *   extra = self}: for tensors and builtin containers the function var is a
  *   DV_CONST of the unbound descriptor (torch.Tensor.add, list.append), so
