@@ -903,18 +903,10 @@ static int trace(dyn_evtx* E) {
     }
     if (!f->closure) st = S_ERR;
   }
-  if (st == S_OK && E->alias) {
-    E->skip_why = E->alias_reason;
-    st = S_DONE;
-  }
   if (st == S_OK) st = run_frame(E, f);
   E->cur = NULL;
   E->root = NULL;
   frame_free(f);
-  if (st == S_BREAK && E->alias) {
-    E->skip_why = E->alias_reason;
-    st = S_DONE;
-  }
   return st;
 }
 

@@ -45,8 +45,6 @@ typedef struct dyn_evtx {
   int break_end;
   int cur_start, cur_end;  /* root instruction group being executed */
   long steps;              /* instructions interpreted (all frames) */
-  int alias;               /* an input object was reached through two sources */
-  char alias_reason[256];
   PyObject* cells;         /* dict id(real cell) -> DV_CELL tracker */
   PyObject* globals_w;     /* dict (id(globals), name) -> DynVar written by STORE_GLOBAL */
   PyObject* null_var;      /* the DV_NULL tracker */

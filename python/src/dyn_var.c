@@ -705,7 +705,13 @@ DynVar* dyn_wrap(dyn_tx* tx, PyObject* value, DynSource* src) {
     Py_DECREF(fast);
     return v;
   }
-  if (PyDict_CheckExact(value)) return wrap_dict(tx, value, src);
+  if (PyDict_CheckExact(value)) {
+    if (PyDict_GET_SIZE(value) > WRAP_MAX_ITEMS) {
+      if (guard(tx, DG_TYPE, src, (PyObject*)Py_TYPE(value), 0) < 0) return NULL;
+      return unusable(value, src, "dict too large to trace");
+    }
+    return wrap_dict(tx, value, src);
+  }
   if (PyAnySet_CheckExact(value)) {
     PyObject* items = PyList_New(0);
     PyObject* it = items ? PyObject_GetIter(value) : NULL;
