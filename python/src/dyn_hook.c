@@ -49,7 +49,7 @@ typedef struct code_state {
 
 static code_state* all_states; /* list head */
 static Py_ssize_t extra_index = -1;
-static PyObject* skip_prefixes; /* tuple of str (directory prefixes with a trailing '/') */
+static PyObject* skip_prefixes; /* ((directory prefix ending in '/', skip 0/1), ...) */
 
 void dyn_entry_free(dyn_entry* e) {
   if (!e) return;
@@ -134,24 +134,37 @@ static code_state* code_state_of(PyCodeObject* code) {
 /* ======================================================================
  * Skip rules
  * ====================================================================== */
-/* Directory prefixes never captured: the standard library (sysconfig's
- * stdlib/platstdlib), torch's and ptc's packages (computed once). */
+/* The filename rules (computed once, at the first dyn_enable): frames of
+ * the standard library (sysconfig's stdlib/platstdlib) and of torch's,
+ * numpy's and ptc's packages are never captured. */
 static int skip_prefixes_init(void) {
   if (skip_prefixes) return 0;
+  /* ((prefix, skip), ...) in order, first match wins: the library
+   * packages (skipped), then package directories (site-packages,
+   * dist-packages: captured, even when inside the stdlib tree as in
+   * /usr/local/lib/python3.X/site-packages), then the standard library */
   const char* code =
       "def _f():\n"
-      "    import os, sys, sysconfig\n"
-      "    out = set()\n"
-      "    p = sysconfig.get_paths()\n"
-      "    for k in ('stdlib', 'platstdlib'):\n"
-      "        if p.get(k):\n"
-      "            out.add(p[k]); out.add(os.path.realpath(p[k]))\n"
+      "    import os, site, sys, sysconfig\n"
+      "    def norm(ds):\n"
+      "        out = []\n"
+      "        for d in ds:\n"
+      "            for e in (d, os.path.realpath(d)):\n"
+      "                e = e.rstrip('/') + '/'\n"
+      "                if e != '/' and e not in out: out.append(e)\n"
+      "        return out\n"
+      "    libs, sites = [], []\n"
       "    for name in ('torch', 'ptc', 'numpy'):\n"
-      "        m = sys.modules.get(name)\n"
-      "        f = getattr(m, '__file__', None) if m is not None else None\n"
-      "        if f:\n"
-      "            d = os.path.dirname(f); out.add(d); out.add(os.path.realpath(d))\n"
-      "    return tuple(sorted(d.rstrip('/') + '/' for d in out))\n";
+      "        f = getattr(sys.modules.get(name), '__file__', None)\n"
+      "        if f: libs.append(os.path.dirname(f))\n"
+      "    p = sysconfig.get_paths()\n"
+      "    sites += [p[k] for k in ('purelib', 'platlib') if p.get(k)]\n"
+      "    try: sites += list(site.getsitepackages()) + [site.getusersitepackages()]\n"
+      "    except Exception: pass\n"
+      "    sites += [d for d in sys.path if d.rstrip('/').endswith(('site-packages', 'dist-packages'))]\n"
+      "    std = [p[k] for k in ('stdlib', 'platstdlib') if p.get(k)]\n"
+      "    return tuple([(d, 1) for d in norm(libs)] + [(d, 0) for d in norm(sites)] +\n"
+      "                 [(d, 1) for d in norm(std)])\n";
   PyObject* g = PyDict_New();
   PyObject* r = NULL;
   if (g && PyDict_SetItemString(g, "__builtins__", PyEval_GetBuiltins()) == 0) {
@@ -182,9 +195,10 @@ static int code_skipped_by_file(PyCodeObject* code) {
     return r < 0 ? -1 : r > 0;
   }
   for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(skip_prefixes); i++) {
-    Py_ssize_t r = PyUnicode_Tailmatch(fn, PyTuple_GET_ITEM(skip_prefixes, i), 0, len, -1);
+    PyObject* pair = PyTuple_GET_ITEM(skip_prefixes, i);
+    Py_ssize_t r = PyUnicode_Tailmatch(fn, PyTuple_GET_ITEM(pair, 0), 0, len, -1);
     if (r < 0) return -1;
-    if (r) return 1;
+    if (r) return PyObject_IsTrue(PyTuple_GET_ITEM(pair, 1));
   }
   return 0;
 }
