@@ -231,6 +231,12 @@ def test_skip_rules():
     assert not _C._dyn_skipped(compile("def f(): pass", "<string>", "exec"))
 
 
+def test_skip_rules_capture_installed_packages():
+    tv = pytest.importorskip("torchvision")
+    ptc.compile(lambda x: x, backend="eager")(1)  # the rules exist after a first enable
+    assert not _C._dyn_skipped(tv.models.resnet.BasicBlock.forward.__code__)
+
+
 def test_enable_returns_previous_and_is_per_thread():
     class C:
         backend, mode, dynamic, fullgraph, cache_size_limit, graphs_log = "eager", None, None, False, 8, []
