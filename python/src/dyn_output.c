@@ -526,6 +526,30 @@ static void *refused(out_ctx* c, const char* where) {
   return NULL;
 }
 
+/* An exception of ptc refusing the graph as a whole (Unsupported,
+ * UnsupportedError, ptc.Error from compiling) becomes a graph break with its
+ * message: the frame then runs plainly (or the trace restarts before the
+ * return), without an internal-error warning. Other exceptions stay. */
+static void unsupported_to_break(dyn_tx* tx) {
+  PyObject *et, *ev, *tb;
+  PyErr_Fetch(&et, &ev, &tb);
+  const char* tname = et && PyType_Check(et) ? ((PyTypeObject*)et)->tp_name : "";
+  const char* dot = strrchr(tname, '.');
+  const char* base = dot ? dot + 1 : tname;
+  if (strcmp(base, "Unsupported") && strcmp(base, "UnsupportedError") && strcmp(base, "Error")) {
+    PyErr_Restore(et, ev, tb);
+    return;
+  }
+  PyObject* msg = ev ? PyObject_Str(ev) : NULL;
+  const char* m = msg ? PyUnicode_AsUTF8(msg) : NULL;
+  if (!m) PyErr_Clear();
+  dyn_break(tx, "graph not compilable: %.400s", m ? m : base);
+  Py_XDECREF(msg);
+  Py_XDECREF(et);
+  Py_XDECREF(ev);
+  Py_XDECREF(tb);
+}
+
 /* When the trace ran ops in grad mode, whether the graph needs autograd
  * (og.compile then runs it eagerly) depends on the parameters'
  * requires_grad flags: one TRUTH guard per parameter. 0 / -1. */
@@ -558,6 +582,7 @@ static DynRunner* compile_runner(out_ctx* c, PyObject* effects, PyObject* plan, 
   PyObject* inputs = PyList_AsTuple(tx->inputs);
   if (!inputs) return NULL;
   PyObject* res = PyObject_CallMethod(tx->og, "compile", "O", c->outputs);
+  if (!res) unsupported_to_break(tx);
   PyObject* compiled = NULL;
   if (res && (!PyTuple_Check(res) || PyTuple_GET_SIZE(res) != 2 ||
               !PyDict_Check(PyTuple_GET_ITEM(res, 1)))) {
