@@ -74,6 +74,34 @@ static PyObject* py_unsupported_error(PyObject* self, PyObject* unused) {
   return Py_XNewRef(cls);
 }
 
+/* _C._dyn_guard_bench(guard_set, locals, globals, n) -> seconds per
+ * dyn_guards_check over a frame view of `locals` (measurements). */
+static PyObject* py_guard_bench(PyObject* self, PyObject* args) {
+  (void)self;
+  PyObject *gs, *locals, *globals;
+  Py_ssize_t n;
+  if (!PyArg_ParseTuple(args, "O!O!O!n", &DynGuardSet_Type, &gs, &PyList_Type, &locals,
+                        &PyDict_Type, &globals, &n))
+    return NULL;
+  dyn_frame_view v = {0};
+  v.globals = globals;
+  v.builtins = PyEval_GetBuiltins();
+  v.locals = (PyObject* const*)((PyListObject*)locals)->ob_item;
+  v.n_locals = v.n_args = PyList_GET_SIZE(locals);
+  PyObject* clock = PyImport_ImportModule("time");
+  PyObject* t0 = clock ? PyObject_CallMethod(clock, "perf_counter", NULL) : NULL;
+  int ok = 1;
+  for (Py_ssize_t i = 0; t0 && i < n && ok == 1; i++) ok = dyn_guards_check((DynGuardSet*)gs, &v, NULL);
+  PyObject* t1 = t0 ? PyObject_CallMethod(clock, "perf_counter", NULL) : NULL;
+  PyObject* r = NULL;
+  if (t1 && ok >= 0)
+    r = PyFloat_FromDouble((PyFloat_AsDouble(t1) - PyFloat_AsDouble(t0)) / (double)(n > 0 ? n : 1));
+  Py_XDECREF(clock);
+  Py_XDECREF(t0);
+  Py_XDECREF(t1);
+  return r;
+}
+
 static PyMethodDef dyn_methods[] = {
     {"dyn_enable", dyn_py_enable, METH_O,
      "dyn_enable(config_or_None) -> previous: sets this thread's capture config "
@@ -86,6 +114,8 @@ static PyMethodDef dyn_methods[] = {
      "_dyn_skipped(code) -> whether the filename rules skip this code (tests)."},
     {"_dyn_source", (PyCFunction)(void (*)(void))py_source, METH_VARARGS | METH_KEYWORDS,
      "_dyn_source(kind, arg=None, base=None, name=None) -> DynSource (tests)."},
+    {"_dyn_guard_bench", py_guard_bench, METH_VARARGS,
+     "_dyn_guard_bench(guard_set, locals, globals, n) -> seconds per guard check."},
     {"_dyn_unsupported_error", py_unsupported_error, METH_NOARGS,
      "_dyn_unsupported_error() -> the fullgraph break exception class or None."},
     {NULL, NULL, 0, NULL}};
