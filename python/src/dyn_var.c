@@ -362,7 +362,12 @@ static int is_namedtuple_type(PyTypeObject* tp) {
  * constant (parameters; tensors held by nn.Modules - buffers -, globals,
  * closures). */
 static int tensor_is_input(dyn_tx* tx, PyObject* t, DynSource* src) {
-  if (PyObject_TypeCheck(t, (PyTypeObject*)dyn_var_torch_attr("torch.nn.Parameter"))) return 0;
+  PyObject* param = dyn_var_torch_attr("torch.nn.Parameter");
+  if (!param) {
+    PyErr_Clear();
+    return 0;
+  }
+  if (PyObject_TypeCheck(t, (PyTypeObject*)param)) return 0;
   for (DynSource* s = src; s; s = s->base) {
     if (s->kind == DS_ITEM) continue;
     if (s->kind == DS_ATTR) {
