@@ -488,7 +488,27 @@ static void emit_stream_out(cg* g, uint32_t m, const char* at, const char* count
  * 65536x4096 31.6 -> 25.8 ms). "Next" is the next value of the innermost
  * outer var, which is what a thread's next iteration is (static schedule);
  * past a dim's end the prefetch is of some other row, which is harmless
- * (prefetches never fault; the address is computed as an integer). */
+ * (prefetches never fault; the address is computed as an integer).
+ *
+ * Spread (the default where the kernel has one static inner range of at
+ * least two row blocks): instead of one burst of a row's prefetches, the
+ * second pass runs in blocks of CPU_CG_ROW_BLOCK elements and each block
+ * starts with the prefetches of its own share of the next row. A burst
+ * fills the core's line-fill buffers at once and stalls it until most of
+ * the row has arrived; spread, the requests stay in flight while the pass
+ * computes. PTC_CPU_ROW_PREFETCH=burst|spread|spread-l2|off overrides
+ * (spread-l2: prefetcht1, into L2 only). */
+typedef enum row_pf_mode { ROW_PF_SPREAD = 0, ROW_PF_BURST, ROW_PF_SPREAD_L2, ROW_PF_OFF } row_pf_mode;
+
+static row_pf_mode row_prefetch_mode(void) {
+  const char* v = getenv("PTC_CPU_ROW_PREFETCH");
+  if (!v || !*v) return ROW_PF_SPREAD;
+  if (!strcmp(v, "burst")) return ROW_PF_BURST;
+  if (!strcmp(v, "spread-l2")) return ROW_PF_SPREAD_L2;
+  if (!strcmp(v, "off")) return ROW_PF_OFF;
+  return ROW_PF_SPREAD;
+}
+
 static ptc_status choose_prefetch(cg* g) {
   const sched_kernel* k = g->k;
   if (!has_reduction(g) || g->mode == CG_MODE_SPLIT || g->tiled || g->colsplit || g->row <= 0 ||
@@ -541,12 +561,97 @@ static ptc_status choose_prefetch(cg* g) {
                     "  for (int64_t q = 0; q < %lld; q += 64)\n"
                     "    __builtin_prefetch((const void*)(pf + (uintptr_t)q), 0, 3);\n}\n",
                     (long long)sat_mul(row, es));
+      if (g->n_prefetch < CPU_CG_MAX_PREFETCH) { /* the spread form's base address */
+        uint32_t j = g->n_prefetch++;
+        g->prefetch_es[j] = es;
+        ptc_sb_printf(&g->prefetch_bases, "uintptr_t ptc_pf%u; /* the next row of %s */\n", j, name);
+        ptc_sb_append(&g->prefetch_bases, "{\n  const int64_t");
+        for (uint32_t d = 0; d < k->n_rranges; d++)
+          ptc_sb_printf(&g->prefetch_bases, "%s r%u = 0", d ? "," : "", d);
+        ptc_sb_append(&g->prefetch_bases, ";");
+        for (uint32_t d = 0; d < k->n_rranges; d++)
+          ptc_sb_printf(&g->prefetch_bases, " (void)r%u;", d);
+        ptc_sb_printf(&g->prefetch_bases,
+                      "\n  ptc_pf%u = (uintptr_t)&%s[%s] + (uintptr_t)%lld;\n}\n", j, name,
+                      idx.data ? idx.data : "0", (long long)sat_mul(c, es));
+      } else {
+        g->n_prefetch = CPU_CG_MAX_PREFETCH + 1; /* too many: no spread form */
+      }
     }
   }
   ptc_sb_free(&seen);
   ptc_sb_free(&idx);
-  if (bytes < stream_threshold()) ptc_sb_free(&g->prefetch);
-  return g->prefetch.oom ? ptc_status_oom() : PTC_OK;
+  row_pf_mode mode = row_prefetch_mode();
+  if (bytes < stream_threshold() || mode == ROW_PF_OFF) {
+    ptc_sb_free(&g->prefetch);
+    ptc_sb_free(&g->prefetch_bases);
+    g->n_prefetch = 0;
+  }
+  if (g->prefetch.oom || g->prefetch_bases.oom) return ptc_status_oom();
+  /* the spread form: one static inner range of at least two blocks */
+  if (g->prefetch.len && mode != ROW_PF_BURST && g->n_prefetch <= CPU_CG_MAX_PREFETCH &&
+      k->n_rranges == 1 && row >= 2 * CPU_CG_ROW_BLOCK) {
+    g->prefetch_spread = true;
+    g->prefetch_hint = mode == ROW_PF_SPREAD_L2 ? 2 : 3;
+    g->rblock = CPU_CG_ROW_BLOCK;
+  }
+  return PTC_OK;
+}
+
+static bool group_feeds_m(const cg* g, const uint32_t* grp, uint32_t n, uint32_t m);
+static bool member_streams(const cg* g, uint32_t m);
+
+/* How streamed rows of a reduction kernel with one static inner range of at
+ * least two blocks leave (PTC_CPU_ROW_STREAM=row|block|defer overrides):
+ *  - row: the whole row is staged, then copied out after its pass;
+ *  - block: block by block after each block of the storing pass (stream
+ *    arrays of one block: less L1 next to the row scratch);
+ *  - defer: the row stays staged in a per-thread array and is copied out
+ *    during the next row's first blocked pass (the prefetching one, or the
+ *    storing one itself), one block before each block, so that the
+ *    non-temporal stores are in flight while that pass computes instead of
+ *    in one burst at the row's end. Needs the parallel region (the arrays
+ *    and the previous row's destination live in it; the last row of each
+ *    thread is copied out after its loop) and every streamed store in one
+ *    group. */
+static void choose_stream_rblocks(cg* g) {
+  const char* v = getenv("PTC_CPU_ROW_STREAM");
+  if (v && !strcmp(v, "row")) return;
+  if (!g->streamed || g->stream_blocks || g->k->n_rranges != 1 || g->row < 2 * CPU_CG_ROW_BLOCK)
+    return;
+  g->rblock = CPU_CG_ROW_BLOCK;
+  if (v && !strcmp(v, "defer") && g->mode == CG_MODE_OUTER) {
+    /* the groups of emit_outer_body, numbered like groups_done */
+    const sched_kernel* k = g->k;
+    uint32_t* grp = calloc(k->n_nodes ? k->n_nodes : 1, sizeof *grp);
+    if (grp) {
+      uint32_t n = 0, gi = 0, streams = 0, sg = 0;
+      bool one = true;
+      for (uint32_t m = 0; m <= k->n_nodes; m++) {
+        bool close = m == k->n_nodes || g->members[m].kind == CG_MEM_OUTER ||
+                     group_feeds_m(g, grp, n, m);
+        if (close && n) {
+          bool st = false;
+          for (uint32_t j = 0; j < n; j++) st = st || member_streams(g, grp[j]);
+          if (st) {
+            if (streams++) one = false;
+            sg = gi;
+          }
+          gi++;
+          n = 0;
+        }
+        if (m < k->n_nodes && g->members[m].kind != CG_MEM_OUTER) grp[n++] = m;
+      }
+      free(grp);
+      if (one && streams == 1) {
+        g->stream_defer = true;
+        g->stream_group = sg;
+        g->defer_group = g->prefetch_spread && sg >= 1 ? 1 : sg;
+        return;
+      }
+    }
+  }
+  g->stream_rblocks = true;
 }
 
 /* The prefetch statements, indented. */
@@ -640,6 +745,117 @@ static void emit_inner_loop(cg* g, const group* gr) {
   ptc_sb_free(&clauses);
 }
 
+/* Whether member m stores a streamed buffer (in its inner loop). */
+static bool member_streams(const cg* g, uint32_t m) {
+  if (!g->streamed || g->members[m].kind != CG_MEM_INNER) return false;
+  const ir_body* body = &g->members[m].node->body;
+  for (uint32_t i = 0; i < body->n; i++)
+    if (g->members[m].live[i] && body->ops[i].opcode == IR_STORE && g->streamed[body->ops[i].buf])
+      return true;
+  return false;
+}
+
+/* Whether a member of the group stores a streamed buffer. */
+static bool group_streams(cg* g, const group* gr) {
+  for (uint32_t j = 0; j < gr->n; j++)
+    if (member_streams(g, gr->m[j])) return true;
+  return false;
+}
+
+/* Per streamed buffer stored by member m: `ptc_prev_<name>` = the
+ * destination of the row just stored (its copy-out is deferred). */
+static void emit_stream_defer_mark(cg* g, uint32_t m) {
+  const ir_body* body = &g->members[m].node->body;
+  cg_member_begin(g, m);
+  for (uint32_t i = 0; i < body->n; i++) {
+    const ir_op* op = &body->ops[i];
+    if (!g->members[m].live[i] || op->opcode != IR_STORE || !g->streamed[op->buf]) continue;
+    char name[40];
+    cg_buf_name(g, op->buf, name, sizeof name);
+    ptc_strbuf idx;
+    ptc_sb_init(&idx);
+    cg_index(g, &idx, op->index);
+    cg_line(g, &g->body, "{");
+    cg_line(g, &g->body, "  const int64_t r0 = 0; (void)r0;");
+    cg_line(g, &g->body, "  ptc_prev_%s = (char*)&%s[%s];", name, name, idx.data ? idx.data : "0");
+    cg_line(g, &g->body, "}");
+    ptc_sb_free(&idx);
+  }
+}
+
+/* Copies out the deferred rows: with `block`, the elements [rb, rb + count)
+ * of each (before block rb of the deferring pass), else whole (after a
+ * thread's loop). */
+static void emit_stream_defer_out(cg* g, bool block, const char* count) {
+  for (size_t b = 0; b < g->n_buffers; b++) {
+    if (!g->streamed[b]) continue;
+    char name[40];
+    cg_buf_name(g, (int32_t)b, name, sizeof name);
+    const char* st = cg_storage_type(ir_buf(g->p, (int32_t)b)->dtype);
+    if (block)
+      cg_line(g, &g->body,
+              "if (ptc_prev_%s) ptc_stream_store(ptc_prev_%s + sizeof(%s) * (size_t)rb, &%s_t[rb], "
+              "sizeof(%s) * (size_t)(%s));",
+              name, name, st, name, st, count);
+    else
+      cg_line(g, &g->body,
+              "if (ptc_prev_%s) ptc_stream_store(ptc_prev_%s, %s_t, sizeof(%s) * (size_t)%lld);",
+              name, name, name, st, (long long)g->row);
+  }
+}
+
+/* The declarations of the parallel region of a deferring kernel. */
+static void emit_stream_defer_decls(cg* g) {
+  emit_stream_decls(g, g->row);
+  for (size_t b = 0; b < g->n_buffers; b++) {
+    if (!g->streamed[b]) continue;
+    char name[40];
+    cg_buf_name(g, (int32_t)b, name, sizeof name);
+    cg_line(g, &g->body, "char* ptc_prev_%s = NULL; /* the staged row's destination */", name);
+  }
+}
+
+/* The group's inner loop (one static range of g->row elements) in blocks
+ * of g->rblock: before each block, with `prefetch`, the prefetches of its
+ * share of the next row; after it, with stream_rblocks, the copy-out of
+ * its streamed elements. */
+static void emit_inner_loop_blocked(cg* g, const group* gr, bool prefetch, bool defer) {
+  ptc_strbuf clauses;
+  ptc_sb_init(&clauses);
+  bool simd = group_simd(g, gr, &clauses);
+  long long n = (long long)g->row, b = (long long)g->rblock;
+  bool exact = n % b == 0;
+  char hi[96], count[96];
+  snprintf(hi, sizeof hi, exact ? "rb + %lld" : "ptc_imin(rb + %lld, %lld)", b, n);
+  snprintf(count, sizeof count, exact ? "%lld" : "ptc_imin(rb + %lld, %lld) - rb", b, n);
+  if (prefetch) {
+    const char* q = g->prefetch_bases.data ? g->prefetch_bases.data : "";
+    while (*q) {
+      const char* e = strchr(q, '\n');
+      size_t len = e ? (size_t)(e - q) : strlen(q);
+      cg_line(g, &g->body, "%.*s", (int)len, q);
+      q += len + (e ? 1 : 0);
+    }
+  }
+  cg_line(g, &g->body, "for (int64_t rb = 0; rb < %lld; rb += %lld) {", n, b);
+  g->indent++;
+  for (uint32_t j = 0; prefetch && j < g->n_prefetch; j++)
+    cg_line(g, &g->body,
+            "for (int64_t q = 0; q < %lld; q += 64) __builtin_prefetch((const void*)(ptc_pf%u + "
+            "(uintptr_t)(rb * %lld) + (uintptr_t)q), 0, %d);",
+            (long long)(b * g->prefetch_es[j]), j, (long long)g->prefetch_es[j], g->prefetch_hint);
+  if (defer) emit_stream_defer_out(g, true, count);
+  open_rloops(g, 0, "rb", hi, simd, clauses.data ? clauses.data : "");
+  emit_loop_body(g, gr);
+  close_rloops(g, 0);
+  for (uint32_t j = 0; j < gr->n && g->stream_rblocks; j++)
+    if (g->members[gr->m[j]].kind == CG_MEM_INNER)
+      emit_stream_out(g, gr->m[j], "const int64_t r0 = rb; (void)r0;", count);
+  g->indent--;
+  cg_line(g, &g->body, "}");
+  ptc_sb_free(&clauses);
+}
+
 /* The first inner dim split evenly over the threads of a parallel region. */
 static void emit_split_loop(cg* g, const group* gr) {
   uint32_t id = g->n_groups++;
@@ -707,7 +923,13 @@ static void member_comment(cg* g, uint32_t m) {
 static void flush_group(cg* g, group* gr) {
   if (!gr->n) return;
   bool split = g->mode == CG_MODE_SPLIT && g->k->n_rranges > 0;
-  if (g->groups_done++ == 1) emit_prefetch(g);
+  uint32_t gi = g->groups_done++;
+  bool second = gi == 1; /* the pass that prefetches the next row */
+  bool defer = g->stream_defer && gi == g->defer_group;
+  bool blocked = !split && g->rblock > 0 &&
+                 ((second && g->prefetch_spread) || (g->stream_rblocks && group_streams(g, gr)) ||
+                  defer);
+  if (second && !g->prefetch_spread) emit_prefetch(g);
   for (uint32_t j = 0; j < gr->n; j++) member_comment(g, gr->m[j]);
   for (uint32_t j = 0; j < gr->n; j++) {
     cg_member_begin(g, gr->m[j]);
@@ -716,9 +938,15 @@ static void flush_group(cg* g, group* gr) {
   }
   if (split)
     emit_split_loop(g, gr);
+  else if (blocked)
+    emit_inner_loop_blocked(g, gr, second && g->prefetch_spread, defer);
   else
     emit_inner_loop(g, gr);
-  for (uint32_t j = 0; j < gr->n && g->streamed && !g->stream_blocks; j++) {
+  for (uint32_t j = 0; j < gr->n && g->stream_defer; j++)
+    if (member_streams(g, gr->m[j])) emit_stream_defer_mark(g, gr->m[j]);
+  for (uint32_t j = 0; j < gr->n && g->streamed && !g->stream_blocks && !g->stream_rblocks &&
+                       !g->stream_defer;
+       j++) {
     ptc_strbuf at, n;
     ptc_sb_init(&at);
     ptc_sb_init(&n);
@@ -749,12 +977,23 @@ static bool group_feeds(const cg* g, const group* gr, uint32_t m) {
   return false;
 }
 
+/* group_feeds over a plain member list (choose_stream_rblocks). */
+static bool group_feeds_m(const cg* g, const uint32_t* grp, uint32_t n, uint32_t m) {
+  group gr = {n, (uint32_t*)grp};
+  return group_feeds(g, &gr, m);
+}
+
 static ptc_status emit_outer_body(cg* g) {
   group gr = {0, calloc(g->k->n_nodes ? g->k->n_nodes : 1, sizeof(uint32_t))};
   if (!gr.m) return ptc_status_oom();
   g->groups_done = 0;
   emit_scratch_decls(g);
-  if (g->streamed && !g->stream_blocks) {
+  if (g->streamed && !g->stream_blocks && g->stream_defer) {
+    g->stream_index = g->row_index.data; /* arrays declared in the parallel region */
+  } else if (g->streamed && !g->stream_blocks && g->stream_rblocks) {
+    emit_stream_decls(g, g->rblock);
+    g->stream_index = "(r0 - rb)";
+  } else if (g->streamed && !g->stream_blocks) {
     emit_stream_decls(g, g->row);
     g->stream_index = g->row_index.data;
   }
@@ -1014,6 +1253,7 @@ static void outer_pragma(cg* g, uint32_t d, bool pointwise, bool simd) {
     cg_line(g, &g->body, "#pragma omp parallel%s", pif.data ? pif.data : "");
     cg_line(g, &g->body, "{");
     g->indent++;
+    if (g->stream_defer) emit_stream_defer_decls(g);
     if (g->collapse > 1) ptc_sb_printf(&clause, " collapse(%u)", g->collapse);
     cg_line(g, &g->body, "#pragma omp for%s", clause.data ? clause.data : "");
     ptc_sb_free(&pif);
@@ -1137,6 +1377,7 @@ static ptc_status emit_loops(cg* g) {
     g->indent--;
     cg_line(g, &g->body, "}");
   }
+  if (g->stream_defer) emit_stream_defer_out(g, false, NULL);
   if (g->streamed) cg_line(g, &g->body, "ptc_sfence();");
   if (region) {
     g->indent--;
@@ -1206,6 +1447,7 @@ static ptc_status gen_init(cg* g, const ir_program* p, const sched_plan* s, uint
   ptc_sb_init(&g->checks);
   ptc_sb_init(&g->row_index);
   ptc_sb_init(&g->prefetch);
+  ptc_sb_init(&g->prefetch_bases);
   g->n_buffers = p->buffers.len;
   size_t nb = g->n_buffers ? g->n_buffers : 1;
   g->stored = calloc(nb, sizeof *g->stored);
@@ -1223,6 +1465,7 @@ static void gen_free(cg* g) {
   free(g->scratch);
   free(g->streamed);
   ptc_sb_free(&g->prefetch);
+  ptc_sb_free(&g->prefetch_bases);
   ptc_sb_free(&g->row_index);
   ptc_sb_free(&g->body);
   ptc_sb_free(&g->checks);
@@ -1259,6 +1502,7 @@ ptc_status cpu_codegen_kernel(const ir_program* p, const sched_plan* s, uint32_t
     st = choose_scratch(&g);
     if (!st) st = choose_stream(&g);
     if (!st) st = choose_prefetch(&g);
+    if (!st) choose_stream_rblocks(&g);
   }
   if (!st) st = collect_buffers(&g, out);
   if (!st) {

@@ -49,6 +49,13 @@
  * when the kernel's streamable outputs add up to at least the last-level
  * cache (sysconf; PTC_CPU_STREAM_BYTES overrides the threshold). */
 #define CPU_CG_STREAM_BLOCK 1024
+/** Row blocks: elements per block of a reduction kernel's (single,
+ * static) inner loop where it is blocked - the pass that prefetches the
+ * next row spreads one block's share of the prefetches before each block,
+ * and streamed rows are copied out block by block (cpu_codegen.c). */
+#define CPU_CG_ROW_BLOCK 256
+/** Row prefetch: at most this many input buffers per kernel. */
+#define CPU_CG_MAX_PREFETCH 16
 /** Per-thread partial slots of split reductions (threads beyond are not used). */
 #define CPU_CG_MAX_THREADS 64
 
@@ -150,6 +157,24 @@ typedef struct cg {
    * next row of every large contiguous input is prefetched */
   ptc_strbuf prefetch;      /* the statements, emitted at that point */
   uint32_t groups_done;     /* groups flushed for the current outer point */
+  /* row blocks (cpu_codegen.c): with one static inner range, the prefetch
+   * is spread over the blocks of the second pass (`prefetch_spread`: one
+   * `ptc_pf<i>` base address per buffer, declared by `prefetch_bases`, with
+   * element size `prefetch_es[i]`) and/or streamed rows leave block by block
+   * (`stream_rblocks`: the stream arrays hold one block, indexed r0 - rb) */
+  int64_t rblock;           /* elements per block (0: no blocking) */
+  bool prefetch_spread;
+  int prefetch_hint;        /* __builtin_prefetch locality of the row prefetch */
+  ptc_strbuf prefetch_bases;
+  uint32_t n_prefetch;
+  int64_t prefetch_es[CPU_CG_MAX_PREFETCH];
+  bool stream_rblocks;
+  /* deferred rows (cpu_codegen.c): a thread's streamed row stays in its
+   * row-sized stream array until the next row's blocked pass `defer_group`
+   * copies it out block by block (`ptc_prev_<name>`: its destination) */
+  bool stream_defer;
+  uint32_t defer_group;     /* the group that copies the previous row out */
+  uint32_t stream_group;    /* the group that stores the streamed rows */
   bool trig_exact;          /* emitting the libm recomputation of a block */
 } cg;
 

@@ -420,9 +420,12 @@ static void test_tiled(void) {
 /* Softmax as the decomposition gives it: max, E = exp(x - max) (inner),
  * sum of E, E / sum (inner). E dies in the kernel: a row scratch array, not
  * an argument. With PTC_CPU_STREAM_BYTES=1 the output rows are streamed. */
-static void test_scratch_stream(bool stream) {
-  enum { R = 37, C = 1000 };
+static void test_scratch_stream_n(bool stream, int64_t C, const char* row_stream,
+                                  const char* row_prefetch) {
+  enum { R = 37 };
   if (stream) setenv("PTC_CPU_STREAM_BYTES", "1", 1);
+  if (row_stream) setenv("PTC_CPU_ROW_STREAM", row_stream, 1);
+  if (row_prefetch) setenv("PTC_CPU_ROW_PREFETCH", row_prefetch, 1);
   cgh h;
   CHECK(cgh_init(&h, 0, NULL, NULL, 2));
   sym_env* env = h.p->env;
@@ -456,9 +459,21 @@ static void test_scratch_stream(bool stream) {
   if (ok) {
     const char* src = k.src.source;
     CHECK(k.src.n_bufs == 2); /* X and Y */
-    CHECK(strstr(src, "_s[1000]; /* row scratch */") != NULL);
+    char decl[64];
+    snprintf(decl, sizeof decl, "_s[%lld]; /* row scratch */", (long long)C);
+    CHECK(strstr(src, decl) != NULL);
     CHECK((strstr(src, "ptc_stream_store(") != NULL) == stream);
     CHECK((strstr(src, "ptc_sfence();") != NULL) == stream);
+    /* row blocks (CPU_CG_ROW_BLOCK = 256): rows of >= 512 elements */
+    bool blocks = stream && C >= 512;
+    const char* rs = row_stream ? row_stream : "block";
+    const char* rp = row_prefetch ? row_prefetch : "spread";
+    CHECK((strstr(src, "ptc_prev_") != NULL) == (blocks && !strcmp(rs, "defer")));
+    CHECK((strstr(src, "(r0 - rb)") != NULL) == (blocks && !strcmp(rs, "block")));
+    CHECK((strstr(src, "ptc_pf0") != NULL) == (blocks && strncmp(rp, "spread", 6) == 0));
+    CHECK((strstr(src, "pf + (uintptr_t)q") != NULL) == (stream && (C < 512 || !strcmp(rp, "burst"))));
+    bool any_blocked = blocks && (strcmp(rs, "row") != 0 || strncmp(rp, "spread", 6) == 0);
+    CHECK((strstr(src, "ptc_imin(rb + 256") != NULL) == (any_blocked && C % 256 != 0));
     float* x = malloc((size_t)(R * C) * sizeof *x);
     float* y = calloc((size_t)(R * C), sizeof *y);
     uint32_t st = 7;
@@ -477,6 +492,22 @@ static void test_scratch_stream(bool stream) {
   cgh_plan_free(s);
   cgh_free(&h);
   if (stream) unsetenv("PTC_CPU_STREAM_BYTES");
+  if (row_stream) unsetenv("PTC_CPU_ROW_STREAM");
+  if (row_prefetch) unsetenv("PTC_CPU_ROW_PREFETCH");
+}
+
+static void test_scratch_stream(bool stream) {
+  test_scratch_stream_n(stream, 1000, NULL, NULL);
+  if (!stream) return;
+  test_scratch_stream_n(true, 300, NULL, NULL); /* too short for row blocks */
+  test_scratch_stream_n(true, 1024, NULL, NULL);
+  static const char* const rs[] = {"row", "block", "defer"};
+  static const char* const rp[] = {"burst", "spread", "spread-l2"};
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) {
+      test_scratch_stream_n(true, 1000, rs[i], rp[j]);
+      test_scratch_stream_n(true, 1536, rs[i], rp[j]);
+    }
 }
 
 /* Pointwise kernels with streamed stores (blocks of the innermost loop,
