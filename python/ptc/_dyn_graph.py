@@ -108,7 +108,7 @@ class Proxy:
     -1; param: the real tensor for add_param proxies (else None);
     requires_grad, device: metadata."""
     __slots__ = ("node", "value", "input_index", "param", "requires_grad", "device", "alias",
-                 "__weakref__")
+                 "has_views", "__weakref__")
 
     def __init__(self, node, value, device, requires_grad=False, input_index=-1, param=None):
         self.node = node
@@ -120,6 +120,7 @@ class Proxy:
         # (callable, args): eager returns a view/alias of args[0] here; the
         # runner replays the call on the real base so aliasing is kept
         self.alias = None
+        self.has_views = False  # some other Proxy is a view of this one
 
     def __repr__(self):
         v = self.value
@@ -393,6 +394,8 @@ class OutputGraph:
         out = self._wrap(res, node, dev, rg, top=True)
         if isinstance(out, Proxy) and isinstance(res, _C.Value):
             out.alias = self._alias_of(kind, fx_target, args, kwargs, res)
+            if out.alias is not None:
+                args[0].has_views = True
         if _has_tensor(res):
             self.n_ops += 1
         else:
@@ -461,6 +464,10 @@ class OutputGraph:
         return (fn, args)
 
     def _check_mutation(self, p):
+        if p.alias is not None or p.has_views:
+            # the graph computes views as copies: a write through a view, or
+            # to a tensor whose views are used later, would not reach them
+            raise Unsupported("in-place write to a tensor that is a view or has views")
         n = p.node
         if p.param is not None or n.op == "get_attr":
             raise Unsupported("in-place update of module state or a global tensor "

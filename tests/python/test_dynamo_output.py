@@ -146,6 +146,22 @@ def test_inplace_refused_on_params_and_views():
         og.call_method("mul_", (v, 2.0), {})
 
 
+def test_inplace_refused_on_tensors_with_views():
+    og = _og()
+    x = torch.randn(4, 2)
+    px = og.add_input(x, "x")
+    v = og.call_method("view", (px, 8), {})
+    assert v.alias is not None and px.has_views
+    with pytest.raises(Unsupported):
+        og.call_method("add_", (px, 1.0), {})  # the view would not see it
+    y = og.call_function(operator.mul, (px, 2.0), {})
+    u = og.call_method("unsqueeze", (y, 0), {})
+    with pytest.raises(Unsupported):
+        og.call_method("mul_", (u, 2.0), {})
+    z = og.call_function(operator.add, (px, 1.0), {})
+    assert og.call_method("relu_", (z,), {}) is z  # no views: fine
+
+
 def test_dynamic_dims_and_shape_guards():
     og = _og()
     x = torch.randn(4, 8)
