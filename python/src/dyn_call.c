@@ -1215,6 +1215,56 @@ static int python_function(dyn_tx* tx, DynVar* fnvar, PyObject* f, DynVar* const
   return rc;
 }
 
+/* f is torch.<path> ("jit.is_scripting"); missing paths never match. */
+static int is_torch_attr(PyObject* f, const char* path) {
+  PyObject* o = dcc.torch;
+  Py_INCREF(o);
+  char buf[96];
+  snprintf(buf, sizeof buf, "%s", path);
+  for (char* part = strtok(buf, "."); part && o; part = strtok(NULL, ".")) {
+    PyObject* n = PyObject_GetAttrString(o, part);
+    if (!n) PyErr_Clear();
+    Py_DECREF(o);
+    o = n;
+  }
+  int r = o && o == f;
+  Py_XDECREF(o);
+  return r;
+}
+
+/* Introspection functions with a fixed answer in eager code:
+ * torch.jit.is_scripting/is_tracing -> False, torch._C._get_tracing_state
+ * -> None, torch.compiler.is_compiling / torch._dynamo.is_compiling ->
+ * False (the captured program must behave as plain Python), and
+ * torch._assert(cond, msg) with a known-true cond -> None. -2 otherwise. */
+static int torch_fixed(dyn_tx* tx, PyObject* f, DynVar* const* a, Py_ssize_t n, PyObject* kwargs,
+                       DynVar** out) {
+  if (!PyFunction_Check(f) && !PyCFunction_Check(f)) return -2;
+  static const char* const falses[] = {"jit.is_scripting", "jit.is_tracing",
+                                       "compiler.is_compiling", "_dynamo.is_compiling",
+                                       "_utils.is_compiling", NULL};
+  for (int i = 0; falses[i]; i++)
+    if (is_torch_attr(f, falses[i])) {
+      if (n || kw_count(kwargs)) return dc_break(tx, "torch.%s with arguments", falses[i]);
+      return dc_bool_out(0, out);
+    }
+  if (is_torch_attr(f, "_C._get_tracing_state")) {
+    if (n || kw_count(kwargs)) return dc_break(tx, "torch._C._get_tracing_state with arguments");
+    *out = dyn_var_const(Py_None);
+    return *out ? DYN_CALL_OK : DYN_CALL_ERROR;
+  }
+  if (is_torch_attr(f, "_assert")) {
+    if (n < 1 || n > 2 || kw_count(kwargs)) return dc_break(tx, "torch._assert arguments");
+    int t = 0;
+    int rc = dyn_truth(tx, a[0], &t);
+    if (rc != DYN_CALL_OK) return rc;
+    if (!t) return dc_break(tx, "torch._assert fails (AssertionError in Python)");
+    *out = dyn_var_const(Py_None);
+    return *out ? DYN_CALL_OK : DYN_CALL_ERROR;
+  }
+  return -2;
+}
+
 /* torch.is_tensor / is_floating_point / is_complex / numel /
  * is_grad_enabled; -2 when f is none of them. */
 static int torch_query(dyn_tx* tx, PyObject* f, DynVar* const* a, Py_ssize_t n, PyObject* kwargs,
@@ -1308,6 +1358,8 @@ static int call_value(dyn_tx* tx, DynVar* fnvar, PyObject* f, DynVar* const* a, 
   }
   /* torch predicates / metadata functions answered from the trackers */
   rc = torch_query(tx, f, a, n, kwargs, out);
+  if (rc != -2) return rc;
+  rc = torch_fixed(tx, f, a, n, kwargs, out);
   if (rc != -2) return rc;
   /* ModuleList / Sequential / ModuleDict methods */
   rc = dc_call_container_method(tx, f, a, n, kwargs, out);

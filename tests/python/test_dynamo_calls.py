@@ -524,3 +524,12 @@ def test_slots_classmethods_staticmethods_module_tensor_attr():
     assert_same(out, ref, grad=False)
     assert o1.b == o2.b == 7 and c1.items == c2.items
     assert d.graphs == 1 and d.breaks == 0, d
+
+
+def test_torch_introspection_constants():
+    def f(x):
+        if not torch.jit.is_scripting() and not torch.jit.is_tracing():
+            x = x + 1
+        torch._assert(x.shape[0] == 3, "bad")
+        return x * 2, torch._C._get_tracing_state()
+    check(f, r(3), graphs=1, breaks=0)
