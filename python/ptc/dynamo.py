@@ -104,9 +104,11 @@ def _run_with(config, fn, args, kwargs):
 
 
 def _wrap_function(fn, config):
+    run = _C.dyn_run
+
     @functools.wraps(fn)
     def ptc_compiled(*args, **kwargs):
-        return _run_with(config, fn, args, kwargs)
+        return run(config, fn, *args, **kwargs)
 
     ptc_compiled._ptc_config = config
     ptc_compiled._ptc_orig = fn
@@ -140,7 +142,7 @@ def _optimized_module_class():
             object.__setattr__(self, "_ptc_config", config)
 
         def forward(self, *args, **kwargs):
-            return _run_with(self._ptc_config, self._orig_mod, args, kwargs)
+            return _C.dyn_run(self._ptc_config, self._modules["_orig_mod"], *args, **kwargs)
 
         def __getattr__(self, name):
             if name == "_orig_mod":
@@ -231,9 +233,9 @@ def disable(fn=None):
 
     @functools.wraps(fn)
     def ptc_disabled(*args, **kwargs):
-        if not hasattr(_C, "dyn_enable"):
+        if not hasattr(_C, "dyn_run"):
             return fn(*args, **kwargs)
-        return _run_with(None, fn, args, kwargs)
+        return _C.dyn_run(None, fn, *args, **kwargs)
 
     ptc_disabled._ptc_disable = True
     return ptc_disabled

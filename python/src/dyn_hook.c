@@ -267,6 +267,30 @@ PyObject* dyn_py_enable(PyObject* self, PyObject* cfg) {
 #endif
 }
 
+/* _C.dyn_run(config_or_None, fn, *args, **kwargs): fn(*args, **kwargs) with
+ * `config` as the thread's capture config, the previous one restored after
+ * (what ptc.compile's wrappers call: no Python-level try/finally). */
+PyObject* dyn_py_run(PyObject* self, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) {
+  Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+  if (nargs < 2) {
+    PyErr_SetString(PyExc_TypeError, "dyn_run(config, fn, *args, **kwargs)");
+    return NULL;
+  }
+  PyObject* prev = dyn_py_enable(self, args[0]);
+  if (!prev) return NULL;
+  PyObject* r = PyObject_Vectorcall(args[1], args + 2, (size_t)(nargs - 2), kwnames);
+  PyObject *t, *v, *tb;
+  PyErr_Fetch(&t, &v, &tb);
+  PyObject* cur = dyn_py_enable(self, prev);
+  Py_XDECREF(cur);
+  Py_DECREF(prev);
+  if (!cur) { /* cannot happen once enabling worked; keep fn's outcome */
+    PyErr_Clear();
+  }
+  PyErr_Restore(t, v, tb);
+  return r;
+}
+
 /* _C.dyn_reset(): drops every cache entry and skip mark. */
 PyObject* dyn_py_reset(PyObject* self, PyObject* unused) {
   (void)self;

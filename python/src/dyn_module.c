@@ -18,6 +18,9 @@
  * off); installs the frame hook while at least one thread has a config.
  * RuntimeError on Pythons other than 3.11/3.12. */
 PyObject* dyn_py_enable(PyObject* self, PyObject* cfg);
+/** _C.dyn_run(config_or_None, fn, *args, **kwargs) -> fn(*args, **kwargs)
+ * run with `config` as the thread's capture config (restored after). */
+PyObject* dyn_py_run(PyObject* self, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames);
 /** _C.dyn_reset(): drops every code object's cache entries, skip marks and
  * automatic-dynamic memory, and zeroes the counters. */
 PyObject* dyn_py_reset(PyObject* self, PyObject* unused);
@@ -106,6 +109,9 @@ static PyMethodDef dyn_methods[] = {
     {"dyn_enable", dyn_py_enable, METH_O,
      "dyn_enable(config_or_None) -> previous: sets this thread's capture config "
      "(None turns capture off)."},
+    {"dyn_run", (PyCFunction)(void (*)(void))dyn_py_run, METH_FASTCALL | METH_KEYWORDS,
+     "dyn_run(config_or_None, fn, *args, **kwargs) -> fn(*args, **kwargs) with `config` as "
+     "this thread's capture config (the previous one restored after)."},
     {"dyn_reset", dyn_py_reset, METH_NOARGS, "dyn_reset(): drops every capture cache entry."},
     {"dyn_stats", dyn_py_stats, METH_NOARGS, "dyn_stats() -> dict of capture counters."},
     {"dyn_entries", dyn_py_entries, METH_O,
