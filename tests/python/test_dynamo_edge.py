@@ -653,3 +653,286 @@ def test_inlined_closure_cell_changed():
     assert_same(cf(x), f(x))
     setk(9.0)
     assert_same(cf(x), f(x), path="a closure cell of an inlined function changed")
+
+
+# ---- exceptions handled inside compiled code -------------------------------------------------------
+
+def test_tensor_error_caught_inside():
+    def f(x, y):
+        try:
+            z = x + y
+        except RuntimeError:
+            z = x.sum() + y.sum()
+        return z * 2
+    check(f, r(3), r(4))
+    check(f, r(3), r(3))
+
+
+def test_exception_from_inlined_call_caught():
+    def inner(x, k):
+        if k < 0:
+            raise ValueError("neg")
+        return x * k
+
+    def f(x, k):
+        try:
+            return inner(x, k)
+        except ValueError as e:
+            return x - len(str(e))
+    check(f, r(3), -1)
+    check(f, r(3), 2)
+
+
+def test_index_error_message_from_tensor_indexing():
+    def f(x):
+        y = x * 2
+        return y[10]
+    with pytest.raises(IndexError) as eager:
+        f(r(3))
+    with pytest.raises(IndexError) as comp:
+        ptc.compile(f)(r(3))
+    assert str(comp.value) == str(eager.value)
+
+
+def test_finally_runs():
+    log = []
+
+    def f(x):
+        try:
+            return x * 2
+        finally:
+            log.append("finally")
+    out = ptc.compile(f)(torch.ones(2))
+    assert log == ["finally"]
+    assert_same(out, torch.full((2,), 2.0))
+
+
+# ---- loops and control flow forms ------------------------------------------------------------------
+
+def test_loop_break_continue_else():
+    def f(x, n):
+        for i in range(n):
+            if i == 1:
+                continue
+            if i == 4:
+                break
+            x = x * 2
+        else:
+            x = x - 100
+        while n > 0:
+            n -= 2
+            x = x + n
+        return x, n
+    for n in [3, 6]:
+        check(f, r(2), n)
+
+
+def test_return_inside_loop_and_with():
+    def f(x, xs):
+        for t in xs:
+            if t.shape[0] == 2:
+                with torch.no_grad():
+                    return x + t
+        return x
+    check(f, r(2), [r(3), r(2), r(2)])
+    check(f, r(2), [r(3)])
+
+
+def test_break_inside_comprehension(capsys):
+    def f(xs):
+        return [print("item") or t * 2 for t in xs]
+    xs = [r(2), r(2)]
+    ref = f(xs)
+    printed = capsys.readouterr().out
+    out = ptc.compile(f)(xs)
+    assert capsys.readouterr().out == printed
+    assert_same(out, ref)
+
+
+def test_break_inside_nested_loops(capsys):
+    def f(x):
+        for i in range(2):
+            for j in range(2):
+                x = x + i * j
+                print(i, j)
+        return x * 2
+    capsys.readouterr()
+    ref = f(torch.zeros(2))
+    printed = capsys.readouterr().out
+    cf = ptc.compile(f)
+    for _ in range(2):
+        out = cf(torch.zeros(2))
+        assert capsys.readouterr().out == printed
+        assert_same(out, ref)
+
+
+def test_import_inside_function():
+    def f(x):
+        import math as m
+        from collections import OrderedDict
+        d = OrderedDict(a=1)
+        return x * m.pi + d["a"]
+    check(f, r(3))
+
+
+# ---- python protocol on user classes ------------------------------------------------------------------
+
+class Counter:
+    def __init__(self):
+        self.reads = 0
+
+    @property
+    def value(self):
+        self.reads += 1
+        return 2.0
+
+
+class Vec:
+    def __init__(self, t):
+        self.t = t
+
+    def __add__(self, other):
+        return Vec(self.t + other.t)
+
+    def __getitem__(self, i):
+        return self.t[i]
+
+    def __len__(self):
+        return self.t.shape[0]
+
+
+class Dyn:
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return len(name)
+
+
+def test_property_with_side_effect():
+    c = Counter()
+
+    def f(x):
+        return x * c.value + c.value
+    cf = ptc.compile(f)
+    for i in range(1, 4):
+        cf(r(2))
+        assert c.reads == 2 * i, "the property getter runs on every call (reads=%d)" % c.reads
+
+
+def test_operator_overloading_and_protocols():
+    def f(a, b):
+        s = a + b
+        return s.t * 2, s[0], len(s)
+    check(f, Vec(r(3)), Vec(r(3)))
+
+
+def test_dunder_getattr():
+    def f(x, d):
+        return x * d.abc + d.z
+    check(f, r(2), Dyn())
+
+
+# ---- randomness --------------------------------------------------------------------------------------
+
+def test_random_ops_follow_torch_rng():
+    def f(x):
+        return x + torch.randn(3), torch.rand(2)
+    x = torch.zeros(3)
+    cf = ptc.compile(f)
+    for _ in range(2):
+        torch.manual_seed(123)
+        ref = f(x)
+        after_ref = torch.rand(1)
+        torch.manual_seed(123)
+        out = cf(x)
+        after_out = torch.rand(1)
+        assert_same(out, ref)
+        assert_same(after_out, after_ref, path="the RNG state after the call")
+
+
+def test_dropout_train_mode_follows_torch_rng():
+    m = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.5)).train()
+    cm = ptc.compile(m)
+    x = r(3, 4)
+    with torch.no_grad():
+        for _ in range(2):
+            torch.manual_seed(7)
+            ref = m(x)
+            torch.manual_seed(7)
+            out = cm(x)
+            assert_same(out, ref, rtol=1e-4, atol=1e-5)
+
+
+# ---- tensor-returning structures and comparisons --------------------------------------------------------
+
+def test_namedtuple_results_of_torch_ops():
+    def f(x):
+        s = torch.sort(x, dim=-1)
+        m = torch.max(x, dim=0)
+        return s.values * 2, s.indices, m.values + 1, m.indices
+    check(f, r(3, 4))
+
+
+def test_builtin_max_on_tensors_is_data_dependent():
+    def f(a, b):
+        return max(a, b) * 2, min(a.sum(), b.sum())
+    cf = ptc.compile(f)
+    for a, b in [(torch.tensor(1.0), torch.tensor(2.0)), (torch.tensor(3.0), torch.tensor(-1.0))]:
+        assert_same(cf(a, b), f(a, b))
+
+
+def test_shape_and_dtype_comparisons():
+    def f(x):
+        out = x
+        if x.shape == (3, 4):
+            out = out + 1
+        if x.size() == torch.Size([3, 4]):
+            out = out * 2
+        if torch.float32 == x.dtype:
+            out = out - 1
+        if x.shape[-1] % 2 == 0:
+            out = out / 2
+        return out
+    cf = ptc.compile(f)
+    for shape, dt in [((3, 4), torch.float32), ((3, 5), torch.float32), ((3, 4), torch.float64), ((2, 6), torch.float32)]:
+        x = torch.randn(*shape, dtype=dt)
+        assert_same(cf(x), f(x), path="%s %s" % (shape, dt))
+
+
+def test_grad_mode_contexts():
+    def f(x):
+        with torch.set_grad_enabled(False):
+            a = x * 2
+        with torch.inference_mode():
+            b = x * 3
+        return a, b * 1, torch.is_grad_enabled()
+    check(f, torch.randn(3, requires_grad=True), grad=False)
+    out = ptc.compile(f)(torch.randn(3, requires_grad=True))
+    assert not out[0].requires_grad
+
+
+# ---- big code objects ----------------------------------------------------------------------------------
+
+def test_many_locals_and_long_jumps(capsys):
+    # 300 locals, long straight-line code and a break in the middle: EXTENDED_ARG
+    # in LOAD_FAST/STORE_FAST and jumps in the transformed and resume code
+    lines = ["def big(x):"]
+    for i in range(300):
+        lines.append("    v%d = x + %d" % (i, i))
+    lines.append("    if x.shape[0] == 2:")
+    lines.append("        print('mid')")
+    for i in range(300):
+        lines.append("    v%d = v%d * 0.5 + v%d" % (i, i, (i + 7) % 300))
+    lines.append("    return " + " + ".join("v%d" % i for i in range(0, 300, 25)))
+    ns = {}
+    exec(compile("\n".join(lines), __file__ + ":big", "exec"), ns)
+    big = ns["big"]
+    x = torch.ones(2)
+    capsys.readouterr()
+    ref = big(x)
+    printed = capsys.readouterr().out
+    cf = ptc.compile(big)
+    for _ in range(2):
+        out = cf(x)
+        assert capsys.readouterr().out == printed
+        assert_same(out, ref, rtol=1e-5, atol=1e-4)
