@@ -152,6 +152,29 @@ class SymProxy:
         return "SymProxy(%s, hint=%d)" % (self.sym, self.sym.hint)
 
 
+def _storage_ptr(t):
+    st = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
+    return st.data_ptr()
+
+
+def _overlap(a, b):
+    """Whether two tensors share storage (conservative: same storage)."""
+    if a is b:
+        return False
+    try:
+        return _storage_ptr(a) == _storage_ptr(b) and a.numel() > 0 and b.numel() > 0
+    except (RuntimeError, NotImplementedError):
+        return True
+
+
+def _disjoint(written, inputs):
+    for w in written:
+        for t in inputs:
+            if t is not w and _overlap(w, t):
+                return False
+    return True
+
+
 def _ceildiv(a, b):
     return -(-a // b)
 
@@ -185,6 +208,7 @@ class OutputGraph:
         self.grad_enabled = torch.is_grad_enabled()
         self.initial_grad = self.grad_enabled
         self.needs_autograd = False  # an op ran in grad mode on a tensor requiring grad
+        self.mutated_inputs = set()  # input indexes written in place
         self._compiled = False
 
     # ---- inputs ---------------------------------------------------------------------
@@ -355,6 +379,11 @@ class OutputGraph:
         mtarget = orig[idx] if idx is not None and idx < len(orig) else None
         if isinstance(mtarget, Proxy):
             self._check_mutation(mtarget)
+            if mtarget.input_index >= 0:
+                i = mtarget.input_index
+                if any(j != i and _overlap(self.inputs[i], t) for j, t in enumerate(self.inputs)):
+                    raise Unsupported("in-place write to graph input %s, which shares memory "
+                                      "with another input" % self.input_names[i])
         if module is not None:
             fx_target = self._module_name(module)
             self._b.scope = fx_target
@@ -386,6 +415,8 @@ class OutputGraph:
             self.needs_autograd = True
         if isinstance(mtarget, Proxy) and isinstance(res, _C.Value):
             self.n_ops += 1
+            if mtarget.input_index >= 0:
+                self.mutated_inputs.add(mtarget.input_index)
             mtarget.value = res
             return None if getattr(conv, "returns_none", False) else mtarget
         if getattr(conv, "returns_none", False):
@@ -612,6 +643,12 @@ class OutputGraph:
         """callable(*input tensors) -> bool checking every shape guard, or
         None when there are none."""
         guards = self.shape_guards()
+        if self.mutated_inputs and len(self.inputs) > 1:
+            # inputs written in place must not share memory with other inputs
+            # (the graph reads every input before its write-back)
+            guards.append("_disjoint((%s), (%s))" % (
+                "".join("t%d, " % i for i in sorted(self.mutated_inputs)),
+                "".join("t%d, " % i for i in range(len(self.inputs)))))
         if not guards:
             return None
         params = ", ".join("t%d" % i for i in range(len(self.inputs)))
@@ -620,7 +657,8 @@ class OutputGraph:
             lines.append("    %s = t%d.shape[%d]" % (sym, i, d))
         lines.append("    return " + " and ".join("(%s)" % g for g in guards))
         src = "\n".join(lines) + "\n"
-        ns = {"ceildiv": _ceildiv, "modidx": _modidx, "min": min, "max": max}
+        ns = {"ceildiv": _ceildiv, "modidx": _modidx, "min": min, "max": max,
+              "_disjoint": _disjoint}
         exec(compile(src, "<ptc shape guard>", "exec"), ns)
         fn = ns["shape_guard"]
         fn.source = src

@@ -456,3 +456,18 @@ def test_e2e_view_mutated_after_a_break():
     r = ptc.compile(f, backend="cpu")(x)
     torch.testing.assert_close(x, x0 * 2)
     torch.testing.assert_close(r, (x0 * 2).view(-1) + 1)
+
+
+def test_inplace_on_input_sharing_memory_refused_and_guarded():
+    og = _og()
+    base = torch.randn(2, 4)
+    x, v = base, base[0]
+    px, pv = og.add_input(x, "x"), og.add_input(v, "v")
+    with pytest.raises(Unsupported):
+        og.call_method("add_", (px, 1.0), {})
+    og = _og()
+    x, y = torch.randn(4), torch.randn(4)
+    px, py = og.add_input(x, "x"), og.add_input(y, "y")
+    og.call_method("add_", (px, py), {})
+    g = og.shape_guard()
+    assert g(x, y) and not g(x, x[:2])
