@@ -19,11 +19,23 @@ Every decision taken on a symbolic size (a comparison, int(), a converter
 specialising) is a guard of the trace graph; shape_guard() compiles them
 into one Python callable over the input tensors.
 
-Limits: inputs that require grad are traced like the others (the compiled
-function falls back to eager when grad mode is on and an input requires
-grad); parameters that require grad are constants (no gradient flows to
-them through ptc: as ptc.from_fx). In-place writes to parameters/buffers or
-through views are refused (Unsupported).
+Views: a result that eager returns as a view/alias of its first argument
+(view, transpose, basic indexing, same-dtype casts, ...) records
+`proxy.alias = (callable, args)`; dyn_output.c rebuilds such values by
+replaying the call on the real base, so aliasing is as in eager across graph
+breaks and in return values. In-place writes to a view or to a tensor that
+has views are Unsupported (the graph computes views as copies), as are
+writes to parameters/buffers and to inputs sharing memory with another
+input (entries whose graph writes an input also guard that the inputs are
+disjoint).
+
+Autograd: an op traced in grad mode on a tensor that requires grad (input,
+parameter, module parameter) makes compile() return the GraphModule itself
+(with set_grad_enabled nodes where the traced grad mode changes), since ptc
+computes no gradients; grad_params() lists the tensors whose requires_grad
+flag the entry then guards. Otherwise the graph goes through ptc.from_fx
+(parameters are borrowed constants: contiguous cpu tensors are read live,
+others are copied when compiled).
 """
 import builtins
 import operator
