@@ -12,6 +12,7 @@
  * Sources
  * ====================================================================== */
 
+/* DynSource deallocator. */
 static void source_dealloc(PyObject* o) {
   DynSource* s = (DynSource*)o;
   Py_XDECREF(s->key);
@@ -20,6 +21,7 @@ static void source_dealloc(PyObject* o) {
   Py_TYPE(o)->tp_free(o);
 }
 
+/* repr(): <DynSource L['x'].w>. */
 static PyObject* source_tp_repr(PyObject* o) {
   PyObject* r = dyn_source_repr((DynSource*)o);
   if (!r) return NULL;
@@ -28,6 +30,7 @@ static PyObject* source_tp_repr(PyObject* o) {
   return out;
 }
 
+/* DynSource.eval (tests): evaluates against a view made of Python lists. */
 static PyObject* source_eval_py(PyObject* o, PyObject* args) {
   /* DynSource.eval(locals_list, globals, builtins=None, closure=None): tests */
   PyObject *locals, *globals, *builtins = NULL, *closure = NULL;
@@ -48,6 +51,7 @@ static PyMethodDef source_methods[] = {
      "eval(locals, globals, builtins=None, closure=None): the value at this source (tests)."},
     {NULL, NULL, 0, NULL}};
 
+/* ==/!= through dyn_source_equal. */
 static PyObject* source_richcompare(PyObject* a, PyObject* b, int op) {
   if ((op != Py_EQ && op != Py_NE) || !PyObject_TypeCheck(b, &DynSource_Type))
     Py_RETURN_NOTIMPLEMENTED;
@@ -67,6 +71,7 @@ PyTypeObject DynSource_Type = {
     .tp_methods = source_methods,
 };
 
+/* A new source (key/base referenced). */
 static DynSource* source_new(int kind, Py_ssize_t index, PyObject* key, DynSource* base) {
   DynSource* s = PyObject_New(DynSource, &DynSource_Type);
   if (!s) return NULL;
@@ -80,6 +85,7 @@ static DynSource* source_new(int kind, Py_ssize_t index, PyObject* key, DynSourc
   return s;
 }
 
+/* Constructors (dyn.h). */
 DynSource* dyn_source_local(Py_ssize_t index, PyObject* name) {
   DynSource* s = source_new(DS_LOCAL, index, NULL, NULL);
   if (s) {
@@ -103,6 +109,7 @@ DynSource* dyn_source_type(DynSource* base) { return source_new(DS_TYPE, 0, NULL
 /* torch.is_grad_enabled, imported on first use (borrowed into a static). */
 static PyObject* g_is_grad_enabled;
 
+/* torch.is_grad_enabled() (new reference). */
 static PyObject* grad_mode_value(void) {
   if (!g_is_grad_enabled) {
     PyObject* torch = PyImport_ImportModule("torch");
@@ -114,6 +121,7 @@ static PyObject* grad_mode_value(void) {
   return PyObject_CallNoArgs(g_is_grad_enabled);
 }
 
+/* DS_LOCAL: the argument slot (UnboundLocalError when empty). */
 static PyObject* eval_local(DynSource* s, const dyn_frame_view* v) {
   PyObject* o = (s->index >= 0 && s->index < v->n_locals) ? v->locals[s->index] : NULL;
   if (!o) {
@@ -123,6 +131,7 @@ static PyObject* eval_local(DynSource* s, const dyn_frame_view* v) {
   return Py_NewRef(o);
 }
 
+/* DS_GLOBAL: globals, then builtins (NameError when absent). */
 static PyObject* eval_global(DynSource* s, const dyn_frame_view* v) {
   PyObject* o = v->globals ? PyDict_GetItemWithError(v->globals, s->key) : NULL;
   if (!o && !PyErr_Occurred() && v->builtins) {
@@ -138,6 +147,7 @@ static PyObject* eval_global(DynSource* s, const dyn_frame_view* v) {
   return Py_NewRef(o);
 }
 
+/* DS_CLOSURE: the contents of closure cell `index`. */
 static PyObject* eval_closure(DynSource* s, const dyn_frame_view* v) {
   if (!v->closure || !PyTuple_Check(v->closure) || s->index < 0 ||
       s->index >= PyTuple_GET_SIZE(v->closure)) {
@@ -153,6 +163,7 @@ static PyObject* eval_closure(DynSource* s, const dyn_frame_view* v) {
   return Py_NewRef(o);
 }
 
+/* base[key] with list/tuple/dict fast paths. */
 static PyObject* eval_item(PyObject* base, PyObject* key) {
   if (PyLong_CheckExact(key) && (PyList_CheckExact(base) || PyTuple_CheckExact(base))) {
     Py_ssize_t i = PyLong_AsSsize_t(key);
@@ -187,6 +198,7 @@ typedef struct memo {
   int inited; /* k[] zeroed (done on first use: most checks never need it) */
 } memo;
 
+/* Drops the memo's references. */
 static void memo_clear(memo* m) {
   if (!m || !m->inited || !m->n) return;
   for (int i = 0; i < MEMO_CAP; i++)
@@ -197,6 +209,7 @@ static void memo_clear(memo* m) {
   m->n = 0;
 }
 
+/* The slot of `s` in the memo (its own or the first free), -1 when full. */
 static int memo_slot(memo* m, DynSource* s) {
   size_t h = ((size_t)s >> 4) * 2654435761u;
   for (int p = 0; p < MEMO_CAP; p++) {
@@ -226,6 +239,7 @@ static PyObject* eval_base(DynSource* b, const dyn_frame_view* v, memo* m) {
   return o;
 }
 
+/* dyn_source_eval with an optional memo for bases. */
 static PyObject* source_eval_m(DynSource* s, const dyn_frame_view* v, memo* m) {
   PyObject *base, *o;
   switch (s->kind) {
@@ -255,6 +269,7 @@ static PyObject* source_eval_m(DynSource* s, const dyn_frame_view* v, memo* m) {
 
 PyObject* dyn_source_eval(DynSource* s, const dyn_frame_view* v) { return source_eval_m(s, v, NULL); }
 
+/* (dyn.h) */
 PyObject* dyn_source_repr(DynSource* s) {
   PyObject *b, *r;
   switch (s->kind) {
@@ -282,6 +297,7 @@ PyObject* dyn_source_repr(DynSource* s) {
   }
 }
 
+/* (dyn.h) Same kind, index and key along the whole base chain. */
 int dyn_source_equal(DynSource* a, DynSource* b) {
   while (1) {
     if (a == b) return 1;
@@ -312,6 +328,7 @@ static struct {
                          torch.device object made per check) */
 } T;
 
+/* The MRO lookup of `name` on `tp` (borrowed, NULL when absent). */
 static PyObject* type_lookup(PyTypeObject* tp, const char* name) {
   PyObject* n = PyUnicode_InternFromString(name);
   if (!n) return NULL;
@@ -320,6 +337,8 @@ static PyObject* type_lookup(PyTypeObject* tp, const char* name) {
   return d;
 }
 
+/* Resolves T from the first tensor type seen (0; leaves T unset for
+ * unusual types, which then use getattr). */
 static int tensor_descrs_init(PyTypeObject* tp) {
   if (T.ready) return 0;
   PyObject* d[5];
@@ -351,6 +370,7 @@ static int tensor_type_fast(PyTypeObject* tp) {
          (!T.d_is_cpu || type_lookup(tp, "is_cpu") == T.d_is_cpu);
 }
 
+/* Calls a getset descriptor's getter directly. */
 static inline PyObject* getset_get(PyObject* descr, PyObject* obj) {
   PyGetSetDef* gs = ((PyGetSetDescrObject*)descr)->d_getset;
   return gs->get(obj, gs->closure);
@@ -362,6 +382,7 @@ static PyObject* tensor_attr(PyObject* t, int fast, PyObject* descr, const char*
   return PyObject_GetAttrString(t, name);
 }
 
+/* t.stride() (new tuple). */
 static PyObject* tensor_stride(PyObject* t, int fast) {
   if (fast) return PyObject_Vectorcall(T.d_stride, &t, 1, NULL);
   return PyObject_CallMethod(t, "stride", NULL);
@@ -387,6 +408,7 @@ static int read_ints(PyObject* tup, int64_t* out, int n) {
  * Guard sets
  * ====================================================================== */
 
+/* Releases one guard's references and arrays. */
 static void guard_clear(dyn_guard* g) {
   Py_CLEAR(g->src);
   Py_CLEAR(g->expected);
@@ -399,6 +421,7 @@ static void guard_clear(dyn_guard* g) {
   g->sizes = g->strides = NULL;
 }
 
+/* DynGuardSet deallocator. */
 static void guardset_dealloc(PyObject* o) {
   DynGuardSet* gs = (DynGuardSet*)o;
   for (Py_ssize_t i = 0; i < gs->n; i++) guard_clear(&gs->g[i]);
@@ -406,11 +429,13 @@ static void guardset_dealloc(PyObject* o) {
   Py_TYPE(o)->tp_free(o);
 }
 
+/* DynGuardSet.describe(). */
 static PyObject* gs_py_describe(PyObject* o, PyObject* unused) {
   (void)unused;
   return dyn_guards_describe((DynGuardSet*)o);
 }
 
+/* DynGuardSet.add(kind, source, expected=None, n=0) (tests). */
 static PyObject* gs_py_add(PyObject* o, PyObject* args) {
   int kind;
   PyObject *src, *expected = Py_None;
@@ -424,6 +449,7 @@ static PyObject* gs_py_add(PyObject* o, PyObject* args) {
   Py_RETURN_NONE;
 }
 
+/* DynGuardSet.add_tensor(source, t, dynamic_dims=None) (tests). */
 static PyObject* gs_py_add_tensor(PyObject* o, PyObject* args) {
   PyObject *src, *t, *dims = NULL;
   if (!PyArg_ParseTuple(args, "O!O|O", &DynSource_Type, &src, &t, &dims)) return NULL;
@@ -432,6 +458,7 @@ static PyObject* gs_py_add_tensor(PyObject* o, PyObject* args) {
   Py_RETURN_NONE;
 }
 
+/* DynGuardSet.check(...) (tests). */
 static PyObject* gs_py_check(PyObject* o, PyObject* args) {
   /* check(locals_list, globals, closure=None) -> -1 when all hold, else the
    * index of the failing guard (tests). */
@@ -450,11 +477,13 @@ static PyObject* gs_py_check(PyObject* o, PyObject* args) {
   return PyLong_FromSsize_t(r ? -1 : failed);
 }
 
+/* DynGuardSet.size(). */
 static PyObject* gs_py_len(PyObject* o, PyObject* unused) {
   (void)unused;
   return PyLong_FromSsize_t(((DynGuardSet*)o)->n);
 }
 
+/* DynGuardSet() from Python (tests). */
 static PyObject* gs_py_new(PyTypeObject* tp, PyObject* args, PyObject* kw) {
   (void)tp;
   (void)args;
@@ -481,6 +510,7 @@ PyTypeObject DynGuardSet_Type = {
     .tp_new = gs_py_new,
 };
 
+/* (dyn.h) An empty guard set. */
 DynGuardSet* dyn_guards_new(void) {
   DynGuardSet* gs = PyObject_New(DynGuardSet, &DynGuardSet_Type);
   if (!gs) return NULL;
@@ -526,6 +556,7 @@ static Py_ssize_t guards_find(DynGuardSet* gs, int kind, DynSource* src, PyObjec
   return -1;
 }
 
+/* (dyn.h) */
 int dyn_guards_add_shape(DynGuardSet* gs, PyObject* fn, PyObject* tensor_sources) {
   if (!PyCallable_Check(fn) || !PyTuple_Check(tensor_sources)) {
     PyErr_SetString(PyExc_TypeError, "shape guard: expected a callable and a tuple of sources");
@@ -545,6 +576,7 @@ int dyn_guards_add_shape(DynGuardSet* gs, PyObject* fn, PyObject* tensor_sources
   return 0;
 }
 
+/* (dyn.h) Validates the arguments of each kind, then appends. */
 int dyn_guards_add(DynGuardSet* gs, int kind, DynSource* src, PyObject* expected, Py_ssize_t n) {
   if (kind == DG_SHAPE) {
     if (!expected || !PyTuple_Check(expected) || PyTuple_GET_SIZE(expected) != 2) {
@@ -592,6 +624,7 @@ static int dims_contains(PyObject* dims, int i) {
   return r;
 }
 
+/* Whether sizes/strides describe a contiguous tensor (size-1 dims free). */
 static int tensor_is_contiguous(int ndim, const int64_t* sizes, const int64_t* strides) {
   int64_t expect = 1;
   for (int i = ndim - 1; i >= 0; i--) {
@@ -601,6 +634,7 @@ static int tensor_is_contiguous(int ndim, const int64_t* sizes, const int64_t* s
   return 1;
 }
 
+/* Fills a DG_TENSOR guard from the live tensor. 0 / -1. */
 static int tensor_guard_fill(dyn_guard* g, PyObject* t, PyObject* dynamic_dims) {
   PyTypeObject* tp = Py_TYPE(t);
   if (tensor_descrs_init(tp) < 0) return -1;
@@ -665,6 +699,7 @@ done:
   return rc;
 }
 
+/* (dyn.h) */
 int dyn_guards_add_tensor(DynGuardSet* gs, DynSource* src, PyObject* t, PyObject* dynamic_dims) {
   if (!src) {
     PyErr_SetString(PyExc_ValueError, "tensor guard: no source");
@@ -749,6 +784,7 @@ done:
   return r;
 }
 
+/* DG_DICT_KEYS: a dict whose keys are `keys` in order. 1 / 0 / -1. */
 static int check_dict_keys(PyObject* x, PyObject* keys) {
   Py_ssize_t n = PyTuple_GET_SIZE(keys);
   if (PyDict_CheckExact(x)) {
@@ -773,6 +809,7 @@ static int check_dict_keys(PyObject* x, PyObject* keys) {
   return eq;
 }
 
+/* DG_NOT_HASATTR (both forms, see dyn.h). 1 / 0 / -1. */
 static int check_not_hasattr(const dyn_guard* g, const dyn_frame_view* v, memo* m) {
   DynSource* base = g->src;
   PyObject* name = g->expected;
@@ -789,6 +826,7 @@ static int check_not_hasattr(const dyn_guard* g, const dyn_frame_view* v, memo* 
   return r < 0 ? -1 : !r;
 }
 
+/* DG_SHAPE: calls the guard function with the tensors. 1 / 0 / -1. */
 static int check_shape(const dyn_guard* g, const dyn_frame_view* v, memo* m) {
   Py_ssize_t n = PyTuple_GET_SIZE(g->tensor_sources);
   PyObject* small[8];
@@ -848,6 +886,7 @@ static int check_one(const dyn_guard* g, const dyn_frame_view* v, memo* m) {
   return r;
 }
 
+/* (dyn.h) In order; the first failure stops. */
 int dyn_guards_check(DynGuardSet* gs, const dyn_frame_view* v, Py_ssize_t* failed) {
   memo m;
   m.n = 0;
@@ -889,6 +928,7 @@ static PyObject* ints_str(const int64_t* v, int n, int64_t marker, const char* d
   return r;
 }
 
+/* One TENSOR line. */
 static PyObject* describe_tensor(const dyn_guard* g, PyObject* src) {
   PyObject* sizes = ints_str(g->sizes, g->ndim, -1, "s");
   PyObject* strides = sizes ? ints_str(g->strides, g->ndim, INT64_MIN, "*") : NULL;
@@ -903,6 +943,7 @@ static PyObject* describe_tensor(const dyn_guard* g, PyObject* src) {
   return r;
 }
 
+/* One line per guard kind. */
 static PyObject* describe_one(const dyn_guard* g) {
   if (g->kind == DG_SHAPE) {
     PyObject* names = PyList_New(0);
@@ -949,6 +990,7 @@ static PyObject* describe_one(const dyn_guard* g) {
   return r;
 }
 
+/* (dyn.h) */
 PyObject* dyn_guards_describe(DynGuardSet* gs) {
   PyObject* out = PyList_New(gs->n);
   if (!out) return NULL;

@@ -51,6 +51,7 @@ static code_state* all_states; /* list head */
 static Py_ssize_t extra_index = -1;
 static PyObject* skip_prefixes; /* ((directory prefix ending in '/', skip 0/1), ...) */
 
+/* (dyn.h) Releases one entry (not its successors). */
 void dyn_entry_free(dyn_entry* e) {
   if (!e) return;
   Py_XDECREF((PyObject*)e->guards);
@@ -63,6 +64,7 @@ void dyn_entry_free(dyn_entry* e) {
   PyMem_Free(e);
 }
 
+/* Frees a whole entry list. */
 static void entries_free(dyn_entry* e) {
   while (e) {
     dyn_entry* next = e->next;
@@ -81,6 +83,7 @@ static void state_clear(code_state* st) {
 }
 
 #if PTC_DYN_SUPPORTED
+/* The extra slot's free function: the code object dies. */
 static void state_free(void* p) {
   code_state* st = p;
   if (!st) return;
@@ -93,6 +96,7 @@ static void state_free(void* p) {
 
 #endif
 
+/* The code's extra-slot pointer (3.11 / 3.12 spelling). 0 / -1. */
 static int code_get_extra(PyObject* code, void** out) {
 #if PY_VERSION_HEX >= 0x030C0000
   return PyUnstable_Code_GetExtra(code, extra_index, out);
@@ -102,6 +106,7 @@ static int code_get_extra(PyObject* code, void** out) {
 }
 
 #if PTC_DYN_SUPPORTED
+/* Sets the code's extra-slot pointer. 0 / -1. */
 static int code_set_extra(PyObject* code, void* p) {
 #if PY_VERSION_HEX >= 0x030C0000
   return PyUnstable_Code_SetExtra(code, extra_index, p);
@@ -203,6 +208,7 @@ static int code_skipped_by_file(PyCodeObject* code) {
   return 0;
 }
 
+/* (dyn.h) Filename rules, through the code state when it has one. */
 int dyn_code_skipped(PyCodeObject* code) {
   if (code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)) return 0;
   if (extra_index >= 0) {
@@ -229,6 +235,7 @@ PyObject* dyn_py_skipped(PyObject* self, PyObject* code) {
 static PyObject* hook(PyThreadState* ts, struct _PyInterpreterFrame* f, int throwflag);
 #endif
 
+/* Installs (on) or removes the frame hook for this interpreter. */
 static void hook_install(int on) {
 #if PTC_DYN_SUPPORTED
   PyInterpreterState* is = PyInterpreterState_Get();
@@ -371,6 +378,7 @@ static inline PyObject* frame_func(struct _PyInterpreterFrame* f) {
 #endif
 }
 
+/* Fills the frame view of a frame at entry (borrowed pointers). */
 static void view_fill(dyn_frame_view* v, struct _PyInterpreterFrame* f) {
   PyCodeObject* co = f->f_code;
   v->code = co;
@@ -416,6 +424,7 @@ static void frame_release(PyThreadState* ts, struct _PyInterpreterFrame* f) {
 #endif
 }
 
+/* Runs the frame as plain Python (the default evaluator releases it). */
 static PyObject* run_default(PyThreadState* ts, struct _PyInterpreterFrame* f, int throwflag) {
   return _PyEval_EvalFrameDefault(ts, f, throwflag);
 }
@@ -718,6 +727,8 @@ static dyn_entry* convert(code_state* st, const dyn_frame_view* v, PyObject* cfg
   return e;
 }
 
+/* The PEP 523 frame evaluator: skip rules, cache lookup, conversion on a
+ * miss, entry execution (see the brief in dyn.h's pipeline comment). */
 static PyObject* hook(PyThreadState* ts, struct _PyInterpreterFrame* f, int throwflag) {
   PyObject* cfg = tls_config;
   if (!cfg || tls_busy || throwflag) return run_default(ts, f, throwflag);

@@ -144,6 +144,7 @@ static int add_optional(PyObject* m, const char* name, PyCFunction fn, int flags
   return r;
 }
 
+/* Readies and adds a type (skipped when its file is not linked). */
 static int add_type(PyObject* m, PyTypeObject* tp, const char* name) {
   if (!tp) return 0;
   if (PyType_Ready(tp) < 0) return -1;
@@ -155,6 +156,7 @@ static int add_type(PyObject* m, PyTypeObject* tp, const char* name) {
   return 0;
 }
 
+/* (dyn.h) */
 int ptcpy_dyn_init(PyObject* m) {
   if (add_type(m, &DynSource_Type, "DynSource") < 0 ||
       add_type(m, &DynGuardSet_Type, "DynGuardSet") < 0 ||
