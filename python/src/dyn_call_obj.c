@@ -418,9 +418,17 @@ int dc_class_func(dyn_tx* tx, DynVar* obj, PyObject* func, PyObject* name, DynVa
   DynSource* s = obj->source;
   DynSource* fs = NULL;
   if (s) {
-    DynSource* ts = dyn_source_type(s);
-    fs = ts ? dyn_source_attr(ts, name) : NULL;
+    /* special methods are looked up on the type; others as Python does
+     * (an instance attribute shadows the method): the guard is then
+     * getattr(obj, name).__func__ is func, which also fails when the
+     * instance attribute is not a bound method */
+    const char* nm = PyUnicode_AsUTF8(name);
+    int special = nm && nm[0] == '_' && nm[1] == '_';
+    PyObject* fn = special ? NULL : PyUnicode_FromString("__func__");
+    DynSource* ts = special ? dyn_source_type(s) : dyn_source_attr(s, name);
+    if (ts) fs = special ? dyn_source_attr(ts, name) : (fn ? dyn_source_attr(ts, fn) : NULL);
     Py_XDECREF(ts);
+    Py_XDECREF(fn);
     if (!fs) return DYN_CALL_ERROR;
     if (dyn_guards_add(tx->guards, DG_ID, fs, func, 0) < 0) {
       Py_DECREF(fs);
