@@ -766,3 +766,55 @@ def test_explain_fx_still_works():
     gm = torch.fx.symbolic_trace(M())
     e = ptc.explain(gm, r(3))
     assert e.num_kernels >= 1
+
+
+# ---- what ptc.compile accepts -----------------------------------------------------------------------
+
+class CallableObj:
+    def __init__(self):
+        self.k = 3.0
+
+    def __call__(self, x):
+        return x * self.k
+
+    def method(self, x, y=1.0):
+        return torch.relu(x) + y * self.k
+
+
+def test_compile_bound_method_lambda_partial_callable():
+    o = CallableObj()
+    x = r(4)
+    assert_same(ptc.compile(o.method)(x, y=2.0), o.method(x, y=2.0))
+    assert_same(ptc.compile(lambda t: t * 2 + 1)(x), x * 2 + 1)
+    assert_same(ptc.compile(functools.partial(helper_default, k=5.0))(x), helper_default(x, k=5.0))
+    assert_same(ptc.compile(o)(x), o(x))
+    assert_same(ptc.compile(torch.relu)(x), torch.relu(x))
+
+
+def test_compiled_module_kwargs_and_dict_output():
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(3, 3)
+
+        def forward(self, x, *, scale=1.0, extra=None):
+            out = {"y": self.lin(x) * scale}
+            if extra is not None:
+                out["e"] = extra + 1
+            return out
+    m = M().eval()
+    cm = ptc.compile(m)
+    x = r(2, 3)
+    with torch.no_grad():
+        assert_same(cm(x), m(x), rtol=1e-4, atol=1e-5)
+        assert_same(cm(x, scale=2.0, extra=x), m(x, scale=2.0, extra=x), rtol=1e-4, atol=1e-5)
+        assert_same(cm.forward(x), m(x), rtol=1e-4, atol=1e-5)
+
+
+def test_compile_rejects_bad_arguments():
+    with pytest.raises(TypeError):
+        ptc.compile(3)
+    with pytest.raises(ValueError):
+        ptc.compile(f_elementwise, backend="no-such-backend")
+    with pytest.raises(ValueError):
+        ptc.compile(f_elementwise, dynamic="yes")

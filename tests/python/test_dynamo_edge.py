@@ -936,3 +936,64 @@ def test_many_locals_and_long_jumps(capsys):
         out = cf(x)
         assert capsys.readouterr().out == printed
         assert_same(out, ref, rtol=1e-5, atol=1e-4)
+
+
+# ---- dynamic sizes: ops whose output count or validity depends on a size ---------------------------
+
+@pytest.mark.parametrize("op", ["split", "chunk", "unbind", "slices", "narrow_view", "cat_expand", "index_last"])
+def test_dynamic_size_dependent_ops(op):
+    def f(x, y):
+        if op == "split":
+            return [t.sum(0) for t in x.split(2)]
+        if op == "chunk":
+            return [t * 2 for t in torch.chunk(x, 3)]
+        if op == "unbind":
+            return [t + 1 for t in x.unbind(0)]
+        if op == "slices":
+            n = x.shape[0]
+            return x[: n // 2], x[-2:], x[1:-1], x[n - 1]
+        if op == "narrow_view":
+            return x.narrow(0, 1, x.shape[0] - 1).reshape(-1), x.view(-1, 2).sum(1)
+        if op == "cat_expand":
+            return torch.cat([x, y], 0), y[:1].expand(x.shape[0], -1)
+        return x[x.shape[0] - 1] + y[-1]
+    cf = ptc.compile(f)
+    for n in [2, 3, 4, 5, 6, 7, 4]:
+        x, y = r(n, 2), r(n + 1, 2)
+        assert_same(cf(x, y), f(x, y), path="n=%d" % n)
+
+
+def test_dynamic_sizes_mismatch_error():
+    def f(x, y):
+        return x + y
+    cf = ptc.compile(f)
+    for n in [2, 3, 4]:
+        x, y = r(n, 2), r(n, 2)
+        assert_same(cf(x, y), f(x, y), path="n=%d" % n)
+    x, y = r(4, 2), r(5, 2)
+    with pytest.raises(RuntimeError) as eager:
+        f(x, y)
+    with pytest.raises(RuntimeError) as comp:
+        cf(x, y)
+    assert str(comp.value) == str(eager.value)
+
+
+def test_dynamic_reduction_mean_and_var():
+    def f(x):
+        return x.mean(0), x.var(0), x.sum() / x.shape[0], F_softmax(x)
+    cf = ptc.compile(f)
+    for n in [2, 3, 5, 8]:
+        x = r(n, 3)
+        assert_same(cf(x), f(x), rtol=1e-5, atol=1e-5, path="n=%d" % n)
+
+
+def F_softmax(x):
+    return torch.nn.functional.softmax(x, dim=0)
+
+
+def test_dynamic_then_non_contiguous():
+    def f(x):
+        return x * 2 + 1
+    cf = ptc.compile(f)
+    for x in [r(2, 3), r(3, 3), r(4, 3), r(3, 5).t(), r(6, 2)[::2], r(5, 3)]:
+        assert_same(cf(x), f(x), path=str(tuple(x.shape)) + str(x.stride()))
