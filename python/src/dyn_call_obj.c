@@ -454,6 +454,28 @@ static int is_container_fn(PyObject* f) {
   return hit;
 }
 
+/* Identity guard on getattr(obj or type(obj), name)[.sub] (nothing when
+ * obj has no source: it is then a fixed object). 0 / -1. */
+static int guard_id_path(dyn_tx* tx, DynVar* obj, int on_type, PyObject* name, const char* sub,
+                         PyObject* expected) {
+  if (!obj->source) return 0;
+  DynSource* base = on_type ? dyn_source_type(obj->source) : (Py_INCREF(obj->source), obj->source);
+  DynSource* s1 = base ? dyn_source_attr(base, name) : NULL;
+  Py_XDECREF(base);
+  if (!s1) return -1;
+  DynSource* s = s1;
+  if (sub) {
+    PyObject* sn = PyUnicode_FromString(sub);
+    s = sn ? dyn_source_attr(s1, sn) : NULL;
+    Py_XDECREF(sn);
+    Py_DECREF(s1);
+    if (!s) return -1;
+  }
+  int r = dyn_guards_add(tx->guards, DG_ID, s, expected, 0);
+  Py_DECREF(s);
+  return r;
+}
+
 static int bind_class_attr(dyn_tx* tx, DynVar* obj, PyObject* attr, PyObject* name, DynVar** out) {
   if (PyFunction_Check(attr) && obj->kind == DV_MODULE && is_container_fn(attr))
     return method_of(attr, obj, out); /* answered natively (dc_call_container_method) */
@@ -471,7 +493,8 @@ static int bind_class_attr(dyn_tx* tx, DynVar* obj, PyObject* attr, PyObject* na
     if (!f) return DYN_CALL_ERROR;
     int rc;
     if (PyFunction_Check(f)) {
-      *out = dyn_var_new(DV_FUNCTION, f, NULL, NULL, NULL);
+      *out = guard_id_path(tx, obj, 0, name, NULL, f) < 0 ? NULL
+                                                         : dyn_var_new(DV_FUNCTION, f, NULL, NULL, NULL);
       rc = *out ? DYN_CALL_OK : DYN_CALL_ERROR;
     } else {
       rc = dc_break(tx, "static method .%U (not a Python function)", name);
@@ -483,7 +506,9 @@ static int bind_class_attr(dyn_tx* tx, DynVar* obj, PyObject* attr, PyObject* na
     PyObject* f = PyObject_GetAttrString(attr, "__func__");
     if (!f) return DYN_CALL_ERROR;
     int rc = DYN_CALL_OK;
-    DynVar* fv = PyFunction_Check(f) ? dyn_var_new(DV_FUNCTION, f, NULL, NULL, NULL) : NULL;
+    DynVar* fv = PyFunction_Check(f) && guard_id_path(tx, obj, 0, name, "__func__", f) == 0
+                     ? dyn_var_new(DV_FUNCTION, f, NULL, NULL, NULL)
+                     : NULL;
     Py_DECREF(f);
     if (!fv) return PyErr_Occurred() ? DYN_CALL_ERROR : dc_break(tx, "class method .%U", name);
     DynVar* cv = dyn_var_const((PyObject*)Py_TYPE(obj->value));
@@ -494,6 +519,7 @@ static int bind_class_attr(dyn_tx* tx, DynVar* obj, PyObject* attr, PyObject* na
     return rc;
   }
   if (PyObject_TypeCheck(attr, &PyProperty_Type)) {
+    if (guard_id_path(tx, obj, 1, name, NULL, attr) < 0) return DYN_CALL_ERROR;
     PyObject* g = PyObject_GetAttrString(attr, "fget");
     if (!g) return DYN_CALL_ERROR;
     int rc;
@@ -570,14 +596,16 @@ int dc_getattr_builtin(dyn_tx* tx, DynVar* obj, PyObject* name, DynVar** out) {
     case DV_CONST: {
       PyObject* v = obj->value;
       if (obj->kind == DV_CONST && (PyModule_Check(v) || PyType_Check(v))) {
-        if (PyType_Check(v) && Py_TYPE(v) != &PyType_Type && !PyType_IsSubtype(Py_TYPE(v), &PyType_Type))
-          return dc_break(tx, "attribute of a class with a custom metaclass");
+        if (PyType_Check(v) && Py_TYPE(v)->tp_getattro != PyType_Type.tp_getattro)
+          return dc_break(tx, "attribute of a class whose metaclass customises attribute access");
         PyObject* r = PyObject_GetAttr(v, name);
         if (!r) return dc_break_exc(tx, "attribute");
         int rc;
         if (PyMethod_Check(r) && PyType_Check(PyMethod_GET_SELF(r)) && PyFunction_Check(PyMethod_GET_FUNCTION(r))) {
           /* a classmethod bound to the class */
-          DynVar* fv = dyn_var_new(DV_FUNCTION, PyMethod_GET_FUNCTION(r), NULL, NULL, NULL);
+          DynVar* fv = guard_id_path(tx, obj, 0, name, "__func__", PyMethod_GET_FUNCTION(r)) < 0
+                           ? NULL
+                           : dyn_var_new(DV_FUNCTION, PyMethod_GET_FUNCTION(r), NULL, NULL, NULL);
           *out = fv ? dyn_var_new(DV_METHOD, (PyObject*)fv, NULL, (PyObject*)obj, NULL) : NULL;
           Py_XDECREF(fv);
           rc = *out ? DYN_CALL_OK : DYN_CALL_ERROR;

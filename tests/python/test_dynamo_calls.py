@@ -533,3 +533,42 @@ def test_torch_introspection_constants():
         torch._assert(x.shape[0] == 3, "bad")
         return x * 2, torch._C._get_tracing_state()
     check(f, r(3), graphs=1, breaks=0)
+
+
+class Patchable:
+    k = 2
+
+    @classmethod
+    def cm(cls, v):
+        return v + cls.k
+
+    @staticmethod
+    def sm(v):
+        return v * 3
+
+    @property
+    def p(self):
+        return 5
+
+
+def test_class_attributes_replaced_recompile():
+    c = Patchable()
+
+    def f(x):
+        return x + Patchable.cm(1) + c.cm(1) + c.sm(1) + Patchable.sm(2) + c.p
+    cf = ptc.compile(f)
+    x = torch.zeros(1)
+    saved = dict(Patchable.__dict__)
+    try:
+        assert_same(cf(x), f(x))
+        Patchable.cm = classmethod(lambda cls, v: v - 100)
+        assert_same(cf(x), f(x), path="classmethod replaced")
+        Patchable.sm = staticmethod(lambda v: v - 1000)
+        assert_same(cf(x), f(x), path="staticmethod replaced")
+        Patchable.p = property(lambda self: -7)
+        assert_same(cf(x), f(x), path="property replaced")
+        c.sm = lambda v: 0
+        assert_same(cf(x), f(x), path="instance attribute shadows the static method")
+    finally:
+        for k in ("cm", "sm", "p"):
+            setattr(Patchable, k, saved[k])
