@@ -23,7 +23,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import ptc
-from dynamo_util import Delta, assert_same, fresh_dynamo  # noqa: F401
+from dynamo_util import HAS_CUDA, Delta, assert_same, fresh_dynamo  # noqa: F401
 
 
 def _randomize_bn(model, gen):
@@ -338,3 +338,33 @@ def test_torchvision_explain_counts():
     assert e.graph_count == 1, str(e)
     assert e.break_reasons == []
     assert e.op_count >= 40  # 20 convs, 20 batch norms, relus, adds, pool, fc
+
+
+# ---- cuda (skipped without a GPU) ------------------------------------------------------------------
+
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device")
+@pytest.mark.parametrize("backend", ["cuda", "auto"])
+def test_cuda_models(backend):
+    torch.manual_seed(14)
+    mlp = MLP().cuda().eval()
+    run_model(mlp, [(torch.randn(4, 16, device="cuda"),), (torch.randn(4, 16, device="cuda"),)],
+              backend=backend, rtol=1e-4, atol=1e-4)
+    blk = TransformerBlock().cuda().eval()
+    run_model(blk, [(torch.randn(2, 16, 64, device="cuda"),)], backend=backend, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device")
+def test_cuda_side_effects_and_break(capsys):
+    def f(x, lst):
+        x.mul_(2)
+        lst.append(x.sum())
+        print("n", len(lst))
+        return torch.relu(x) + 1
+    x = torch.randn(8, device="cuda")
+    xr = x.clone()
+    lst, lr = [], []
+    out = ptc.compile(f, backend="cuda")(x, lst)
+    ref = f(xr, lr)
+    assert_same(out, ref, rtol=1e-5, atol=1e-5)
+    assert_same(x, xr)
+    assert_same(lst, lr, rtol=1e-5, atol=1e-5)

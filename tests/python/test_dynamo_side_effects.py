@@ -9,6 +9,8 @@ and objects created in compiled code returned for real.
 
 import collections
 
+import pytest
+
 import torch
 import torch.nn as nn
 
@@ -455,3 +457,87 @@ def test_created_object_escapes_to_input():
     out = ptc.compile(f)(store, torch.ones(2))
     assert store[0] is out and out.tag == "stored"
     torch.testing.assert_close(out.t, torch.full((2,), 2.0))
+
+
+# ---- effects around graph breaks and cache machinery -----------------------------------------------
+
+def test_list_mutation_across_a_break(capsys):
+    def f(x, lst):
+        lst.append(x * 2)
+        print("len", len(lst))
+        lst.append(lst[-1] + 1)
+        made = [x]
+        print("made", len(made))
+        made.append(x + 1)
+        return lst[-1] * 2, made
+    check(f, r(3), [r(3)])
+
+
+def test_global_written_before_and_read_after_a_break(capsys):
+    global COUNTER
+    COUNTER = 0
+
+    def f(x):
+        global COUNTER
+        COUNTER = COUNTER + 10
+        print("c", COUNTER)
+        return x * COUNTER
+    cf = ptc.compile(f)
+    x = torch.ones(2)
+    for i in range(1, 3):
+        out = cf(x)
+        assert COUNTER == 10 * i
+        torch.testing.assert_close(out, x * (10 * i))
+    assert capsys.readouterr().out == "c 10\nc 20\n"
+
+
+def test_reset_called_from_compiled_code():
+    def g(x):
+        ptc.reset()
+        return x + 1
+
+    def f(x):
+        y = x * 2
+        z = g(y)
+        return z * 3
+    cf = ptc.compile(f)
+    for _ in range(3):
+        x = r(3)
+        torch.testing.assert_close(cf(x), f(x))
+
+
+def test_compiled_function_recursing_through_its_wrapper():
+    def f(x, n):
+        if n == 0:
+            return x
+        return cf(x * 2, n - 1) + 1
+    cf = ptc.compile(f)
+    x = r(2)
+    torch.testing.assert_close(cf(x, 3), f(x, 3))
+
+
+class Flaky:
+    def __init__(self):
+        self.calls = 0
+
+    @property
+    def k(self):
+        self.calls += 1
+        if self.calls > 1:
+            raise RuntimeError("k is gone")
+        return 2.0
+
+
+def test_property_raising_on_a_later_call():
+    def f(x, o):
+        return x * o.k
+    o1, o2 = Flaky(), Flaky()
+    cf = ptc.compile(f)
+    x = r(2)
+    torch.testing.assert_close(cf(x, o1), f(x, o2))
+    with pytest.raises(RuntimeError) as eager:
+        f(x, o2)
+    with pytest.raises(RuntimeError) as comp:
+        cf(x, o1)
+    assert str(comp.value) == str(eager.value)
+    assert o1.calls == o2.calls
