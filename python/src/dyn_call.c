@@ -242,12 +242,19 @@ int dc_safe_const(PyObject* o) {
     return 1;
   }
   if (PyFrozenSet_CheckExact(o)) {
-    Py_ssize_t pos = 0;
+    PyObject* it = PyObject_GetIter(o);
     PyObject* k;
-    Py_hash_t h;
-    while (_PySet_NextEntry(o, &pos, &k, &h))
-      if (!dc_safe_const(k)) return 0;
-    return 1;
+    int ok = it != NULL;
+    while (ok && (k = PyIter_Next(it))) {
+      ok = dc_safe_const(k);
+      Py_DECREF(k);
+    }
+    Py_XDECREF(it);
+    if (PyErr_Occurred()) {
+      PyErr_Clear();
+      ok = 0;
+    }
+    return ok;
   }
   return 0;
 }
