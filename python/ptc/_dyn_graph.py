@@ -91,6 +91,37 @@ _CAST_OPS = {"to", "type", "float", "double", "half", "bfloat16", "int", "long",
              "char", "byte", "bool", "type_as"}
 
 
+# calls whose eager result may be a view (reshape, contiguous...): rebuilt by
+# replaying them too, which is exact because a tensor with views is never
+# written in place inside the graph (the replay sees the same data)
+_VIEW_OPS |= {"reshape", "reshape_as", "flatten", "contiguous", "broadcast_to", "ravel"}
+# calls returning a tuple of views of their first argument
+_SPLIT_OPS = {"split", "chunk", "unbind", "split_with_sizes", "tensor_split", "hsplit", "vsplit"}
+
+
+def _replay_item(fn, i, *args):
+    """Item i of fn(*args) (a split/chunk/unbind view, replayed)."""
+    return fn(*args)[i]
+
+
+def _replay_target(kind, target, args, kwargs):
+    """(name, callable) of a call the runner may replay in eager on its real
+    first argument, or None."""
+    if kind == "call_module" or kwargs or not args or not isinstance(args[0], Proxy):
+        return None
+    if isinstance(args[0].value, Unavailable):
+        return None
+    if kind == "call_method":
+        fn = getattr(torch.Tensor, target, None)
+        return (target, fn) if fn is not None else None
+    name = getattr(target, "__name__", "")
+    if target is operator.getitem:
+        return ("getitem", target)
+    if getattr(torch, name, None) is not target and getattr(torch.Tensor, name, None) is not target:
+        return None
+    return (name, target)
+
+
 def _basic_index(idx):
     """Basic indexing (ints, slices, None, Ellipsis; sizes): a view."""
     items = idx if isinstance(idx, tuple) else (idx,)
@@ -439,6 +470,8 @@ class OutputGraph:
             out.alias = self._alias_of(kind, fx_target, args, kwargs, res)
             if out.alias is not None:
                 args[0].has_views = True
+        elif isinstance(out, (tuple, list)):
+            self._split_aliases(kind, fx_target, args, kwargs, out)
         if _has_tensor(res):
             self.n_ops += 1
         else:
@@ -476,23 +509,11 @@ class OutputGraph:
         """(callable, args) when eager's result of this call is always a view
         or the input itself (so it must be rebuilt by replaying the call on
         the real base, not returned as a fresh tensor), else None."""
-        if kind == "call_module" or kwargs or not args or not isinstance(args[0], Proxy):
+        named = _replay_target(kind, target, args, kwargs)
+        if named is None:
             return None
+        name, fn = named
         base = args[0]
-        if isinstance(base.value, Unavailable):
-            return None
-        if kind == "call_method":
-            name, fn = target, getattr(torch.Tensor, target, None)
-        else:
-            fn = target
-            name = getattr(target, "__name__", "")
-            if target is operator.getitem:
-                name = "getitem"
-            elif getattr(torch, name, None) is not target and \
-                    getattr(torch.Tensor, name, None) is not target:
-                return None
-        if fn is None:
-            return None
         if name in _VIEW_OPS:
             pass
         elif name in _CAST_OPS:
@@ -505,6 +526,20 @@ class OutputGraph:
         else:
             return None
         return (fn, args)
+
+    def _split_aliases(self, kind, target, args, kwargs, items):
+        """Items of split/chunk/unbind results are views of args[0]: each
+        is rebuilt as fn(*args)[i] on the real base."""
+        named = _replay_target(kind, target, args, kwargs)
+        if named is None or named[0] not in _SPLIT_OPS:
+            return
+        found = False
+        for i, it in enumerate(items):
+            if isinstance(it, Proxy) and isinstance(it.value, _C.Value):
+                it.alias = (_replay_item, (named[1], i) + tuple(args))
+                found = True
+        if found:
+            args[0].has_views = True
 
     def _check_mutation(self, p):
         if p.alias is not None or p.has_views:

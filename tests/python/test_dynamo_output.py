@@ -471,3 +471,24 @@ def test_inplace_on_input_sharing_memory_refused_and_guarded():
     og.call_method("add_", (px, py), {})
     g = og.shape_guard()
     assert g(x, y) and not g(x, x[:2])
+
+
+@needs_compile
+def test_e2e_split_and_reshape_views_keep_aliasing():
+    def f(x):
+        a, b = x.chunk(2)
+        r = x.reshape(-1)
+        print("break")
+        a.mul_(0)
+        r.add_(1)
+        return a, b, r
+
+    x = torch.randn(4, 3)
+    x0 = x.clone()
+    ra, rb, rr = ptc.compile(f, backend="cpu")(x)
+    e = x0.clone()
+    ea, eb, er = f(e)
+    torch.testing.assert_close(x, e)
+    torch.testing.assert_close(ra, ea)
+    torch.testing.assert_close(rb, eb)
+    assert rr.data_ptr() == x.data_ptr()
