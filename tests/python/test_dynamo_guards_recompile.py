@@ -544,3 +544,21 @@ def test_fullgraph_after_a_non_fullgraph_compile():
     ptc.compile(f)(x)  # caches entries with a graph break
     with pytest.raises(ptc.dynamo.Unsupported):
         ptc.compile(f, fullgraph=True)(x)
+
+
+# ---- skip rules ---------------------------------------------------------------------------------------
+
+def test_stdlib_and_torch_frames_not_captured():
+    import json
+    import torch.nn.functional as F
+
+    def f(x, cfg):
+        s = json.dumps(cfg, sort_keys=True)
+        y = F.hardtanh(x * len(s))  # torch's Python wrapper runs (or is mapped), never cached
+        return y + torch.broadcast_shapes((2, 1), (1, 2))[0]
+    cf = ptc.compile(f)
+    x = r(4)
+    assert_same(cf(x, {"b": 1, "a": [1, 2]}), f(x, {"b": 1, "a": [1, 2]}))
+    for code in (json.dumps.__code__, json.JSONEncoder.encode.__code__,
+                 F.hardtanh.__code__, torch.broadcast_shapes.__code__):
+        assert ptc._C.dyn_entries(code) == [], code.co_filename
