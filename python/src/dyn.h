@@ -449,7 +449,7 @@ DynRunner* dyn_runner_new(PyObject* compiled, PyObject* inputs, PyObject* effect
  *   (DP_CELL, index): the frame's closure cell `index` (the cell itself)
  * Effects: (DE_SETATTR, obj, name, value), (DE_DELATTR, obj, name),
  * (DE_LIST, list, (items)), (DE_DICT, dict, (keys), (values)),
- * (DE_GLOBAL, globals dict, name, value), (DE_CELL, cell plan, value or NULL
+ * (DE_GLOBAL, globals dict or None = the frame's, name, value), (DE_CELL, cell plan, value or NULL
  * = empty): all operands are plans, every operand of every effect is
  * evaluated before the first effect is applied (values as read by the trace). */
 enum dyn_plan_tag {

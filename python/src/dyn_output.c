@@ -457,7 +457,9 @@ static PyObject* plan_effect(out_ctx* c, PyObject* e) {
     PyObject* val = is_var(PyTuple_GET_ITEM(e, 3)) ? plan_of(c, (DynVar*)PyTuple_GET_ITEM(e, 3))
                                                     : refuse(c, "%s", "a non-tracker value");
     if (!val) return NULL;
-    return Py_BuildValue("(iOON)", DE_GLOBAL, a1, PyTuple_GET_ITEM(e, 2), val);
+    /* the root frame's globals: taken from the frame at run time (None) */
+    PyObject* g = a1 == c->tx->view->globals ? Py_None : a1;
+    return Py_BuildValue("(iOON)", DE_GLOBAL, g, PyTuple_GET_ITEM(e, 2), val);
   }
   if (!strcmp(kind, "cell") && n == 2) {
     if (!is_var(a1)) return refuse(c, "%s", "a cell write on a non-tracker");

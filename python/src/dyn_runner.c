@@ -218,13 +218,20 @@ static int apply_dict(PyObject* d, PyObject* keys, PyObject* vals) {
   return 0;
 }
 
-static int apply_effect(PyObject* e, PyObject** ops) {
+static int apply_effect(run_ctx* c, PyObject* e, PyObject** ops) {
   switch (plan_tag(e)) {
     case DE_SETATTR: return PyObject_SetAttr(ops[0], ops[1], ops[2]);
     case DE_DELATTR: return PyObject_DelAttr(ops[0], ops[1]);
     case DE_LIST: return apply_list(ops[0], ops[1]);
     case DE_DICT: return apply_dict(ops[0], ops[1], ops[2]);
-    case DE_GLOBAL: return PyObject_SetItem(ops[0], ops[1], ops[2]);
+    case DE_GLOBAL: {
+      PyObject* g = ops[0] == Py_None ? c->v->globals : ops[0];
+      if (!g) {
+        PyErr_SetString(PyExc_SystemError, "ptc capture runner: global write without globals");
+        return -1;
+      }
+      return PyObject_SetItem(g, ops[1], ops[2]);
+    }
     case DE_CELL:
       if (!PyCell_Check(ops[0])) {
         PyErr_SetString(PyExc_TypeError, "ptc capture: cell effect on a non-cell");
@@ -248,7 +255,7 @@ static int run_effects(run_ctx* c, PyObject* effects) {
   for (Py_ssize_t i = 0; rc == 0 && i < n; i++)
     rc = eval_effect_operands(c, PyTuple_GET_ITEM(effects, i), ops + 3 * i, 3);
   for (Py_ssize_t i = 0; rc == 0 && i < n; i++)
-    rc = apply_effect(PyTuple_GET_ITEM(effects, i), ops + 3 * i);
+    rc = apply_effect(c, PyTuple_GET_ITEM(effects, i), ops + 3 * i);
   for (Py_ssize_t i = 0; i < 3 * n; i++) Py_XDECREF(ops[i]);
   PyMem_Free(ops);
   return rc;
