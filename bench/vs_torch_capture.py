@@ -57,6 +57,35 @@ if ARGS.threads is None:
 os.environ["OMP_NUM_THREADS"] = str(ARGS.threads)
 
 import torch  # noqa: E402
+
+OPENBLAS_DIRS = ["/usr/lib/x86_64-linux-gnu/openblas-openmp", "/usr/lib/x86_64-linux-gnu/openblas-pthread",
+                 "/usr/lib/aarch64-linux-gnu/openblas-openmp", "/usr/lib/aarch64-linux-gnu/openblas-pthread"]
+
+
+def reexec_with_openblas():
+    """Debian's torch links libblas.so.3, the netlib reference BLAS unless an
+    optimised one is selected: an eager baseline on it is no baseline. Re-runs
+    this script with OpenBLAS first on the library path when it is installed
+    (as bench/vs_torch.py does)."""
+    if os.environ.get("VS_TORCH_CAPTURE_REEXEC"):
+        return
+    try:
+        with open("/proc/self/maps") as f:
+            libs = {line.split()[-1] for line in f if ".so" in line}
+    except OSError:
+        return
+    if not any("/blas/libblas" in lib for lib in libs):
+        return
+    for d in OPENBLAS_DIRS:
+        if os.path.exists(os.path.join(d, "libblas.so.3")):
+            old = os.environ.get("LD_LIBRARY_PATH")
+            env = dict(os.environ, VS_TORCH_CAPTURE_REEXEC="1", LD_LIBRARY_PATH=d + (":" + old if old else ""))
+            print(f"vs_torch_capture: torch loaded the reference BLAS; re-running with LD_LIBRARY_PATH={d}",
+                  file=sys.stderr, flush=True)
+            os.execve(sys.executable, [sys.executable] + sys.argv, env)
+
+
+reexec_with_openblas()
 import torch.fx  # noqa: E402
 import torch.nn as nn  # noqa: E402
 
@@ -386,7 +415,8 @@ def models_table():
         row = {"model": key, "desc": desc}
         try:
             model, inputs = make(), make_inputs()
-            call = (lambda *a, _m=model: _m(*a))  # a plain callable: the capture explain
+            # the capture explain takes a plain callable (a module would get the FX report)
+            call = (lambda *a, _m=model: _m(*a)) if isinstance(model, nn.Module) else model
             with torch.no_grad():
                 ref = model(*inputs)
                 e = ptc.explain(call, *inputs)
