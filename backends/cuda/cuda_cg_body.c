@@ -189,6 +189,16 @@ static void decl_begin(cug* g, ptc_strbuf* sb, ir_val i, int32_t dtype) {
 static bool is_local(const cug* g, int32_t buf) { return g->s->buf_home[buf] == SCHED_HOME_LOCAL; }
 static bool reduction_layout(const cug* g) { return g->layout != CUDA_LAYOUT_POINTWISE; }
 
+bool cug_cache_hit(cug* g, const ir_op* op) {
+  if (!g->in_loop || !g->cache[op->buf] || !g->cache_key[op->buf]) return false;
+  ptc_strbuf idx;
+  ptc_sb_init(&idx);
+  cug_index(g, &idx, op->index);
+  bool hit = idx.data && strcmp(idx.data, g->cache_key[op->buf]) == 0;
+  ptc_sb_free(&idx);
+  return hit;
+}
+
 static void load_value(cug* g, ptc_strbuf* sb, const ir_op* op) {
   const ir_buffer* b = ir_buf(g->p, op->buf);
   char name[32];
@@ -197,6 +207,8 @@ static void load_value(cug* g, ptc_strbuf* sb, const ir_op* op) {
   ptc_sb_init(&raw);
   if (g->in_reg[op->buf]) {
     ptc_sb_printf(&raw, "v_%s", name);
+  } else if (g->cache[op->buf] == 2 && cug_cache_hit(g, op)) {
+    ptc_sb_printf(&raw, "c_%s[it]", name);
   } else if (g->vec_mode && g->vec_buf[op->buf] && op->index == g->flat) {
     char arr[40];
     snprintf(arr, sizeof arr, "vin_%s", name);
@@ -231,6 +243,21 @@ static void literal_of(ptc_strbuf* sb, int32_t dtype, double f, int64_t i) {
 }
 
 static void emit_load(cug* g, ptc_strbuf* sb, ir_val i, const ir_op* op) {
+  if (g->cache[op->buf] == 1 && op->args[0] < 0 && !g->in_reg[op->buf] && cug_cache_hit(g, op)) {
+    /* first read of a persistent row: fill this lane's registers */
+    const ir_buffer* b = ir_buf(g->p, op->buf);
+    char name[32];
+    cug_buf_name(g, op->buf, name, sizeof name);
+    ptc_strbuf idx, raw;
+    ptc_sb_init(&idx);
+    ptc_sb_init(&raw);
+    cug_index(g, &idx, op->index);
+    cu_load(&raw, b->dtype, name, idx.data ? idx.data : "0");
+    cug_line(g, sb, "c_%s[it] = %s;", name, raw.data ? raw.data : "0");
+    ptc_sb_free(&idx);
+    ptc_sb_free(&raw);
+    g->cache[op->buf] = 2;
+  }
   decl_begin(g, sb, i, op->dtype);
   if (op->args[0] >= 0) {
     char m[32];
@@ -327,6 +354,16 @@ static void emit_store(cug* g, ptc_strbuf* sb, const ir_op* op) {
   char val[32], name[32];
   tname(g, op->args[0], val, sizeof val);
   cug_buf_name(g, op->buf, name, sizeof name);
+  if (g->cache[op->buf] && cug_cache_hit(g, op)) {
+    /* a persistent row: the registers hold the value as stored */
+    ptc_strbuf conv;
+    ptc_sb_init(&conv);
+    cu_conv(&conv, v->dtype, b->dtype, val);
+    cug_line(g, sb, "c_%s[it] = %s;", name, conv.data ? conv.data : "0");
+    ptc_sb_free(&conv);
+    g->cache[op->buf] = 2;
+    if (g->no_store[op->buf]) return;
+  }
   bool reg = is_local(g, op->buf) || (reduction_layout(g) && !g->in_loop && g->outer_reread[op->buf]);
   if (reg) {
     /* the register copy holds the value as stored (rounded to the dtype) */

@@ -76,6 +76,13 @@ typedef struct cug {
   bool* vec_buf;            /* buffer id -> accessed at the flat index (vin_/vout_ arrays) */
   bool vec_mode;            /* emitting the body of the vector path */
   const sym_expr* flat;     /* the flat index of the outer loops (vectorised kernels) */
+  /* persistent rows (ROW layout, static row length: cuda_cg_kernel.c,
+   * persist_plan): each lane's elements of a row stay in registers
+   * c_b<id>[it] between the reduction loops, which are unrolled */
+  uint32_t persist;         /* elements per lane (loop trip count); 0 = off */
+  uint8_t* cache;           /* buffer id -> 0 not cached, 1 cached (empty), 2 filled */
+  char** cache_key;         /* buffer id -> the one index it is accessed at, as printed */
+  bool* no_store;           /* buffer id -> dead after this kernel: the registers suffice */
 } cug;
 
 /* ---- helpers (cuda_cg_kernel.c) -------------------------------------------- */
@@ -112,6 +119,9 @@ bool cu_math(ptc_strbuf* sb, const ir_op* op, const char* const* args, const int
 ptc_status cug_members_init(cug* g);
 void cug_members_free(cug* g);
 void cug_member_begin(cug* g, uint32_t m);
+/** Whether `op` (a load or store of the current member, in the loop) reads
+ * or writes a persistent row's registers (cug.cache). */
+bool cug_cache_hit(cug* g, const ir_op* op);
 /** Emits the current member's live ops of `stage`. */
 void cug_emit_stage(cug* g, ptc_strbuf* sb, cu_stage stage);
 /** Accumulator declarations (per thread), in-loop updates, the cross-lane

@@ -354,7 +354,15 @@ static void flush_group(cug* g, group* gr) {
     cug_emit_stage(g, &g->body, CU_PRE);
     cug_emit_acc_decls(g, &g->body);
   }
-  cug_line(g, &g->body, "for (IT rl = (IT)lane; rl < rlim; rl += (IT)%u) {", g->lanes);
+  if (g->persist) {
+    cug_line(g, &g->body, "#pragma unroll");
+    cug_line(g, &g->body, "for (int it = 0; it < %u; it++) {", g->persist);
+    g->indent++;
+    cug_line(g, &g->body, "const IT rl = (IT)lane + (IT)(it * %u);", g->lanes);
+    cug_line(g, &g->body, "if (rl < rlim) {");
+  } else {
+    cug_line(g, &g->body, "for (IT rl = (IT)lane; rl < rlim; rl += (IT)%u) {", g->lanes);
+  }
   g->indent++;
   emit_decompose(g, "rl", "r", g->k->rranges, g->k->n_rranges);
   for (uint32_t j = 0; j < gr->n; j++) {
@@ -364,6 +372,10 @@ static void flush_group(cug* g, group* gr) {
   }
   g->indent--;
   cug_line(g, &g->body, "}");
+  if (g->persist) {
+    g->indent--;
+    cug_line(g, &g->body, "}");
+  }
   for (uint32_t j = 0; j < gr->n; j++) {
     cug_member_begin(g, gr->m[j]);
     cug_emit_acc_combine(g, &g->body);
@@ -424,6 +436,122 @@ static ptc_status emit_pointwise(cug* g) {
   return s;
 }
 
+/* ---- persistent rows -------------------------------------------------------------------
+ * A ROW kernel whose row length R is static and small (R / lanes <= 16
+ * elements per lane) walks each row in several loops (softmax: max, sum of
+ * exp, the division; layer norm: mean, variance, the normalisation). Its
+ * loops are unrolled over the lane's elements, and a buffer accessed in two
+ * or more of them at one index (unmasked, in the loops only) is kept in
+ * registers c_b<id>[it] after its first load or store: the row is read from
+ * memory once, and an intermediate that dies with the kernel (the exp of a
+ * softmax) is never written back. */
+
+#define PERSIST_MAX_PER_LANE 16
+#define PERSIST_MAX_REGS 64
+
+/* The group of each member as emit_point_body forms them (-1: outer). */
+static ptc_status assign_groups(const cug* g, int32_t* gid) {
+  uint32_t* open = calloc(g->k->n_nodes ? g->k->n_nodes : 1, sizeof *open);
+  if (!open) return ptc_status_oom();
+  int32_t cur = 0;
+  uint32_t n = 0; /* members of the open group */
+  for (uint32_t m = 0; m < g->k->n_nodes; m++) {
+    if (g->members[m].kind == CU_MEM_OUTER) {
+      if (n) cur++;
+      n = 0;
+      gid[m] = -1;
+      continue;
+    }
+    bool feeds = false;
+    for (uint32_t j = 0; j < n; j++) {
+      const cu_member* mb = &g->members[open[j]];
+      if (mb->kind == CU_MEM_REDUCTION && cug_member_reads(g, m, mb->node->out_buf)) feeds = true;
+    }
+    if (feeds) {
+      cur++;
+      n = 0;
+    }
+    open[n++] = m;
+    gid[m] = cur;
+  }
+  free(open);
+  return PTC_OK;
+}
+
+static ptc_status persist_plan(cug* g, const cuda_kernel_src* out) {
+  (void)out;
+  g->persist = 0;
+  if (g->layout != CUDA_LAYOUT_ROW || g->k->n_rranges == 0) return PTC_OK;
+  int64_t r = 1, v;
+  for (uint32_t d = 0; d < g->k->n_rranges; d++) {
+    if (!sym_is_const(g->k->rranges[d], &v)) return PTC_OK;
+    r = sat_mul(r, v);
+  }
+  if (r <= 0) return PTC_OK;
+  int64_t per_lane = (r + g->lanes - 1) / g->lanes;
+  if (per_lane > PERSIST_MAX_PER_LANE) return PTC_OK;
+  size_t nb = g->n_buffers;
+  int32_t* gid = calloc(g->k->n_nodes ? g->k->n_nodes : 1, sizeof *gid);
+  int32_t* first_g = malloc((nb ? nb : 1) * sizeof *first_g);
+  bool* multi = calloc(nb ? nb : 1, sizeof *multi);
+  bool* bad = calloc(nb ? nb : 1, sizeof *bad);
+  if (!gid || !first_g || !multi || !bad) {
+    free(gid);
+    free(first_g);
+    free(multi);
+    free(bad);
+    return ptc_status_oom();
+  }
+  for (size_t b = 0; b < nb; b++) first_g[b] = -1;
+  ptc_status st = assign_groups(g, gid);
+  for (uint32_t m = 0; !st && m < g->k->n_nodes; m++) {
+    cug_member_begin(g, m);
+    const cu_member* mb = &g->members[m];
+    for (uint32_t i = 0; i < mb->node->body.n; i++) {
+      const ir_op* op = &mb->node->body.ops[i];
+      if (!mb->live[i] || (op->opcode != IR_LOAD && op->opcode != IR_STORE)) continue;
+      int32_t b = op->buf;
+      if (g->s->buf_home[b] == SCHED_HOME_LOCAL) continue;
+      if (mb->stage[i] != CU_LOOP || gid[m] < 0 || (op->opcode == IR_LOAD && op->args[0] >= 0)) {
+        bad[b] = true;
+        continue;
+      }
+      ptc_strbuf idx;
+      ptc_sb_init(&idx);
+      cug_index(g, &idx, op->index);
+      if (!idx.data) {
+        bad[b] = true;
+      } else if (first_g[b] < 0) {
+        first_g[b] = gid[m];
+        g->cache_key[b] = idx.data; /* taken over */
+        idx.data = NULL;
+      } else {
+        if (strcmp(g->cache_key[b], idx.data) != 0) bad[b] = true;
+        if (first_g[b] != gid[m]) multi[b] = true;
+      }
+      ptc_sb_free(&idx);
+    }
+  }
+  uint32_t n_cached = 0;
+  for (size_t b = 0; st && b < nb; b++) bad[b] = true;
+  for (size_t b = 0; b < nb; b++)
+    if (multi[b] && !bad[b]) n_cached++;
+  if (n_cached && n_cached * (uint32_t)per_lane <= PERSIST_MAX_REGS) {
+    g->persist = (uint32_t)per_lane;
+    for (size_t b = 0; b < nb; b++) {
+      if (!multi[b] || bad[b]) continue;
+      g->cache[b] = 1;
+      g->no_store[b] = g->s->buf_home[b] == SCHED_HOME_SLOT && g->s->buf_free_after &&
+                       g->s->buf_free_after[b] == (int32_t)g->kidx;
+    }
+  }
+  free(gid);
+  free(first_g);
+  free(multi);
+  free(bad);
+  return st;
+}
+
 static ptc_status emit_reduction(cug* g) {
   bool row = g->layout == CUDA_LAYOUT_ROW;
   cug_line(g, &g->body, "const int lane = %s, slot = %s;", row ? "threadIdx.x" : "threadIdx.y",
@@ -440,6 +568,12 @@ static ptc_status emit_reduction(cug* g) {
   cug_line(g, &g->body, "(void)ke;");
   cug_line(g, &g->body, "(void)rlim;");
   emit_decompose(g, "xo", "x", g->k->ranges, g->k->n_ranges);
+  for (size_t b = 0; g->persist && b < g->n_buffers; b++) {
+    if (!g->cache[b]) continue;
+    g->cache[b] = 1;
+    cug_line(g, &g->body, "%s c_b%d[%u];", cu_ctype(cu_cls_of(ir_buf(g->p, (int32_t)b)->dtype)),
+             (int)b, g->persist);
+  }
   ptc_status s = emit_point_body(g);
   g->indent--;
   cug_line(g, &g->body, "}");
@@ -617,7 +751,12 @@ static ptc_status gen_init(cug* g, const ir_program* p, const sched_plan* s, uin
   g->in_reg = calloc(nb, sizeof *g->in_reg);
   g->outer_reread = calloc(nb, sizeof *g->outer_reread);
   g->vec_buf = calloc(nb, sizeof *g->vec_buf);
-  if (!g->stored || !g->in_reg || !g->outer_reread || !g->vec_buf) return ptc_status_oom();
+  g->cache = calloc(nb, sizeof *g->cache);
+  g->cache_key = calloc(nb, sizeof *g->cache_key);
+  g->no_store = calloc(nb, sizeof *g->no_store);
+  if (!g->stored || !g->in_reg || !g->outer_reread || !g->vec_buf || !g->cache || !g->cache_key ||
+      !g->no_store)
+    return ptc_status_oom();
   PTC_TRY(cug_vars_init(g));
   return cug_members_init(g);
 }
@@ -628,6 +767,10 @@ static void gen_free(cug* g) {
   free(g->in_reg);
   free(g->outer_reread);
   free(g->vec_buf);
+  free(g->cache);
+  for (size_t b = 0; g->cache_key && b < g->n_buffers; b++) free(g->cache_key[b]);
+  free(g->cache_key);
+  free(g->no_store);
   free(g->vars);
   ptc_sb_free(&g->body);
   ptc_sb_free(&g->checks);
@@ -662,6 +805,9 @@ ptc_status cuda_codegen_kernel_named(const ir_program* p, const sched_plan* s, u
     vec_plan(&g);
     if (g.vec_width) out->slots = CUDA_CG_BLOCK * g.vec_width;
     g.inplace_hazard = g.layout != CUDA_LAYOUT_POINTWISE && any_shared_slot(&g, out);
+    if (!g.inplace_hazard) st = persist_plan(&g, out);
+  }
+  if (!st) {
     emit_checks(&g);
     g.indent = 1;
     if (g.layout != CUDA_LAYOUT_POINTWISE)

@@ -8,6 +8,8 @@
  *  - IR_EXT_CONV of floating types on the device: im2col into a workspace
  *    (chunks of images up to 1 GiB), one batched GEMM per group with the
  *    weight broadcast over the images, then bias + activation in place.
+ *  - max_pool2d, avg_pool2d, adaptive_avg_pool2d (fallback nodes: no IR
+ *    lowering) of floating types by a support kernel on the device.
  *  - Everything else (ops without a CUDA lowering, host custom ops,
  *    convolutions of layouts the device path does not take) on the host: the stream is synchronised, each input's
  *    storage range copied to host memory, the node run with its reference
@@ -21,11 +23,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The pooling mode of a fallback node the device runs (0 max, 1 avg,
+ * 2 adaptive avg), -1 for other ops. */
+static int pool_mode(const ptc_graph* g, const ir_extern* e) {
+  if (e->kind != IR_EXT_FALLBACK || e->graph_node >= g->nodes.len || e->n_out != 1) return -1;
+  const char* op = graph_node(g, e->graph_node)->op->name;
+  return !strcmp(op, "max_pool2d") ? 0 : !strcmp(op, "avg_pool2d") ? 1
+         : !strcmp(op, "adaptive_avg_pool2d") ? 2 : -1;
+}
+
+static bool floating(int32_t dt) {
+  return dt == PTC_F32 || dt == PTC_F64 || dt == PTC_F16 || dt == PTC_BF16;
+}
+
 bool cuda_ext_on_device(const ir_program* p, const ir_node* n) {
   if (n->ext.kind == IR_EXT_MATMUL) return true;
+  if (pool_mode(p->graph, &n->ext) >= 0) return floating(ir_buf(p, n->ext.out[0])->dtype);
   if (n->ext.kind != IR_EXT_CONV || n->ext.n_out != 1) return false;
-  int32_t dt = ir_buf(p, n->ext.out[0])->dtype;
-  return dt == PTC_F32 || dt == PTC_F64 || dt == PTC_F16 || dt == PTC_BF16;
+  return floating(ir_buf(p, n->ext.out[0])->dtype);
 }
 
 /* ---- matmul ------------------------------------------------------------------------ */
@@ -321,6 +336,69 @@ static ptc_status ext_conv_device(const cuda_ext_call* c, bool* done) {
   return s;
 }
 
+/* ---- pooling on the device ------------------------------------------------------------- */
+
+/* kernel_size / stride: 1 or 2 values; stride defaults to the kernel. */
+static ptc_status pair_attr(const cuda_ext_call* c, const gnode* n, const char* name,
+                            const int64_t* dflt, int64_t* out) {
+  out[0] = dflt[0], out[1] = dflt[1];
+  const gattr* at = gattrs_find(&n->attrs, name);
+  if (!at || at->count == 0 || !at->exprs) return PTC_OK;
+  for (size_t i = 0; i < 2; i++)
+    PTC_TRY(sym_eval(at->exprs[at->count == 1 ? 0 : i], c->syms, c->n_syms, &out[i]));
+  return PTC_OK;
+}
+
+static ptc_status ext_pool_device(const cuda_ext_call* c, int mode, bool* done) {
+  *done = false;
+  const ir_extern* e = &c->node->ext;
+  const gnode* n = graph_node(c->plan->p->graph, e->graph_node);
+  const runtime_tensor* x = &c->in[0];
+  const runtime_tensor* out = &c->out[0];
+  int gi = gemm_index(out->dtype);
+  if (e->n_in < 1 || gi < 0 || x->dtype != out->dtype || (x->rank != 3 && x->rank != 4) ||
+      out->rank != x->rank || !view_contiguous(out))
+    return PTC_OK;
+  int64_t xs[4], xst[4], os[4], ost[4];
+  as_4d(x, 2, x->rank == 4, xs, xst);
+  as_4d(out, 2, out->rank == 4, os, ost);
+  cuda_pool_args a;
+  memset(&a, 0, sizeof a);
+  a.total = os[0] * os[1] * os[2] * os[3];
+  if (a.total == 0) {
+    *done = true;
+    return PTC_OK;
+  }
+  a.c = xs[1], a.h = xs[2], a.w = xs[3], a.oh = os[2], a.ow = os[3];
+  a.xs_n = xst[0], a.xs_c = xst[1], a.xs_h = xst[2], a.xs_w = xst[3];
+  a.mode = mode;
+  if (mode != 2) {
+    int64_t one[2] = {1, 1}, k[2], st[2], pad[2], dil[2];
+    PTC_TRY(pair_attr(c, n, "kernel_size", one, k));
+    PTC_TRY(pair_attr(c, n, "stride", k, st));
+    PTC_TRY(spatial_attr(c, n, "padding", 2, 0, pad));
+    PTC_TRY(spatial_attr(c, n, "dilation", 2, 1, dil));
+    a.kh = k[0], a.kw = k[1], a.sh = st[0], a.sw = st[1];
+    a.ph = pad[0], a.pw = pad[1], a.dh = dil[0], a.dw = dil[1];
+    const gattr* cip = gattrs_find(&n->attrs, "count_include_pad");
+    a.include_pad = cip ? cip->i != 0 : 1;
+    const gattr* dv = gattrs_find(&n->attrs, "divisor_override");
+    if (dv) {
+      a.divisor = dv->i;
+      if (a.divisor <= 0) return PTC_OK; /* the host path reports it */
+    }
+  }
+  cu_deviceptr px = (cu_deviceptr)(uintptr_t)x->data, po = (cu_deviceptr)(uintptr_t)out->data;
+  void* params[] = {&px, &po, &a};
+  int64_t blocks = (a.total + 255) / 256, cap = (int64_t)c->plan->dev->sm_count * 32;
+  if (blocks > cap) blocks = cap;
+  CUDA_TRY(cuda_libs_get()->cu.LaunchKernel(c->plan->sup->pool[gi], (unsigned)blocks, 1, 1, 256, 1, 1,
+                                            0, c->stream, params, NULL),
+           "launching a pooling kernel");
+  *done = true;
+  return PTC_OK;
+}
+
 /* ---- host round trip ------------------------------------------------------------------- */
 
 /* A host copy of a device view: its storage range [0, extent) elements. */
@@ -441,6 +519,12 @@ ptc_status cuda_ext_run(const cuda_ext_call* c) {
   if (c->node->ext.kind == IR_EXT_CONV) {
     bool done = false;
     PTC_TRY(ext_conv_device(c, &done));
+    if (done) return PTC_OK;
+  }
+  int pm = pool_mode(c->plan->p->graph, &c->node->ext);
+  if (pm >= 0) {
+    bool done = false;
+    PTC_TRY(ext_pool_device(c, pm, &done));
     if (done) return PTC_OK;
   }
   return ext_host(c);

@@ -41,12 +41,20 @@ typedef struct cuda_im2col_args {
   int64_t xs_n, xs_c, xs_h, xs_w;
 } cuda_im2col_args;
 
+/** Device layout of ptc_pool_args. */
+typedef struct cuda_pool_args {
+  int64_t total, c, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;
+  int64_t xs_n, xs_c, xs_h, xs_w, divisor;
+  int32_t mode, include_pad;
+} cuda_pool_args;
+
 typedef struct cuda_support {
   cu_module module;
   cu_function copy[4];    /* element sizes 1, 2, 4, 8 */
   cu_function gemm[4];    /* f32, f64, f16, bf16 */
   cu_function epi[4];     /* f32, f64, f16, bf16: in-place bias + activation */
   cu_function im2col[4];  /* element sizes -, 2, 4, 8 */
+  cu_function pool[4];    /* f32, f64, f16, bf16: max/avg/adaptive avg pool2d */
 } cuda_support;
 
 extern const char ptc_cuda_support_text[];

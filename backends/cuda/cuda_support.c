@@ -43,6 +43,8 @@ static ptc_status load_support(ptc_context* ctx, const cuda_device* d) {
   static const char* const cols[4] = {NULL, "ptc_im2col_e2", "ptc_im2col_e4", "ptc_im2col_e8"};
   for (int i = 0; i < 4 && r == CU_SUCCESS; i++) r = cu->ModuleGetFunction(&sup.epi[i], sup.module, epis[i]);
   for (int i = 1; i < 4 && r == CU_SUCCESS; i++) r = cu->ModuleGetFunction(&sup.im2col[i], sup.module, cols[i]);
+  static const char* const pools[4] = {"ptc_pool_f32", "ptc_pool_f64", "ptc_pool_f16", "ptc_pool_bf16"};
+  for (int i = 0; i < 4 && r == CU_SUCCESS; i++) r = cu->ModuleGetFunction(&sup.pool[i], sup.module, pools[i]);
   if (r != CU_SUCCESS) {
     cu->ModuleUnload(sup.module);
     return cuda_error(r, "finding the support kernels");

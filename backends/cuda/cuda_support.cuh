@@ -238,3 +238,73 @@ template <typename T> PTC_D void ptc_im2col_body(const T* __restrict__ x, T* __r
 extern "C" __global__ void ptc_im2col_e2(const u16* x, u16* col, ptc_im2col_args a) { ptc_im2col_body(x, col, a); }
 extern "C" __global__ void ptc_im2col_e4(const u32* x, u32* col, ptc_im2col_args a) { ptc_im2col_body(x, col, a); }
 extern "C" __global__ void ptc_im2col_e8(const u64* x, u64* col, ptc_im2col_args a) { ptc_im2col_body(x, col, a); }
+
+// ---- pooling --------------------------------------------------------------------
+// max_pool2d (mode 0), avg_pool2d (1), adaptive_avg_pool2d (2) over [N, C]
+// planes of x (any strides) into a contiguous [N, C, OH, OW] output, with
+// the ref backend's window rules (NaN propagates through max; avg clips the
+// window to the padded input for the count_include_pad divisor).
+struct ptc_pool_args {
+  i64 total, c, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;
+  i64 xs_n, xs_c, xs_h, xs_w, divisor;
+  i32 mode, include_pad;
+};
+
+template <int K> PTC_D void ptc_pool_body(const typename ptc_mm_kind<K>::S* __restrict__ x,
+                                          typename ptc_mm_kind<K>::S* __restrict__ out,
+                                          const ptc_pool_args& a) {
+  typedef ptc_mm_kind<K> KD;
+  typedef typename KD::A A;
+  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < a.total; i += (i64)gridDim.x * blockDim.x) {
+    const i64 ox = i % a.ow, r = i / a.ow;
+    const i64 oy = r % a.oh, plane = r / a.oh;
+    const i64 ch = plane % a.c, img = plane / a.c;
+    const typename KD::S* xp = x + img * a.xs_n + ch * a.xs_c;
+    A res;
+    if (a.mode == 0) {
+      A mx = -(A)__longlong_as_double(0x7ff0000000000000LL);
+      for (i64 ki = 0; ki < a.kh; ki++) {
+        const i64 iy = oy * a.sh - a.ph + ki * a.dh;
+        if (iy < 0 || iy >= a.h) continue;
+        for (i64 kj = 0; kj < a.kw; kj++) {
+          const i64 ix = ox * a.sw - a.pw + kj * a.dw;
+          if (ix < 0 || ix >= a.w) continue;
+          const A v = KD::load(xp[iy * a.xs_h + ix * a.xs_w]);
+          if (v > mx || v != v) mx = v;
+        }
+      }
+      res = mx;
+    } else {
+      i64 lo0, hi0, lo1, hi1, pool = 1;
+      if (a.mode == 2) {
+        lo0 = oy * a.h / a.oh, hi0 = ((oy + 1) * a.h + a.oh - 1) / a.oh;
+        lo1 = ox * a.w / a.ow, hi1 = ((ox + 1) * a.w + a.ow - 1) / a.ow;
+      } else {
+        lo0 = oy * a.sh - a.ph, hi0 = lo0 + a.kh;
+        lo1 = ox * a.sw - a.pw, hi1 = lo1 + a.kw;
+        if (hi0 > a.h + a.ph) hi0 = a.h + a.ph;
+        if (hi1 > a.w + a.pw) hi1 = a.w + a.pw;
+        pool = (hi0 - lo0) * (hi1 - lo1);
+        if (lo0 < 0) lo0 = 0;
+        if (lo1 < 0) lo1 = 0;
+        if (hi0 > a.h) hi0 = a.h;
+        if (hi1 > a.w) hi1 = a.w;
+      }
+      A sum = (A)0;
+      for (i64 iy = lo0; iy < hi0; iy++)
+        for (i64 ix = lo1; ix < hi1; ix++) sum += KD::load(xp[iy * a.xs_h + ix * a.xs_w]);
+      const i64 cnt = (hi0 > lo0 && hi1 > lo1) ? (hi0 - lo0) * (hi1 - lo1) : 0;
+      if (a.mode == 1 && cnt == 0)
+        res = (A)0;
+      else if (a.mode == 1 && a.divisor > 0)
+        res = sum / (A)a.divisor;
+      else
+        res = sum / (A)(a.mode == 1 && a.include_pad ? pool : cnt);
+    }
+    out[i] = KD::store(res);
+  }
+}
+extern "C" __global__ void ptc_pool_f32(const float* x, float* o, ptc_pool_args a) { ptc_pool_body<0>(x, o, a); }
+extern "C" __global__ void ptc_pool_f64(const double* x, double* o, ptc_pool_args a) { ptc_pool_body<1>(x, o, a); }
+extern "C" __global__ void ptc_pool_f16(const u16* x, u16* o, ptc_pool_args a) { ptc_pool_body<2>(x, o, a); }
+extern "C" __global__ void ptc_pool_bf16(const u16* x, u16* o, ptc_pool_args a) { ptc_pool_body<3>(x, o, a); }

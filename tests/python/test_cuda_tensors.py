@@ -3,7 +3,8 @@ through ptc.from_fx and the torch.compile backend on the "cuda" backend
 against eager on the GPU, runs ordered on torch's current stream (a side
 stream whose work is still queued when ptc is called), bf16, the GEMM
 epilogues (linear + bias + gelu on 3-D inputs), convolutions on the device
-(bias, groups, stride/padding, relu), outputs on the right device. Skipped
+(bias, groups, stride/padding, relu) and pooling on the device, outputs on
+the right device. Skipped
 where torch has no GPU or ptc's cuda backend is unavailable (CI)."""
 import pytest
 import torch
@@ -28,6 +29,17 @@ def _cuda_ready():
 
 _WHY = _cuda_ready()
 pytestmark = pytest.mark.skipif(_WHY is not None, reason=_WHY or "")
+
+
+@pytest.fixture(autouse=True)
+def _no_tf32():
+    """Eager references in full f32 (cuDNN convolutions default to TF32,
+    ptc computes f32 products in f32 like PyTorch's matmul default)."""
+    old = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    yield
+    torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = old
 
 
 def _compile(m, inputs, **kw):
@@ -138,6 +150,24 @@ def test_conv1d_on_device():
     fn = _compile(m, [x])
     with torch.no_grad():
         _close(fn(x), m(x), 1e-4)
+
+
+@pytest.mark.parametrize("pool", [
+    lambda: nn.MaxPool2d(3, stride=2, padding=1),
+    lambda: nn.MaxPool2d((2, 3), stride=(1, 2), dilation=(2, 1)),
+    lambda: nn.AvgPool2d(3, stride=2, padding=1),
+    lambda: nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False, ceil_mode=True),
+    lambda: nn.AdaptiveAvgPool2d((1, 1)),
+    lambda: nn.AdaptiveAvgPool2d((5, 3)),
+])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_pool2d_on_device(pool, dtype):
+    torch.manual_seed(5)
+    m = nn.Sequential(pool()).cuda().eval()
+    x = torch.randn(2, 5, 17, 14, device="cuda", dtype=dtype)
+    fn = _compile(m, [x])
+    with torch.no_grad():
+        _close(fn(x), m(x), 1e-5 if dtype == torch.float32 else 2e-2)
 
 
 class Chain(nn.Module):
