@@ -492,3 +492,27 @@ def test_e2e_split_and_reshape_views_keep_aliasing():
     torch.testing.assert_close(ra, ea)
     torch.testing.assert_close(rb, eb)
     assert rr.data_ptr() == x.data_ptr()
+
+
+@needs_compile
+def test_e2e_break_state_rebuilt():
+    import collections
+    Pair = collections.namedtuple("Pair", "a b")
+
+    def f(x, n):
+        lst = [x * 2, n]
+        d = {"k": x + 1, "lst": lst}
+        p = Pair(x, lst)
+        sz = x.shape
+        print("break", len(lst))
+        lst.append(x.sum())
+        return lst, d, p, sz, d["lst"] is lst, p.b is lst
+
+    x = torch.randn(3)
+    r = ptc.compile(f, backend="cpu")(x, 4)
+    e = f(x, 4)
+    assert r[4] is True and r[5] is True  # one list object, shared as in eager
+    assert r[1]["lst"] is r[0] and r[2].b is r[0] and isinstance(r[2], Pair)
+    assert r[2].a is x and r[3] == e[3] and r[0][1] == 4
+    for a, b in ((r[0][0], e[0][0]), (r[0][2], e[0][2]), (r[1]["k"], e[1]["k"])):
+        torch.testing.assert_close(a, b)
