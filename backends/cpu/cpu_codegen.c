@@ -497,7 +497,12 @@ static void emit_stream_out(cg* g, uint32_t m, const char* at, const char* count
  * fills the core's line-fill buffers at once and stalls it until most of
  * the row has arrived; spread, the requests stay in flight while the pass
  * computes. PTC_CPU_ROW_PREFETCH=burst|spread|spread-l2|off overrides
- * (spread-l2: prefetcht1, into L2 only). */
+ * (spread-l2: prefetcht1, into L2 only). Measured on the 16-core Xeon
+ * (softmax 65536x4096, cpu_bench, one build, copy ceiling 65-74 GB/s in
+ * those runs): burst 36.2-36.5 ms, spread 29.6-29.9 ms, spread-l2 28.1 ms
+ * (one run; a hand-written copy of the kernel agreed: 30.5-31.7 vs
+ * 26.0-29.9 ms), off 39.2 ms; layer_norm, rms_norm and var_mean got faster
+ * too (30.5 -> 26.9, 27.0 -> 24.3, 16.9 -> 12.0 ms). */
 typedef enum row_pf_mode { ROW_PF_SPREAD = 0, ROW_PF_BURST, ROW_PF_SPREAD_L2, ROW_PF_OFF } row_pf_mode;
 
 static row_pf_mode row_prefetch_mode(void) {
@@ -598,59 +603,20 @@ static ptc_status choose_prefetch(cg* g) {
   return PTC_OK;
 }
 
-static bool group_feeds_m(const cg* g, const uint32_t* grp, uint32_t n, uint32_t m);
-static bool member_streams(const cg* g, uint32_t m);
-
-/* How streamed rows of a reduction kernel with one static inner range of at
- * least two blocks leave (PTC_CPU_ROW_STREAM=row|block|defer overrides):
- *  - row: the whole row is staged, then copied out after its pass;
- *  - block: block by block after each block of the storing pass (stream
- *    arrays of one block: less L1 next to the row scratch);
- *  - defer: the row stays staged in a per-thread array and is copied out
- *    during the next row's first blocked pass (the prefetching one, or the
- *    storing one itself), one block before each block, so that the
- *    non-temporal stores are in flight while that pass computes instead of
- *    in one burst at the row's end. Needs the parallel region (the arrays
- *    and the previous row's destination live in it; the last row of each
- *    thread is copied out after its loop) and every streamed store in one
- *    group. */
+/* Streamed rows of a reduction kernel with one static inner range of at
+ * least two blocks leave block by block, after each block of the storing
+ * pass (stream arrays of one block: no row-sized staging array in L1 next
+ * to the row scratch). PTC_CPU_ROW_STREAM=row: the whole row is staged and
+ * copied out after its pass. (Measured on the 16-core Xeon, softmax
+ * 65536x4096 with the spread prefetch: block 29.6-29.9 ms, row 30.5 ms; a
+ * third form that kept each row staged and copied it out during the next
+ * row's second pass took 32.1 ms and was dropped.) */
 static void choose_stream_rblocks(cg* g) {
   const char* v = getenv("PTC_CPU_ROW_STREAM");
   if (v && !strcmp(v, "row")) return;
   if (!g->streamed || g->stream_blocks || g->k->n_rranges != 1 || g->row < 2 * CPU_CG_ROW_BLOCK)
     return;
   g->rblock = CPU_CG_ROW_BLOCK;
-  if (v && !strcmp(v, "defer") && g->mode == CG_MODE_OUTER) {
-    /* the groups of emit_outer_body, numbered like groups_done */
-    const sched_kernel* k = g->k;
-    uint32_t* grp = calloc(k->n_nodes ? k->n_nodes : 1, sizeof *grp);
-    if (grp) {
-      uint32_t n = 0, gi = 0, streams = 0, sg = 0;
-      bool one = true;
-      for (uint32_t m = 0; m <= k->n_nodes; m++) {
-        bool close = m == k->n_nodes || g->members[m].kind == CG_MEM_OUTER ||
-                     group_feeds_m(g, grp, n, m);
-        if (close && n) {
-          bool st = false;
-          for (uint32_t j = 0; j < n; j++) st = st || member_streams(g, grp[j]);
-          if (st) {
-            if (streams++) one = false;
-            sg = gi;
-          }
-          gi++;
-          n = 0;
-        }
-        if (m < k->n_nodes && g->members[m].kind != CG_MEM_OUTER) grp[n++] = m;
-      }
-      free(grp);
-      if (one && streams == 1) {
-        g->stream_defer = true;
-        g->stream_group = sg;
-        g->defer_group = g->prefetch_spread && sg >= 1 ? 1 : sg;
-        return;
-      }
-    }
-  }
   g->stream_rblocks = true;
 }
 
@@ -762,64 +728,11 @@ static bool group_streams(cg* g, const group* gr) {
   return false;
 }
 
-/* Per streamed buffer stored by member m: `ptc_prev_<name>` = the
- * destination of the row just stored (its copy-out is deferred). */
-static void emit_stream_defer_mark(cg* g, uint32_t m) {
-  const ir_body* body = &g->members[m].node->body;
-  cg_member_begin(g, m);
-  for (uint32_t i = 0; i < body->n; i++) {
-    const ir_op* op = &body->ops[i];
-    if (!g->members[m].live[i] || op->opcode != IR_STORE || !g->streamed[op->buf]) continue;
-    char name[40];
-    cg_buf_name(g, op->buf, name, sizeof name);
-    ptc_strbuf idx;
-    ptc_sb_init(&idx);
-    cg_index(g, &idx, op->index);
-    cg_line(g, &g->body, "{");
-    cg_line(g, &g->body, "  const int64_t r0 = 0; (void)r0;");
-    cg_line(g, &g->body, "  ptc_prev_%s = (char*)&%s[%s];", name, name, idx.data ? idx.data : "0");
-    cg_line(g, &g->body, "}");
-    ptc_sb_free(&idx);
-  }
-}
-
-/* Copies out the deferred rows: with `block`, the elements [rb, rb + count)
- * of each (before block rb of the deferring pass), else whole (after a
- * thread's loop). */
-static void emit_stream_defer_out(cg* g, bool block, const char* count) {
-  for (size_t b = 0; b < g->n_buffers; b++) {
-    if (!g->streamed[b]) continue;
-    char name[40];
-    cg_buf_name(g, (int32_t)b, name, sizeof name);
-    const char* st = cg_storage_type(ir_buf(g->p, (int32_t)b)->dtype);
-    if (block)
-      cg_line(g, &g->body,
-              "if (ptc_prev_%s) ptc_stream_store(ptc_prev_%s + sizeof(%s) * (size_t)rb, &%s_t[rb], "
-              "sizeof(%s) * (size_t)(%s));",
-              name, name, st, name, st, count);
-    else
-      cg_line(g, &g->body,
-              "if (ptc_prev_%s) ptc_stream_store(ptc_prev_%s, %s_t, sizeof(%s) * (size_t)%lld);",
-              name, name, name, st, (long long)g->row);
-  }
-}
-
-/* The declarations of the parallel region of a deferring kernel. */
-static void emit_stream_defer_decls(cg* g) {
-  emit_stream_decls(g, g->row);
-  for (size_t b = 0; b < g->n_buffers; b++) {
-    if (!g->streamed[b]) continue;
-    char name[40];
-    cg_buf_name(g, (int32_t)b, name, sizeof name);
-    cg_line(g, &g->body, "char* ptc_prev_%s = NULL; /* the staged row's destination */", name);
-  }
-}
-
 /* The group's inner loop (one static range of g->row elements) in blocks
  * of g->rblock: before each block, with `prefetch`, the prefetches of its
  * share of the next row; after it, with stream_rblocks, the copy-out of
  * its streamed elements. */
-static void emit_inner_loop_blocked(cg* g, const group* gr, bool prefetch, bool defer) {
+static void emit_inner_loop_blocked(cg* g, const group* gr, bool prefetch) {
   ptc_strbuf clauses;
   ptc_sb_init(&clauses);
   bool simd = group_simd(g, gr, &clauses);
@@ -844,7 +757,6 @@ static void emit_inner_loop_blocked(cg* g, const group* gr, bool prefetch, bool 
             "for (int64_t q = 0; q < %lld; q += 64) __builtin_prefetch((const void*)(ptc_pf%u + "
             "(uintptr_t)(rb * %lld) + (uintptr_t)q), 0, %d);",
             (long long)(b * g->prefetch_es[j]), j, (long long)g->prefetch_es[j], g->prefetch_hint);
-  if (defer) emit_stream_defer_out(g, true, count);
   open_rloops(g, 0, "rb", hi, simd, clauses.data ? clauses.data : "");
   emit_loop_body(g, gr);
   close_rloops(g, 0);
@@ -923,12 +835,9 @@ static void member_comment(cg* g, uint32_t m) {
 static void flush_group(cg* g, group* gr) {
   if (!gr->n) return;
   bool split = g->mode == CG_MODE_SPLIT && g->k->n_rranges > 0;
-  uint32_t gi = g->groups_done++;
-  bool second = gi == 1; /* the pass that prefetches the next row */
-  bool defer = g->stream_defer && gi == g->defer_group;
+  bool second = g->groups_done++ == 1; /* the pass that prefetches the next row */
   bool blocked = !split && g->rblock > 0 &&
-                 ((second && g->prefetch_spread) || (g->stream_rblocks && group_streams(g, gr)) ||
-                  defer);
+                 ((second && g->prefetch_spread) || (g->stream_rblocks && group_streams(g, gr)));
   if (second && !g->prefetch_spread) emit_prefetch(g);
   for (uint32_t j = 0; j < gr->n; j++) member_comment(g, gr->m[j]);
   for (uint32_t j = 0; j < gr->n; j++) {
@@ -939,14 +848,10 @@ static void flush_group(cg* g, group* gr) {
   if (split)
     emit_split_loop(g, gr);
   else if (blocked)
-    emit_inner_loop_blocked(g, gr, second && g->prefetch_spread, defer);
+    emit_inner_loop_blocked(g, gr, second && g->prefetch_spread);
   else
     emit_inner_loop(g, gr);
-  for (uint32_t j = 0; j < gr->n && g->stream_defer; j++)
-    if (member_streams(g, gr->m[j])) emit_stream_defer_mark(g, gr->m[j]);
-  for (uint32_t j = 0; j < gr->n && g->streamed && !g->stream_blocks && !g->stream_rblocks &&
-                       !g->stream_defer;
-       j++) {
+  for (uint32_t j = 0; j < gr->n && g->streamed && !g->stream_blocks && !g->stream_rblocks; j++) {
     ptc_strbuf at, n;
     ptc_sb_init(&at);
     ptc_sb_init(&n);
@@ -977,20 +882,12 @@ static bool group_feeds(const cg* g, const group* gr, uint32_t m) {
   return false;
 }
 
-/* group_feeds over a plain member list (choose_stream_rblocks). */
-static bool group_feeds_m(const cg* g, const uint32_t* grp, uint32_t n, uint32_t m) {
-  group gr = {n, (uint32_t*)grp};
-  return group_feeds(g, &gr, m);
-}
-
 static ptc_status emit_outer_body(cg* g) {
   group gr = {0, calloc(g->k->n_nodes ? g->k->n_nodes : 1, sizeof(uint32_t))};
   if (!gr.m) return ptc_status_oom();
   g->groups_done = 0;
   emit_scratch_decls(g);
-  if (g->streamed && !g->stream_blocks && g->stream_defer) {
-    g->stream_index = g->row_index.data; /* arrays declared in the parallel region */
-  } else if (g->streamed && !g->stream_blocks && g->stream_rblocks) {
+  if (g->streamed && !g->stream_blocks && g->stream_rblocks) {
     emit_stream_decls(g, g->rblock);
     g->stream_index = "(r0 - rb)";
   } else if (g->streamed && !g->stream_blocks) {
@@ -1253,7 +1150,6 @@ static void outer_pragma(cg* g, uint32_t d, bool pointwise, bool simd) {
     cg_line(g, &g->body, "#pragma omp parallel%s", pif.data ? pif.data : "");
     cg_line(g, &g->body, "{");
     g->indent++;
-    if (g->stream_defer) emit_stream_defer_decls(g);
     if (g->collapse > 1) ptc_sb_printf(&clause, " collapse(%u)", g->collapse);
     cg_line(g, &g->body, "#pragma omp for%s", clause.data ? clause.data : "");
     ptc_sb_free(&pif);
@@ -1377,7 +1273,6 @@ static ptc_status emit_loops(cg* g) {
     g->indent--;
     cg_line(g, &g->body, "}");
   }
-  if (g->stream_defer) emit_stream_defer_out(g, false, NULL);
   if (g->streamed) cg_line(g, &g->body, "ptc_sfence();");
   if (region) {
     g->indent--;

@@ -169,12 +169,6 @@ typedef struct cg {
   uint32_t n_prefetch;
   int64_t prefetch_es[CPU_CG_MAX_PREFETCH];
   bool stream_rblocks;
-  /* deferred rows (cpu_codegen.c): a thread's streamed row stays in its
-   * row-sized stream array until the next row's blocked pass `defer_group`
-   * copies it out block by block (`ptc_prev_<name>`: its destination) */
-  bool stream_defer;
-  uint32_t defer_group;     /* the group that copies the previous row out */
-  uint32_t stream_group;    /* the group that stores the streamed rows */
   bool trig_exact;          /* emitting the libm recomputation of a block */
 } cg;
 
