@@ -12,6 +12,7 @@ key). Each case compares with plain Python.
 
 import sys
 import threading
+import warnings
 
 import pytest
 import torch
@@ -997,3 +998,50 @@ def test_dynamic_then_non_contiguous():
     cf = ptc.compile(f)
     for x in [r(2, 3), r(3, 3), r(4, 3), r(3, 5).t(), r(6, 2)[::2], r(5, 3)]:
         assert_same(cf(x), f(x), path=str(tuple(x.shape)) + str(x.stride()))
+
+
+# ---- dynamic sizes with effects and breaks -----------------------------------------------------------
+
+def test_dynamic_sizes_with_inplace_input_and_break(capsys):
+    def f(x, lst):
+        x.mul_(2)
+        n = x.shape[0]
+        lst.append(n)
+        print("n", n)
+        return x[: n - 1].sum(0) + n
+    cf = ptc.compile(f)
+    for n in [2, 3, 4, 5, 3]:
+        x, lst = r(n, 3), []
+        xe, le = x.clone(), []
+        capsys.readouterr()
+        ref = f(xe, le)
+        printed = capsys.readouterr().out
+        out = cf(x, lst)
+        assert capsys.readouterr().out == printed
+        assert_same(out, ref, path="n=%d" % n)
+        assert_same(x, xe, path="x after, n=%d" % n)
+        assert lst == le
+
+
+def test_item_with_dynamic_sizes():
+    def f(x):
+        m = x.abs().max().item()
+        return x / (m + x.shape[0])
+    cf = ptc.compile(f)
+    for n in [2, 3, 4, 5, 6]:
+        x = r(n)
+        assert_same(cf(x), f(x), path="n=%d" % n)
+
+
+def test_recompile_cap_on_resume_functions():
+    # the part after a break sees a new Python float every call: its resume
+    # function hits the cap, then runs plainly; results stay right
+    def f(x):
+        s = x.sum().item()
+        return x * s + 1
+    cf = ptc.compile(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(15):
+            x = r(3)
+            assert_same(cf(x), f(x))
