@@ -433,3 +433,96 @@ def test_fullgraph_ok_without_break():
     def f(x):
         return torch.relu(x * 2) + 1
     check(f, r(4), fullgraph=True, graphs=1, breaks=0)
+
+
+# ---- state rebuilt at a break: argument kinds, cells, unbound locals ------------------------------------
+
+def test_break_with_varargs_and_kwonly(capsys):
+    def f(x, *rest, scale=2.0, **kw):
+        y = x * scale
+        print("rest", len(rest), sorted(kw))
+        for t in rest:
+            y = y + t
+        return y * kw.get("k", 1.0)
+    _same_output(capsys, f, r(3), r(3), r(3))
+    cf = ptc.compile(f)
+    x, a = r(3), r(3)
+    capsys.readouterr()
+    assert_same(cf(x, a, scale=3.0, k=4.0), f(x, a, scale=3.0, k=4.0))
+
+
+def test_break_in_method_with_super(capsys):
+    class A(torch.nn.Module):
+        def forward(self, x):
+            return x * 2
+
+    class B(A):
+        def forward(self, x):
+            y = super().forward(x)
+            print("B")
+            return super().forward(y) + 1
+    m = B()
+    _same_output(capsys, lambda x: m(x), r(3))
+
+
+def test_break_with_cell_variable(capsys):
+    def f(x):
+        k = x * 2
+
+        def add(t):
+            return t + k
+        print("cell")
+        k = k + 1
+        return add(x)
+    _same_output(capsys, f, r(3))
+
+
+def test_break_in_lambda(capsys):
+    g = lambda x: print("lam") or x * 3  # noqa: E731
+
+    def f(x):
+        return g(x + 1) - 1
+    _same_output(capsys, f, r(3))
+
+
+def test_unbound_local_after_break():
+    def f(x, flag):
+        if flag:
+            y = x * 2
+        print("mid")
+        return y + 1
+    cf = ptc.compile(f)
+    assert_same(cf(r(2) * 0, True), torch.ones(2))
+    with pytest.raises(UnboundLocalError) as eager:
+        f(r(2), False)
+    with pytest.raises(UnboundLocalError) as comp:
+        cf(r(2), False)
+    assert str(comp.value) == str(eager.value)
+
+
+def test_deleted_local_across_break():
+    def f(x):
+        y = x + 1
+        z = y * 2
+        del y
+        print("deleted")
+        return z + 1, "y" in dir()
+    check(f, r(2))
+
+
+def test_many_breaks_in_a_loop(capsys):
+    def f(x):
+        for i in range(30):
+            x = x + i
+            if i % 3 == 0:
+                print(i, end=" ")
+        return x
+    _same_output(capsys, f, torch.zeros(2))
+
+
+def test_returned_generator():
+    def f(xs):
+        y = [t * 2 for t in xs]
+        return (t + 1 for t in y)
+    xs = [r(2), r(2)]
+    assert_same(list(ptc.compile(f)(xs)), list(f(xs)))
