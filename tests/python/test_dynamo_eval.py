@@ -419,3 +419,14 @@ def test_generator_expression_with_side_effects_is_sound():
         return a * s
 
     check(f, x(), [], backend="eager")
+
+
+def test_view_alive_across_break(capsys):
+    def f(a):
+        v = a.view(-1)
+        print("b")
+        v.mul_(2)
+        return a + 1
+
+    check(f, x(), backend="eager")
+    check(f, x(), backend="cpu")
