@@ -1078,6 +1078,71 @@ static int op_make_function(dyn_evtx* E, dyn_eframe* f, int flags) {
   return ev_push(f, fn) < 0 ? S_ERR : S_OK;
 }
 
+/* ---------------------------------------------------------------- imports */
+
+/* IMPORT_NAME of a module that is already imported (no import side effect
+ * to replay): the module object, as `import` would return it. */
+static int op_import_name(dyn_evtx* E, dyn_eframe* f, PyObject* name) {
+  if (need(f, 2) < 0) return S_ERR;
+  DynVar* level = f->stack[f->sp - 2];
+  DynVar* fromlist = f->stack[f->sp - 1];
+  PyObject* fl = dyn_var_as_const(fromlist);
+  int absolute = level->kind == DV_CONST && PyLong_Check(level->value) &&
+                 PyLong_AsLong(level->value) == 0;
+  int has_from = fl && fl != Py_None && PyObject_IsTrue(fl) == 1;
+  Py_XDECREF(fl);
+  PyErr_Clear();
+  PyObject* modules = PyImport_GetModuleDict();
+  PyObject* full = absolute ? PyDict_GetItemWithError(modules, name) : NULL;
+  if (!full || full == Py_None) {
+    if (PyErr_Occurred()) return S_ERR;
+    dyn_break(&E->tx, "import of %s (not yet imported, or relative)", PyUnicode_AsUTF8(name));
+    return S_BREAK;
+  }
+  PyObject* mod = full;
+  PyObject* key = name;
+  if (!has_from) { /* `import a.b` binds the top package a */
+    Py_ssize_t dot = PyUnicode_FindChar(name, '.', 0, PyUnicode_GET_LENGTH(name), 1);
+    if (dot == -2) return S_ERR;
+    if (dot >= 0) {
+      PyObject* top = PyUnicode_Substring(name, 0, dot);
+      mod = top ? PyDict_GetItemWithError(modules, top) : NULL;
+      if (!mod) {
+        Py_XDECREF(top);
+        if (PyErr_Occurred()) return S_ERR;
+        dyn_break(&E->tx, "import of %s", PyUnicode_AsUTF8(name));
+        return S_BREAK;
+      }
+      key = top; /* owned below */
+    }
+  }
+  DynVar* v = NULL;
+  if (PyModule_Check(mod)) {
+    /* guarded: sys.modules[key] is still this module */
+    DynSource* base = dyn_source_const(modules);
+    DynSource* src = base ? dyn_source_item(base, key) : NULL;
+    v = src ? dyn_wrap(&E->tx, mod, src) : NULL;
+    Py_XDECREF(base);
+    Py_XDECREF(src);
+  }
+  if (key != name) Py_DECREF(key);
+  if (!v) {
+    if (PyErr_Occurred()) return S_ERR;
+    dyn_break(&E->tx, "import of %s (not a module object)", PyUnicode_AsUTF8(name));
+    return S_BREAK;
+  }
+  popn(f, 2);
+  return ev_push(f, v) < 0 ? S_ERR : S_OK;
+}
+
+static int op_import_from(dyn_evtx* E, dyn_eframe* f, PyObject* name) {
+  if (need(f, 1) < 0) return S_ERR;
+  DynVar* r = NULL;
+  int st = get_attr(E, f, f->stack[f->sp - 1], name, &r);
+  if (st != S_OK) return st;
+  return ev_push(f, r) < 0 ? S_ERR : S_OK;
+}
+
 /* ---------------------------------------------------------------- dispatch */
 
 /* Executes one instruction of frame `f`. *next is preset to ip + 1. */
@@ -1369,6 +1434,10 @@ int ev_step(dyn_evtx* E, dyn_eframe* f, const dyn_insn* in, int* next) {
       if (rc < 0) return S_ERR;
       return ev_push(f, dyn_var_const(Py_None)) < 0 ? S_ERR : S_OK;
     }
+    case IMPORT_NAME:
+      return op_import_name(E, f, name_of(f, in, arg));
+    case IMPORT_FROM:
+      return op_import_from(E, f, name_of(f, in, arg));
     case LOAD_ASSERTION_ERROR:
       return ev_push(f, dyn_var_const(PyExc_AssertionError)) < 0 ? S_ERR : S_OK;
     case RAISE_VARARGS:

@@ -430,3 +430,13 @@ def test_view_alive_across_break(capsys):
 
     check(f, x(), backend="eager")
     check(f, x(), backend="cpu")
+
+
+def test_import_of_loaded_modules():
+    def f(a):
+        import math
+        import os.path
+        from torch.nn import functional as F
+        return F.relu(a) * math.pi + len(os.path.sep)
+
+    check(f, x(), backend="eager", graphs=1, breaks=0)
