@@ -1045,3 +1045,66 @@ def test_recompile_cap_on_resume_functions():
         for _ in range(15):
             x = r(3)
             assert_same(cf(x), f(x))
+
+
+# ---- global torch state read by compiled code -----------------------------------------------------------
+
+def test_default_dtype_changed_after_compile():
+    def f(x):
+        return torch.zeros(3) + x.sum(), torch.tensor([1.5, 2.5]), torch.arange(3.0)
+    cf = ptc.compile(f)
+    x = r(2)
+    assert_same(cf(x), f(x))
+    saved = torch.get_default_dtype()
+    try:
+        torch.set_default_dtype(torch.float64)
+        assert_same(cf(x), f(x), path="default dtype float64")
+    finally:
+        torch.set_default_dtype(saved)
+    assert_same(cf(x), f(x), path="default dtype restored")
+
+
+def test_no_grad_decorated_helper():
+    @torch.no_grad()
+    def helper(t):
+        return t * 2
+
+    def f(x):
+        return helper(x) + x
+    x = torch.randn(3, requires_grad=True)
+    out = ptc.compile(f)(x)
+    ref = f(x)
+    assert_same(out, ref)
+    out.sum().backward()
+    torch.testing.assert_close(x.grad, torch.ones(3))
+
+
+def test_inplace_on_non_leaf_input_with_grad():
+    def f(y):
+        y.mul_(3)
+        return (y * y).sum()
+    leaf1 = torch.randn(4, requires_grad=True)
+    leaf2 = leaf1.detach().clone().requires_grad_(True)
+    ref = f(leaf1 * 1)
+    ref.backward()
+    out = ptc.compile(f)(leaf2 * 1)
+    out.backward()
+    torch.testing.assert_close(out, ref)
+    torch.testing.assert_close(leaf2.grad, leaf1.grad)
+
+
+def test_requires_grad_set_inside():
+    def f(x):
+        x.requires_grad_(True)
+        return (x * 2).sum()
+    x = torch.ones(3)
+    out = ptc.compile(f)(x)
+    assert x.requires_grad and out.requires_grad
+    out.backward()
+    torch.testing.assert_close(x.grad, torch.full((3,), 2.0))
+
+
+def test_zero_dim_tensor_inputs():
+    def f(a, b, n):
+        return a * n + b, (a > b), a + 0, float(n) * b
+    check(f, torch.tensor(3.0), torch.tensor(-1.5), 4)
