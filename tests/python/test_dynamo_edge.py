@@ -1108,3 +1108,15 @@ def test_zero_dim_tensor_inputs():
     def f(a, b, n):
         return a * n + b, (a > b), a + 0, float(n) * b
     check(f, torch.tensor(3.0), torch.tensor(-1.5), 4)
+
+
+# ---- special values through the cpu backend ------------------------------------------------------------
+
+def test_nan_and_inf_propagation():
+    def f(x, y):
+        return (torch.relu(x), x.clamp(min=0.0), torch.maximum(x, y), torch.minimum(x, y), x.amax(-1),
+                x.sum(-1), torch.softmax(y, -1), torch.sigmoid(x), x / y, torch.exp(x), torch.log(y))
+    nan, inf = float("nan"), float("inf")
+    x = torch.tensor([[nan, 1.0, -2.0, inf], [0.5, -inf, 3.0, 1.0]])
+    y = torch.tensor([[1.0, nan, -inf, 2.0], [-inf, -inf, 0.0, -0.0]])
+    check(f, x, y)
