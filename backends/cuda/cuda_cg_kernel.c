@@ -437,8 +437,8 @@ static ptc_status emit_pointwise(cug* g) {
 }
 
 /* ---- persistent rows -------------------------------------------------------------------
- * A ROW kernel whose row length R is static and small (R / lanes <= 16
- * elements per lane) walks each row in several loops (softmax: max, sum of
+ * A ROW kernel whose row length R is static and small (R / lanes <= 8
+ * elements per lane by default, widening the row to 512 lanes to fit) walks each row in several loops (softmax: max, sum of
  * exp, the division; layer norm: mean, variance, the normalisation). Its
  * loops are unrolled over the lane's elements, and a buffer accessed in two
  * or more of them at one index (unmasked, in the loops only) is kept in
@@ -446,8 +446,24 @@ static ptc_status emit_pointwise(cug* g) {
  * memory once, and an intermediate that dies with the kernel (the exp of a
  * softmax) is never written back. */
 
-#define PERSIST_MAX_PER_LANE 16
-#define PERSIST_MAX_REGS 64
+#define PERSIST_MAX_REGS 48  /* cached elements per lane over all buffers */
+#define PERSIST_WIDE_LANES 512
+
+/* Elements per lane up to which rows persist: PTC_CUDA_PERSIST (0 = off;
+ * default 8); PTC_CUDA_PERSIST_WIDE=0 keeps the usual lane count instead of
+ * widening a row to 512 lanes to fit. Tuning knobs read at code generation
+ * (the kernel source, hence the cubin cache key, follows them). */
+static int64_t persist_max_per_lane(void) {
+  const char* e = getenv("PTC_CUDA_PERSIST");
+  if (!e || !*e) return 8;
+  long v = strtol(e, NULL, 10);
+  return v < 0 ? 0 : v > 32 ? 32 : v;
+}
+
+static bool persist_wide(void) {
+  const char* e = getenv("PTC_CUDA_PERSIST_WIDE");
+  return !e || !*e || strcmp(e, "0") != 0;
+}
 
 /* The group of each member as emit_point_body forms them (-1: outer). */
 static ptc_status assign_groups(const cug* g, int32_t* gid) {
@@ -478,18 +494,20 @@ static ptc_status assign_groups(const cug* g, int32_t* gid) {
   return PTC_OK;
 }
 
-static ptc_status persist_plan(cug* g, const cuda_kernel_src* out) {
-  (void)out;
+static ptc_status persist_plan(cug* g, cuda_kernel_src* out) {
   g->persist = 0;
   if (g->layout != CUDA_LAYOUT_ROW || g->k->n_rranges == 0) return PTC_OK;
-  int64_t r = 1, v;
+  int64_t r = 1, v, max_pl = persist_max_per_lane();
   for (uint32_t d = 0; d < g->k->n_rranges; d++) {
     if (!sym_is_const(g->k->rranges[d], &v)) return PTC_OK;
     r = sat_mul(r, v);
   }
-  if (r <= 0) return PTC_OK;
-  int64_t per_lane = (r + g->lanes - 1) / g->lanes;
-  if (per_lane > PERSIST_MAX_PER_LANE) return PTC_OK;
+  if (r <= 0 || max_pl <= 0) return PTC_OK;
+  uint32_t lanes = g->lanes;
+  if ((r + lanes - 1) / lanes > max_pl && persist_wide() && lanes < PERSIST_WIDE_LANES)
+    lanes = PERSIST_WIDE_LANES;
+  int64_t per_lane = (r + lanes - 1) / lanes;
+  if (per_lane > max_pl) return PTC_OK;
   size_t nb = g->n_buffers;
   int32_t* gid = calloc(g->k->n_nodes ? g->k->n_nodes : 1, sizeof *gid);
   int32_t* first_g = malloc((nb ? nb : 1) * sizeof *first_g);
@@ -518,8 +536,15 @@ static ptc_status persist_plan(cug* g, const cuda_kernel_src* out) {
       }
       ptc_strbuf idx;
       ptc_sb_init(&idx);
+      /* printed as the loops will print it; an index through an indirect
+       * value (named only while emitting) is not cached */
+      ptc_status saved = g->err;
+      g->err = NULL;
       cug_index(g, &idx, op->index);
-      if (!idx.data) {
+      bool failed = g->err != NULL;
+      ptc_status_destroy(g->err);
+      g->err = saved;
+      if (failed || !idx.data) {
         bad[b] = true;
       } else if (first_g[b] < 0) {
         first_g[b] = gid[m];
@@ -538,6 +563,13 @@ static ptc_status persist_plan(cug* g, const cuda_kernel_src* out) {
     if (multi[b] && !bad[b]) n_cached++;
   if (n_cached && n_cached * (uint32_t)per_lane <= PERSIST_MAX_REGS) {
     g->persist = (uint32_t)per_lane;
+    if (lanes != g->lanes) { /* one row per block of PERSIST_WIDE_LANES threads */
+      g->lanes = lanes;
+      g->slots = 1;
+      out->block_x = lanes;
+      out->block_y = 1;
+      out->slots = 1;
+    }
     for (size_t b = 0; b < nb; b++) {
       if (!multi[b] || bad[b]) continue;
       g->cache[b] = 1;
