@@ -358,9 +358,9 @@ static int is_namedtuple_type(PyTypeObject* tp) {
 }
 
 /* Whether a tensor found at `src` is a graph input (reached from the frame's
- * arguments through items and attributes of plain objects) rather than a
- * constant (parameters; tensors held by nn.Modules - buffers -, globals,
- * closures). */
+ * arguments or closure cells through items and attributes of plain objects)
+ * rather than a constant (parameters; tensors held by nn.Modules - buffers -,
+ * globals). */
 static int tensor_is_input(dyn_tx* tx, PyObject* t, DynSource* src) {
   PyObject* param = dyn_var_torch_attr("torch.nn.Parameter");
   if (!param) {
@@ -379,7 +379,7 @@ static int tensor_is_input(dyn_tx* tx, PyObject* t, DynSource* src) {
       if (mod) return 0;
       continue;
     }
-    return s->kind == DS_LOCAL;
+    return s->kind == DS_LOCAL || s->kind == DS_CLOSURE;
   }
   return 0;
 }
