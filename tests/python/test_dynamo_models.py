@@ -368,3 +368,28 @@ def test_cuda_side_effects_and_break(capsys):
     assert_same(out, ref, rtol=1e-5, atol=1e-5)
     assert_same(x, xr)
     assert_same(lst, lr, rtol=1e-5, atol=1e-5)
+
+
+# ---- fullgraph / dynamic on whole models ------------------------------------------------------------
+
+def test_resnet18_fullgraph():
+    tv = _torchvision()
+    torch.manual_seed(15)
+    model = _randomize_bn(tv.models.resnet18(), torch.Generator().manual_seed(15)).eval()
+    cm = ptc.compile(model, fullgraph=True)
+    x = torch.randn(1, 3, 64, 64)
+    with torch.no_grad():
+        ref = model(x)
+        out = cm(x)
+    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4 * ref.abs().max().item())
+
+
+def test_transformer_block_dynamic_true():
+    torch.manual_seed(16)
+    m = TransformerBlock().eval()
+    cm = ptc.compile(m, dynamic=True)
+    with torch.no_grad(), Delta() as d:
+        for t in [6, 9, 13]:
+            x = torch.randn(2, t, 64)
+            assert_same(cm(x), m(x), rtol=1e-4, atol=1e-4, path="T=%d" % t)
+    assert d.graphs == 1, d
