@@ -541,3 +541,46 @@ def test_property_raising_on_a_later_call():
         cf(x, o1)
     assert str(comp.value) == str(eager.value)
     assert o1.calls == o2.calls
+
+
+# ---- augmented assignment mutates in place -----------------------------------------------------------
+
+def test_augmented_assignment_on_inputs():
+    def f(x, lst, d, s):
+        x += 1  # Tensor.__iadd__: the caller's tensor changes
+        x *= 2
+        lst += [x.sum()]
+        lst[0:1] = ["a", "b"]
+        d |= {"k": 3}
+        s |= {5}
+        return x
+    x = torch.zeros(3)
+    lst, d, s = [0], {}, {1}
+    out = ptc.compile(f)(x, lst, d, s)
+    assert out is x
+    torch.testing.assert_close(x, torch.full((3,), 2.0))
+    assert lst[:2] == ["a", "b"] and len(lst) == 3
+    torch.testing.assert_close(lst[2], torch.tensor(6.0))
+    assert d == {"k": 3} and s == {1, 5}
+
+
+def test_augmented_assignment_on_attribute_and_item():
+    class O:
+        pass
+    o = O()
+    o.t = torch.zeros(2)
+    o.n = 1
+    holder = [torch.zeros(2)]
+
+    def f(x):
+        o.t += x
+        o.n += 1
+        holder[0] -= x
+        return o.t * o.n
+    cf = ptc.compile(f)
+    for i in range(1, 3):
+        out = cf(torch.ones(2))
+        torch.testing.assert_close(o.t, torch.full((2,), float(i)))
+        assert o.n == 1 + i
+        torch.testing.assert_close(holder[0], torch.full((2,), -float(i)))
+        torch.testing.assert_close(out, torch.full((2,), float(i * (1 + i))))
