@@ -393,3 +393,60 @@ def test_transformer_block_dynamic_true():
             x = torch.randn(2, t, 64)
             assert_same(cm(x), m(x), rtol=1e-4, atol=1e-4, path="T=%d" % t)
     assert d.graphs == 1, d
+
+
+# ---- patterns common in model code ------------------------------------------------------------------
+
+class Config:
+    hidden = 16
+    eps = 1e-5
+    use_gate = True
+
+
+class ModelCodePatterns(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        self.proj = nn.Linear(cfg.hidden, cfg.hidden)
+        self.norm = nn.LayerNorm(cfg.hidden, eps=cfg.eps)
+
+    def forward(self, x, mask=None, **kwargs):
+        scale = x.shape[-1] ** -0.5
+        h = self.proj(x) * scale
+        if getattr(self.cfg, "use_gate", False):
+            h = h * torch.sigmoid(h)
+        att = torch.einsum("bid,bjd->bij", h, h)
+        if mask is not None:
+            att = att.masked_fill(~mask, float("-inf"))
+        att = att.softmax(-1)
+        out = self.norm(torch.einsum("bij,bjd->bid", att, h) + x)
+        img = F.interpolate(out.unsqueeze(1), scale_factor=2, mode="nearest").squeeze(1)
+        return {"hidden": out, "up": img, "extra": kwargs.get("tag")}
+
+
+def test_model_code_patterns():
+    torch.manual_seed(17)
+    m = ModelCodePatterns(Config()).eval()
+    x = torch.randn(2, 5, 16)
+    mask = torch.ones(2, 5, 5, dtype=torch.bool).tril()
+    cm = ptc.compile(m)
+    with torch.no_grad():
+        for args, kw in [((x,), {}), ((x, mask), {"tag": "t"}), ((x,), {"tag": "u"})]:
+            assert_same(cm(*args, **kw), m(*args, **kw), rtol=1e-4, atol=1e-4, path=str(sorted(kw)))
+
+
+def test_warning_in_forward_each_call():
+    import warnings
+
+    class W(nn.Module):
+        def forward(self, x):
+            if x.shape[0] > 1:
+                warnings.warn("batch larger than one")
+            return x * 2
+    m = W()
+    cm = ptc.compile(m)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            assert_same(cm(torch.ones(2, 2)), torch.full((2, 2), 2.0))
+    assert sum("batch larger" in str(w.message) for w in caught) == 3
