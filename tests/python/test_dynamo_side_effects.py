@@ -584,3 +584,36 @@ def test_augmented_assignment_on_attribute_and_item():
         assert o.n == 1 + i
         torch.testing.assert_close(holder[0], torch.full((2,), -float(i)))
         torch.testing.assert_close(out, torch.full((2,), float(i * (1 + i))))
+
+
+# ---- references: compiled calls keep nothing alive --------------------------------------------------------
+
+def test_no_reference_leak_per_call(capsys):
+    import gc
+    import sys
+    import weakref
+
+    def f(x, lst, d):
+        y = x * 2
+        lst.append(y)
+        print("", end="")
+        d["k"] = y + 1
+        return y.sum(), lst.pop()
+    cf = ptc.compile(f)
+    x, lst, d = r(4), [], {}
+    for _ in range(5):
+        cf(x, lst, d)
+    gc.collect()
+    rx, rl, rd = sys.getrefcount(x), sys.getrefcount(lst), sys.getrefcount(d)
+    n_before = len(gc.get_objects())
+    for _ in range(300):
+        cf(x, lst, d)
+    gc.collect()
+    assert (sys.getrefcount(x), sys.getrefcount(lst), sys.getrefcount(d)) == (rx, rl, rd)
+    assert len(gc.get_objects()) - n_before < 50, "objects grow with the number of calls"
+    out = cf(x, lst, d)
+    ref = weakref.ref(out[1])
+    del out
+    d.clear()
+    gc.collect()
+    assert ref() is None, "a returned tensor is kept alive by the capture"
