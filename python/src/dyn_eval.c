@@ -673,9 +673,8 @@ static int op_make_cell(dyn_eframe* f, int i) {
   return S_OK;
 }
 
-static int op_load_deref(dyn_evtx* E, dyn_eframe* f, int i) {
-  DynVar* c = cell_at(E, f, i);
-  if (!c) return S_BREAK;
+/* The contents of cell tracker c: *out borrowed. S_OK / S_BREAK / S_ERR. */
+int ev_cell_contents(dyn_evtx* E, DynVar* c, DynVar** out) {
   if (!c->items) { /* a real cell read for the first time */
     PyObject* real = c->value ? PyCell_GET(c->value) : NULL;
     if (!real || !c->extra) {
@@ -695,9 +694,18 @@ static int op_load_deref(dyn_evtx* E, dyn_eframe* f, int i) {
     dyn_break(&E->tx, "free variable referenced before assignment");
     return S_BREAK;
   }
-  PyObject* v = PyList_GET_ITEM(c->items, 0);
+  *out = (DynVar*)PyList_GET_ITEM(c->items, 0);
+  return S_OK;
+}
+
+static int op_load_deref(dyn_evtx* E, dyn_eframe* f, int i) {
+  DynVar* c = cell_at(E, f, i);
+  if (!c) return S_BREAK;
+  DynVar* v = NULL;
+  int st = ev_cell_contents(E, c, &v);
+  if (st != S_OK) return st;
   Py_INCREF(v);
-  return ev_push(f, (DynVar*)v) < 0 ? S_ERR : S_OK;
+  return ev_push(f, v) < 0 ? S_ERR : S_OK;
 }
 
 static int op_store_deref(dyn_evtx* E, dyn_eframe* f, int i) {
@@ -827,7 +835,7 @@ static int op_load_attr(dyn_evtx* E, dyn_eframe* f, PyObject* name, int method) 
   if (need(f, 1) < 0) return S_ERR;
   DynVar* obj = f->stack[f->sp - 1];
   DynVar* r = NULL;
-  int st = get_attr(E, f, obj, name, &r);
+  int st = ev_is_super(E, obj) ? ev_super_attr(E, obj, name, &r) : get_attr(E, f, obj, name, &r);
   if (st != S_OK) return st;
   popn(f, 1);
   if (!method) return ev_push(f, r) < 0 ? S_ERR : S_OK;
@@ -1434,6 +1442,18 @@ int ev_step(dyn_evtx* E, dyn_eframe* f, const dyn_insn* in, int* next) {
       if (rc < 0) return S_ERR;
       return ev_push(f, dyn_var_const(Py_None)) < 0 ? S_ERR : S_OK;
     }
+#ifdef LOAD_SUPER_ATTR
+    case LOAD_SUPER_ATTR: {
+      /* [super, class, self] -> attribute (method bit: arg & 1) */
+      if (need(f, 3) < 0) return S_ERR;
+      DynVar* sup = NULL;
+      int st = ev_make_super(E, f->stack[f->sp - 3], f->stack[f->sp - 2], f->stack[f->sp - 1], &sup);
+      if (st != S_OK) return st;
+      popn(f, 3);
+      if (ev_push(f, sup) < 0) return S_ERR;
+      return op_load_attr(E, f, name_of(f, in, arg >> 2), arg & 1);
+    }
+#endif
     case IMPORT_NAME:
       return op_import_name(E, f, name_of(f, in, arg));
     case IMPORT_FROM:

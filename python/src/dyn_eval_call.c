@@ -493,6 +493,9 @@ int ev_call(dyn_evtx* E, dyn_eframe* f, DynVar* fn, DynVar* const* args, Py_ssiz
       Py_XDECREF(kw);
       return S_ERR;
     }
+  } else if (fn->kind == DV_CONST && fn->value == (PyObject*)&PySuper_Type && !kwnames &&
+             (nargs == 0 || nargs == 2)) {
+    return nargs == 0 ? ev_super_noargs(E, f, out) : ev_make_super(E, fn, args[0], args[1], out);
   } else {
     /* dyn_call counts positionals only; keyword values follow them */
     Py_ssize_t npos = nargs - (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
@@ -726,6 +729,7 @@ static void evtx_free(dyn_evtx* E) {
   Py_XDECREF(E->cells);
   Py_XDECREF(E->globals_w);
   Py_XDECREF(E->null_var);
+  Py_XDECREF(E->supers);
   for (int i = 0; i < E->n_codes; i++) {
     dyn_code_free(&E->codes[i]->dc);
     PyMem_Free(E->codes[i]);

@@ -48,6 +48,7 @@ typedef struct dyn_evtx {
   PyObject* cells;         /* dict id(real cell) -> DV_CELL tracker */
   PyObject* globals_w;     /* dict (id(globals), name) -> DynVar written by STORE_GLOBAL */
   PyObject* null_var;      /* the DV_NULL tracker */
+  PyObject* supers;        /* dict id(super tracker) -> (class, self tracker) */
   dyn_code_slot** codes;   /* each slot allocated separately (frames point into them) */
   int n_codes, cap_codes;
   /* outcome of the trace */
@@ -74,6 +75,19 @@ DynVar* ev_real_cell(dyn_evtx* E, PyObject* cell, DynSource* contents, Py_ssize_
 int ev_with_exit(dyn_evtx* E, DynVar* ex, DynVar** out);
 /** One instruction; *next preset to ip + 1. Returns S_*. */
 int ev_step(dyn_evtx* E, dyn_eframe* f, const dyn_insn* in, int* next);
+
+int ev_cell_contents(dyn_evtx* E, DynVar* c, DynVar** out); /* *out borrowed */
+
+/* dyn_eval_super.c: super() (zero-argument in a traced method, two-argument,
+ * 3.12's LOAD_SUPER_ATTR): a tracker only attribute reads go through. */
+/** super(cls, self) from trackers `fn` (must be the builtin super), cls, self. */
+int ev_make_super(dyn_evtx* E, DynVar* fn, DynVar* cls, DynVar* self, DynVar** out);
+/** Zero-argument super() in frame f (its __class__ cell and first argument). */
+int ev_super_noargs(dyn_evtx* E, dyn_eframe* f, DynVar** out);
+int ev_is_super(dyn_evtx* E, DynVar* v);
+/** getattr(super tracker, name): a plain function found after cls in
+ * type(self).__mro__ becomes a method bound to self; anything else breaks. */
+int ev_super_attr(dyn_evtx* E, DynVar* sup, PyObject* name, DynVar** out);
 
 /* dyn_eval_call.c */
 int ev_op_call(dyn_evtx* E, dyn_eframe* f, int argc);

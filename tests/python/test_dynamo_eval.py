@@ -440,3 +440,32 @@ def test_import_of_loaded_modules():
         return F.relu(a) * math.pi + len(os.path.sep)
 
     check(f, x(), backend="eager", graphs=1, breaks=0)
+
+
+class _Base(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+
+    def forward(self, a):
+        return torch.relu(self.lin(a))
+
+
+class _Child(_Base):
+    def forward(self, a):
+        return super().forward(a) * 2 + super(_Child, self).forward(a)
+
+
+class _MyLinear(torch.nn.Linear):
+    def forward(self, a):
+        return super().forward(a) + 1
+
+
+@pytest.mark.parametrize("cls", [_Child, lambda: _MyLinear(8, 3)])
+def test_super_calls_inlined(cls):
+    torch.manual_seed(0)
+    m = cls()
+    with Delta() as d:
+        out = ptc.compile(m, backend="eager")(x())
+    torch.testing.assert_close(out, m(x()))
+    assert d.graphs == 1 and d.breaks == 0
