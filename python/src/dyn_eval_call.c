@@ -13,7 +13,7 @@
 #if PTC_DYN_SUPPORTED
 
 enum {
-  MAX_INLINE_DEPTH = 8,    /* nested inlined calls */
+  MAX_INLINE_DEPTH = 12,   /* nested inlined calls */
   MAX_STEPS = 300000,      /* instructions interpreted per trace (unrolled loops) */
   MAX_RESTARTS = 6,        /* traces per conversion */
 };
