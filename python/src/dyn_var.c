@@ -145,11 +145,15 @@ PyObject* dyn_var_as_const(DynVar* v) {
       } else if ((v->kind == DV_NAMEDTUPLE && v->value) || (v->kind == DV_TUPLE && v->extra)) {
         PyObject* cls = v->kind == DV_NAMEDTUPLE ? v->value : v->extra;
         PyObject* t = PyList_AsTuple(l);
-        if (t) {
-          r = v->kind == DV_NAMEDTUPLE ? PyObject_CallObject(cls, t)
-                                       : PyObject_CallOneArg(cls, t);
-          Py_DECREF(t);
-        }
+        PyObject* a = t ? PyTuple_Pack(1, t) : NULL;
+        /* namedtuples: tuple.__new__(cls, items), never a user __new__ */
+        if (a && v->kind == DV_NAMEDTUPLE && PyType_Check(cls) &&
+            PyType_IsSubtype((PyTypeObject*)cls, &PyTuple_Type))
+          r = PyTuple_Type.tp_new((PyTypeObject*)cls, a, NULL);
+        else if (a && v->kind == DV_TUPLE)
+          r = PyObject_CallOneArg(cls, t);
+        Py_XDECREF(a);
+        Py_XDECREF(t);
       }
       Py_DECREF(l);
       if (!r) PyErr_Clear();
