@@ -469,3 +469,34 @@ def test_super_calls_inlined(cls):
         out = ptc.compile(m, backend="eager")(x())
     torch.testing.assert_close(out, m(x()))
     assert d.graphs == 1 and d.breaks == 0
+
+
+def _posonly(a, b=1, /, c=2, *, d=3, **kw):
+    return a * b + c + d + len(kw)
+
+
+def test_binding_positional_only_and_errors():
+    def f(a):
+        return _posonly(a) + _posonly(a, 2, 3, d=4) + _posonly(a, b=5)  # b -> **kw
+
+    check(f, x(), backend="eager", graphs=1, breaks=0)
+
+    def g(a):
+        return _posonly(a, 1, 2, 3)  # too many positionals: Python raises
+
+    with pytest.raises(TypeError):
+        g(x())
+    with pytest.raises(TypeError):
+        ptc.compile(g, backend="eager")(x())
+
+
+def test_star_args_and_kwargs_of_the_frame():
+    def f(*xs, scale=1.0, **opts):
+        s = xs[0]
+        for t in xs[1:]:
+            s = s + t
+        return s * scale + opts.get("shift", 0)
+
+    check(f, x(), y(), backend="eager", graphs=1, breaks=0)
+    cf = ptc.compile(f, backend="eager")
+    torch.testing.assert_close(cf(x(), scale=2.0, shift=1), f(x(), scale=2.0, shift=1))
