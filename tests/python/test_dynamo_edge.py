@@ -1120,3 +1120,58 @@ def test_nan_and_inf_propagation():
     x = torch.tensor([[nan, 1.0, -2.0, inf], [0.5, -inf, 3.0, 1.0]])
     y = torch.tensor([[1.0, nan, -inf, 2.0], [-inf, -inf, 0.0, -0.0]])
     check(f, x, y)
+
+
+# ---- constants that compare equal but are not the same ---------------------------------------------------
+
+def test_signed_zero_constant():
+    import math
+
+    def f(x, s):
+        if math.copysign(1.0, s) < 0:
+            return x - 1
+        return x * s
+    cf = ptc.compile(f)
+    x = torch.ones(3)
+    assert_same(cf(x, 0.0), f(x, 0.0))
+    out, ref = cf(x, -0.0), f(x, -0.0)
+    assert_same(out, ref, path="-0.0 after 0.0")
+
+
+def test_signed_zero_in_tensor_math():
+    def f(x, s):
+        return 1.0 / (x * s)
+    cf = ptc.compile(f)
+    x = torch.ones(2)
+    assert_same(cf(x, 0.0), f(x, 0.0))
+    assert_same(cf(x, -0.0), f(x, -0.0), path="-0.0 after 0.0 (+inf vs -inf)")
+
+
+def test_nan_constant_argument():
+    def f(x, s):
+        return x + s, s != s
+    cf = ptc.compile(f)
+    x = torch.ones(2)
+    for s in [float("nan"), 1.0, float("nan")]:
+        assert_same(cf(x, s), f(x, s), path=repr(s))
+
+
+def test_bool_vs_int_and_tuple_vs_list():
+    def f(x, flag, xs):
+        y = x * 2 if flag is True else x * 3
+        if isinstance(xs, list):
+            y = y + 1
+        return y + len(xs)
+    cf = ptc.compile(f)
+    x = torch.ones(2)
+    for flag, xs in [(True, [1]), (1, [1]), (True, (1,)), (1, (1,)), (True, [1])]:
+        assert_same(cf(x, flag, xs), f(x, flag, xs), path="%r %r" % (flag, xs))
+
+
+def test_dict_key_order():
+    def f(d):
+        return torch.cat(list(d.values())), list(d)
+    cf = ptc.compile(f)
+    a, b = torch.zeros(1), torch.ones(1)
+    assert_same(cf({"a": a, "b": b}), f({"a": a, "b": b}))
+    assert_same(cf({"b": b, "a": a}), f({"b": b, "a": a}), path="same keys, other order")
