@@ -1175,3 +1175,45 @@ def test_dict_key_order():
     a, b = torch.zeros(1), torch.ones(1)
     assert_same(cf({"a": a, "b": b}), f({"a": a, "b": b}))
     assert_same(cf({"b": b, "a": a}), f({"b": b, "a": a}), path="same keys, other order")
+
+
+class _Mode:
+    pass
+
+
+def test_enum_and_sentinel_arguments():
+    import enum
+
+    class Mode(enum.Enum):
+        A = 1
+        B = 2
+
+    ADD, MUL = _Mode(), _Mode()
+
+    def f(x, mode, op):
+        y = x * 2 if mode == Mode.A else x * 3
+        if mode is Mode.B:
+            y = y - 1
+        return y + 1 if op is ADD else y * 5
+    cf = ptc.compile(f)
+    x = torch.ones(2)
+    for mode, op in [(Mode.A, ADD), (Mode.B, ADD), (Mode.A, MUL), (Mode.B, MUL), (Mode.A, ADD)]:
+        assert_same(cf(x, mode, op), f(x, mode, op), path="%s %s" % (mode, "ADD" if op is ADD else "MUL"))
+
+
+def test_object_with_eq_argument():
+    class Key:
+        def __init__(self, k):
+            self.k = k
+
+        def __eq__(self, other):
+            return isinstance(other, Key) and self.k == other.k
+
+        __hash__ = None
+
+    def f(x, a, b):
+        return x + 1 if a == b else x - 1
+    cf = ptc.compile(f)
+    x = torch.ones(2)
+    for a, b in [(Key(1), Key(1)), (Key(1), Key(2)), (Key(3), Key(3))]:
+        assert_same(cf(x, a, b), f(x, a, b), path="%d %d" % (a.k, b.k))
