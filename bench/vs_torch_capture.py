@@ -448,6 +448,9 @@ def models_table():
              f"{r['err']:.2g}" if "ptc_ms" in r else f"- | - | - | - | {r.get('error', '')}")
         print(f"| {r['model']} | {r['graphs']} | {r['breaks']} | {r['ops']} | {r['guards']} | {t} |")
     print()
+    print("First call: capture + guards + graph build after ptc.reset(); ptc.explain ran the model just "
+          "before, so libptc's kernels come from its disk cache (warm). Guards: all entries of the call.")
+    print()
     print("Models:")
     for r in rows:
         extra = ("; breaks: " + "; ".join(r["reasons"])) if r.get("reasons") else ""
