@@ -450,3 +450,27 @@ def test_warning_in_forward_each_call():
         for _ in range(3):
             assert_same(cm(torch.ones(2, 2)), torch.full((2, 2), 2.0))
     assert sum("batch larger" in str(w.message) for w in caught) == 3
+
+
+def test_compiled_training_step_function():
+    # forward, loss, backward and the optimizer step all inside the compiled function
+    torch.manual_seed(18)
+    m1, m2 = MLP(), MLP()
+    m2.load_state_dict(m1.state_dict())
+    o1 = torch.optim.SGD(m1.parameters(), lr=0.05, momentum=0.9)
+    o2 = torch.optim.SGD(m2.parameters(), lr=0.05, momentum=0.9)
+
+    def step(model, opt, x, y):
+        opt.zero_grad()
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+    cstep = ptc.compile(step)
+    for i in range(4):
+        x, y = torch.randn(4, 16), torch.randn(4, 8)
+        l1 = step(m1, o1, x, y)
+        l2 = cstep(m2, o2, x, y)
+        torch.testing.assert_close(l2, l1, rtol=1e-4, atol=1e-5)
+        for (n, p1), p2 in zip(m1.named_parameters(), m2.parameters()):
+            torch.testing.assert_close(p2, p1, rtol=1e-4, atol=1e-5, msg=lambda s: "step %d %s: %s" % (i, n, s))
