@@ -1217,3 +1217,15 @@ def test_object_with_eq_argument():
     x = torch.ones(2)
     for a, b in [(Key(1), Key(1)), (Key(1), Key(2)), (Key(3), Key(3))]:
         assert_same(cf(x, a, b), f(x, a, b), path="%d %d" % (a.k, b.k))
+
+
+def test_dynamic_sizes_returned_as_python_values():
+    def f(x):
+        return x.shape, x.size(), x.numel(), x.size(0), x.shape[1:], x * 1
+    cf = ptc.compile(f)
+    for n in [2, 3, 4, 5]:
+        x = r(n, 3)
+        out, ref = cf(x), f(x)
+        assert_same(out, ref, path="n=%d" % n)
+        assert type(out[0]) is torch.Size and all(type(v) is int for v in out[0])
+        assert type(out[2]) is int and type(out[3]) is int
