@@ -437,14 +437,15 @@ static ptc_status emit_pointwise(cug* g) {
 }
 
 /* ---- persistent rows -------------------------------------------------------------------
- * A ROW kernel whose row length R is static and small (R / lanes <= 8
- * elements per lane by default, widening the row to 512 lanes to fit) walks each row in several loops (softmax: max, sum of
- * exp, the division; layer norm: mean, variance, the normalisation). Its
- * loops are unrolled over the lane's elements, and a buffer accessed in two
- * or more of them at one index (unmasked, in the loops only) is kept in
- * registers c_b<id>[it] after its first load or store: the row is read from
- * memory once, and an intermediate that dies with the kernel (the exp of a
- * softmax) is never written back. */
+ * A ROW kernel walks each row in several loops (softmax: max, sum of exp,
+ * the division; layer norm: mean, variance, the normalisation). When its
+ * row length R is static and small (R / lanes <= 8 elements per lane by
+ * default, widening the row to 512 lanes to fit) and an intermediate dies
+ * with the kernel (the exp of a softmax), its loops are unrolled over the
+ * lane's elements and each buffer accessed in two or more of them at one
+ * index (unmasked, in the loops only) is kept in registers c_b<id>[it]
+ * after its first load or store: the row is read from memory once, and the
+ * intermediate is never written back. */
 
 #define PERSIST_MAX_REGS 48  /* cached elements per lane over all buffers */
 #define PERSIST_WIDE_LANES 512
@@ -558,9 +559,22 @@ static ptc_status persist_plan(cug* g, cuda_kernel_src* out) {
     }
   }
   uint32_t n_cached = 0;
+  bool saves_store = false;
   for (size_t b = 0; st && b < nb; b++) bad[b] = true;
-  for (size_t b = 0; b < nb; b++)
-    if (multi[b] && !bad[b]) n_cached++;
+  for (size_t b = 0; b < nb; b++) {
+    if (!multi[b] || bad[b]) continue;
+    n_cached++;
+    if (g->s->buf_home[b] == SCHED_HOME_SLOT && g->s->buf_free_after &&
+        g->s->buf_free_after[b] == (int32_t)g->kidx)
+      saves_store = true;
+  }
+  /* Measured on the H200 (docs/benchmarks.md): rows held in registers
+   * lower the rows in flight per SM; that pays when it also removes an
+   * intermediate's write and re-read (softmax f32: 0.142 -> 0.107 ms), not
+   * when it only spares re-reads that hit L2 (rmsnorm f32 0.123 -> 0.164,
+   * the bf16 norms 10-25% slower). PTC_CUDA_PERSIST_ALL=1 persists both. */
+  const char* all = getenv("PTC_CUDA_PERSIST_ALL");
+  if (!saves_store && !(all && !strcmp(all, "1"))) n_cached = 0;
   if (n_cached && n_cached * (uint32_t)per_lane <= PERSIST_MAX_REGS) {
     g->persist = (uint32_t)per_lane;
     if (lanes != g->lanes) { /* one row per block of PERSIST_WIDE_LANES threads */
