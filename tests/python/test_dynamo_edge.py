@@ -1229,3 +1229,29 @@ def test_dynamic_sizes_returned_as_python_values():
         assert_same(out, ref, path="n=%d" % n)
         assert type(out[0]) is torch.Size and all(type(v) is int for v in out[0])
         assert type(out[2]) is int and type(out[3]) is int
+
+
+def test_grad_attribute_read_each_call():
+    def sgd(p, lr):
+        with torch.no_grad():
+            p.sub_(lr * p.grad)
+        return p.grad.norm()
+    p1 = torch.randn(4, requires_grad=True)
+    p2 = p1.detach().clone().requires_grad_(True)
+    cf = ptc.compile(sgd)
+    for i in range(3):
+        for p in (p1, p2):
+            p.grad = None
+            (p * p * (i + 1)).sum().backward()
+        n1 = sgd(p1, 0.1)
+        n2 = cf(p2, 0.1)
+        torch.testing.assert_close(n2, n1)
+        torch.testing.assert_close(p2.detach(), p1.detach(), msg=lambda s: "step %d: %s" % (i, s))
+
+
+def test_data_attribute_writes():
+    def f(x):
+        x.data.mul_(2)
+        y = x.data + 1
+        return y
+    check(f, r(3))
