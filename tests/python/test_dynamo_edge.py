@@ -1255,3 +1255,52 @@ def test_data_attribute_writes():
         y = x.data + 1
         return y
     check(f, r(3))
+
+
+class Ctx:
+    def __init__(self, log, suppress=False):
+        self.log, self.suppress = log, suppress
+
+    def __enter__(self):
+        self.log.append("enter")
+        return 3.0
+
+    def __exit__(self, *exc):
+        self.log.append("exit:%s" % (exc[0].__name__ if exc[0] else None))
+        return self.suppress
+
+
+def test_user_context_manager():
+    def f(x, log):
+        with Ctx(log) as k:
+            y = x * k
+        return y + 1
+    check(f, r(3), [])
+
+
+def test_user_context_manager_suppressing_exception():
+    def f(x, log):
+        y = x + 1
+        with Ctx(log, suppress=True):
+            y = y * 2
+            raise ValueError("swallowed")
+        return y - 1
+    check(f, r(3), [])
+
+
+def test_contextlib_contextmanager():
+    import contextlib
+
+    @contextlib.contextmanager
+    def scaled(log):
+        log.append("in")
+        try:
+            yield 2.0
+        finally:
+            log.append("out")
+
+    def f(x, log):
+        with scaled(log) as k:
+            x = x * k
+        return x
+    check(f, r(3), [])
