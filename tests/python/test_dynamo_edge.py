@@ -1,13 +1,19 @@
 """test_dynamo_edge.py - corner cases of ptc.compile where a capture can give
 a wrong answer silently: aliasing (inputs passed twice, views returned or
 mutated, the same tensor returned twice, in-place writes on views of inputs
-and on graph values that are aliased), side effects that precede an
-exception, mutable defaults, class attributes and monkeypatched methods
-changed between calls, optional (None) inputs, varying *args/**kwargs,
-broadcasting against automatic dynamic sizes (a dim that becomes 1), empty
-tensors, dtype promotion, deep recursion, threads, and Python syntax forms
-(walrus, chained comparisons, star unpacking, and/or values, sorted with a
-key). Each case compares with plain Python.
+and on aliased graph values, .detach()/.data), side effects that precede an
+exception, mutable defaults, class attributes and monkeypatched methods,
+modules changed between calls (hooks, .data swaps, .double(), requires_grad),
+names resolved at run time (other modules' globals, globals shadowing
+builtins, patched builtins, closure cells), global torch state (default
+dtype, grad-mode contexts, the RNG), constants that compare equal but differ
+(signed zero, NaN, bool/int, tuple/list, dict key order, enums, __eq__),
+optional inputs, varying *args/**kwargs, dynamic sizes (broadcasting against
+a dim that becomes 1, empty tensors, size-dependent ops, mismatches, sizes
+returned as Python values), dtype promotion and special values, exceptions
+handled inside compiled code, loop/with/return forms, user context managers,
+recursion, threads, a 300-local function. Each case compares with plain
+Python.
 """
 
 import sys
