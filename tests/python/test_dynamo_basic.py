@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 import ptc
-from dynamo_util import Delta, assert_same, check, clone, fresh_dynamo  # noqa: F401
+from dynamo_util import TORCH2, Delta, assert_same, check, clone, fresh_dynamo  # noqa: F401
 
 torch.manual_seed(0)
 
@@ -818,3 +818,29 @@ def test_compile_rejects_bad_arguments():
         ptc.compile(f_elementwise, backend="no-such-backend")
     with pytest.raises(ValueError):
         ptc.compile(f_elementwise, dynamic="yes")
+
+
+# ---- next to torch.compile (PyTorch 2) --------------------------------------------------------------
+
+@pytest.mark.skipif(not TORCH2, reason="torch.compile needs PyTorch 2")
+def test_alongside_torch_compile():
+    def f(x):
+        return torch.relu(x) * 2
+
+    def g(x):
+        return torch.sigmoid(x) + 1
+
+    tf = torch.compile(g, backend="eager")
+    pf = ptc.compile(f)
+    x = r(4)
+    for _ in range(2):
+        assert_same(tf(x), g(x))
+        with Delta() as d:
+            assert_same(pf(x), f(x))
+        assert d.graphs + d.hits >= 1, "ptc.compile still captures after torch.compile ran: %r" % d
+
+    def h(x):  # a torch.compile'd function called from ptc-compiled code
+        return tf(x) * 3
+
+    assert_same(ptc.compile(h)(x), h(x))
+    assert_same(tf(x), g(x))
