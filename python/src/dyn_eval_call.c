@@ -757,7 +757,7 @@ static int grad_mode_guard(dyn_evtx* E) {
 
 static int trace(dyn_evtx* E) {
   const dyn_frame_view* v = E->tx.view;
-  if (grad_mode_guard(E) < 0) return S_ERR;
+  if (grad_mode_guard(E) < 0 || dyn_var_global_guards(&E->tx) < 0) return S_ERR;
   const dyn_code* dc = get_code(E, v->code);
   if (!dc) return S_ERR;
   dyn_eframe* f = frame_new(NULL, dc, v->globals, v->builtins);

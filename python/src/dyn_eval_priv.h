@@ -64,6 +64,8 @@ static inline dyn_evtx* dyn_ev(dyn_tx* tx) { return (dyn_evtx*)tx; }
 /** True (1) when `value` is a torch tensor type object we trace (exact
  * torch.Tensor or torch.nn.Parameter); 0 otherwise; -1 on error. */
 int dyn_var_is_plain_tensor(PyObject* value);
+/** Guards on global state every trace depends on (torch's default dtype). */
+int dyn_var_global_guards(dyn_tx* tx);
 /** Cached torch objects (borrowed; NULL + exception when torch fails to import). */
 PyObject* dyn_var_torch_attr(const char* dotted);
 

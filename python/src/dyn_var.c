@@ -253,6 +253,75 @@ static int isinstance_torch(PyObject* value, const char* dotted) {
   return PyObject_IsInstance(value, cls);
 }
 
+/* ---------------------------------------------------------------- guard helpers */
+
+/* Small predicates for guards CPython's C API cannot express as data
+ * (used as DG_SHAPE callables over their sources), defined once. */
+static const char* const helper_src =
+    "import math, torch\n"
+    "def same_zero_sign(expected, v):\n"
+    "    return type(v) is float and math.copysign(1.0, v) == math.copysign(1.0, expected)\n"
+    "def default_dtype_is(d):\n"
+    "    return torch.get_default_dtype() is d\n";
+
+static PyObject* helper(const char* name) {
+  static PyObject* ns = NULL;
+  if (!ns) {
+    PyObject* d = PyDict_New();
+    PyObject* b = d ? PyEval_GetBuiltins() : NULL;
+    if (!b || PyDict_SetItemString(d, "__builtins__", b) < 0) {
+      Py_XDECREF(d);
+      return NULL;
+    }
+    PyObject* r = PyRun_String(helper_src, Py_file_input, d, d);
+    if (!r) {
+      Py_DECREF(d);
+      return NULL;
+    }
+    Py_DECREF(r);
+    ns = d;
+  }
+  PyObject* fn = PyDict_GetItemString(ns, name);
+  if (!fn) PyErr_Format(PyExc_SystemError, "dyn_var helper %s missing", name);
+  return fn;
+}
+
+/* A DG_SHAPE guard fn(*values at srcs) with fn = functools.partial(helper, arg). */
+static int helper_guard(dyn_tx* tx, const char* name, PyObject* arg, PyObject* srcs) {
+  static PyObject* partial = NULL;
+  if (!partial) {
+    PyObject* ft = PyImport_ImportModule("functools");
+    partial = ft ? PyObject_GetAttrString(ft, "partial") : NULL;
+    Py_XDECREF(ft);
+    if (!partial) return -1;
+  }
+  PyObject* h = helper(name);
+  PyObject* fn = h ? PyObject_CallFunctionObjArgs(partial, h, arg, NULL) : NULL;
+  int rc = fn ? dyn_guards_add_shape(tx->guards, fn, srcs) : -1;
+  Py_XDECREF(fn);
+  return rc;
+}
+
+int dyn_var_global_guards(dyn_tx* tx) {
+  PyObject* torch = PyImport_ImportModule("torch");
+  PyObject* d = torch ? PyObject_CallMethod(torch, "get_default_dtype", NULL) : NULL;
+  Py_XDECREF(torch);
+  PyObject* none = d ? PyTuple_New(0) : NULL;
+  int rc = none ? helper_guard(tx, "default_dtype_is", d, none) : -1;
+  Py_XDECREF(d);
+  Py_XDECREF(none);
+  return rc;
+}
+
+/* 0.0 and -0.0 are equal: a float zero also guards its sign. */
+static int float_sign_guard(dyn_tx* tx, PyObject* value, DynSource* src) {
+  if (!src || !PyFloat_Check(value) || PyFloat_AS_DOUBLE(value) != 0.0) return 0;
+  PyObject* srcs = PyTuple_Pack(1, (PyObject*)src);
+  int rc = srcs ? helper_guard(tx, "same_zero_sign", value, srcs) : -1;
+  Py_XDECREF(srcs);
+  return rc;
+}
+
 /* ---------------------------------------------------------------- names */
 
 /* Appends an identifier-safe rendering of `src` to `buf` (used for graph
@@ -643,7 +712,7 @@ DynVar* dyn_wrap(dyn_tx* tx, PyObject* value, DynSource* src) {
   if (is_const_type(value) || is_torch_const(value)) {
     int kind = (value == Py_None || value == Py_Ellipsis || value == Py_NotImplemented) ? DG_ID
                                                                                         : DG_EQ;
-    if (guard(tx, kind, src, value, 0) < 0) return NULL;
+    if (guard(tx, kind, src, value, 0) < 0 || float_sign_guard(tx, value, src) < 0) return NULL;
     return dyn_var_new(DV_CONST, value, NULL, NULL, src);
   }
   if (PyRange_Check(value)) {

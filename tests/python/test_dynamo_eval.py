@@ -500,3 +500,13 @@ def test_star_args_and_kwargs_of_the_frame():
     check(f, x(), y(), backend="eager", graphs=1, breaks=0)
     cf = ptc.compile(f, backend="eager")
     torch.testing.assert_close(cf(x(), scale=2.0, shift=1), f(x(), scale=2.0, shift=1))
+
+
+def test_float_zero_sign_is_guarded():
+    def f(a, s):
+        return 1.0 / (a * s)
+
+    cf = ptc.compile(f, backend="eager")
+    a = torch.ones(2)
+    torch.testing.assert_close(cf(a, 0.0), f(a, 0.0))
+    torch.testing.assert_close(cf(a, -0.0), f(a, -0.0))  # -inf, not a stale +inf
