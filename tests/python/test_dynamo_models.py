@@ -474,3 +474,14 @@ def test_compiled_training_step_function():
         torch.testing.assert_close(l2, l1, rtol=1e-4, atol=1e-5)
         for (n, p1), p2 in zip(m1.named_parameters(), m2.parameters()):
             torch.testing.assert_close(p2, p1, rtol=1e-4, atol=1e-5, msg=lambda s: "step %d %s: %s" % (i, n, s))
+
+
+def test_compiled_submodule_inside_compiled_module():
+    torch.manual_seed(19)
+    m = TransformerBlock().eval()
+    x = torch.randn(2, 8, 64)
+    with torch.no_grad():
+        ref = m(x)
+        m.mlp = ptc.compile(m.mlp, backend="eager")
+        out = ptc.compile(m)(x)
+    assert_same(out, ref, rtol=1e-4, atol=1e-4)
