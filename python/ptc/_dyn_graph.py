@@ -211,10 +211,27 @@ def _overlap(a, b):
 
 
 def _disjoint(written, inputs):
-    for w in written:
-        for t in inputs:
-            if t is not w and _overlap(w, t):
+    """No input written in place (positions `written`) shares memory with
+    the input at another position; the same tensor passed at two positions
+    counts as overlapping (the entry was traced with distinct tensors)."""
+    for i in written:
+        w = inputs[i]
+        for j, t in enumerate(inputs):
+            if j != i and (t is w or _overlap(w, t)):
                 return False
+    return True
+
+
+def _layout(t):
+    return (t.data_ptr(), t.stride(), t.dtype)
+
+
+def _same_layout(consts, layouts):
+    """Every borrowed constant still has the memory, strides and dtype it
+    had at compile time."""
+    for t, lay in zip(consts, layouts):
+        if _layout(t) != lay:
+            return False
     return True
 
 
@@ -694,8 +711,22 @@ class OutputGraph:
             # inputs written in place must not share memory with other inputs
             # (the graph reads every input before its write-back)
             guards.append("_disjoint((%s), (%s))" % (
-                "".join("t%d, " % i for i in sorted(self.mutated_inputs)),
+                "".join("%d, " % i for i in sorted(self.mutated_inputs)),
                 "".join("t%d, " % i for i in range(len(self.inputs)))))
+        ns = {"ceildiv": _ceildiv, "modidx": _modidx, "min": min, "max": max,
+              "_disjoint": _disjoint}
+        if self.backend != "eager":
+            # compiled graphs borrow parameters' memory at compile time:
+            # `p.data = other` (same Parameter object, new storage or strides)
+            # must recompile, never read freed or stale memory
+            consts = [t for t, _ in self._params.values()]
+            for m, _ in self._modules.values():
+                consts.extend(self._module_tensors(m))
+            if consts:
+                ns["_consts"] = tuple(consts)
+                ns["_layout"] = tuple(_layout(t) for t in consts)
+                ns["_same_layout"] = _same_layout
+                guards.append("_same_layout(_consts, _layout)")
         if not guards:
             return None
         params = ", ".join("t%d" % i for i in range(len(self.inputs)))
@@ -704,8 +735,6 @@ class OutputGraph:
             lines.append("    %s = t%d.shape[%d]" % (sym, i, d))
         lines.append("    return " + " and ".join("(%s)" % g for g in guards))
         src = "\n".join(lines) + "\n"
-        ns = {"ceildiv": _ceildiv, "modidx": _modidx, "min": min, "max": max,
-              "_disjoint": _disjoint}
         exec(compile(src, "<ptc shape guard>", "exec"), ns)
         fn = ns["shape_guard"]
         fn.source = src

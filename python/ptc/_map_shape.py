@@ -486,6 +486,8 @@ def arange_value(b, start, end, step=1, dtype=None):
         if not (is_int(start) and not is_sym(start) and start == 0):
             idx = b.op("add", [idx, b.size_value(start)])
         return idx
+    if dtype is None and floats:
+        dtype = torch.get_default_dtype()  # torch.arange(3.0) follows the default dtype
     attrs = {"start": concrete(start), "end": concrete(end), "step": concrete(step),
              "dtype": dtype}
     return b.op("arange", [], attrs)
@@ -734,14 +736,16 @@ def _full(b, size, fill_value, *, dtype=None, device=None, **kw):
     _no_layout(**kw)
     if is_value(fill_value):
         raise Unsupported("full with a tensor fill value")
-    return b.op("full", [], {"size": _size_list([size]), "fill_value": concrete(fill_value),
-                             "dtype": dtype})
+    fill = concrete(fill_value)
+    if dtype is None and isinstance(fill, float):
+        dtype = torch.get_default_dtype()
+    return b.op("full", [], {"size": _size_list([size]), "fill_value": fill, "dtype": dtype})
 
 
 def _zeros_like_op(op):
     def conv(b, *size, dtype=None, device=None, names=None, **kw):
         _no_layout(**kw)
-        return b.op(op, [], {"size": _size_list(size), "dtype": dtype})
+        return b.op(op, [], {"size": _size_list(size), "dtype": dtype or torch.get_default_dtype()})
     conv.__name__ = "creation_" + op
     return conv
 
