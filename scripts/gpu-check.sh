@@ -10,9 +10,10 @@
 #               snap.tar HEAD`), not the checkout that travelled (which may
 #               hold other people's unfinished work)
 #   --c         test_cuda_nvrtc (NVRTC compile of 50 random graphs) and
-#               test_cuda_gpu (API checks incl. the caller stream and
-#               CUDA-graph mode, the random-graph differential suite against
-#               ref with --seeds N (default 300), every op case of tests/data)
+#               test_cuda_gpu (API checks incl. the caller stream, the
+#               random-graph differential suite against ref with --seeds N
+#               (default 300), every op case of tests/data); there is no
+#               CUDA-graph mode to test yet
 #   --py        the meson suite 'python' (pytest) on the GPU machine: the CPU
 #               tests and tests/python/test_cuda_tensors.py (CUDA tensors,
 #               torch's current stream, from_fx/backend on cuda, device
