@@ -741,6 +741,19 @@ class OutputGraph:
         return fn
 
     # ---- compile ---------------------------------------------------------------------------------
+    def _pick_backend(self):
+        """The backend of this graph: backend "auto" is cuda when a graph
+        input or constant is a CUDA tensor (and ptc's cuda backend is
+        available), else cpu; others as given."""
+        if self.backend != "auto":
+            return self.backend
+        tensors = list(self.inputs) + [t for t, _ in self._params.values()]
+        for m, _ in self._modules.values():
+            tensors.extend(self._module_tensors(m))
+        if any(t.device.type == "cuda" for t in tensors) and _cuda_backend_usable():
+            return "cuda"
+        return "cpu"
+
     def grad_params(self):
         """Parameters/constants whose requires_grad flag the entry must
         guard (the compile decision depends on it): all of them when some op
@@ -807,9 +820,19 @@ class OutputGraph:
         if self.backend == "eager":
             return gm.forward, info
         from .fx import from_fx
-        cg = from_fx(gm, list(self.inputs), backend=self.backend, mode=self.mode,
+        backend = self._pick_backend()
+        info["backend"] = backend
+        cg = from_fx(gm, list(self.inputs), backend=backend, mode=self.mode,
                      dynamic_dims=frozenset(self.dynamic))
         return _direct(cg), info
+
+
+def _cuda_backend_usable():
+    try:
+        have = {name: ok for name, ok, _why in _C.backends()}
+        return bool(have.get("cuda")) and torch.cuda.is_available()
+    except Exception:  # noqa: BLE001 - no CUDA build of torch
+        return False
 
 
 def _direct(cg):

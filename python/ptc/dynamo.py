@@ -53,15 +53,9 @@ def _resolve_backend(backend):
     if backend not in _BACKENDS:
         raise ValueError("ptc.compile: backend must be one of %s, got %r"
                          % (", ".join(repr(b) for b in _BACKENDS), backend))
-    if backend != "auto":
-        return backend
-    try:
-        import torch
-        cuda_ok = torch.cuda.is_available()
-    except Exception:  # noqa: BLE001
-        cuda_ok = False
-    have = {name: ok for name, ok, _why in _C.backends()}
-    return "cuda" if cuda_ok and have.get("cuda") else "cpu"
+    # "auto" stays "auto": each captured graph picks cuda or cpu from the
+    # device of its tensors (_dyn_graph.OutputGraph.compile)
+    return backend
 
 
 class Config:
@@ -193,8 +187,8 @@ def compile(fn_or_module=None, *, backend="cpu", mode=None, dynamic=None, fullgr
     attribute access reaches the original). Without it, returns a decorator
     (`@ptc.compile(backend="eager")`). backend: "cpu", "cuda", "eager" (the
     captured torch.fx graph runs eagerly: tests the capture alone), "ref"
-    or "auto" (cuda when torch has a GPU and ptc the cuda backend, else
-    cpu). mode: as ptc.from_fx. dynamic: None = automatic (a size that
+    or "auto" (each captured graph runs on cuda when its tensors are CUDA
+    tensors and ptc's cuda backend is available, else on cpu). mode: as ptc.from_fx. dynamic: None = automatic (a size that
     changes between calls becomes dynamic at the recompile), True = every
     dim dynamic, False = always specialise. fullgraph: a graph break raises
     (the exception names the construct and file:line) instead of splitting

@@ -49,7 +49,7 @@ typedef struct code_state {
 
 static code_state* all_states; /* list head */
 static Py_ssize_t extra_index = -1;
-static PyObject* skip_prefixes; /* ((directory prefix ending in '/', skip 0/1), ...) */
+static PyObject* skip_prefixes; /* ((directory prefix ending in '/', skip 0/1/2), ...): 2 = torch._dynamo, capture off for the call */
 
 /* (dyn.h) Releases one entry (not its successors). */
 void dyn_entry_free(dyn_entry* e) {
@@ -141,7 +141,8 @@ static code_state* code_state_of(PyCodeObject* code) {
  * ====================================================================== */
 /* The filename rules (computed once, at the first dyn_enable): frames of
  * the standard library (sysconfig's stdlib/platstdlib) and of torch's,
- * numpy's and ptc's packages are never captured. */
+ * numpy's and ptc's packages are never captured; inside torch._dynamo
+ * (torch.compile's wrappers) capture is off for the whole call (skip 2). */
 static int skip_prefixes_init(void) {
   if (skip_prefixes) return 0;
   /* ((prefix, skip), ...) in order, first match wins: the library
@@ -158,17 +159,18 @@ static int skip_prefixes_init(void) {
       "                e = e.rstrip('/') + '/'\n"
       "                if e != '/' and e not in out: out.append(e)\n"
       "        return out\n"
-      "    libs, sites = [], []\n"
+      "    libs, sites, off = [], [], []\n"
       "    for name in ('torch', 'ptc', 'numpy'):\n"
       "        f = getattr(sys.modules.get(name), '__file__', None)\n"
       "        if f: libs.append(os.path.dirname(f))\n"
+      "        if f and name == 'torch': off.append(os.path.join(os.path.dirname(f), '_dynamo'))\n"
       "    p = sysconfig.get_paths()\n"
       "    sites += [p[k] for k in ('purelib', 'platlib') if p.get(k)]\n"
       "    try: sites += list(site.getsitepackages()) + [site.getusersitepackages()]\n"
       "    except Exception: pass\n"
       "    sites += [d for d in sys.path if d.rstrip('/').endswith(('site-packages', 'dist-packages'))]\n"
       "    std = [p[k] for k in ('stdlib', 'platstdlib') if p.get(k)]\n"
-      "    return tuple([(d, 1) for d in norm(libs)] + [(d, 0) for d in norm(sites)] +\n"
+      "    return tuple([(d, 2) for d in norm(off)] + [(d, 1) for d in norm(libs)] + [(d, 0) for d in norm(sites)] +\n"
       "                 [(d, 1) for d in norm(std)])\n";
   PyObject* g = PyDict_New();
   PyObject* r = NULL;
@@ -203,7 +205,7 @@ static int code_skipped_by_file(PyCodeObject* code) {
     PyObject* pair = PyTuple_GET_ITEM(skip_prefixes, i);
     Py_ssize_t r = PyUnicode_Tailmatch(fn, PyTuple_GET_ITEM(pair, 0), 0, len, -1);
     if (r < 0) return -1;
-    if (r) return PyObject_IsTrue(PyTuple_GET_ITEM(pair, 1));
+    if (r) return (int)PyLong_AsLong(PyTuple_GET_ITEM(pair, 1));
   }
   return 0;
 }
@@ -752,6 +754,16 @@ static PyObject* hook(PyThreadState* ts, struct _PyInterpreterFrame* f, int thro
     }
     st->checked = 1;
     st->skip = r;
+  }
+  if (st->skip == 2) {
+    /* torch._dynamo (torch.compile's own wrappers): capture is off for the
+     * whole call, so the frames torch.compile traces and its transformed
+     * code are never captured a second time by ptc */
+    PyObject* saved = tls_config;
+    tls_config = NULL;
+    PyObject* r = run_default(ts, f, throwflag);
+    tls_config = saved;
+    return r;
   }
   if (st->skip) return run_default(ts, f, throwflag);
   stats.frames_seen++;
