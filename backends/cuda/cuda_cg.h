@@ -18,7 +18,11 @@
  *    combine with warp shuffles (and shared memory across warps), so every
  *    lane holds the reduced value and the member nodes after the reduction
  *    (pointwise epilogues, later reductions of the same row: softmax,
- *    layer norm) run in the same kernel.
+ *    layer norm) run in the same kernel. With a static row of at most 8
+ *    elements per lane (a row widened to 512 lanes to fit) where that spares
+ *    writing an intermediate (softmax's exp), the row persists: its loops
+ *    are unrolled and the buffers they share stay in registers
+ *    (cuda_cg_kernel.c, persist_plan; PTC_CUDA_PERSIST* tune it).
  *  - COL: a reduction over a strided dim whose last outer dim is contiguous
  *    (column sums): threadIdx.x walks the outer points (coalesced),
  *    threadIdx.y splits the reduction; shared memory combines. Tiny rows
