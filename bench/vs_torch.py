@@ -12,7 +12,7 @@
 #
 # Usage: PTC_PYTHONPATH=<build>/python /usr/bin/python3 bench/vs_torch.py
 #          [--device cpu|cuda] [--dtype float32|bfloat16] [--json OUT]
-#          [--only NAME,...] [--systems eager,inductor,ptc-fx,ptc-backend]
+#          [--only NAME,...] [--systems eager,inductor,ptc-fx,ptc-backend,ptc-compile]
 #          [--repeat N] [--quick] [--threads N] [--mode MODE] [--hf auto|yes|no]
 #          [--blas auto|system] [--keep-cache]
 
@@ -29,7 +29,7 @@ import time
 import traceback
 import warnings
 
-SYSTEMS = ["eager", "inductor", "ptc-fx", "ptc-backend"]
+SYSTEMS = ["eager", "inductor", "ptc-fx", "ptc-backend", "ptc-compile"]
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -270,6 +270,10 @@ def prepare(system, spec, ptc, r):
     if system == "ptc-backend":
         r["_backend"] = ptc_backend_for(ptc)
         return torch.compile(m, backend=r["_backend"])
+    if system == "ptc-compile":
+        # ptc's own bytecode capture (ptc.compile, no torch.compile involved)
+        r["_stats0"] = ptc.compile_stats()
+        return ptc.compile(m, backend=ARGS.device, mode=ARGS.mode)
     if system == "ptc-fx":
         gm = spec.trace(m, spec.inputs) if spec.trace else torch.fx.symbolic_trace(m)
         r["tracer"] = getattr(gm, "tracer_used", "torch.fx.symbolic_trace")
@@ -285,6 +289,10 @@ def ptc_details(system, fn, r):
             exes = fn.compiled.executables
             r["kernels"] = exes[-1].num_kernels if exes else None
             r["num_compiles"] = fn.compiled.num_compiles
+        elif system == "ptc-compile":
+            s0, s1 = r.pop("_stats0", {}), ptc.compile_stats()
+            r["graphs"] = s1.get("graphs", 0) - s0.get("graphs", 0)
+            r["breaks"] = s1.get("breaks", 0) - s0.get("breaks", 0)
         elif system == "ptc-backend":
             b = r.pop("_backend", None)
             if b is not None and hasattr(b, "compiled"):
@@ -395,6 +403,8 @@ def run_workload(spec, ref, ref_s, systems, ptc, tol):
         _time_round_robin(spec, res, live)
     if TORCH2:
         torch._dynamo.reset()
+    if hasattr(ptc, "reset"):
+        ptc.reset()  # ptc.compile's cache entries of this workload
     _release()
     return res
 
@@ -553,13 +563,15 @@ def fmt_time(w, r):
     if r.get("eager_fallback"):
         n = len(r.get("fallbacks", []))
         s += f" (eager fallback: {n} of {n + r.get('graphs', 0)} graphs)" if n else " (eager fallback)"
+    if r.get("breaks"):
+        s += f" ({r.get('graphs', 0)} graphs, {r['breaks']} breaks)"
     return s + (" WRONG" if r["status"] == "WRONG" else "")
 
 
 def ptc_choice(res):
     """The ptc system the ratios use: ptc-backend when it ran (same Dynamo capture
-    as Inductor), else ptc-fx."""
-    for s in ("ptc-backend", "ptc-fx"):
+    as Inductor), else ptc-compile (ptc's own capture), else ptc-fx."""
+    for s in ("ptc-backend", "ptc-compile", "ptc-fx"):
         r = res.get(s)
         if r and r["status"] in ("ok", "WRONG") and "median_s" in r:
             return s
@@ -610,7 +622,8 @@ def compile_cell(w, systems):
 
 
 def print_report(meta, results, systems):
-    short = {"eager": "eager", "inductor": "inductor", "ptc-fx": "ptc-fx", "ptc-backend": "ptc-backend"}
+    short = {"eager": "eager", "inductor": "inductor", "ptc-fx": "ptc-fx", "ptc-backend": "ptc-backend",
+             "ptc-compile": "ptc-compile"}
     compiled = [s for s in systems if s != "eager"]
     ran = [s for s in compiled if not (s in ("inductor", "ptc-backend") and not TORCH2)]
     print()
@@ -633,7 +646,7 @@ def print_report(meta, results, systems):
     print(f"- copy bandwidth (dst.copy_(src), read+write): {meta['copy_gbps']:.1f} GB/s "
           f"= the memory ceiling of the memory-bound rows{llc}")
     print(f"- times: median of warm calls, ms (tiny: us per call); ratios are speed-ups of ptc "
-          f"(>1 = ptc faster), ptc = ptc-backend when it ran, else ptc-fx; "
+          f"(>1 = ptc faster), ptc = ptc-backend when it ran, else ptc-compile, else ptc-fx; "
           f"throughput: ptc's GB/s (% of the copy bandwidth) or GFLOP/s; "
           f"compile: first call in s ({' / '.join(ran)}); caches {'kept' if meta['keep_cache'] else 'cold'}")
     print()
