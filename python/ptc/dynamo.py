@@ -192,8 +192,9 @@ def compile(fn_or_module=None, *, backend="cpu", mode=None, dynamic=None, fullgr
     changes between calls becomes dynamic at the recompile), True = every
     dim dynamic, False = always specialise. fullgraph: a graph break raises
     (the exception names the construct and file:line) instead of splitting
-    the graph. cache_size_limit: compiled versions per code object before
-    it runs as plain Python (with a one-time warning).
+    the graph. cache_size_limit: compiled versions per code object (per
+    `self` object for entries specialised on their first argument; 8x the
+    limit in all) before it runs as plain Python (with a one-time warning).
 
     Results are the same as plain PyTorch's: what cannot be captured runs
     as normal Python. Raises RuntimeError on Pythons other than 3.11/3.12.

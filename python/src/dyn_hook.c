@@ -640,14 +640,44 @@ static int builtins_usual(PyObject* b) {
   return imp != NULL;
 }
 
+/* Whether entry `e` was made for the same argument objects as frame `v`:
+ * every identity guard (DG_ID) on an argument (a DS_LOCAL source: the
+ * module instance `self` of a forward, or of its resume functions) expects
+ * the object the frame has there. */
+static int entry_same_objects(const dyn_entry* e, const dyn_frame_view* v) {
+  if (!e->guards) return 1;
+  for (Py_ssize_t i = 0; i < e->guards->n; i++) {
+    const dyn_guard* g = &e->guards->g[i];
+    if (g->kind == DG_ID && g->src && g->src->kind == DS_LOCAL && g->src->index >= 0 &&
+        g->src->index < v->n_args && v->locals[g->src->index] != g->expected)
+      return 0;
+  }
+  return 1;
+}
+
+/* Entries that count against the recompile cap for frame `v`: as in
+ * TorchDynamo, entries specialised on other argument objects (one forward
+ * code shared by the 12 layers of a BERT) do not count, those made for the
+ * same objects do; *total gets every entry of the code. */
+static long entries_for_cap(const code_state* st, const dyn_frame_view* v, long* total) {
+  long n = 0;
+  *total = 0;
+  for (const dyn_entry* e = st->entries; e; e = e->next) {
+    (*total)++;
+    if (entry_same_objects(e, v)) n++;
+  }
+  return n;
+}
+
 /* Miss: converts the frame. Returns the new entry (added to the cache),
  * NULL to run plainly (no exception), or NULL with *propagate = 1 and the
  * fullgraph error set. */
 static dyn_entry* convert(code_state* st, const dyn_frame_view* v, PyObject* cfg, int* propagate) {
   *propagate = 0;
   if (!dyn_convert_frame) return NULL;
-  long limit = config_int(cfg, "cache_size_limit", 8);
-  if (st->n_compiles >= limit) {
+  long limit = config_int(cfg, "cache_size_limit", 8), total = 0;
+  long counted = entries_for_cap(st, v, &total);
+  if (counted >= limit || total >= 8 * limit) {
     stats.cap_hits++;
     if (!st->warned_cap) {
       st->warned_cap = 1;

@@ -520,6 +520,38 @@ def test_recompile_cap_per_code_object():
     assert d.graphs == 3, "g has its own cap: %r" % d
 
 
+def test_recompile_cap_counts_per_self_object():
+    # one forward code shared by 12 module instances, each captured on its
+    # own (the print inside forward breaks the caller's graph): entries
+    # specialised on another `self` do not count against the cap (as in
+    # TorchDynamo), so no layer falls back to plain Python
+    class Layer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            y = self.lin(x).relu()
+            print("layer", y.shape[0])
+            return y * 2
+
+    layers = torch.nn.ModuleList(Layer() for _ in range(12)).eval()
+
+    def f(x):
+        for layer in layers:
+            x = layer(x)
+        return x
+    cf = ptc.compile(f)
+    x = r(2, 4)
+    with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(2):
+            assert_same(cf(x), f(x), rtol=1e-4, atol=1e-5)
+    msgs = [str(w.message) for w in caught if "recompile limit" in str(w.message)]
+    assert not msgs, msgs
+    assert n_entries(Layer.forward) >= 12
+
+
 # ---- the compile options are part of the cache key ---------------------------------------------------
 
 def test_backend_is_part_of_the_cache_key():
