@@ -1323,6 +1323,10 @@ static int call_value(dyn_tx* tx, DynVar* fnvar, PyObject* f, DynVar* const* a, 
     (*out)->index = mode;
     return DYN_CALL_OK;
   }
+  /* nn.Module.__call__(m, ...) (super().__call__ in a __call__ override):
+   * the module-call path (mapped -> call_module, else inline forward) */
+  if (f == dcc.module_call && n >= 1 && a[0]->kind == DV_MODULE)
+    return dc_call_module_base(tx, a[0], a + 1, n - 1, kwargs, out, ia, ik);
   /* builtins */
   int rc = dc_call_builtin(tx, f, a, n, kwargs, out);
   if (rc != -2) return rc;

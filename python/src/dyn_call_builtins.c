@@ -70,7 +70,26 @@ static int guard_missing(dyn_tx* tx, DynVar* obj, PyObject* name) {
 }
 
 /* 1 / 0, or DYN_CALL_BREAK (as -2) when unknown */
+/* hasattr through a custom __getattribute__/__getattr__, read for real:
+ * present -> a guarded value (its guard also fails when it disappears),
+ * missing -> a NOT_HASATTR guard. 1 / 0, -1 error, -3 broke (tx->brk). */
+static int real_has_attr(dyn_tx* tx, DynVar* obj, PyObject* name) {
+  DynVar* v = NULL;
+  int missing = 0;
+  int rc = dc_getattr_real(tx, obj, name, &v, &missing);
+  Py_XDECREF(v);
+  if (rc == DYN_CALL_ERROR) return -1;
+  if (rc != DYN_CALL_OK) return -3;
+  if (missing && guard_missing(tx, obj, name) < 0) return -1;
+  return !missing;
+}
+
+/* 1 / 0, -1 error, -2 unknown (caller breaks), -3 broke already */
 static int has_attr(dyn_tx* tx, DynVar* obj, PyObject* name) {
+  if ((obj->kind == DV_MODULE || obj->kind == DV_OBJECT) && obj->value &&
+      !(obj->extra && PyUnicode_Check(obj->extra)) &&
+      !dc_uses_object_slot(Py_TYPE(obj->value), "__getattribute__"))
+    return real_has_attr(tx, obj, name);
   if (obj->items && PyDict_Check(obj->items) && (obj->kind == DV_MODULE || obj->kind == DV_OBJECT) &&
       PyDict_GetItem(obj->items, name))
     return 1;
@@ -96,7 +115,10 @@ static int has_attr(dyn_tx* tx, DynVar* obj, PyObject* name) {
       PyObject* ga = PyUnicode_InternFromString("__getattr__");
       PyObject* g = ga ? _PyType_Lookup(t, ga) : NULL;
       Py_XDECREF(ga);
-      if (g && !(obj->kind == DV_MODULE && g == dcc.module_getattr)) return -2;
+      if (g && !(obj->kind == DV_MODULE && g == dcc.module_getattr)) {
+        if (obj->extra && PyUnicode_Check(obj->extra)) return -2;
+        return real_has_attr(tx, obj, name);
+      }
       if (guard_missing(tx, obj, name) < 0) return -1;
     }
     return in;
@@ -169,6 +191,18 @@ static int b_len(dyn_tx* tx, DynVar* v, DynVar** out) {
       Py_DECREF(ch);
       Py_XDECREF(keys);
       return rc;
+    }
+    case DV_OBJECT: { /* dict/list subclasses with the C base's len */
+      Py_ssize_t len;
+      int r = dc_base_len(v, &len);
+      if (r < 0) return DYN_CALL_ERROR;
+      if (!r) return dc_break(tx, "len() of a %s", dyn_var_kind_name(v));
+      DynSource* s = dc_source_of(v);
+      if (!s) return DYN_CALL_ERROR;
+      r = dyn_guards_add(tx->guards, DG_LEN, s, (PyObject*)Py_TYPE(v->value), len);
+      Py_DECREF(s);
+      if (r < 0) return DYN_CALL_ERROR;
+      return out_ssize(len, out);
     }
     default:
       return dc_break(tx, "len() of a %s", dyn_var_kind_name(v));
@@ -658,6 +692,7 @@ int dc_call_builtin(dyn_tx* tx, PyObject* fn, DynVar* const* a, Py_ssize_t n, Py
       if (n == 3) {
         int h = has_attr(tx, a[0], name);
         if (h == -1) return DYN_CALL_ERROR;
+        if (h == -3) return DYN_CALL_BREAK; /* dc_getattr_real broke: tx->brk says why */
         if (h == -2) return dc_break(tx, "getattr() with a default on a %s", dyn_var_kind_name(a[0]));
         if (!h) {
           Py_INCREF(a[2]);
@@ -674,6 +709,7 @@ int dc_call_builtin(dyn_tx* tx, PyObject* fn, DynVar* const* a, Py_ssize_t n, Py
       if (rc != DYN_CALL_OK) return rc;
       int h = has_attr(tx, a[0], name);
       if (h == -1) return DYN_CALL_ERROR;
+      if (h == -3) return DYN_CALL_BREAK; /* dc_getattr_real broke: tx->brk says why */
       if (h == -2) return dc_break(tx, "hasattr() on a %s", dyn_var_kind_name(a[0]));
       return out_bool(h, out);
     }

@@ -197,6 +197,24 @@ int dc_call_descr(dyn_tx* tx, PyObject* fn, DynVar* const* args, Py_ssize_t n,
 /** Calls of nn.Module trackers (mapped -> og.call_module, else inline forward). */
 int dc_call_module(dyn_tx* tx, DynVar* m, DynVar* const* args, Py_ssize_t n, PyObject* kwargs,
                    DynVar** out, PyObject** inline_args, PyObject** inline_kwargs);
+/** nn.Module.__call__(m, args...) called explicitly (super().__call__(...)
+ * inside a module class's own __call__ override): the module-call path of
+ * dc_call_module without looking at type(m).__call__. */
+int dc_call_module_base(dyn_tx* tx, DynVar* m, DynVar* const* args, Py_ssize_t n,
+                        PyObject* kwargs, DynVar** out, PyObject** inline_args,
+                        PyObject** inline_kwargs);
+/** A dict/list/tuple/set subclass instance (DV_OBJECT, no unusable reason)
+ * whose truth value and length are the C base type's (no Python
+ * __bool__/__len__): 1 with its real length in *n (no user code runs), 0
+ * when not such an object, -1 on error. The caller installs the guard. */
+int dc_base_len(DynVar* v, Py_ssize_t* n);
+/** Attribute read of an object whose class defines a Python __getattribute__
+ * or __getattr__ (e.g. a config mapping attribute names): the value is read
+ * for real; a constant (None/bool/int/float/str/..., tuples of those) or a
+ * class/Python module/function is wrapped with an ATTR source (the guard
+ * re-reads it through the same getattr). *missing = 1 (no var, no break,
+ * DYN_CALL_OK) when the read raised AttributeError; other values break. */
+int dc_getattr_real(dyn_tx* tx, DynVar* obj, PyObject* name, DynVar** out, int* missing);
 /** Attribute reads / writes of modules and user objects. */
 int dc_getattr_object(dyn_tx* tx, DynVar* obj, PyObject* name, DynVar** out);
 int dc_setattr_object(dyn_tx* tx, DynVar* obj, PyObject* name, DynVar* value);

@@ -27,6 +27,76 @@ int dc_uses_object_slot(PyTypeObject* t, const char* slot) {
   return mine && mine == base;
 }
 
+/* The truth/length slots of t are each NULL or one of its C base b's own
+ * (a Python subclass may get the base's C function in a slot the base left
+ * empty, e.g. dict's len also as sq_length); a Python __bool__/__len__
+ * puts a slot wrapper there instead. */
+static int same_len_slots(PyTypeObject* t, PyTypeObject* b) {
+#define DC_SLOT(tp, s, f) ((tp)->s ? (void*)(tp)->s->f : NULL)
+  void* mine[3] = {DC_SLOT(t, tp_as_number, nb_bool), DC_SLOT(t, tp_as_mapping, mp_length),
+                   DC_SLOT(t, tp_as_sequence, sq_length)};
+  void* base[3] = {DC_SLOT(b, tp_as_number, nb_bool), DC_SLOT(b, tp_as_mapping, mp_length),
+                   DC_SLOT(b, tp_as_sequence, sq_length)};
+#undef DC_SLOT
+  for (int i = 0; i < 3; i++) {
+    int ok = mine[i] == NULL;
+    for (int j = 0; j < 3 && !ok; j++) ok = base[j] && mine[i] == base[j];
+    if (!ok) return 0;
+  }
+  return 1;
+}
+
+int dc_base_len(DynVar* v, Py_ssize_t* n) {
+  *n = 0;
+  if (v->kind != DV_OBJECT || !v->value || (v->extra && PyUnicode_Check(v->extra))) return 0;
+  PyTypeObject* t = Py_TYPE(v->value);
+  PyTypeObject* const bases[] = {&PyDict_Type, &PyList_Type, &PyTuple_Type, &PySet_Type,
+                                 &PyFrozenSet_Type};
+  PyTypeObject* b = NULL;
+  for (size_t i = 0; i < sizeof bases / sizeof bases[0] && !b; i++)
+    if (PyType_IsSubtype(t, bases[i])) b = bases[i];
+  if (!b || !same_len_slots(t, b)) return 0;
+  *n = PyObject_Length(v->value); /* the C base's slot: no Python code runs */
+  return *n < 0 ? -1 : 1;
+}
+
+/* A value read through a custom getattr that may be used as a guarded
+ * constant: safe constants, classes, Python modules, functions. */
+static int real_attr_usable(PyObject* r) {
+  return dc_safe_const(r) || PyType_Check(r) || PyModule_Check(r) || PyFunction_Check(r) ||
+         PyCFunction_Check(r);
+}
+
+int dc_getattr_real(dyn_tx* tx, DynVar* obj, PyObject* name, DynVar** out, int* missing) {
+  *out = NULL;
+  *missing = 0;
+  PyObject* o = obj->value;
+  const char* tn = o ? Py_TYPE(o)->tp_name : "?";
+  if (!o || (obj->extra && PyUnicode_Check(obj->extra)))
+    return dc_break(tx, "attribute .%U of an unsupported value", name);
+  /* writes made by the trace are not visible to the real getattr */
+  if (obj->items && PyDict_Check(obj->items) && PyDict_GET_SIZE(obj->items))
+    return dc_break(tx, "attribute .%U of a %s (custom getattr) after an attribute write", name, tn);
+  PyObject* r = PyObject_GetAttr(o, name);
+  if (!r) {
+    if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+      PyErr_Clear();
+      *missing = 1;
+      return DYN_CALL_OK;
+    }
+    return dc_break_exc(tx, "custom getattr");
+  }
+  if (!real_attr_usable(r)) {
+    int rc = dc_break(tx, "attribute .%U of a %s (custom getattr) is a %s", name, tn,
+                      Py_TYPE(r)->tp_name);
+    Py_DECREF(r);
+    return rc;
+  }
+  int rc = dc_wrap_attr(tx, obj, o, name, r, out);
+  Py_DECREF(r);
+  return rc;
+}
+
 /* ---------------------------------------------------------------------------
  * Methods of builtin containers and constants
  * ------------------------------------------------------------------------- */
@@ -809,14 +879,63 @@ static int guard_params(dyn_tx* tx, DynVar* m) {
   return rc;
 }
 
-int dc_call_module(dyn_tx* tx, DynVar* m, DynVar* const* args, Py_ssize_t n, PyObject* kwargs,
-                   DynVar** out, PyObject** inline_args, PyObject** inline_kwargs) {
+/* *out = fv (stolen) to inline with (self, args...) and kwargs: DYN_CALL_INLINE. */
+static int inline_bound(DynVar* fv, DynVar* self, DynVar* const* args, Py_ssize_t n,
+                        PyObject* kwargs, DynVar** out, PyObject** inline_args,
+                        PyObject** inline_kwargs) {
+  PyObject* l = PyList_New(n + 1);
+  PyObject* k = l ? (kwargs ? PyDict_Copy(kwargs) : PyDict_New()) : NULL;
+  if (!k) {
+    Py_XDECREF(l);
+    Py_DECREF(fv);
+    return DYN_CALL_ERROR;
+  }
+  Py_INCREF(self);
+  PyList_SET_ITEM(l, 0, (PyObject*)self);
+  for (Py_ssize_t i = 0; i < n; i++) {
+    Py_INCREF(args[i]);
+    PyList_SET_ITEM(l, i + 1, (PyObject*)args[i]);
+  }
+  *out = fv;
+  *inline_args = l;
+  *inline_kwargs = k;
+  return DYN_CALL_INLINE;
+}
+
+/* A Python __call__ override of a module class (e.g. a layer whose __call__
+ * checks its arguments and returns super().__call__(...)): inlined, bound to
+ * the module, with an identity guard on type(m).__call__. Library code
+ * (torch, the filename rules of the hook) keeps breaking. */
+static int inline_call_override(dyn_tx* tx, DynVar* m, PyObject* call, DynVar* const* args,
+                                Py_ssize_t n, PyObject* kwargs, DynVar** out,
+                                PyObject** inline_args, PyObject** inline_kwargs) {
+  PyTypeObject* t = Py_TYPE(m->value);
+  if (!call || !PyFunction_Check(call))
+    return dc_break(tx, "module %s overrides __call__ (not a Python function)", t->tp_name);
+  int skipped = dyn_code_skipped((PyCodeObject*)PyFunction_GET_CODE(call));
+  if (skipped < 0) return DYN_CALL_ERROR;
+  if (skipped) return dc_break(tx, "module %s overrides __call__ in library code", t->tp_name);
+  PyObject* cname = PyUnicode_InternFromString("__call__");
+  if (!cname) return DYN_CALL_ERROR;
+  DynVar* fv;
+  int rc = dc_class_func(tx, m, call, cname, &fv);
+  Py_DECREF(cname);
+  if (rc != DYN_CALL_OK) return rc;
+  return inline_bound(fv, m, args, n, kwargs, out, inline_args, inline_kwargs);
+}
+
+static int call_module_impl(dyn_tx* tx, DynVar* m, DynVar* const* args, Py_ssize_t n,
+                            PyObject* kwargs, DynVar** out, PyObject** inline_args,
+                            PyObject** inline_kwargs, int base_call) {
   PyObject* mod = m->value;
   PyTypeObject* t = Py_TYPE(mod);
-  PyObject* cname = PyUnicode_InternFromString("__call__");
-  PyObject* call = cname ? _PyType_Lookup(t, cname) : NULL;
-  Py_XDECREF(cname);
-  if (call != dcc.module_call) return dc_break(tx, "module %s overrides __call__", t->tp_name);
+  if (!base_call) {
+    PyObject* cname = PyUnicode_InternFromString("__call__");
+    PyObject* call = cname ? _PyType_Lookup(t, cname) : NULL;
+    Py_XDECREF(cname);
+    if (call != dcc.module_call)
+      return inline_call_override(tx, m, call, args, n, kwargs, out, inline_args, inline_kwargs);
+  }
   PyObject* d = inst_dict(mod);
   int own_fwd = d && PyDict_GetItemString(d, "forward") != NULL;
   Py_XDECREF(d);
@@ -857,23 +976,18 @@ int dc_call_module(dyn_tx* tx, DynVar* m, DynVar* const* args, Py_ssize_t n, PyO
   rc = dc_class_func(tx, m, fwd, fname, &fv);
   Py_DECREF(fname);
   if (rc != DYN_CALL_OK) return rc;
-  PyObject* l = PyList_New(n + 1);
-  PyObject* k = l ? (kwargs ? PyDict_Copy(kwargs) : PyDict_New()) : NULL;
-  if (!k) {
-    Py_XDECREF(l);
-    Py_DECREF(fv);
-    return DYN_CALL_ERROR;
-  }
-  Py_INCREF(m);
-  PyList_SET_ITEM(l, 0, (PyObject*)m);
-  for (Py_ssize_t i = 0; i < n; i++) {
-    Py_INCREF(args[i]);
-    PyList_SET_ITEM(l, i + 1, (PyObject*)args[i]);
-  }
-  *out = fv;
-  *inline_args = l;
-  *inline_kwargs = k;
-  return DYN_CALL_INLINE;
+  return inline_bound(fv, m, args, n, kwargs, out, inline_args, inline_kwargs);
+}
+
+int dc_call_module(dyn_tx* tx, DynVar* m, DynVar* const* args, Py_ssize_t n, PyObject* kwargs,
+                   DynVar** out, PyObject** inline_args, PyObject** inline_kwargs) {
+  return call_module_impl(tx, m, args, n, kwargs, out, inline_args, inline_kwargs, 0);
+}
+
+int dc_call_module_base(dyn_tx* tx, DynVar* m, DynVar* const* args, Py_ssize_t n,
+                        PyObject* kwargs, DynVar** out, PyObject** inline_args,
+                        PyObject** inline_kwargs) {
+  return call_module_impl(tx, m, args, n, kwargs, out, inline_args, inline_kwargs, 1);
 }
 
 int dc_getattr_object(dyn_tx* tx, DynVar* obj, PyObject* name, DynVar** out) {
@@ -881,7 +995,8 @@ int dc_getattr_object(dyn_tx* tx, DynVar* obj, PyObject* name, DynVar** out) {
   if (!nm) return DYN_CALL_ERROR;
   if (obj->kind == DV_OBJECT && obj->extra && PyUnicode_Check(obj->extra))
     return dc_break(tx, "attribute .%s of an unsupported value (%U)", nm, obj->extra);
-  if (obj->items && PyDict_Check(obj->items)) {
+  if (obj->items && PyDict_Check(obj->items) && obj->value &&
+      dc_uses_object_slot(Py_TYPE(obj->value), "__getattribute__")) {
     PyObject* w = PyDict_GetItem(obj->items, name);
     if (w) {
       Py_INCREF(w);
@@ -891,8 +1006,13 @@ int dc_getattr_object(dyn_tx* tx, DynVar* obj, PyObject* name, DynVar** out) {
   }
   PyObject* o = obj->value;
   PyTypeObject* t = Py_TYPE(o);
-  if (!dc_uses_object_slot(t, "__getattribute__"))
-    return dc_break(tx, "attribute .%s of a %s (custom __getattribute__)", nm, t->tp_name);
+  if (!dc_uses_object_slot(t, "__getattribute__")) {
+    int missing;
+    int rc = dc_getattr_real(tx, obj, name, out, &missing);
+    if (rc == DYN_CALL_OK && missing)
+      rc = dc_break(tx, "%s has no attribute .%s (AttributeError in Python)", t->tp_name, nm);
+    return rc;
+  }
   if (!strcmp(nm, "__class__")) return out_const((PyObject*)t, out);
   if (!strcmp(nm, "__dict__")) return dc_break(tx, "reading __dict__ of a %s", t->tp_name);
   PyObject* attr = _PyType_Lookup(t, name);
@@ -940,8 +1060,13 @@ int dc_getattr_object(dyn_tx* tx, DynVar* obj, PyObject* name, DynVar** out) {
   PyObject* ga = PyUnicode_InternFromString("__getattr__");
   PyObject* g = ga ? _PyType_Lookup(t, ga) : NULL;
   Py_XDECREF(ga);
-  if (g && !(obj->kind == DV_MODULE && g == dcc.module_getattr))
-    return dc_break(tx, "attribute .%s of a %s (custom __getattr__)", nm, t->tp_name);
+  if (g && !(obj->kind == DV_MODULE && g == dcc.module_getattr)) {
+    int missing;
+    int rc = dc_getattr_real(tx, obj, name, out, &missing);
+    if (rc == DYN_CALL_OK && missing)
+      rc = dc_break(tx, "%s has no attribute .%s (AttributeError in Python)", t->tp_name, nm);
+    return rc;
+  }
   return dc_break(tx, "%s has no attribute .%s (AttributeError in Python)", t->tp_name, nm);
 }
 

@@ -551,9 +551,24 @@ int dyn_truth(dyn_tx* tx, DynVar* v, int* out) {
       return DYN_CALL_OK;
     }
     case DV_OBJECT: {
+      if (!v->value) return dc_break(tx, "truth value of an unsupported value");
       PyTypeObject* t = Py_TYPE(v->value);
-      if (type_has_len_or_bool(t)) return dc_break(tx, "truth value of a %s (user __bool__/__len__)", t->tp_name);
-      *out = 1;
+      if (!type_has_len_or_bool(t)) {
+        *out = 1;
+        return DYN_CALL_OK;
+      }
+      /* a dict/list subclass (OrderedDict...) without Python __bool__/__len__:
+       * its length, guarded by a truth guard re-read on every call */
+      Py_ssize_t len;
+      int r = dc_base_len(v, &len);
+      if (r < 0) return DYN_CALL_ERROR;
+      if (!r) return dc_break(tx, "truth value of a %s (user __bool__/__len__)", t->tp_name);
+      DynSource* s = dc_source_of(v);
+      if (!s) return DYN_CALL_ERROR;
+      r = dyn_guards_add(tx->guards, DG_TRUTH, s, NULL, len > 0);
+      Py_DECREF(s);
+      if (r < 0) return DYN_CALL_ERROR;
+      *out = len > 0;
       return DYN_CALL_OK;
     }
     default:
