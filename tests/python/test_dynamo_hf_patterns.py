@@ -198,6 +198,7 @@ def test_call_override_inlined():
     e = explain(m, x)
     assert e.graph_count == 1, str(e)
     assert e.break_reasons == [], str(e)
+    assert_same(ptc.compile(m, fullgraph=True)(x), m(x), rtol=1e-4, atol=1e-5)
 
 
 def test_call_override_direct_module():
@@ -257,7 +258,12 @@ class Config:
         self.eps = None
         self.dims = (1, 2)
         self.table = [1, 2]  # mutable: not usable as a guarded constant
+        self._impl = "eager"
         self.__dict__.update(kw)
+
+    @property
+    def attn_impl(self):  # like PretrainedConfig._attn_implementation
+        return self._impl
 
     def __getattribute__(self, key):
         if key != "attribute_map" and key in super().__getattribute__("attribute_map"):
@@ -300,6 +306,8 @@ class ConfigModel(nn.Module):
             y = y * c.extra_scale
         if c.eps is None:
             y = y - 0.5
+        if c.attn_impl != "eager":
+            y = y * 0.25
         return y + c.dims[1] + c.hidden_size
 
 
@@ -336,6 +344,7 @@ def test_config_getattribute():
     assert e.graph_count == 1, str(e)
     assert e.break_reasons == [], str(e)
     assert any("NOT_HASATTR" in g for g in e.guards), e.guards
+    assert_same(ptc.compile(m, fullgraph=True)(x), m(x), rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("change", [
@@ -346,6 +355,7 @@ def test_config_getattribute():
     ("extra_scale", 4.0),      # appears: hasattr now True
     ("eps", 1e-5),
     ("dims", (1, 5)),
+    ("_impl", "sdpa"),         # read through a property
 ])
 def test_config_guard_recompiles(change):
     cfg = Config()
