@@ -7,41 +7,12 @@
 
 #include <string.h>
 
-/* INTS attribute `name` of node n (1 or nsp values; symbolic entries are
- * evaluated) into out[2] in (h, w) order; a 1-D op keeps h at dflt. */
+/* Spatial attribute `name` of node n as (h, w) (runtime_conv_spatial_attr). */
 static ptc_status spatial_attr(const cpu_ext_call* c, const gnode* n, const char* name,
                                int32_t nsp, int64_t dflt, int64_t* out) {
-  out[0] = out[1] = dflt;
-  const gattr* a = gattrs_find(&n->attrs, name);
-  if (!a || a->count == 0 || !a->exprs) return PTC_OK;
-  int64_t v[2] = {dflt, dflt};
-  for (size_t i = 0; i < a->count && i < 2; i++)
-    PTC_TRY(sym_eval(a->exprs[i], c->syms, c->n_syms, &v[i]));
-  if (a->count == 1) v[1] = v[0];
-  if (nsp == 1)
-    out[1] = v[0];
-  else
-    memcpy(out, v, sizeof v);
-  return PTC_OK;
+  return runtime_conv_spatial_attr(n, name, c->syms, c->n_syms, nsp, dflt, out);
 }
 
-/* The view as [N, C, H, W]: batch dim added when unbatched, unit H for 1-D. */
-static void as_4d(const runtime_tensor* t, int32_t nsp, bool batched, int64_t* shape,
-                  int64_t* strides) {
-  int32_t j = 0;
-  if (!batched) {
-    shape[j] = 1;
-    strides[j++] = 0;
-  }
-  for (int32_t d = 0; d < t->rank; d++) {
-    if (nsp == 1 && j == 2) {
-      shape[j] = 1;
-      strides[j++] = 0;
-    }
-    shape[j] = t->shape[d];
-    strides[j++] = t->strides[d];
-  }
-}
 
 static ptc_status conv_geometry(const cpu_ext_call* c, const runtime_tensor* x,
                                 const runtime_tensor* w, const runtime_tensor* bias,
@@ -56,9 +27,9 @@ static ptc_status conv_geometry(const cpu_ext_call* c, const runtime_tensor* x,
   bool batched = x->rank == nsp + 2;
   memset(g, 0, sizeof *g);
   int64_t xs[4], xst[4], ws[4], wst[4], os[4], ost[4];
-  as_4d(x, nsp, batched, xs, xst);
-  as_4d(w, nsp, true, ws, wst);
-  as_4d(out, nsp, batched, os, ost);
+  runtime_conv_as_4d(x, nsp, batched, xs, xst);
+  runtime_conv_as_4d(w, nsp, true, ws, wst);
+  runtime_conv_as_4d(out, nsp, batched, os, ost);
   g->n = xs[0], g->c_in = xs[1], g->h = xs[2], g->w = xs[3];
   g->c_out = ws[0], g->kh = ws[2], g->kw = ws[3];
   g->out_h = os[2], g->out_w = os[3];

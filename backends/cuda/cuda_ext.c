@@ -192,41 +192,12 @@ static ptc_status ext_matmul(const cuda_ext_call* c) {
 
 /* ---- convolution on the device: im2col + GEMM ------------------------------------------ */
 
-/* INTS attribute `name` of node n (1 or nsp values; symbolic entries are
- * evaluated) into out[2] in (h, w) order; a 1-D op keeps h at dflt. */
+/* Spatial attribute `name` of node n as (h, w) (runtime_conv_spatial_attr). */
 static ptc_status spatial_attr(const cuda_ext_call* c, const gnode* n, const char* name,
                                int32_t nsp, int64_t dflt, int64_t* out) {
-  out[0] = out[1] = dflt;
-  const gattr* at = gattrs_find(&n->attrs, name);
-  if (!at || at->count == 0 || !at->exprs) return PTC_OK;
-  int64_t v[2] = {dflt, dflt};
-  for (size_t i = 0; i < at->count && i < 2; i++)
-    PTC_TRY(sym_eval(at->exprs[i], c->syms, c->n_syms, &v[i]));
-  if (at->count == 1) v[1] = v[0];
-  if (nsp == 1)
-    out[1] = v[0];
-  else
-    memcpy(out, v, sizeof v);
-  return PTC_OK;
+  return runtime_conv_spatial_attr(n, name, c->syms, c->n_syms, nsp, dflt, out);
 }
 
-/* The view as [N, C, H, W]: batch dim added when unbatched, unit H for 1-D. */
-static void as_4d(const runtime_tensor* t, int32_t nsp, bool batched, int64_t* shape,
-                  int64_t* strides) {
-  int32_t j = 0;
-  if (!batched) {
-    shape[j] = 1;
-    strides[j++] = 0;
-  }
-  for (int32_t d = 0; d < t->rank; d++) {
-    if (nsp == 1 && j == 2) {
-      shape[j] = 1;
-      strides[j++] = 0;
-    }
-    shape[j] = t->shape[d];
-    strides[j++] = t->strides[d];
-  }
-}
 
 #define CONV_COL_BYTES ((int64_t)1 << 30) /* im2col workspace per chunk of images */
 
@@ -253,9 +224,9 @@ static ptc_status ext_conv_device(const cuda_ext_call* c, bool* done) {
     return PTC_OK;
   bool batched = x->rank == nsp + 2;
   int64_t xs[4], xst[4], ws[4], wst[4], os[4], ost[4];
-  as_4d(x, nsp, batched, xs, xst);
-  as_4d(w, nsp, true, ws, wst);
-  as_4d(out, nsp, batched, os, ost);
+  runtime_conv_as_4d(x, nsp, batched, xs, xst);
+  runtime_conv_as_4d(w, nsp, true, ws, wst);
+  runtime_conv_as_4d(out, nsp, batched, os, ost);
   int64_t st[2], dil[2], pad[2];
   PTC_TRY(spatial_attr(c, n, "stride", nsp, 1, st));
   PTC_TRY(spatial_attr(c, n, "dilation", nsp, 1, dil));
@@ -360,8 +331,8 @@ static ptc_status ext_pool_device(const cuda_ext_call* c, int mode, bool* done) 
       out->rank != x->rank || !view_contiguous(out))
     return PTC_OK;
   int64_t xs[4], xst[4], os[4], ost[4];
-  as_4d(x, 2, x->rank == 4, xs, xst);
-  as_4d(out, 2, out->rank == 4, os, ost);
+  runtime_conv_as_4d(x, 2, x->rank == 4, xs, xst);
+  runtime_conv_as_4d(out, 2, out->rank == 4, os, ost);
   cuda_pool_args a;
   memset(&a, 0, sizeof a);
   a.total = os[0] * os[1] * os[2] * os[3];

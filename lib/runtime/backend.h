@@ -105,6 +105,17 @@ bool runtime_tensor_is_contiguous(const runtime_tensor* t);
  * strides; dst->data is written). */
 void runtime_tensor_copy(const runtime_tensor* src, const runtime_tensor* dst);
 
+/** Convolution geometry shared by the cpu and cuda conv externs (conv_geom.c):
+ * INTS attribute `name` of conv node n (1 or nsp values; symbolic entries
+ * evaluated with syms) into out[2] in (h, w) order; a 1-D op (nsp 1) keeps h
+ * at dflt; a missing attribute gives dflt for both. Errors: sym_eval's. */
+ptc_status runtime_conv_spatial_attr(const gnode* n, const char* name, const int64_t* syms,
+                                     size_t n_syms, int32_t nsp, int64_t dflt, int64_t* out);
+/** View t as [N, C, H, W] into shape/strides (4 entries): a unit batch dim
+ * when !batched, a unit H for 1-D (nsp 1). */
+void runtime_conv_as_4d(const runtime_tensor* t, int32_t nsp, bool batched, int64_t* shape,
+                        int64_t* strides);
+
 /** Runs graph node `node` of `g` on concrete memory: with its ref kernel
  * (backends/ref), or through runtime_custom_run for a host-registered op.
  * `in[k]` describes node input k (data NULL for an absent optional input),
