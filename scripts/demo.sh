@@ -4,7 +4,8 @@
 # examples on the reference backend, the transformer block again on the
 # compiled cpu backend, `ptc info`, and `ptc check` comparing the two
 # backends on the graph the transformer example saved as JSON; then, when the
-# Python binding was built, examples/python/fx_demo.py (torch.fx -> ptc).
+# Python binding was built, examples/python/fx_demo.py (torch.fx -> ptc) and
+# examples/python/compile_demo.py (ptc.compile).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -33,6 +34,9 @@ if [ -d build/python/ptc ] && /usr/bin/python3 -c "import torch" 2>/dev/null; th
   echo
   echo "==== examples/python/fx_demo.py (torch.fx model through ptc.from_fx) ===="
   PYTHONPATH=build/python /usr/bin/python3 examples/python/fx_demo.py
+  echo
+  echo "==== examples/python/compile_demo.py (ptc.compile: bytecode capture, a graph break) ===="
+  PYTHONPATH=build/python /usr/bin/python3 examples/python/compile_demo.py
 fi
 echo
 echo "demo: ok (next: bash scripts/test.sh runs every test)"
