@@ -88,6 +88,9 @@ void dyn_code_free(dyn_code* c);
 const char* dyn_opname(int opcode);
 /** Number of inline CACHE entries after an opcode in this Python. */
 int dyn_cache_entries(int opcode);
+/** Whether execution never falls through to the next instruction after
+ * `opcode` (returns, raises, unconditional jumps). */
+int dyn_opcode_is_terminal(int opcode);
 /** Net stack effect of (opcode, arg), jump taken or not (jump: 1 = taken). */
 int dyn_stack_effect(int opcode, int arg, int jump);
 

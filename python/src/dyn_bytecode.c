@@ -212,8 +212,8 @@ static int jump_opcode_for(int op, int forward) {
   }
 }
 
-/* No fall-through after this opcode. */
-static int is_terminal(int op) {
+/* (dyn.h) No fall-through after this opcode. */
+int dyn_opcode_is_terminal(int op) {
   switch (op) {
     case RETURN_VALUE:
 #if PY_VERSION_HEX >= 0x030C0000
@@ -761,7 +761,7 @@ static int flow_stacksize(const dyn_asm* a) {
     if (d + e1 > maxd) maxd = d + e1;
     if (rc == 0 && jump_kind(in->opcode) != JK_NONE)
       rc = flow_push(depth, work, &nw, in->target, d + e1, n);
-    if (rc == 0 && !is_terminal(in->opcode) && i + 1 < n)
+    if (rc == 0 && !dyn_opcode_is_terminal(in->opcode) && i + 1 < n)
       rc = flow_push(depth, work, &nw, i + 1, d + e0, n);
   }
   PyMem_Free(depth);

@@ -81,24 +81,6 @@ static int is_deref_op(int op) {
 static int n_varnames(PyCodeObject* co) { return co->co_nlocals; }
 static int n_freevars(PyCodeObject* co) { return co->co_nfreevars; }
 
-/* No fall-through after `op`. */
-static int cg_terminal(int op) {
-  switch (op) {
-    case RETURN_VALUE:
-#if PY312
-    case RETURN_CONST:
-#endif
-    case RAISE_VARARGS:
-    case RERAISE:
-    case JUMP_FORWARD:
-    case JUMP_BACKWARD:
-    case JUMP_BACKWARD_NO_INTERRUPT:
-      return 1;
-    default:
-      return 0;
-  }
-}
-
 /* Items popped by `op` for the generic rule (pushed = popped + the
  * compiler's stack effect); -1 when unknown (the group is refused). */
 static int generic_pops(int op, int arg) {
@@ -581,7 +563,7 @@ static int break_check(break_ctx* c) {
   for (int i = c->index; i <= c->end_index; i++) {
     const dyn_insn* in = &dc->insns[i];
     if (in->exc_handler >= 0) c->covered = 1;
-    if (i < c->end_index && (in->target >= 0 || cg_terminal(in->opcode))) {
+    if (i < c->end_index && (in->target >= 0 || dyn_opcode_is_terminal(in->opcode))) {
       *c->why = "graph break group with an inner jump";
       return 0;
     }
@@ -851,7 +833,7 @@ static int emit_transformed(break_ctx* c, cgbuf* b) {
   if (j < 0) goto done;
   int g1 = b->a.n - 1;
   rc = 1;
-  if (!cg_terminal(last->opcode)) rc = emit_exit(c, b, fall, c->end_index + 1);
+  if (!dyn_opcode_is_terminal(last->opcode)) rc = emit_exit(c, b, fall, c->end_index + 1);
   if (rc == 1 && last->target >= 0) {
 #if PY312
     if (last->opcode == FOR_ITER && emit(b, END_FOR, 0) < 0) { rc = -1; goto done; }

@@ -23,20 +23,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import ptc
+from model_util import randomize_bn
 from dynamo_util import HAS_CUDA, Delta, assert_same, fresh_dynamo  # noqa: F401
 
 
-def _randomize_bn(model, gen):
-    """Random running stats and affine params for every BatchNorm (eval)."""
-    for m in model.modules():
-        if isinstance(m, nn.modules.batchnorm._BatchNorm):
-            n = m.num_features
-            with torch.no_grad():
-                m.running_mean.copy_(torch.randn(n, generator=gen) * 0.1)
-                m.running_var.copy_(torch.rand(n, generator=gen) + 0.5)
-                m.weight.copy_(torch.rand(n, generator=gen) + 0.5)
-                m.bias.copy_(torch.randn(n, generator=gen) * 0.1)
-    return model
 
 
 def run_model(model, inputs_list, backend="cpu", rtol=1e-4, atol=1e-5, scale_atol=False,
@@ -156,7 +146,7 @@ def test_super_forward():
 
 def test_conv_bn_eval():
     torch.manual_seed(3)
-    m = _randomize_bn(Conv(), torch.Generator().manual_seed(3)).eval()
+    m = randomize_bn(Conv(), torch.Generator().manual_seed(3)).eval()
     run_model(m, [(torch.randn(2, 3, 8, 8),)])
 
 
@@ -324,7 +314,7 @@ def test_torchvision(name):
     tv = _torchvision()
     torch.manual_seed(12)
     model = getattr(tv.models, name)()  # random weights (no download)
-    _randomize_bn(model, torch.Generator().manual_seed(12)).eval()
+    randomize_bn(model, torch.Generator().manual_seed(12)).eval()
     x = torch.randn(1, 3, 64, 64)
     run_model(model, [(x,)], rtol=1e-4, atol=1e-4, scale_atol=True)
 
@@ -375,7 +365,7 @@ def test_cuda_side_effects_and_break(capsys):
 def test_resnet18_fullgraph():
     tv = _torchvision()
     torch.manual_seed(15)
-    model = _randomize_bn(tv.models.resnet18(), torch.Generator().manual_seed(15)).eval()
+    model = randomize_bn(tv.models.resnet18(), torch.Generator().manual_seed(15)).eval()
     cm = ptc.compile(model, fullgraph=True)
     x = torch.randn(1, 3, 64, 64)
     with torch.no_grad():

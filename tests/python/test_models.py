@@ -31,19 +31,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import ptc
+from model_util import randomize_bn
 
 
-def _randomize_bn(model, gen):
-    """Random running stats and affine params for every BatchNorm (eval)."""
-    for m in model.modules():
-        if isinstance(m, nn.modules.batchnorm._BatchNorm):
-            n = m.num_features
-            with torch.no_grad():
-                m.running_mean.copy_(torch.randn(n, generator=gen) * 0.1)
-                m.running_var.copy_(torch.rand(n, generator=gen) + 0.5)
-                m.weight.copy_(torch.rand(n, generator=gen) + 0.5)
-                m.bias.copy_(torch.randn(n, generator=gen) * 0.1)
-    return model
 
 
 def _compile_and_compare(model, inputs, backend, rtol, atol, gm=None, scale_atol=False):
@@ -175,7 +165,7 @@ def test_mlp(backend):
 @pytest.mark.parametrize("backend", ["cpu", "ref"])
 def test_cnn_batchnorm(backend):
     torch.manual_seed(1)
-    model = _randomize_bn(SmallCNN(), torch.Generator().manual_seed(1))
+    model = randomize_bn(SmallCNN(), torch.Generator().manual_seed(1))
     _compile_and_compare(model, [torch.randn(2, 3, 16, 16)], backend, rtol=1e-4, atol=1e-5)
 
 
@@ -208,7 +198,7 @@ def test_torchvision(name):
     tv = _torchvision()
     torch.manual_seed(4)
     model = getattr(tv.models, name)()  # random weights (no download)
-    _randomize_bn(model, torch.Generator().manual_seed(4)).eval()
+    randomize_bn(model, torch.Generator().manual_seed(4)).eval()
     x = torch.randn(2, 3, 224, 224)
     _compile_and_compare(model, [x], "cpu", rtol=1e-4, atol=1e-4, scale_atol=True)
 
