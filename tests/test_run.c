@@ -315,6 +315,30 @@ int main(void) {
   ptc_compile_options_init(&co);
   co.backend = "nope";
   CHECK_ERR(ptc_compile(ctx, g, &co, &exe), PTC_CODE_NOT_FOUND, "unknown backend 'nope'");
+  /* modes and precisions: every documented value is accepted by every
+   * backend (cpu ignores them), unknown ones are refused by name */
+  static const char* const modes[] = {"default", "reduce-overhead", "max-autotune",
+                                      "max-autotune-no-cudagraphs"};
+  co.backend = "cpu";
+  for (size_t i = 0; i < sizeof modes / sizeof *modes; i++) {
+    co.mode = modes[i];
+    co.matmul_precision = i % 2 ? "high" : "highest";
+    co.conv_precision = i % 2 ? "medium" : "high";
+    CHECK_OK(ptc_compile(ctx, g, &co, &exe));
+    ptc_executable_release(exe);
+    exe = NULL;
+  }
+  co.mode = "fast";
+  CHECK_ERR(ptc_compile(ctx, g, &co, &exe), PTC_CODE_INVALID_ARGUMENT, "unknown mode 'fast'");
+  co.mode = NULL;
+  co.matmul_precision = "tf32";
+  CHECK_ERR(ptc_compile(ctx, g, &co, &exe), PTC_CODE_INVALID_ARGUMENT,
+            "unknown matmul_precision 'tf32'");
+  co.matmul_precision = NULL;
+  co.conv_precision = "low";
+  CHECK_ERR(ptc_compile(ctx, g, &co, &exe), PTC_CODE_INVALID_ARGUMENT,
+            "unknown conv_precision 'low'");
+  co.conv_precision = NULL;
   co.backend = "eager";
   CHECK_OK(ptc_compile(ctx, g, &co, &exe));
   CHECK(ptc_executable_num_inputs(exe) == 1 && ptc_executable_num_outputs(exe) == 2);

@@ -78,7 +78,13 @@ typedef struct ptc_compile_options {
    * OpenMP kernels) or "cuda" (fused CUDA kernels compiled with NVRTC, for
    * CUDA tensors; see ptc_backend_available); default "ref". */
   const char* backend;
-  /** "default" or "max-autotune" (reserved); NULL = default. */
+  /** NULL or "default"; "reduce-overhead": the cuda backend records each
+   * run plan into a CUDA graph (static buffers; re-recorded per new shape up
+   * to a cap, off by itself where a plan cannot be captured) and replays it;
+   * "max-autotune": launch configurations of the cuda backend's kernels are
+   * timed on first run and the choice cached (plus CUDA graphs, as
+   * PyTorch's mode of that name); "max-autotune-no-cudagraphs": the timing
+   * alone. Backends without these features accept the modes and ignore them. */
   const char* mode;
   /** Folder for debug dumps, created if missing: the graph, the decomposed
    * graph, the IR, every fusion decision, the generated sources; NULL = none
@@ -92,6 +98,15 @@ typedef struct ptc_compile_options {
   /** Non-zero: one kernel per op (no fusion, no inlining); for comparisons. */
   uint32_t disable_fusion;
   uint32_t reserved;
+  /** float32 matrix multiplies, as PyTorch's float32_matmul_precision:
+   * NULL or "highest" = full fp32 math; "high" or "medium" = TF32 tensor
+   * cores allowed (cuda backend). Appended: callers with an older
+   * struct_size get NULL. */
+  const char* matmul_precision;
+  /** float32 convolutions, as PyTorch's torch.backends.cudnn.allow_tf32:
+   * NULL or "highest" = full fp32 math; "high" = TF32 allowed (PyTorch's
+   * default for cuDNN convolutions). Appended, as matmul_precision. */
+  const char* conv_precision;
 } ptc_compile_options;
 /** Fills defaults. Never fails. */
 PTC_API void ptc_compile_options_init(ptc_compile_options* opts);

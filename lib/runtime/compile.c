@@ -41,6 +41,32 @@ void ptc_run_options_init(ptc_run_options* o) {
   o->struct_size = sizeof *o;
 }
 
+static bool one_of(const char* v, const char* const* names) {
+  for (; *names; names++)
+    if (!strcmp(v, *names)) return true;
+  return false;
+}
+
+/* The mode and precision strings, checked here for every backend. */
+static ptc_status check_mode_options(const ptc_compile_options* o) {
+  static const char* const modes[] = {"default", "reduce-overhead", "max-autotune",
+                                      "max-autotune-no-cudagraphs", NULL};
+  static const char* const precisions[] = {"highest", "high", "medium", NULL};
+  if (o->mode && !one_of(o->mode, modes))
+    return PTC_ERR(INVALID_ARGUMENT,
+                   "ptc_compile: unknown mode '%s' (default, reduce-overhead, max-autotune, "
+                   "max-autotune-no-cudagraphs)", o->mode);
+  if (o->matmul_precision && !one_of(o->matmul_precision, precisions))
+    return PTC_ERR(INVALID_ARGUMENT,
+                   "ptc_compile: unknown matmul_precision '%s' (highest, high, medium)",
+                   o->matmul_precision);
+  if (o->conv_precision && !one_of(o->conv_precision, precisions))
+    return PTC_ERR(INVALID_ARGUMENT,
+                   "ptc_compile: unknown conv_precision '%s' (highest, high, medium)",
+                   o->conv_precision);
+  return PTC_OK;
+}
+
 static ptc_status dump_debug(const ptc_graph* g, const char* dir) {
   char path[4096];
   snprintf(path, sizeof path, "%s/graph.txt", dir);
@@ -66,8 +92,7 @@ ptc_status ptc_compile(ptc_context* ctx, const ptc_graph* g, const ptc_compile_o
   if (!b) return PTC_ERR(NOT_FOUND, "ptc_compile: unknown backend '%s'", bname);
   const char* why = b->unavailable_reason ? b->unavailable_reason() : NULL;
   if (why) return PTC_ERR(UNAVAILABLE, "ptc_compile: backend '%s' is not available: %s", bname, why);
-  if (o.mode && strcmp(o.mode, "default") && strcmp(o.mode, "max-autotune"))
-    return PTC_ERR(INVALID_ARGUMENT, "ptc_compile: unknown mode '%s' (default, max-autotune)", o.mode);
+  PTC_TRY(check_mode_options(&o));
   if (g->outputs.len == 0) return PTC_ERR(INVALID_ARGUMENT, "ptc_compile: the graph has no outputs");
   if (!o.debug_dir) o.debug_dir = getenv("PTC_DEBUG_DIR");
   if (o.debug_dir && *o.debug_dir) {
