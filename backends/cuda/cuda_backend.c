@@ -128,6 +128,10 @@ static ptc_status prepare_in_ctx(ptc_context* ctx, const cuda_device* d, const p
     return e;
   }
   PTC_TRY(cuda_plan_build(ctx, d, dg, p, s, out)); /* owns dg, p, s */
+  const char* mp = opts ? opts->matmul_precision : NULL;
+  const char* cp = opts ? opts->conv_precision : NULL;
+  (*out)->mm_tf32 = mp && strcmp(mp, "highest") != 0; /* "high" / "medium" */
+  (*out)->conv_tf32 = cp && strcmp(cp, "highest") != 0;
   e = dir ? dump_post(dir, *out) : PTC_OK;
   if (e) {
     cuda_plan_destroy(*out);

@@ -10,7 +10,9 @@
  * along C's last dim for the C^T form, along its rows for the C form, with
  * beta = 1) and relu; the caller (cuda_ext.c) runs other activations
  * (cuBLASLt's GELU is the tanh approximation) as a pass over C after it. f32 uses CUBLAS_COMPUTE_32F (no
- * TF32, PyTorch's default "highest" precision), f16/bf16 accumulate in f32,
+ * TF32, PyTorch's default "highest" precision), or CUBLAS_COMPUTE_32F_FAST_TF32
+ * when the call allows TF32 (c->tf32: matmul_precision / conv_precision
+ * "high" or "medium"), f16/bf16 accumulate in f32,
  * f64 in f64. */
 #include "cuda_plan.h"
 
@@ -19,7 +21,7 @@
 
 /* enum values of the public cuBLAS / cuBLASLt ABI */
 enum {
-  LT_COMPUTE_32F = 68, LT_COMPUTE_64F = 70,
+  LT_COMPUTE_32F = 68, LT_COMPUTE_64F = 70, LT_COMPUTE_32F_FAST_TF32 = 77,
   LT_R_32F = 0, LT_R_64F = 1, LT_R_16F = 2, LT_R_16BF = 14,
   LT_OP_N = 0, LT_OP_T = 1,
   LT_DESC_TRANSA = 3, LT_DESC_TRANSB = 4, LT_DESC_EPILOGUE = 7, LT_DESC_BIAS_POINTER = 8,
@@ -206,8 +208,9 @@ ptc_status cuda_blaslt_matmul(const cuda_ext_call* c, const cuda_mm_args* g, int
   memset(&o, 0, sizeof o);
   int32_t ta = lp.x.op, tb = lp.y.op;
   uint32_t epi = (uint32_t)lp.epilogue;
-  bool ok = lt->MatmulDescCreate(&o.desc, f64 ? LT_COMPUTE_64F : LT_COMPUTE_32F,
-                                 f64 ? LT_R_64F : LT_R_32F) == 0 &&
+  int compute = f64 ? LT_COMPUTE_64F
+                : dtype == PTC_F32 && c->tf32 ? LT_COMPUTE_32F_FAST_TF32 : LT_COMPUTE_32F;
+  bool ok = lt->MatmulDescCreate(&o.desc, compute, f64 ? LT_R_64F : LT_R_32F) == 0 &&
             lt->MatmulDescSetAttribute(o.desc, LT_DESC_TRANSA, &ta, sizeof ta) == 0 &&
             lt->MatmulDescSetAttribute(o.desc, LT_DESC_TRANSB, &tb, sizeof tb) == 0 &&
             lt->MatmulDescSetAttribute(o.desc, LT_DESC_EPILOGUE, &epi, sizeof epi) == 0;

@@ -187,7 +187,9 @@ static ptc_status ext_matmul(const cuda_ext_call* c) {
   cu_deviceptr pa = (cu_deviceptr)(uintptr_t)a->data, pb = (cu_deviceptr)(uintptr_t)b->data;
   cu_deviceptr pd = bias ? (cu_deviceptr)(uintptr_t)bias->data : 0;
   cu_deviceptr pc = (cu_deviceptr)(uintptr_t)out->data;
-  return mm_launch(c, &g, count, out->dtype, pa, pb, pd, pc, view_contiguous(out));
+  cuda_ext_call mc = *c; /* f32: TF32 as matmul_precision allows */
+  mc.tf32 = c->plan->mm_tf32;
+  return mm_launch(&mc, &g, count, out->dtype, pa, pb, pd, pc, view_contiguous(out));
 }
 
 /* ---- convolution on the device: im2col + GEMM ------------------------------------------ */

@@ -102,6 +102,9 @@ typedef struct cuda_plan {
   size_t n_uploads;
   uint32_t n_host_steps;
   char host_ops[256];       /* ops run on the host, for the report */
+  bool mm_tf32, conv_tf32;  /* TF32 allowed for f32 matmul / convolution GEMMs
+                             * (ptc_compile_options matmul_precision / conv_precision
+                             * "high" or "medium"); set by prepare */
 } cuda_plan;
 
 /** Builds the plan: generates and compiles every kernel for the device's
@@ -126,6 +129,9 @@ typedef struct cuda_ext_call {
   size_t n_syms;
   uint64_t seed;
   cu_stream stream;
+  bool tf32;                  /* f32 GEMMs may use TF32: set by the matmul path
+                               * (plan->mm_tf32) and the convolution path
+                               * (plan->conv_tf32); false by default */
 } cuda_ext_call;
 /** Whether extern node n runs on the device (matmul; floating-point
  * convolution, as im2col + GEMM) or on the host. */

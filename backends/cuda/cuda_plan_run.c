@@ -288,7 +288,7 @@ static ptc_status run_extern(run_frame* f, const cuda_step* st) {
   for (uint32_t k = 0; k < e->n_in; k++)
     if (e->in[k] >= 0) v[k] = f->b[e->in[k]].view;
   for (uint32_t k = 0; k < e->n_out; k++) v[e->n_in + k] = f->b[e->out[k]].view;
-  cuda_ext_call c = {f->plan, n, v, v + e->n_in, f->syms, f->n_syms, f->seed, f->stream};
+  cuda_ext_call c = {f->plan, n, v, v + e->n_in, f->syms, f->n_syms, f->seed, f->stream, false};
   ptc_status s = cuda_ext_run(&c);
   free(v);
   return s;

@@ -549,6 +549,7 @@ class CompiledGraph:
         self._sources = sources
         self._opts = dict(backend=backend, mode=mode, dynamic=dynamic, debug_dir=debug_dir,
                           max_recompiles=max_recompiles, strict=True)
+        self._opts.update(zip(("matmul_precision", "conv_precision"), torch_precisions()))
         self._tensor_idx = [i for i, k in enumerate(kinds) if k == "tensor"]
         self._const_idx = [i for i, k in enumerate(kinds) if k == "const"]
         self._specs = {}
@@ -697,6 +698,20 @@ class CompiledGraph:
 def _sig(tensors, dynamic_dims):
     return (tuple((t.dtype, tuple(t.shape), tuple(t.stride())) for t in tensors),
             frozenset(dynamic_dims))
+
+
+def torch_precisions():
+    """(matmul_precision, conv_precision) as torch's current settings give
+    them: torch.get_float32_matmul_precision() ("highest", "high" or
+    "medium": TF32 for float32 matmuls unless "highest") and "high" when
+    torch.backends.cudnn.allow_tf32 (TF32 for float32 convolutions, torch's
+    default) else "highest". Read when a graph is converted, as Inductor
+    reads them when it compiles."""
+    get = getattr(torch, "get_float32_matmul_precision", None)
+    mm = get() if get is not None else "highest"
+    cudnn = getattr(torch.backends, "cudnn", None)
+    conv = "high" if getattr(cudnn, "allow_tf32", False) else "highest"
+    return mm, conv
 
 
 def _initial_dynamic(tensors, dynamic):

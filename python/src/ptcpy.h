@@ -142,11 +142,12 @@ typedef struct PtcExec {
   size_t n_in, n_out;
 } PtcExec;
 extern PyTypeObject PtcExec_Type;
-/** Compiles graph `g` (GIL released during the compile). New Executable or
- * NULL with an exception set. */
+/** Compiles graph `g` (GIL released during the compile). mm_prec /
+ * conv_prec: ptc_compile_options matmul_precision / conv_precision (NULL =
+ * "highest"). New Executable or NULL with an exception set. */
 PyObject* ptcpy_compile(PtcGraph* g, const char* backend, const char* mode,
                         const ptc_dynamic_dim* dyn, size_t n_dyn, const char* debug_dir,
-                        int disable_fusion);
+                        int disable_fusion, const char* mm_prec, const char* conv_prec);
 /** Runs `ex` on lent inputs whose outputs were described by a successful
  * ptc_executable_infer_outputs into `outs` (shape buffers filled): allocates
  * torch outputs, runs with the GIL released and returns a tuple (as_tuple)

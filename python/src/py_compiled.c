@@ -46,6 +46,8 @@ typedef struct PtcCompiled {
   PyObject* backend;  /* str */
   PyObject* mode;     /* str or NULL */
   PyObject* debug_dir;
+  PyObject* mm_prec;   /* str or NULL: matmul_precision */
+  PyObject* conv_prec; /* str or NULL: conv_precision */
   int dynamic; /* -1 None (automatic), 0 False, 1 True */
   int strict;  /* recompile for size/stride changes only; other misses raise */
   long max_recompiles;
@@ -309,12 +311,14 @@ static Py_ssize_t add_entry(PtcCompiled* self, PyObject* const* args, const ptcp
   const char* backend = PyUnicode_AsUTF8(self->backend);
   const char* mode = self->mode ? PyUnicode_AsUTF8(self->mode) : NULL;
   const char* debug_dir = self->debug_dir ? PyUnicode_AsUTF8(self->debug_dir) : NULL;
-  exe = ptcpy_compile(graph, backend, mode, extra, n_extra, debug_dir, 0);
+  const char* mm_prec = self->mm_prec ? PyUnicode_AsUTF8(self->mm_prec) : NULL;
+  const char* conv_prec = self->conv_prec ? PyUnicode_AsUTF8(self->conv_prec) : NULL;
+  exe = ptcpy_compile(graph, backend, mode, extra, n_extra, debug_dir, 0, mm_prec, conv_prec);
   if (!exe && n_extra && PyErr_ExceptionMatches(ptcpy_Error)) {
     /* the graph bakes a wanted size: keep those dims static */
     PyErr_Clear();
     n_extra = 0;
-    exe = ptcpy_compile(graph, backend, mode, NULL, 0, debug_dir, 0);
+    exe = ptcpy_compile(graph, backend, mode, NULL, 0, debug_dir, 0, mm_prec, conv_prec);
   }
   if (!exe) goto done;
   /* Keys: inputs with a dynamic dim accept any strides (declared
@@ -586,14 +590,16 @@ done:
 
 static PyObject* compiled_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   static char* kw[] = {"build",    "backend",  "mode",           "debug_dir", "dynamic",
-                       "max_recompiles", "fallback", "name", "strict", NULL};
+                       "max_recompiles", "fallback", "name", "strict", "matmul_precision",
+                       "conv_precision", NULL};
   PyObject *build, *backend = NULL, *mode = Py_None, *debug_dir = Py_None, *dynamic = Py_None,
-                   *fallback = Py_None, *name = NULL;
+                   *fallback = Py_None, *name = NULL, *mm_prec = Py_None, *conv_prec = Py_None;
   long max_recompiles = 8;
   int strict = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$OOOOlOOp:CompiledFunction", kw, &build,
-                                   &backend, &mode, &debug_dir, &dynamic, &max_recompiles,
-                                   &fallback, &name, &strict))
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$OOOOlOOpOO:CompiledFunction", kw,
+                                   &build, &backend, &mode, &debug_dir, &dynamic,
+                                   &max_recompiles, &fallback, &name, &strict, &mm_prec,
+                                   &conv_prec))
     return NULL;
   if (!PyCallable_Check(build))
     return PyErr_Format(PyExc_TypeError, "CompiledFunction: build must be callable");
@@ -603,6 +609,8 @@ static PyObject* compiled_new(PyTypeObject* type, PyObject* args, PyObject* kwar
   if ((backend && backend != Py_None && !PyUnicode_Check(backend)) ||
       ptcpy_opt_str(mode, "CompiledFunction: mode", &tmp) < 0 ||
       ptcpy_opt_str(debug_dir, "CompiledFunction: debug_dir", &tmp) < 0 ||
+      ptcpy_opt_str(mm_prec, "CompiledFunction: matmul_precision", &tmp) < 0 ||
+      ptcpy_opt_str(conv_prec, "CompiledFunction: conv_precision", &tmp) < 0 ||
       (name && name != Py_None && !PyUnicode_Check(name))) {
     if (!PyErr_Occurred())
       PyErr_SetString(PyExc_TypeError, "CompiledFunction: backend and name must be str");
@@ -632,6 +640,8 @@ static PyObject* compiled_new(PyTypeObject* type, PyObject* args, PyObject* kwar
     Py_INCREF(debug_dir);
     self->debug_dir = debug_dir;
   }
+  if (mm_prec != Py_None) self->mm_prec = (Py_INCREF(mm_prec), mm_prec);
+  if (conv_prec != Py_None) self->conv_prec = (Py_INCREF(conv_prec), conv_prec);
   self->dynamic = dynamic == Py_None ? -1 : dynamic == Py_True;
   self->max_recompiles = max_recompiles;
   self->strict = strict;
@@ -670,6 +680,8 @@ static void compiled_dealloc(PtcCompiled* self) {
   Py_CLEAR(self->backend);
   Py_CLEAR(self->mode);
   Py_CLEAR(self->debug_dir);
+  Py_CLEAR(self->mm_prec);
+  Py_CLEAR(self->conv_prec);
   Py_TYPE(self)->tp_free((PyObject*)self);
 }
 
@@ -746,7 +758,8 @@ static PyTypeObject PtcCompiled_Type = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_doc =
         "CompiledFunction(build, *, backend='cpu', mode=None, debug_dir=None, dynamic=None,\n"
-        "                 max_recompiles=8, fallback=None, name='fn', strict=False)\n"
+        "                 max_recompiles=8, fallback=None, name='fn', strict=False,\n"
+        "                 matmul_precision=None, conv_precision=None)\n"
         "Callable over tensors caching executables made from build(example_inputs,\n"
         "dynamic_dims) -> Graph; guards checked in C; automatic dynamic; eager fallback.\n"
         "strict=True: only size/stride changes recompile; other changes raise Error.",

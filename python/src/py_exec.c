@@ -12,7 +12,7 @@
 
 PyObject* ptcpy_compile(PtcGraph* g, const char* backend, const char* mode,
                         const ptc_dynamic_dim* dyn, size_t n_dyn, const char* debug_dir,
-                        int disable_fusion) {
+                        int disable_fusion, const char* mm_prec, const char* conv_prec) {
   if (g->busy) {
     PyErr_SetString(PyExc_RuntimeError, "ptc Graph is already being compiled in another thread");
     return NULL;
@@ -25,6 +25,8 @@ PyObject* ptcpy_compile(PtcGraph* g, const char* backend, const char* mode,
   o.dynamic_dims = dyn;
   o.n_dynamic_dims = n_dyn;
   o.disable_fusion = disable_fusion ? 1u : 0u;
+  o.matmul_precision = mm_prec;
+  o.conv_precision = conv_prec;
   ptc_executable* exe = NULL;
   ptc_status s;
   g->busy++;
@@ -51,17 +53,20 @@ PyObject* ptcpy_compile(PtcGraph* g, const char* backend, const char* mode,
 PyObject* ptcpy_compile_fn(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
                            PyObject* kwnames) {
   static const char* const names[] = {"graph",     "backend",   "mode",
-                                      "dynamic_dims", "debug_dir", "disable_fusion"};
-  PyObject* a[6];
-  if (ptcpy_parse_args("compile", args, nargs, kwnames, names, 6, 1, a) < 0) return NULL;
+                                      "dynamic_dims", "debug_dir", "disable_fusion",
+                                      "matmul_precision", "conv_precision"};
+  PyObject* a[8];
+  if (ptcpy_parse_args("compile", args, nargs, kwnames, names, 8, 1, a) < 0) return NULL;
   if (!PyObject_TypeCheck(a[0], &PtcGraph_Type))
     return PyErr_Format(PyExc_TypeError, "compile: graph must be a ptc Graph, not %.100s",
                         Py_TYPE(a[0])->tp_name);
-  const char *backend = "cpu", *mode, *debug_dir;
+  const char *backend = "cpu", *mode, *debug_dir, *mm_prec, *conv_prec;
   if (a[1] && ptcpy_opt_str(a[1], "compile: backend", &backend) < 0) return NULL;
   if (!backend) backend = "cpu";
   if (ptcpy_opt_str(a[2], "compile: mode", &mode) < 0 ||
-      ptcpy_opt_str(a[4], "compile: debug_dir", &debug_dir) < 0)
+      ptcpy_opt_str(a[4], "compile: debug_dir", &debug_dir) < 0 ||
+      ptcpy_opt_str(a[6], "compile: matmul_precision", &mm_prec) < 0 ||
+      ptcpy_opt_str(a[7], "compile: conv_precision", &conv_prec) < 0)
     return NULL;
   int disable = a[5] ? PyObject_IsTrue(a[5]) : 0;
   if (disable < 0) return NULL;
@@ -92,7 +97,7 @@ PyObject* ptcpy_compile_fn(PyObject* self, PyObject* const* args, Py_ssize_t nar
     }
   }
   PyObject* r = ptcpy_compile((PtcGraph*)a[0], backend, mode, dyn, (size_t)n_dyn, debug_dir,
-                              disable);
+                              disable, mm_prec, conv_prec);
   PyMem_Free(dyn);
   return r;
 }

@@ -218,3 +218,60 @@ def test_cpu_tensor_refused_by_cuda_executable():
     fn = _compile(Chain(), [x])
     with pytest.raises(Exception):
         fn(torch.randn(4, 8))
+
+
+# ---- float32 matmul precision (TF32) ----------------------------------------------------
+# ptc.from_fx reads torch.get_float32_matmul_precision() and
+# torch.backends.cudnn.allow_tf32 when it converts a graph and passes them to
+# ptc_compile (matmul_precision / conv_precision): "highest" = full f32 math,
+# "high" = TF32 tensor cores like torch under the same setting. Also run with
+# PTC_CUDA_BLASLT=0 (the generated tensor-core GEMM instead of cuBLASLt).
+
+class _Mm(nn.Module):
+    def forward(self, a, b):
+        return a @ b
+
+
+def _mm_errors(precision):
+    """(ptc's max error, torch's max error, scale) vs a float64 product of
+    the same f32 inputs, with torch.set_float32_matmul_precision(precision)
+    while compiling and running both."""
+    old = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision(precision)
+    try:
+        torch.manual_seed(5)
+        a = torch.randn(3, 200, 1024, device="cuda")
+        b = torch.randn(1024, 136, device="cuda")
+        fn = _compile(_Mm(), [a, b])
+        out = fn(a, b)
+        ref = a @ b
+    finally:
+        torch.set_float32_matmul_precision(old)
+    exact = a.double() @ b.double()
+    scale = exact.abs().max().item()
+    return ((out.double() - exact).abs().max().item(), (ref.double() - exact).abs().max().item(),
+            scale)
+
+
+def test_matmul_precision_highest_is_full_f32():
+    err, _, scale = _mm_errors("highest")
+    assert err / scale < 2e-6, (err, scale)   # TF32 (10-bit mantissa) would be ~1e-3
+
+
+def test_matmul_precision_high_matches_torch_tf32():
+    err, terr, scale = _mm_errors("high")
+    # torch uses TF32 here; ptc must too (same order of error), and stay within
+    # TF32's accuracy
+    assert err / scale < 5e-3, (err, scale)
+    assert err > terr / 20, (err, terr)
+
+
+def test_conv_precision_follows_cudnn_allow_tf32():
+    torch.manual_seed(6)
+    conv = nn.Conv2d(64, 64, 3, padding=1).cuda().eval()
+    x = torch.randn(2, 64, 20, 20, device="cuda")
+    fn = _compile(conv, [x])  # allow_tf32 False (fixture): full f32
+    with torch.no_grad():
+        exact = F.conv2d(x.double(), conv.weight.double(), conv.bias.double(), padding=1)
+        err = (fn(x).double() - exact).abs().max().item()
+    assert err / exact.abs().max().item() < 2e-6, err
