@@ -1,6 +1,7 @@
 /* cuda_blaslt.c - the matmul extern through cuBLASLt (opened at run time,
- * cuda_loader.c) when the operands fit its model, else the caller falls
- * back to the support GEMM. cuBLASLt is column-major; a C with unit column
+ * cuda_loader.c; not used when the environment has PTC_CUDA_BLASLT=0) when
+ * the operands fit its model, else the caller falls back to the
+ * tensor-core or the support GEMM. cuBLASLt is column-major; a C with unit column
  * stride is computed as C^T = B^T A^T, one with unit row stride as C = A B;
  * each operand must then have a unit stride in one of its dims (op N or T)
  * and a leading dimension covering the other; batch dims must collapse into
@@ -17,6 +18,7 @@
 #include "cuda_plan.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* enum values of the public cuBLAS / cuBLASLt ABI */
@@ -35,8 +37,11 @@ enum {
 static pthread_once_t handle_once = PTHREAD_ONCE_INIT;
 static cublaslt_handle handle;
 
+/* PTC_CUDA_BLASLT=0: cuBLASLt is not used (the generated GEMMs run). */
 static void create_handle(void) {
   const cuda_libs* L = cuda_libs_get();
+  const char* env = getenv("PTC_CUDA_BLASLT");
+  if (env && !strcmp(env, "0")) return;
   if (L->have_lt && L->lt.Create(&handle) != 0) handle = NULL;
 }
 

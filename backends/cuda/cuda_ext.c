@@ -2,8 +2,9 @@
  *  - IR_EXT_MATMUL on the device: torch.matmul semantics (1-D operands,
  *    broadcast batch dims, any strides) resolved into GEMM arguments; run by
  *    cuBLASLt when it is present and takes the layout (cuda_blaslt.c), else
- *    by the support GEMM: one launch, blockIdx.z over the batch entries,
- *    bias and activation in its epilogue.
+ *    by the tensor-core GEMM (cuda_gemm_tc.c: f16/bf16, f32 when TF32 is
+ *    allowed, sm_80+), else by the support GEMM: one launch, blockIdx.z
+ *    over the batch entries, bias and activation in its epilogue.
  *    Activations cuBLASLt has no epilogue for run as an in-place pass.
  *  - IR_EXT_CONV of floating types on the device: im2col into a workspace
  *    (chunks of images up to 1 GiB), one batched GEMM per group with the
@@ -17,6 +18,7 @@
  *    into a convolution applied, and the outputs copied back. Slow but
  *    exact; the plan logs which ops take this path.
  */
+#include "cuda_gemm_tc.h"
 #include "cuda_plan.h"
 
 #include <math.h>
@@ -144,6 +146,10 @@ static ptc_status mm_launch(const cuda_ext_call* c, cuda_mm_args* g, int64_t cou
   g->act = act;
   if (done)
     return split_act ? run_epilogue(c, gi, pc, count * g->m * g->n, 0, 1, 1, 0, 0.0, act) : PTC_OK;
+  /* f16 / bf16 (f32 when TF32 is allowed) on sm_80+: the tensor-core GEMM */
+  PTC_TRY(cuda_gemm_tc(c->plan->ctx, c->plan->dev, c->stream, g, count, dtype, c->tf32, pa, pb, pd,
+                       pc, &done));
+  if (done) return PTC_OK;
   int64_t gx = (g->n + 63) / 64, gy = (g->m + 63) / 64;
   if (gy > 65535 || count > 65535 || gx > INT32_MAX)
     return PTC_ERR(UNIMPLEMENTED, "cuda backend: matmul too large for the fallback GEMM "

@@ -3,7 +3,8 @@
  * (tests/randgraph.h; every tenth also unfused) and every PyTorch op case of
  * tests/data/ops_*.json is lowered, scheduled and generated exactly as
  * ptc_compile(backend "cuda") does, and the kernels are compiled by NVRTC
- * for sm_80 and sm_90, and so are the support kernels (cuda_support.cuh). Graphs are batched into shared translation units
+ * for sm_80 and sm_90, and so are the support kernels (cuda_support.cuh)
+ * and the tensor-core GEMM (cuda_gemm_tc.cuh). Graphs are batched into shared translation units
  * (BATCH graphs each); a batch that fails is retried graph by graph to name
  * the culprit, whose kernels and NVRTC log are printed.
  *
@@ -15,6 +16,7 @@
  * opened (the reason is printed).
  */
 #include "backends/cuda/cuda.h"
+#include "backends/cuda/cuda_gemm_tc.h"
 #include "backends/cuda/cuda_plan.h"
 #include "tests/case_load.h"
 #include "tests/randgraph.h"
@@ -233,6 +235,15 @@ int main(int argc, char** argv) {
     t.failures++;
   } else {
     printf("support kernels: compiled\n");
+  }
+  /* the tensor-core GEMM (cuda_gemm_tc.cuh, every type and variant) */
+  s = cuda_check_compile(ptc_cuda_gemm_tc_text, t.archs, t.n_archs, &t.st);
+  if (s) {
+    printf("FAIL: tensor-core GEMM: %s\n", ptc_status_message(s));
+    ptc_status_destroy(s);
+    t.failures++;
+  } else {
+    printf("tensor-core GEMM: compiled\n");
   }
   check_seeds(&t, first, seeds);
   for (size_t f = 0; f < n_files; f++) check_cases(&t, files[f]);

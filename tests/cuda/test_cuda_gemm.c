@@ -1,0 +1,372 @@
+/* test_cuda_gemm.c - the tensor-core GEMM (backends/cuda/cuda_gemm_tc.c).
+ *
+ *  --compile-only (needs NVRTC only; exit 77 without it): the module
+ *    (cuda_gemm_tc.cuh, every type and variant) compiles for sm_80 and sm_90.
+ *  default (needs an sm_80+ GPU; exit 77 without one): the GEMM against a
+ *    float64 host GEMM of the same (dtype-rounded) inputs: f16, bf16 and f32
+ *    as TF32; sizes that are not tile multiples (M, N, K = 1, 7, 31, 129,
+ *    257, ...), K = 1, batches (B shared or per entry), A transposed, B
+ *    K-major (x @ W^T), B N-major (a @ b), odd strides (the generic
+ *    variant), every activation, bias with beta, alpha; the variant chosen
+ *    is checked against the expected one. Tolerance per element, relative
+ *    to sum_k |a b| (+ |beta bias| + 1): f16 2e-3, bf16 1e-2, TF32 3e-3
+ *    (PyTorch's matmul tolerances for these types are of the same order).
+ *  --bench: M=4096 K=1024 N=4096 (bf16, f16, f32 as TF32; B K-major and
+ *    N-major) with the tensor-core GEMM and with cuBLASLt, ms and TFLOP/s.
+ * Exit status: 0 passed, 1 a failure, 77 skipped.
+ */
+#include "backends/cuda/cuda.h"
+#include "backends/cuda/cuda_gemm_tc.h"
+#include "backends/cuda/cuda_rt.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static ptc_context* ctx;
+static const cuda_device* dev;
+static int failed, passed;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static double urand(void) { /* [-1, 1) */
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return (double)(rng >> 11) / (double)(1ull << 52) - 1.0;
+}
+
+/* Stores x as dtype at h[i]; returns the stored value. */
+static double put(void* h, int32_t dt, int64_t i, double x) {
+  if (dt == PTC_F32) {
+    ((float*)h)[i] = (float)x;
+    return (float)x;
+  }
+  uint16_t v = dt == PTC_F16 ? ptc_f32_to_f16((float)x) : ptc_f32_to_bf16((float)x);
+  ((uint16_t*)h)[i] = v;
+  return dt == PTC_F16 ? ptc_f16_to_f32(v) : ptc_bf16_to_f32(v);
+}
+
+static double get(const void* h, int32_t dt, int64_t i) {
+  if (dt == PTC_F32) return ((const float*)h)[i];
+  uint16_t v = ((const uint16_t*)h)[i];
+  return dt == PTC_F16 ? ptc_f16_to_f32(v) : ptc_bf16_to_f32(v);
+}
+
+static double act_ref(int act, double x) {
+  switch (act) {
+    case IR_ACT_RELU: return x < 0 ? 0 : x;
+    case IR_ACT_GELU: return 0.5 * x * (1 + erf(x * 0.70710678118654752440));
+    case IR_ACT_GELU_TANH: return 0.5 * x * (1 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
+    case IR_ACT_SILU: return x / (1 + exp(-x));
+    case IR_ACT_SIGMOID: return 1 / (1 + exp(-x));
+    case IR_ACT_TANH: return tanh(x);
+    default: return x;
+  }
+}
+
+typedef struct gcase {
+  int32_t dtype;
+  int64_t m, n, k, batch;
+  int a_trans;     /* A stored [k][m] */
+  int b_layout;    /* 0: B N-major [k][n]; 1: K-major [n][k]; 2: odd strides */
+  int b_shared;    /* batch: one B for every entry */
+  int act, bias;
+  double alpha, beta;
+  int want;        /* expected variant, -1 any */
+} gcase;
+
+static const char* vname(int v) { return v == CUDA_TCG_KK ? "kk" : v == CUDA_TCG_KN ? "kn" : "gen"; }
+
+static void run_case(const gcase* c) {
+  const cu_api* cu = &cuda_libs_get()->cu;
+  int32_t dt = c->dtype;
+  size_t es = ptc_dtype_size(dt);
+  int64_t M = c->m, N = c->n, K = c->k, Bt = c->batch;
+  cuda_mm_args g;
+  memset(&g, 0, sizeof g);
+  g.m = M, g.n = N, g.k = K;
+  /* A: [batch][m][k] (or [batch][k][m]), padded rows keep 16-byte alignment */
+  int64_t lda = c->a_trans ? ((M + 7) / 8) * 8 : ((K + 7) / 8) * 8;
+  int64_t a_rows = c->a_trans ? K : M, a_per = a_rows * lda;
+  g.a_sm = c->a_trans ? 1 : lda;
+  g.a_sk = c->a_trans ? lda : 1;
+  int64_t ldb, b_per;
+  if (c->b_layout == 0) {
+    ldb = ((N + 7) / 8) * 8;
+    g.b_sk = ldb, g.b_sn = 1;
+    b_per = K * ldb;
+  } else if (c->b_layout == 1) {
+    ldb = ((K + 7) / 8) * 8;
+    g.b_sk = 1, g.b_sn = ldb;
+    b_per = N * ldb;
+  } else { /* element (k, n) at k * (2n + 1) + 2 n: no unit stride */
+    g.b_sk = 2 * N + 1, g.b_sn = 2;
+    b_per = K * (2 * N + 1);
+  }
+  g.c_sm = N, g.c_sn = 1;
+  g.alpha = c->alpha;
+  g.beta = c->beta;
+  g.act = c->act;
+  g.has_bias = c->bias;
+  g.d_sm = 0, g.d_sn = 1;
+  g.nb = 1;
+  g.batch[0] = Bt;
+  g.a_bs[0] = a_per;
+  g.b_bs[0] = c->b_shared ? 0 : b_per;
+  g.c_bs[0] = M * N;
+  int64_t b_count = c->b_shared ? 1 : Bt;
+  size_t abytes = (size_t)(Bt * a_per) * es, bbytes = (size_t)(b_count * b_per) * es;
+  size_t cbytes = (size_t)(Bt * M * N) * es, dbytes = (size_t)N * es;
+  void* ha = calloc(1, abytes + 16);
+  void* hb = calloc(1, bbytes + 16);
+  void* hc = calloc(1, cbytes + 16);
+  void* hd = calloc(1, dbytes + 16);
+  double* ad = calloc((size_t)(Bt * M * K) + 1, sizeof(double));
+  double* bd = calloc((size_t)(b_count * K * N) + 1, sizeof(double));
+  double* dd = calloc((size_t)N + 1, sizeof(double));
+  cu_deviceptr pa = 0, pb = 0, pc = 0, pd = 0;
+  char what[256];
+  snprintf(what, sizeof what, "%s m%lld n%lld k%lld batch%lld%s B%s%s act%d%s alpha%g beta%g",
+           ptc_dtype_name(dt), (long long)M, (long long)N, (long long)K, (long long)Bt,
+           c->a_trans ? " A^T" : "", c->b_layout == 0 ? "[k][n]" : c->b_layout == 1 ? "[n][k]" : "(odd)",
+           c->b_shared ? " shared" : "", c->act, c->bias ? " bias" : "", c->alpha, c->beta);
+  if (!ha || !hb || !hc || !hd || !ad || !bd || !dd) {
+    printf("FAIL %s: out of host memory\n", what);
+    failed++;
+    goto out;
+  }
+  for (int64_t b = 0; b < Bt; b++)
+    for (int64_t i = 0; i < M; i++)
+      for (int64_t q = 0; q < K; q++)
+        ad[(b * M + i) * K + q] = put(ha, dt, b * a_per + i * g.a_sm + q * g.a_sk, urand());
+  for (int64_t b = 0; b < b_count; b++)
+    for (int64_t q = 0; q < K; q++)
+      for (int64_t j = 0; j < N; j++)
+        bd[(b * K + q) * N + j] = put(hb, dt, b * b_per + q * g.b_sk + j * g.b_sn, urand());
+  for (int64_t j = 0; j < N; j++) dd[j] = put(hd, dt, j, urand());
+  if (cuda_alloc(abytes + 16, NULL, &pa) || cuda_alloc(bbytes + 16, NULL, &pb) ||
+      cuda_alloc(cbytes + 16, NULL, &pc) || cuda_alloc(dbytes + 16, NULL, &pd) ||
+      cu->MemcpyHtoDAsync(pa, ha, abytes, NULL) || cu->MemcpyHtoDAsync(pb, hb, bbytes, NULL) ||
+      cu->MemcpyHtoDAsync(pd, hd, dbytes, NULL) || cu->MemsetD8Async(pc, 0xff, cbytes, NULL)) {
+    printf("FAIL %s: device memory\n", what);
+    failed++;
+    goto out;
+  }
+  int v = cuda_gemm_tc_variant(&g, dt, pa, pb);
+  if (c->want >= 0 && v != c->want) {
+    printf("FAIL %s: variant %s, expected %s\n", what, vname(v), vname(c->want));
+    failed++;
+    goto out;
+  }
+  bool done = false;
+  ptc_status s = cuda_gemm_tc(ctx, dev, NULL, &g, Bt, dt, true, pa, pb, c->bias ? pd : 0, pc, &done);
+  if (!s && cu->StreamSynchronize(NULL) != CU_SUCCESS) s = PTC_ERR(INTERNAL, "synchronize failed");
+  if (!s && cu->MemcpyDtoHAsync(hc, pc, cbytes, NULL) != CU_SUCCESS)
+    s = PTC_ERR(INTERNAL, "copy back failed");
+  if (!s) cu->StreamSynchronize(NULL);
+  if (s || !done) {
+    printf("FAIL %s: %s\n", what, s ? ptc_status_message(s) : "not taken");
+    ptc_status_destroy(s);
+    failed++;
+    goto out;
+  }
+  double tol = dt == PTC_F16 ? 2e-3 : dt == PTC_BF16 ? 1e-2 : 3e-3, worst = 0;
+  int64_t bad = -1;
+  for (int64_t b = 0; b < Bt && bad < 0; b++)
+    for (int64_t i = 0; i < M && bad < 0; i++)
+      for (int64_t j = 0; j < N; j++) {
+        const double* bb = bd + (c->b_shared ? 0 : b) * K * N;
+        double acc = 0, mag = 0;
+        for (int64_t q = 0; q < K; q++) {
+          double p = ad[(b * M + i) * K + q] * bb[q * N + j];
+          acc += p;
+          mag += fabs(p);
+        }
+        double x = c->alpha * acc, scale = fabs(c->alpha) * mag + 1;
+        if (c->bias) {
+          x += c->beta * dd[j];
+          scale += fabs(c->beta * dd[j]);
+        }
+        double want = act_ref(c->act, x), got = get(hc, dt, (b * M + i) * N + j);
+        double err = fabs(got - want) / scale;
+        if (!(err <= tol)) {
+          printf("FAIL %s (%s): [%lld, %lld, %lld] = %g, expected %g\n", what, vname(v),
+                 (long long)b, (long long)i, (long long)j, got, want);
+          bad = j;
+          break;
+        }
+        if (err > worst) worst = err;
+      }
+  if (bad >= 0) {
+    failed++;
+  } else {
+    passed++;
+    if (getenv("PTC_TEST_VERBOSE")) printf("ok %s (%s): max rel err %.2e\n", what, vname(v), worst);
+  }
+out:
+  cuda_free(pa);
+  cuda_free(pb);
+  cuda_free(pc);
+  cuda_free(pd);
+  free(ha);
+  free(hb);
+  free(hc);
+  free(hd);
+  free(ad);
+  free(bd);
+  free(dd);
+}
+
+static void run_all(void) {
+  static const int32_t dts[3] = {PTC_F16, PTC_BF16, PTC_F32};
+  static const int64_t sizes[][3] = {{1, 1, 1},     {17, 33, 1},   {130, 129, 31}, {257, 100, 200},
+                                     {64, 256, 512}, {5, 300, 7},  {128, 128, 64}, {200, 8, 1000}};
+  for (int di = 0; di < 3; di++)
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
+      for (int bl = 0; bl < 3; bl++)
+        for (int at = 0; at < 2; at++) {
+          gcase c = {dts[di], sizes[si][0], sizes[si][1], sizes[si][2], 1, at, bl, 0,
+                     IR_ACT_NONE, 0, 1.0, 1.0, -1};
+          c.want = at || bl == 2 ? CUDA_TCG_GEN : bl == 1 ? CUDA_TCG_KK : CUDA_TCG_KN;
+          if (c.m == 1 && !at) c.want = -1; /* a 1-row A may count as either */
+          if (c.k == 1 || c.n == 1 || c.m == 1) c.want = -1;
+          run_case(&c);
+        }
+  /* epilogues: every activation, bias with beta, alpha; batches */
+  for (int di = 0; di < 3; di++)
+    for (int act = 0; act <= IR_ACT_TANH; act++)
+      for (int bl = 0; bl < 3; bl++) {
+        gcase c = {dts[di], 77, 150, 45, 3, 0, bl, act % 2, act, act % 3 != 0, 1.5, 0.5, -1};
+        run_case(&c);
+      }
+  /* larger, several K stages and full tiles */
+  for (int di = 0; di < 3; di++) {
+    gcase c = {dts[di], 384, 256, 1024, 2, 0, 1, 0, IR_ACT_GELU, 1, 1.0, 1.0, CUDA_TCG_KK};
+    run_case(&c);
+    c.b_layout = 0, c.want = CUDA_TCG_KN, c.act = IR_ACT_RELU;
+    run_case(&c);
+  }
+}
+
+/* ---- bench ------------------------------------------------------------------------------ */
+
+static void bench(void) {
+  const cu_api* cu = &cuda_libs_get()->cu;
+  const int64_t M = 4096, K = 1024, N = 4096;
+  static const int32_t dts[3] = {PTC_BF16, PTC_F16, PTC_F32};
+  for (int di = 0; di < 3; di++)
+    for (int bl = 0; bl < 2; bl++) {
+      int32_t dt = dts[di];
+      size_t es = ptc_dtype_size(dt);
+      cu_deviceptr pa = 0, pb = 0, pc = 0;
+      if (cuda_alloc((size_t)(M * K) * es, NULL, &pa) || cuda_alloc((size_t)(K * N) * es, NULL, &pb) ||
+          cuda_alloc((size_t)(M * N) * es, NULL, &pc)) {
+        printf("bench: out of device memory\n");
+        return;
+      }
+      cu->MemsetD8Async(pa, 0x3c, (size_t)(M * K) * es, NULL);
+      cu->MemsetD8Async(pb, 0x3c, (size_t)(K * N) * es, NULL);
+      cuda_mm_args g;
+      memset(&g, 0, sizeof g);
+      g.m = M, g.n = N, g.k = K;
+      g.a_sm = K, g.a_sk = 1;
+      if (bl) g.b_sk = 1, g.b_sn = K;
+      else g.b_sk = N, g.b_sn = 1;
+      g.c_sm = N, g.c_sn = 1;
+      g.alpha = 1.0;
+      double ms[2] = {-1, -1};
+      for (int lib = 0; lib < 2; lib++) {
+        cuda_ext_call call;
+        memset(&call, 0, sizeof call);
+        call.tf32 = true;
+        int reps = 20;
+        double t0 = 0;
+        for (int it = -3; it < reps; it++) {
+          if (it == 0) {
+            cu->StreamSynchronize(NULL);
+            t0 = now_s();
+          }
+          bool done = false;
+          ptc_status s = lib ? cuda_blaslt_matmul(&call, &g, 1, dt, pa, pb, 0, pc, &done)
+                             : cuda_gemm_tc(ctx, dev, NULL, &g, 1, dt, true, pa, pb, 0, pc, &done);
+          if (s || !done) {
+            ptc_status_destroy(s);
+            t0 = -1;
+            break;
+          }
+        }
+        cu->StreamSynchronize(NULL);
+        if (t0 >= 0) ms[lib] = (now_s() - t0) * 1e3 / reps;
+      }
+      double fl = 2.0 * (double)M * (double)N * (double)K;
+      printf("bench %s%s M%lld K%lld N%lld B %s: tensor-core GEMM %.3f ms (%.1f TFLOP/s), "
+             "cuBLASLt %.3f ms (%.1f TFLOP/s)%s\n",
+             dt == PTC_F32 ? "f32-tf32" : ptc_dtype_name(dt), "", (long long)M, (long long)K,
+             (long long)N, bl ? "[n][k]" : "[k][n]", ms[0], ms[0] > 0 ? fl / ms[0] / 1e9 : 0, ms[1],
+             ms[1] > 0 ? fl / ms[1] / 1e9 : 0, ms[1] > 0 ? "" : " (cuBLASLt unavailable)");
+      cuda_free(pa);
+      cuda_free(pb);
+      cuda_free(pc);
+    }
+}
+
+int main(int argc, char** argv) {
+  bool compile_only = argc > 1 && !strcmp(argv[1], "--compile-only");
+  bool do_bench = argc > 1 && !strcmp(argv[1], "--bench");
+  if (compile_only) {
+    const char* why = cuda_nvrtc_unavailable();
+    if (why) {
+      printf("skipped: %s\n", why);
+      return 77;
+    }
+    static const int archs[2] = {80, 90};
+    cuda_check_stats st;
+    memset(&st, 0, sizeof st);
+    ptc_status s = cuda_check_compile(ptc_cuda_gemm_tc_text, archs, 2, &st);
+    if (s) {
+      printf("FAIL: the tensor-core GEMM module: %s\n", ptc_status_message(s));
+      const char* log = ptc_status_detail(s, "compiler_log");
+      if (log) printf("%s\n", log);
+      ptc_status_destroy(s);
+      return 1;
+    }
+    printf("tensor-core GEMM module: compiled for sm_80 and sm_90 (%zu bytes of cubin, %.0f ms)\n",
+           st.cubin_bytes, st.nvrtc_ms);
+    return 0;
+  }
+  dev = cuda_device_get();
+  if (!dev) {
+    printf("skipped: %s\n", cuda_unavailable_reason());
+    return 77;
+  }
+  if (!cuda_gemm_tc_supports(dev, PTC_BF16, true)) {
+    printf("skipped: %s is sm_%d%d (the tensor-core GEMM needs sm_80)\n", dev->name, dev->cc_major,
+           dev->cc_minor);
+    return 77;
+  }
+  ptc_status s = ptc_context_create(NULL, &ctx);
+  cu_context prev = NULL;
+  if (!s) s = cuda_ctx_enter(dev, &prev);
+  if (s) {
+    printf("FAIL: setup: %s\n", ptc_status_message(s));
+    return 1;
+  }
+  double t0 = now_s();
+  if (do_bench)
+    bench();
+  else
+    run_all();
+  cuda_ctx_leave(dev, prev);
+  ptc_context_release(ctx);
+  if (!do_bench)
+    printf("test_cuda_gemm: %d passed, %d failed (%.1f s)\n", passed, failed, now_s() - t0);
+  return failed ? 1 : 0;
+}
