@@ -1,9 +1,11 @@
 /* cuda_pipeline.c - the cuda backend's compile pipeline up to the schedule
  * (decomp_graph -> ir_lower -> sched_run, as the cpu backend; gelu and silu
- * stay whole so the lowering folds them into GEMM epilogues), and the
+ * stay whole so the lowering folds them into GEMM epilogues; sdpa stays whole,
+ * a fallback extern the device runs, when cuda_attn_graph_ok), and the
  * compile-only check used by CI, where NVRTC exists but no GPU does. */
 #include "../../lib/decomp/decomp.h"
 #include "cuda.h"
+#include "cuda_attn.h"
 #include "cuda_cg.h"
 #include "cuda_nvrtc.h"
 
@@ -12,8 +14,9 @@
 #include <string.h>
 #include <time.h>
 
+/* user: a bool, true if the graph's sdpa nodes stay whole (cuda_attn.c) */
 static bool want_decomposed(void* user, const char* op) {
-  (void)user;
+  if (strcmp(op, "scaled_dot_product_attention") == 0) return !*(const bool*)user;
   static const char* const kept[] = {"gelu", "silu"};
   for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
     if (strcmp(op, kept[i]) == 0) return false;
@@ -29,6 +32,8 @@ ptc_status cuda_pipeline(ptc_context* ctx, const ptc_graph* g, bool fuse, ptc_gr
   memset(&dopt, 0, sizeof dopt);
   dopt.borrow_constants = true;
   dopt.want = want_decomposed;
+  bool keep_sdpa = cuda_attn_graph_ok(g);
+  dopt.user = &keep_sdpa;
   PTC_TRY(decomp_graph_ex(g, &dopt, dg));
   ir_lower_options lo;
   ir_lower_options_init(&lo);

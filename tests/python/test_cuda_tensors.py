@@ -275,3 +275,160 @@ def test_conv_precision_follows_cudnn_allow_tf32():
         exact = F.conv2d(x.double(), conv.weight.double(), conv.bias.double(), padding=1)
         err = (fn(x).double() - exact).abs().max().item()
     assert err / exact.abs().max().item() < 2e-6, err
+
+
+# ---- scaled_dot_product_attention (attention helper, issue 5) --------------------------
+# f16/bf16 sdpa with head dims 32/64/128 runs as one fused flash-attention
+# kernel (backends/cuda/cuda_attn.c); other cases take the decomposition.
+class _Sdpa(nn.Module):
+    def __init__(self, causal=False, scale=None):
+        super().__init__()
+        self.causal, self.scale = causal, scale
+
+    def forward(self, q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=self.causal, scale=self.scale)
+
+
+class _SdpaMask(nn.Module):
+    def forward(self, q, k, v, m):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=m)
+
+
+class _SdpaHeads(nn.Module):
+    """HF-style: projections viewed as [B, L, H, E] and transposed (strided q/k/v)."""
+    def __init__(self, d=256, h=4):
+        super().__init__()
+        self.h, self.qkv = h, nn.Linear(d, 3 * d)
+
+    def forward(self, x):
+        b, l, d = x.shape
+        q, k, v = self.qkv(x).split(d, dim=2)
+        q, k, v = [t.view(b, l, self.h, d // self.h).transpose(1, 2) for t in (q, k, v)]
+        o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return o.transpose(1, 2).reshape(b, l, d)
+
+
+_ATTN_TOL = {torch.float16: 4e-3, torch.bfloat16: 2e-2, torch.float32: 1e-4}
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shape", [(2, 4, 128, 128, 64), (1, 3, 17, 17, 64), (2, 2, 1000, 1000, 32),
+                                   (1, 2, 33, 70, 128), (2, 1, 1, 1, 64)])
+def test_sdpa_cuda(dtype, causal, shape):
+    b, h, l, s, e = shape
+    torch.manual_seed(11)
+    q = torch.randn(b, h, l, e, device="cuda", dtype=dtype)
+    k = torch.randn(b, h, s, e, device="cuda", dtype=dtype)
+    v = torch.randn(b, h, s, e, device="cuda", dtype=dtype)
+    m = _Sdpa(causal)
+    fn = _compile(m, [q, k, v])
+    _close(fn(q, k, v), m(q, k, v), _ATTN_TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("kind", ["float", "bool"])
+def test_sdpa_cuda_mask(dtype, kind):
+    torch.manual_seed(12)
+    q = torch.randn(2, 4, 70, 64, device="cuda", dtype=dtype)
+    k = torch.randn(2, 4, 90, 64, device="cuda", dtype=dtype)
+    v = torch.randn(2, 4, 90, 64, device="cuda", dtype=dtype)
+    if kind == "bool":
+        mask = torch.rand(2, 1, 70, 90, device="cuda") < 0.8
+        mask[:, :, :, 0] = True  # no fully masked row (torch gives NaN there)
+    else:
+        mask = torch.randn(70, 90, device="cuda", dtype=dtype)
+    m = _SdpaMask()
+    fn = _compile(m, [q, k, v, mask])
+    _close(fn(q, k, v, mask), m(q, k, v, mask), _ATTN_TOL[dtype])
+
+
+def test_sdpa_cuda_scale_and_strided_heads():
+    torch.manual_seed(13)
+    q, k, v = (torch.randn(2, 3, 50, 64, device="cuda", dtype=torch.float16) for _ in range(3))
+    m = _Sdpa(False, 0.3)
+    _close(_compile(m, [q, k, v])(q, k, v), m(q, k, v), 4e-3)
+    heads = _SdpaHeads().cuda().to(torch.bfloat16).eval()
+    x = torch.randn(2, 100, 256, device="cuda", dtype=torch.bfloat16)
+    with torch.no_grad():
+        _close(_compile(heads, [x])(x), heads(x), 3e-2)
+
+
+# ---- mode="reduce-overhead": CUDA graphs (issue 5) ------------------------------------
+# The first call of a shape runs plainly, the second records a CUDA graph
+# and replays it, later calls replay; inputs are copied into the graph's
+# static inputs and outputs out of its static outputs, so outputs of earlier
+# calls stay valid and changed inputs are seen (backends/cuda/cuda_graph.h).
+def _graph_line(fn):
+    text = fn.compiled.executables[0].format()
+    return next((l for l in text.splitlines() if l.startswith("graph mode")), "")
+
+
+def _graph_count(line, what):
+    import re
+    m = re.search(r"(\d+) " + what, line)
+    return int(m.group(1)) if m else -1
+
+
+def test_reduce_overhead_from_fx_replays_with_new_inputs():
+    torch.manual_seed(21)
+    m = Chain()
+    x = torch.randn(64, 1000, device="cuda")
+    fn = _compile(m, [x], mode="reduce-overhead")
+    outs, refs = [], []
+    for i in range(5):
+        xi = torch.randn(64, 1000, device="cuda") if i % 2 else x.mul_(1.5)  # in place, then new
+        outs.append(fn(xi))
+        refs.append(m(xi))
+    for o, r in zip(outs, refs):  # earlier outputs are not overwritten by later replays
+        _close(o, r, 1e-5)
+    line = _graph_line(fn)
+    assert line.startswith("graph mode (reduce-overhead): on"), line
+    assert _graph_count(line, "CUDA graphs recorded") == 1, line
+    assert _graph_count(line, "replays") == 4, line
+
+
+def test_reduce_overhead_shape_changes_and_streams():
+    torch.manual_seed(22)
+    m = Mlp().cuda().eval()
+    x = torch.randn(8, 64, device="cuda")
+    fn = _compile(m, [x], mode="reduce-overhead", dynamic=True)
+    s = torch.cuda.Stream()
+    with torch.no_grad():
+        for i, b in enumerate([8, 16, 8, 16, 8, 3, 3, 3]):
+            xi = torch.randn(b, 64, device="cuda")
+            if i % 2:
+                with torch.cuda.stream(s):
+                    s.wait_stream(torch.cuda.current_stream())
+                    out = fn(xi)
+                s.synchronize()
+            else:
+                out = fn(xi)
+            _close(out, m(xi), 1e-4)
+    line = _graph_line(fn)
+    assert _graph_count(line, "CUDA graphs recorded") == 3, line
+
+
+def test_reduce_overhead_torch_compile_backend():
+    if not hasattr(torch, "compile"):
+        pytest.skip("torch.compile needs torch 2")
+    import ptc.backend
+    torch.manual_seed(23)
+    m = Mlp().cuda().eval()
+    b = ptc.backend.make_backend("cuda", mode="reduce-overhead")
+    cm = torch.compile(m, backend=b)
+    with torch.no_grad():
+        for _ in range(4):
+            x = torch.randn(32, 64, device="cuda")
+            _close(cm(x), m(x), 1e-4)
+    assert not b.fallbacks, b.fallbacks
+
+
+def test_reduce_overhead_ptc_compile():
+    torch.manual_seed(24)
+    m = Mlp().cuda().eval()
+    cm = ptc.compile(m, backend="cuda", mode="reduce-overhead")
+    with torch.no_grad():
+        for _ in range(4):
+            x = torch.randn(16, 64, device="cuda")
+            _close(cm(x), m(x), 1e-4)

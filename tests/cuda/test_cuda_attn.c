@@ -1,0 +1,442 @@
+/* test_cuda_attn.c - fused scaled_dot_product_attention on the cuda backend.
+ *
+ *  --compile-only (needs NVRTC only; exit 77 without it): the attention
+ *    module (cuda_attn.cuh) compiles for sm_80 and sm_90, and the pipeline
+ *    keeps sdpa whole exactly for the graphs the kernels take (f16/bf16,
+ *    head dim 32/64/128) and decomposes the others (f32, head dim 96,
+ *    PTC_CUDA_ATTN=0).
+ *  default (needs a GPU; exit 77 without one): sdpa graphs compiled for
+ *    "cuda" and "ref" run on the same random inputs and compared: f16 and
+ *    bf16, causal or not, additive and boolean masks (broadcast), odd
+ *    sequence lengths (1, 17, 1000, L != S), head dims 32/64/128, batch *
+ *    heads, q/k/v as transposed views ([B, L, H, E] -> [B, H, L, E]), a
+ *    given scale; plus f32 (decomposed) for the dispatch.
+ *  --bench: b8 h16 s1024 d64 (f16, bf16; causal or not) with the fused
+ *    kernel and with the decomposition (PTC_CUDA_ATTN=0), ms per call.
+ * Exit status: 0 passed, 1 a failure, 77 skipped.
+ */
+#include "backends/cuda/cuda.h"
+#include "backends/cuda/cuda_attn.h"
+#include "backends/cuda/cuda_rt.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static ptc_context* ctx;
+static int failed, passed;
+
+typedef struct acase {
+  int32_t dtype;
+  int64_t B, H, L, S, E;
+  int causal;
+  int mask;       /* 0 none, 1 additive [L, S], 2 bool [B, 1, L, S] */
+  int transposed; /* inputs [B, L, H, E], transposed into [B, H, L, E] */
+  double scale;   /* 0: default */
+} acase;
+
+static const char* dname(int32_t dt) { return ptc_dtype_name(dt); }
+
+/* The graph: sdpa(q, k, v[, mask]) with the case's attributes. */
+static ptc_status build(const acase* c, ptc_graph** out) {
+  ptc_graph* g = NULL;
+  PTC_TRY(ptc_graph_create(ctx, &g));
+  ptc_status s = PTC_OK;
+  ptc_value in[4] = {0, 0, 0, PTC_VALUE_NONE}, x[4];
+  const char* names[3] = {"q", "k", "v"};
+  for (int i = 0; i < 3 && !s; i++) {
+    int64_t rows = i == 0 ? c->L : c->S;
+    ptc_dim sh[4] = {{c->B, 0, 0}, {c->H, 0, 0}, {rows, 0, 0}, {c->E, 0, 0}};
+    if (c->transposed) {
+      sh[1].value = rows;
+      sh[2].value = c->H;
+    }
+    s = ptc_graph_add_input(g, names[i], c->dtype, sh, 4, NULL, &x[i]);
+    in[i] = x[i];
+    if (!s && c->transposed) {
+      ptc_attr t[2] = {ptc_attr_int("dim0", 1), ptc_attr_int("dim1", 2)};
+      s = ptc_graph_add_node(g, "transpose", &x[i], 1, t, 2, &in[i], 1, NULL);
+    }
+  }
+  if (!s && c->mask == 1) {
+    ptc_dim sh[2] = {{c->L, 0, 0}, {c->S, 0, 0}};
+    s = ptc_graph_add_input(g, "mask", c->dtype, sh, 2, NULL, &in[3]);
+  } else if (!s && c->mask == 2) {
+    ptc_dim sh[4] = {{c->B, 0, 0}, {1, 0, 0}, {c->L, 0, 0}, {c->S, 0, 0}};
+    s = ptc_graph_add_input(g, "mask", PTC_BOOL, sh, 4, NULL, &in[3]);
+  }
+  ptc_attr at[2];
+  size_t na = 0;
+  if (c->causal) at[na++] = ptc_attr_bool("is_causal", 1);
+  if (c->scale != 0.0) at[na++] = ptc_attr_float("scale", c->scale);
+  ptc_value o = 0;
+  if (!s)
+    s = ptc_graph_add_node(g, "scaled_dot_product_attention", in, c->mask ? 4 : 3, at, na, &o, 1,
+                           NULL);
+  if (!s) s = ptc_graph_add_output(g, o);
+  if (s) {
+    ptc_graph_destroy(g);
+    return s;
+  }
+  *out = g;
+  return PTC_OK;
+}
+
+static void report(bool ok, const char* what, const char* detail) {
+  if (ok) {
+    passed++;
+    return;
+  }
+  failed++;
+  printf("FAIL %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
+}
+
+static void report_status(const char* what, ptc_status s) {
+  report(false, what, ptc_status_message(s));
+  ptc_status_destroy(s);
+}
+
+/* ---- compile-only checks --------------------------------------------------------------- */
+
+static bool graph_keeps(const acase* c, bool* keeps) {
+  ptc_graph* g = NULL;
+  ptc_status s = build(c, &g);
+  if (s) {
+    report_status("building a graph", s);
+    return false;
+  }
+  *keeps = cuda_attn_graph_ok(g);
+  ptc_graph_destroy(g);
+  return true;
+}
+
+static int compile_only(void) {
+  const char* why = cuda_nvrtc_unavailable();
+  if (why) {
+    printf("SKIP: NVRTC is not available here: %s\n", why);
+    return 77;
+  }
+  static const int archs[2] = {80, 90};
+  for (int i = 0; i < 2; i++) {
+    ptc_status s = cuda_attn_check_compile(ctx, archs[i]);
+    char what[64];
+    snprintf(what, sizeof what, "attention module for sm_%d", archs[i]);
+    if (s) {
+      const char* log = ptc_status_detail(s, "compiler_log");
+      if (log) printf("%s\n", log);
+      report_status(what, s);
+    } else {
+      report(true, what, NULL);
+    }
+  }
+  struct {
+    acase c;
+    bool keep;
+    const char* what;
+  } rows[] = {
+      {{PTC_BF16, 2, 4, 128, 128, 64, 0, 0, 0, 0}, true, "bf16 d64 kept"},
+      {{PTC_F16, 2, 4, 17, 33, 32, 1, 0, 1, 0}, true, "f16 d32 causal transposed kept"},
+      {{PTC_F16, 1, 2, 16, 16, 128, 0, 2, 0, 0}, true, "f16 d128 bool mask kept"},
+      {{PTC_F32, 2, 4, 128, 128, 64, 0, 0, 0, 0}, false, "f32 decomposed"},
+      {{PTC_BF16, 2, 4, 128, 128, 96, 0, 0, 0, 0}, false, "head dim 96 decomposed"},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    bool k = false;
+    if (graph_keeps(&rows[i].c, &k)) report(k == rows[i].keep, rows[i].what, NULL);
+  }
+  setenv("PTC_CUDA_ATTN", "0", 1);
+  bool k = true;
+  if (graph_keeps(&rows[0].c, &k)) report(!k, "PTC_CUDA_ATTN=0 decomposes", NULL);
+  unsetenv("PTC_CUDA_ATTN");
+  /* the kept graph lowers to one extern and schedules */
+  ptc_graph* g = NULL;
+  ptc_status s = build(&rows[1].c, &g);
+  ptc_graph* dg = NULL;
+  ir_program* p = NULL;
+  sched_plan* sp = NULL;
+  if (!s) s = cuda_pipeline(ctx, g, true, &dg, &p, &sp);
+  if (s) {
+    report_status("pipeline of a kept sdpa graph", s);
+  } else {
+    uint32_t ext = 0;
+    bool found = false;
+    for (uint32_t i = 0; i < sp->n_kernels; i++) {
+      if (!sp->kernels[i].is_extern) continue;
+      ext++;
+      const ir_node* n = ir_node_at(p, sp->kernels[i].nodes[0]);
+      found = found || cuda_attn_handles(p, n);
+    }
+    report(found && ext == 1, "the kept sdpa is one extern the device runs", NULL);
+    sched_plan_destroy(sp);
+    ir_program_destroy(p);
+    ptc_graph_destroy(dg);
+  }
+  ptc_graph_destroy(g);
+  printf("test_cuda_attn --compile-only: %d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}
+
+/* ---- GPU runs --------------------------------------------------------------------------------- */
+
+static const cu_api* cu(void) { return &cuda_libs_get()->cu; }
+
+typedef struct htensor {
+  ptc_tensor t;
+  int64_t shape[4];
+  void* host;
+  size_t bytes;
+  cu_deviceptr dev;
+} htensor;
+
+static uint64_t rng_state = 88172645463325252ull;
+static double urand(void) {
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return (double)(rng_state >> 11) / 9007199254740992.0;
+}
+
+static bool make_input(const ptc_graph* g, size_t i, htensor* h) {
+  memset(h, 0, sizeof *h);
+  ptc_value_info info;
+  memset(&info, 0, sizeof info);
+  info.struct_size = sizeof info;
+  ptc_status st = ptc_graph_value_info(g, ptc_graph_input(g, i), &info);
+  if (st) {
+    ptc_status_destroy(st);
+    return false;
+  }
+  int64_t n = 1;
+  for (int32_t d = 0; d < (int32_t)info.rank; d++) {
+    h->shape[d] = info.shape[d].value;
+    n *= h->shape[d];
+  }
+  size_t es = ptc_dtype_size(info.dtype);
+  h->bytes = (size_t)n * es;
+  h->host = malloc(h->bytes ? h->bytes : 1);
+  if (!h->host) return false;
+  for (int64_t k = 0; k < n; k++) {
+    double x = urand() * 4.0 - 2.0;
+    switch (info.dtype) {
+      case PTC_F32: ((float*)h->host)[k] = (float)x; break;
+      case PTC_F16: ((uint16_t*)h->host)[k] = ptc_f32_to_f16((float)x); break;
+      case PTC_BF16: ((uint16_t*)h->host)[k] = ptc_f32_to_bf16((float)x); break;
+      case PTC_BOOL: ((uint8_t*)h->host)[k] = urand() < 0.8; break;
+      default: return false;
+    }
+  }
+  h->t.data = h->host;
+  h->t.device.device_type = PTC_DEVICE_CPU;
+  h->t.ndim = (int32_t)info.rank;
+  h->t.dtype = ptc_dtype_to_dl(info.dtype);
+  h->t.shape = h->shape;
+  ptc_status st2 = cuda_alloc(h->bytes ? h->bytes : 16, NULL, &h->dev);
+  if (st2) {
+    ptc_status_destroy(st2);
+    return false;
+  }
+  return !h->bytes || (cu()->MemcpyHtoDAsync(h->dev, h->host, h->bytes, NULL) == CU_SUCCESS &&
+                       cu()->StreamSynchronize(NULL) == CU_SUCCESS);
+}
+
+static void free_input(htensor* h) {
+  free(h->host);
+  if (h->dev) cuda_free(h->dev);
+}
+
+static ptc_tensor on_device(const htensor* h) {
+  ptc_tensor t = h->t;
+  t.data = (void*)(uintptr_t)h->dev;
+  t.device.device_type = PTC_DEVICE_CUDA;
+  t.device.device_id = 0;
+  return t;
+}
+
+static double load_f(const void* p, int32_t dt, int64_t k) {
+  switch (dt) {
+    case PTC_F32: return ((const float*)p)[k];
+    case PTC_F16: return ptc_f16_to_f32(((const uint16_t*)p)[k]);
+    default: return ptc_bf16_to_f32(((const uint16_t*)p)[k]);
+  }
+}
+
+static ptc_status compile(const ptc_graph* g, const char* backend, ptc_executable** e) {
+  ptc_compile_options o;
+  ptc_compile_options_init(&o);
+  o.backend = backend;
+  return ptc_compile(ctx, g, &o, e);
+}
+
+static void check_case(const acase* c) {
+  char what[160];
+  snprintf(what, sizeof what, "%s B%lld H%lld L%lld S%lld E%lld%s%s%s", dname(c->dtype),
+           (long long)c->B, (long long)c->H, (long long)c->L, (long long)c->S, (long long)c->E,
+           c->causal ? " causal" : "", c->mask == 1 ? " add-mask" : c->mask == 2 ? " bool-mask" : "",
+           c->transposed ? " transposed" : "");
+  ptc_graph* g = NULL;
+  ptc_executable *ec = NULL, *er = NULL;
+  ptc_status s = build(c, &g);
+  if (!s) s = compile(g, "cuda", &ec);
+  if (!s) s = compile(g, "ref", &er);
+  if (s) {
+    report_status(what, s);
+    ptc_executable_release(ec);
+    ptc_executable_release(er);
+    ptc_graph_destroy(g);
+    return;
+  }
+  size_t n_in = c->mask ? 4 : 3;
+  htensor h[4];
+  ptc_tensor hin[4], din[4];
+  bool ok = true;
+  for (size_t i = 0; i < n_in; i++) {
+    ok = ok && make_input(g, i, &h[i]);
+    hin[i] = h[i].t;
+    din[i] = on_device(&h[i]);
+  }
+  ptc_results *rr = NULL, *rc = NULL;
+  if (!ok) s = PTC_ERR(INTERNAL, "input setup failed");
+  if (!s) s = ptc_executable_run_alloc(er, hin, n_in, NULL, &rr);
+  if (!s) s = ptc_executable_run_alloc(ec, din, n_in, NULL, &rc);
+  if (s) {
+    report_status(what, s);
+  } else {
+    const ptc_tensor* tr = ptc_results_get(rr, 0);
+    const ptc_tensor* tc = ptc_results_get(rc, 0);
+    int64_t n = 1;
+    for (int32_t d = 0; d < tr->ndim; d++) n *= tr->shape[d];
+    size_t bytes = (size_t)n * ptc_dtype_size(c->dtype);
+    void* got = malloc(bytes ? bytes : 1);
+    bool dl = got && tc->device.device_type == PTC_DEVICE_CUDA &&
+              (!bytes || (cu()->MemcpyDtoHAsync(got, (cu_deviceptr)(uintptr_t)tc->data + tc->byte_offset,
+                                                bytes, NULL) == CU_SUCCESS &&
+                          cu()->StreamSynchronize(NULL) == CU_SUCCESS));
+    double tol = c->dtype == PTC_BF16 ? 2e-2 : c->dtype == PTC_F16 ? 4e-3 : 1e-4, worst = 0;
+    int64_t bad = -1;
+    for (int64_t k = 0; dl && k < n; k++) {
+      double a = load_f(got, c->dtype, k), b = load_f((const char*)tr->data + tr->byte_offset,
+                                                      c->dtype, k);
+      double err = fabs(a - b) / (1.0 + fabs(b));
+      if (!(err <= tol) && bad < 0) bad = k;
+      if (err > worst || err != err) worst = err;
+    }
+    char detail[160];
+    snprintf(detail, sizeof detail, "worst relative error %.3g (tolerance %.1g), first bad index %lld",
+             worst, tol, (long long)bad);
+    report(dl && bad < 0, what, dl ? detail : "download failed");
+    free(got);
+  }
+  ptc_results_destroy(rr);
+  ptc_results_destroy(rc);
+  for (size_t i = 0; i < n_in; i++) free_input(&h[i]);
+  ptc_executable_release(ec);
+  ptc_executable_release(er);
+  ptc_graph_destroy(g);
+}
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* ms per call of the graph of c on the cuda backend (fused unless env). */
+static double time_case(const acase* c, bool fused) {
+  if (!fused) setenv("PTC_CUDA_ATTN", "0", 1);
+  ptc_graph* g = NULL;
+  ptc_executable* e = NULL;
+  ptc_status s = build(c, &g);
+  if (!s) s = compile(g, "cuda", &e);
+  unsetenv("PTC_CUDA_ATTN");
+  double ms = -1;
+  htensor h[3];
+  ptc_tensor din[3];
+  bool ok = !s;
+  for (size_t i = 0; ok && i < 3; i++) {
+    ok = make_input(g, i, &h[i]);
+    din[i] = on_device(&h[i]);
+  }
+  for (int it = 0, iters = 5; ok && it < 2; it++, iters = 30) {
+    double t0 = now_s();
+    for (int r = 0; ok && r < iters; r++) {
+      ptc_results* res = NULL;
+      ptc_status rs = ptc_executable_run_alloc(e, din, 3, NULL, &res);
+      ok = !rs;
+      ptc_status_destroy(rs);
+      ptc_results_destroy(res);
+    }
+    ok = ok && cu()->CtxSynchronize() == CU_SUCCESS;
+    ms = (now_s() - t0) * 1e3 / iters;
+  }
+  if (s) ptc_status_destroy(s);
+  for (size_t i = 0; i < 3 && !s; i++) free_input(&h[i]);
+  ptc_executable_release(e);
+  ptc_graph_destroy(g);
+  return ok ? ms : -1;
+}
+
+int main(int argc, char** argv) {
+  bool compile_check = false, bench = false;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--compile-only")) compile_check = true;
+    if (!strcmp(argv[i], "--bench")) bench = true;
+  }
+  if (ptc_context_create(NULL, &ctx)) return 1;
+  if (compile_check) {
+    int rc = compile_only();
+    ptc_context_release(ctx);
+    return rc;
+  }
+  const char* why = NULL;
+  if (!ptc_backend_available("cuda", &why)) {
+    printf("SKIP: the cuda backend is not available here: %s\n", why ? why : "?");
+    ptc_context_release(ctx);
+    return 77;
+  }
+  const cuda_device* dev = cuda_device_get();
+  cu_context prev;
+  ptc_status_destroy(cuda_ctx_enter(dev, &prev));
+  printf("device: %s (sm_%d%d)\n", dev->name, dev->cc_major, dev->cc_minor);
+  if (bench) {
+    static const int32_t dts[2] = {PTC_BF16, PTC_F16};
+    for (int d = 0; d < 2; d++)
+      for (int causal = 0; causal < 2; causal++) {
+        acase c = {dts[d], 8, 16, 1024, 1024, 64, causal, 0, 0, 0};
+        double tf = time_case(&c, true), td = time_case(&c, false);
+        double flops = 4.0 * 8 * 16 * 1024.0 * 1024 * 64 / (causal ? 2 : 1);
+        printf("bench sdpa %s b8 h16 s1024 d64%s: fused %.4f ms (%.0f TFLOP/s), decomposed %.4f ms\n",
+               dname(dts[d]), causal ? " causal" : "", tf, flops / (tf * 1e-3) / 1e12, td);
+      }
+    acase c32 = {PTC_F32, 8, 16, 1024, 1024, 64, 0, 0, 0, 0};
+    printf("bench sdpa f32 b8 h16 s1024 d64 (decomposed): %.4f ms\n", time_case(&c32, true));
+    ptc_context_release(ctx);
+    return 0;
+  }
+  static const acase cases[] = {
+      {PTC_BF16, 2, 4, 128, 128, 64, 0, 0, 0, 0},
+      {PTC_F16, 2, 4, 128, 128, 64, 0, 0, 0, 0},
+      {PTC_BF16, 2, 3, 1000, 1000, 64, 1, 0, 0, 0},
+      {PTC_F16, 1, 2, 1000, 1000, 64, 0, 0, 1, 0},
+      {PTC_BF16, 3, 2, 17, 17, 64, 0, 0, 0, 0},
+      {PTC_F16, 3, 2, 1, 1, 64, 0, 0, 0, 0},
+      {PTC_F16, 1, 1, 1, 17, 64, 0, 0, 0, 0},
+      {PTC_BF16, 2, 2, 17, 1000, 64, 0, 1, 0, 0},
+      {PTC_F16, 2, 2, 100, 33, 64, 1, 0, 0, 0},
+      {PTC_F16, 2, 2, 33, 100, 64, 1, 0, 0, 0},
+      {PTC_BF16, 2, 2, 70, 90, 64, 0, 2, 0, 0},
+      {PTC_F16, 2, 2, 70, 90, 64, 0, 1, 1, 0.3},
+      {PTC_F16, 2, 3, 65, 129, 32, 0, 0, 0, 0},
+      {PTC_BF16, 2, 3, 65, 129, 32, 1, 0, 1, 0},
+      {PTC_F16, 2, 3, 200, 77, 128, 0, 0, 0, 0},
+      {PTC_BF16, 1, 4, 300, 300, 128, 0, 2, 1, 0},
+      {PTC_BF16, 1, 2, 64, 0, 64, 0, 0, 0, 0},
+      {PTC_F32, 2, 2, 100, 90, 64, 1, 0, 0, 0},
+      {PTC_F32, 2, 2, 100, 90, 64, 0, 1, 1, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&cases[i]);
+  printf("test_cuda_attn: %d passed, %d failed\n", passed, failed);
+  ptc_context_release(ctx);
+  return failed ? 1 : 0;
+}
