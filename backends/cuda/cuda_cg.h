@@ -18,14 +18,22 @@
  *    combine with warp shuffles (and shared memory across warps), so every
  *    lane holds the reduced value and the member nodes after the reduction
  *    (pointwise epilogues, later reductions of the same row: softmax,
- *    layer norm) run in the same kernel. With a static row of at most 8
- *    elements per lane (a row widened to 512 lanes to fit) where that spares
- *    writing an intermediate (softmax's exp), the row persists: its loops
- *    are unrolled and the buffers they share stay in registers
- *    (cuda_cg_kernel.c, persist_plan; PTC_CUDA_PERSIST* tune it).
+ *    layer norm) run in the same kernel. Lanes follow the row's bytes
+ *    (rows of 2-byte elements get half the lanes of 4-byte ones). With one
+ *    reduction dim, buffers accessed at r + (a multiple of V) are read and
+ *    written with 16-byte vectors, V consecutive elements per lane step
+ *    (cuda_cg_kernel.c, rvec_plan; the entry falls back to V = 1 when the
+ *    row length or an alignment does not allow). With a static row of at
+ *    most 16 elements per lane (lanes doubled up to 512 to fit) where that
+ *    spares writing an intermediate (softmax's exp) or re-reading 4-byte
+ *    rows, the row persists: its loops are unrolled and the buffers they
+ *    share stay in registers (cuda_cg_kernel.c, persist_plan;
+ *    PTC_CUDA_PERSIST* tune it).
  *  - COL: a reduction over a strided dim whose last outer dim is contiguous
  *    (column sums): threadIdx.x walks the outer points (coalesced),
- *    threadIdx.y splits the reduction; shared memory combines. Tiny rows
+ *    threadIdx.y splits the reduction (32 x 32 threads, fewer lanes when
+ *    many reductions share the kernel; PTC_CUDA_COL="X,Y" tunes it); shared
+ *    memory combines (rows padded against bank conflicts). Tiny rows
  *    (rnumel <= CUDA_CG_TINY_ROW) use COL with one lane: a thread per row.
  * Every kernel is emitted as a template over its index type IT with two
  * entry points <name>_i32 / <name>_i64: 32-bit indexing is used when every
@@ -53,7 +61,7 @@
 #define CUDA_CG_ILP 4           /* pointwise points per thread per step */
 #define CUDA_CG_TINY_ROW 16     /* rnumel at or below: a thread per row */
 #define CUDA_CG_COL_X 32        /* COL: outer points per block */
-#define CUDA_CG_COL_Y 16        /* COL: reduction lanes per outer point */
+#define CUDA_CG_COL_Y 32        /* COL: reduction lanes per outer point */
 #define CUDA_CG_UNBACKED_HINT 8192
 
 typedef enum cuda_layout { CUDA_LAYOUT_POINTWISE = 0, CUDA_LAYOUT_ROW, CUDA_LAYOUT_COL } cuda_layout;

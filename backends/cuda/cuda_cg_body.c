@@ -199,6 +199,36 @@ bool cug_cache_hit(cug* g, const ir_op* op) {
   return hit;
 }
 
+bool cug_rvec_hit(cug* g, const ir_op* op) {
+  if (!g->rvec_loop || !g->in_loop || !g->rvec_buf[op->buf] || !g->rvec_key[op->buf]) return false;
+  ptc_strbuf idx;
+  ptc_sb_init(&idx);
+  cug_index(g, &idx, op->index);
+  bool hit = idx.data && strcmp(idx.data, g->rvec_key[op->buf]) == 0;
+  ptc_sb_free(&idx);
+  return hit;
+}
+
+/* The register of a persistent row's element in the current loop step. */
+static const char* cache_slot(const cug* g) { return g->rvec > 1 ? "it * VR + e" : "it"; }
+
+/* The raw (storage-typed) value of a global load in the loop: the vector
+ * staging register when the buffer is read as a vector, else memory. */
+static void global_raw(cug* g, ptc_strbuf* raw, const ir_op* op, const char* name) {
+  const ir_buffer* b = ir_buf(g->p, op->buf);
+  if (cug_rvec_hit(g, op)) {
+    char arr[40];
+    snprintf(arr, sizeof arr, "vin_%s", name);
+    cu_load(raw, b->dtype, arr, "e");
+    return;
+  }
+  ptc_strbuf idx;
+  ptc_sb_init(&idx);
+  cug_index(g, &idx, op->index);
+  cu_load(raw, b->dtype, name, idx.data ? idx.data : "0");
+  ptc_sb_free(&idx);
+}
+
 static void load_value(cug* g, ptc_strbuf* sb, const ir_op* op) {
   const ir_buffer* b = ir_buf(g->p, op->buf);
   char name[32];
@@ -208,7 +238,7 @@ static void load_value(cug* g, ptc_strbuf* sb, const ir_op* op) {
   if (g->in_reg[op->buf]) {
     ptc_sb_printf(&raw, "v_%s", name);
   } else if (g->cache[op->buf] == 2 && cug_cache_hit(g, op)) {
-    ptc_sb_printf(&raw, "c_%s[it]", name);
+    ptc_sb_printf(&raw, "c_%s[%s]", name, cache_slot(g));
   } else if (g->vec_mode && g->vec_buf[op->buf] && op->index == g->flat) {
     char arr[40];
     snprintf(arr, sizeof arr, "vin_%s", name);
@@ -221,11 +251,7 @@ static void load_value(cug* g, ptc_strbuf* sb, const ir_op* op) {
     if (reduction_layout(g) && g->outer_reread[op->buf] && !g->in_loop)
       cug_fail(g, PTC_ERR(INTERNAL, "cuda codegen: kernel %s reads %s before storing it",
                           g->k->name, b->name));
-    ptc_strbuf idx;
-    ptc_sb_init(&idx);
-    cug_index(g, &idx, op->index);
-    cu_load(&raw, b->dtype, name, idx.data ? idx.data : "0");
-    ptc_sb_free(&idx);
+    global_raw(g, &raw, op, name);
   }
   /* register copies hold the buffer's storage value in its class */
   cu_conv(sb, b->dtype, op->dtype, raw.data ? raw.data : "0");
@@ -245,16 +271,12 @@ static void literal_of(ptc_strbuf* sb, int32_t dtype, double f, int64_t i) {
 static void emit_load(cug* g, ptc_strbuf* sb, ir_val i, const ir_op* op) {
   if (g->cache[op->buf] == 1 && op->args[0] < 0 && !g->in_reg[op->buf] && cug_cache_hit(g, op)) {
     /* first read of a persistent row: fill this lane's registers */
-    const ir_buffer* b = ir_buf(g->p, op->buf);
     char name[32];
     cug_buf_name(g, op->buf, name, sizeof name);
-    ptc_strbuf idx, raw;
-    ptc_sb_init(&idx);
+    ptc_strbuf raw;
     ptc_sb_init(&raw);
-    cug_index(g, &idx, op->index);
-    cu_load(&raw, b->dtype, name, idx.data ? idx.data : "0");
-    cug_line(g, sb, "c_%s[it] = %s;", name, raw.data ? raw.data : "0");
-    ptc_sb_free(&idx);
+    global_raw(g, &raw, op, name);
+    cug_line(g, sb, "c_%s[%s] = %s;", name, cache_slot(g), raw.data ? raw.data : "0");
     ptc_sb_free(&raw);
     g->cache[op->buf] = 2;
   }
@@ -359,7 +381,7 @@ static void emit_store(cug* g, ptc_strbuf* sb, const ir_op* op) {
     ptc_strbuf conv;
     ptc_sb_init(&conv);
     cu_conv(&conv, v->dtype, b->dtype, val);
-    cug_line(g, sb, "c_%s[it] = %s;", name, conv.data ? conv.data : "0");
+    cug_line(g, sb, "c_%s[%s] = %s;", name, cache_slot(g), conv.data ? conv.data : "0");
     ptc_sb_free(&conv);
     g->cache[op->buf] = 2;
     if (g->no_store[op->buf]) return;
@@ -384,7 +406,12 @@ static void emit_store(cug* g, ptc_strbuf* sb, const ir_op* op) {
   const char* guard = store_guard(g);
   if (g->inplace_hazard && reduction_layout(g) && !g->in_loop) cug_line(g, sb, "__syncthreads();");
   if (guard) ptc_sb_printf(&line, "if (%s) ", guard);
-  if (g->vec_mode && g->vec_buf[op->buf] && op->index == g->flat) {
+  if (g->in_loop && cug_rvec_hit(g, op)) {
+    /* a vector row store: staged per element, written after the step */
+    ptc_sb_free(&line);
+    ptc_sb_init(&line);
+    ptc_sb_printf(&line, "vout_%s[e] = ", name);
+  } else if (g->vec_mode && g->vec_buf[op->buf] && op->index == g->flat) {
     ptc_sb_printf(&line, "vout_%s[e] = ", name);
   } else {
     ptc_sb_printf(&line, "%s[", name);
@@ -412,8 +439,18 @@ static void emit_math(cug* g, ptc_strbuf* sb, ir_val i, const ir_op* op) {
   ptc_strbuf e;
   ptc_sb_init(&e);
   bool ok = true;
+  /* the exponent of a pow, through conversions (2 is exact in every dtype) */
+  const ir_op* ex = op->opcode == IR_POW && op->args[1] >= 0 ? op_at(g, op->args[1]) : NULL;
+  while (ex && ex->opcode == IR_TO_DTYPE && ex->args[0] >= 0) ex = op_at(g, ex->args[0]);
+  bool square = ex && ex->opcode == IR_CONST &&
+                (cu_cls_of(ex->dtype) == CU_F32 || cu_cls_of(ex->dtype) == CU_F64
+                     ? ex->f == 2.0
+                     : cu_cls_of(ex->dtype) == CU_INT && ex->i == 2);
   if (op->opcode == IR_TO_DTYPE)
     cu_conv(&e, dts[0], op->dtype, args[0]);
+  else if (square && cu_cls_of(op->dtype) == CU_F32 && dts[0] == op->dtype)
+    /* x ** 2 as x * x (PyTorch squares too; powf costs ~20 instructions) */
+    ptc_sb_printf(&e, "(%s * %s)", args[0], args[0]);
   else
     ok = cu_math(&e, op, args, dts, ctx_arg, &g->uses_err);
   if (!ok)
@@ -585,22 +622,25 @@ static void combine_shared(cug* g, ptc_strbuf* sb, const ir_op* op, const char* 
                            uint32_t npos, const char* pos) {
   const char* type = acc_type(g, op);
   uint32_t id = g->n_combines++;
-  uint32_t cells = g->slots * npos;
+  /* COL: the slots of a warp differ, so a padded row keeps their reads of
+   * the same q in distinct banks */
+  uint32_t stride = g->layout == CUDA_LAYOUT_COL ? npos + 1 : npos;
+  uint32_t cells = g->slots * stride;
   ptc_sb_printf(&g->shared, "  __shared__ %s smc%u[%u];\n", type, id, cells);
   if (is_arg(op)) ptc_sb_printf(&g->shared, "  __shared__ i64 smi%u[%u];\n", id, cells);
-  cug_line(g, sb, "smc%u[slot * %u + %s] = %s;", id, npos, pos, a);
-  if (is_arg(op)) cug_line(g, sb, "smi%u[slot * %u + %s] = %s;", id, npos, pos, ai);
+  cug_line(g, sb, "smc%u[slot * %u + %s] = %s;", id, stride, pos, a);
+  if (is_arg(op)) cug_line(g, sb, "smi%u[slot * %u + %s] = %s;", id, stride, pos, ai);
   cug_line(g, sb, "__syncthreads();");
-  cug_line(g, sb, "%s = smc%u[slot * %u];", a, id, npos);
-  if (is_arg(op)) cug_line(g, sb, "%s = smi%u[slot * %u];", ai, id, npos);
+  cug_line(g, sb, "%s = smc%u[slot * %u];", a, id, stride);
+  if (is_arg(op)) cug_line(g, sb, "%s = smi%u[slot * %u];", ai, id, stride);
   cug_line(g, sb, "for (int q = 1; q < %u; q++) {", npos);
   if (is_arg(op)) {
-    cug_line(g, sb, "  const %s ov = smc%u[slot * %u + q];", type, id, npos);
-    cug_line(g, sb, "  const i64 oi = smi%u[slot * %u + q];", id, npos);
+    cug_line(g, sb, "  const %s ov = smc%u[slot * %u + q];", type, id, stride);
+    cug_line(g, sb, "  const i64 oi = smi%u[slot * %u + q];", id, stride);
     cug_line(g, sb, "  if (ptc_arg_better(ov, oi, %s, %s, %s)) { %s = ov; %s = oi; }", a, ai,
              op->rtype == IR_R_ARGMAX ? "true" : "false", a, ai);
   } else {
-    cug_line(g, sb, "  %s = %s()(%s, smc%u[slot * %u + q]);", a, combine_op(op), a, id, npos);
+    cug_line(g, sb, "  %s = %s()(%s, smc%u[slot * %u + q]);", a, combine_op(op), a, id, stride);
   }
   cug_line(g, sb, "}");
   cug_line(g, sb, "__syncthreads();");

@@ -83,6 +83,16 @@ typedef struct cug {
   uint8_t* cache;           /* buffer id -> 0 not cached, 1 cached (empty), 2 filled */
   char** cache_key;         /* buffer id -> the one index it is accessed at, as printed */
   bool* no_store;           /* buffer id -> dead after this kernel: the registers suffice */
+  /* vector row access (ROW layout, cuda_cg_kernel.c, rvec_plan): the body
+   * is a template over VR (elements per lane step); the entry runs VR =
+   * rvec when the row length and every rvec buffer's alignment allow, else
+   * VR = 1. Each lane step covers VR consecutive elements of the row: a
+   * buffer of rvec_buf is read with one ptc_vload into vin_b<id>[VR] (or
+   * written through vout_b<id>[VR]) at its one in-loop index rvec_key */
+  uint32_t rvec;            /* vector width in elements; 0/1 = scalar rows */
+  bool* rvec_buf;           /* buffer id -> accessed as a vector in the row loops */
+  char** rvec_key;          /* buffer id -> its in-loop index, as printed */
+  bool rvec_loop;           /* emitting the per-element body of a vector row loop */
 } cug;
 
 /* ---- helpers (cuda_cg_kernel.c) -------------------------------------------- */
@@ -122,6 +132,9 @@ void cug_member_begin(cug* g, uint32_t m);
 /** Whether `op` (a load or store of the current member, in the loop) reads
  * or writes a persistent row's registers (cug.cache). */
 bool cug_cache_hit(cug* g, const ir_op* op);
+/** Whether `op` (a load or store of the current member, in a vector row
+ * loop) reads vin_b<id>[e] / writes vout_b<id>[e] (cug.rvec_buf). */
+bool cug_rvec_hit(cug* g, const ir_op* op);
 /** Emits the current member's live ops of `stage`. */
 void cug_emit_stage(cug* g, ptc_strbuf* sb, cu_stage stage);
 /** Accumulator declarations (per thread), in-loop updates, the cross-lane

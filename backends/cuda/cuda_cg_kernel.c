@@ -147,6 +147,41 @@ static bool col_favoured(const cug* g) {
   return contig_x;
 }
 
+/* COL block shape: outer points per block (x) and reduction lanes per point
+ * (y); PTC_CUDA_COL="X,Y" overrides (powers of two, X*Y <= 1024). */
+static void col_shape(uint32_t* x, uint32_t* y) {
+  *x = CUDA_CG_COL_X;
+  *y = CUDA_CG_COL_Y;
+  const char* e = getenv("PTC_CUDA_COL");
+  if (!e || !*e) return;
+  char* end;
+  long a = strtol(e, &end, 10), b = *end == ',' ? strtol(end + 1, NULL, 10) : 0;
+  bool pow2 = a > 0 && b > 0 && !(a & (a - 1)) && !(b & (b - 1));
+  if (pow2 && a * b <= 1024 && a * b >= 32) {
+    *x = (uint32_t)a;
+    *y = (uint32_t)b;
+  }
+}
+
+/* The widest element of the global buffers read or written in reduction
+ * loops (4 when there are none). */
+static size_t widest_loop_elem(const cug* g) {
+  size_t w = 0;
+  for (uint32_t m = 0; m < g->k->n_nodes; m++) {
+    const cu_member* mb = &g->members[m];
+    for (uint32_t i = 0; i < mb->node->body.n; i++) {
+      const ir_op* op = &mb->node->body.ops[i];
+      if (!mb->live[i] || mb->stage[i] != CU_LOOP || mb->kind == CU_MEM_OUTER) continue;
+      if ((op->opcode != IR_LOAD && op->opcode != IR_STORE) ||
+          g->s->buf_home[op->buf] == SCHED_HOME_LOCAL)
+        continue;
+      size_t es = ptc_dtype_size(ir_buf(g->p, op->buf)->dtype);
+      if (es > w) w = es;
+    }
+  }
+  return w ? w : 4;
+}
+
 static void choose_layout(cug* g, cuda_kernel_src* out) {
   if (!has_reduction_loops(g)) {
     g->layout = CUDA_LAYOUT_POINTWISE;
@@ -160,13 +195,36 @@ static void choose_layout(cug* g, cuda_kernel_src* out) {
   int64_t r = hint_product(g, g->k->rranges, g->k->n_rranges);
   if (r <= CUDA_CG_TINY_ROW || col_favoured(g)) {
     g->layout = CUDA_LAYOUT_COL;
-    g->lanes = r <= CUDA_CG_TINY_ROW ? 1 : CUDA_CG_COL_Y;
-    g->slots = g->lanes == 1 ? CUDA_CG_BLOCK : CUDA_CG_COL_X;
+    uint32_t cx, cy;
+    col_shape(&cx, &cy);
+    /* the shared combine buffers (8 bytes a value, 8 more for an arg
+     * index, a padded row per slot) must fit the 48 KiB of static shared
+     * memory: fewer lanes where a kernel has many reductions */
+    uint32_t per = 0;
+    for (uint32_t m = 0; m < g->k->n_nodes; m++) {
+      const cu_member* mb = &g->members[m];
+      for (uint32_t i = 0; i < mb->node->body.n; i++) {
+        const ir_op* op = &mb->node->body.ops[i];
+        if (mb->live[i] && op->opcode == IR_REDUCE)
+          per += op->rtype == IR_R_ARGMAX || op->rtype == IR_R_ARGMIN ? 16 : 8;
+      }
+    }
+    while (cy > 8 && (uint64_t)per * cx * (cy + 1) > 40000) cy /= 2;
+    g->lanes = r <= CUDA_CG_TINY_ROW ? 1 : cy;
+    g->slots = g->lanes == 1 ? CUDA_CG_BLOCK : cx;
     out->block_x = g->slots;
     out->block_y = g->lanes;
   } else {
     g->layout = CUDA_LAYOUT_ROW;
-    g->lanes = r <= 512 ? 32 : r <= 2048 ? 128 : r <= 8192 ? 256 : 512;
+    /* lanes by row bytes (4-byte elements as the unit): rows of 2-byte
+     * elements get half the lanes, so more rows are in flight per SM (H100,
+     * bf16 16384x4096: var_mean 0.051 -> 0.050 ms, layer norm 0.056 -> 0.054) */
+    int64_t rb = r;
+    if (widest_loop_elem(g) < 4) rb = (r + 1) / 2;
+    g->lanes = rb <= 512 ? 32 : rb <= 2048 ? 128 : rb <= 8192 ? 256 : 512;
+    const char* e = getenv("PTC_CUDA_ROW_LANES"); /* tuning: lanes per row (32..512) */
+    long lv = e && *e ? strtol(e, NULL, 10) : 0;
+    if (lv >= 32 && lv <= 512 && !(lv & (lv - 1))) g->lanes = (uint32_t)lv;
     g->slots = g->lanes >= 256 ? 1 : 256 / g->lanes;
     out->block_x = g->lanes;
     out->block_y = g->slots;
@@ -344,6 +402,115 @@ typedef struct group {
   uint32_t* m;
 } group;
 
+/* Unroll factor of the (non-persistent) reduction loops: independent loads
+ * in flight per thread. PTC_CUDA_UNROLL overrides (1 = off). */
+static int loop_unroll(void) {
+  const char* e = getenv("PTC_CUDA_UNROLL");
+  if (!e || !*e) return 1; /* H100: 4 cost 10% on column sums, won nothing on rows */
+  long v = strtol(e, NULL, 10);
+  return v < 1 ? 1 : v > 16 ? 16 : (int)v;
+}
+
+/* The vector accesses of one step of a vector row loop: the loads of the
+ * group's rvec buffers before the per-element body (stores: false) or the
+ * stores after it (stores: true), at r0 = rb. */
+static void emit_rvec_access(cug* g, group* gr, bool stores) {
+  bool* done = calloc(g->n_buffers ? g->n_buffers : 1, sizeof *done);
+  if (!done) {
+    cug_fail(g, ptc_status_oom());
+    return;
+  }
+  for (uint32_t j = 0; j < gr->n; j++) {
+    cug_member_begin(g, gr->m[j]);
+    const cu_member* mb = g->cur;
+    g->in_loop = g->rvec_loop = true;
+    for (uint32_t i = 0; i < mb->node->body.n; i++) {
+      const ir_op* op = &mb->node->body.ops[i];
+      if (!mb->live[i] || mb->stage[i] != CU_LOOP) continue;
+      if (op->opcode != (stores ? IR_STORE : IR_LOAD) || done[op->buf] || !g->rvec_buf[op->buf])
+        continue;
+      if (!stores && (g->in_reg[op->buf] || (g->cache[op->buf] == 2 && cug_cache_hit(g, op))))
+        continue;
+      if (stores && g->cache[op->buf] && g->no_store[op->buf]) continue;
+      if (!cug_rvec_hit(g, op)) continue;
+      done[op->buf] = true;
+      const char* T = cu_storage_type(ir_buf(g->p, op->buf)->dtype);
+      if (!stores) cug_line(g, &g->body, "%s vin_b%d[VR];", T, (int)op->buf);
+      ptc_strbuf idx;
+      ptc_sb_init(&idx);
+      cug_index(g, &idx, op->index);
+      if (stores)
+        cug_line(g, &g->body, "if (xvalid) { const IT r0 = rb; ptc_vstore<%s, VR>(b%d + (%s), vout_b%d); }",
+                 T, (int)op->buf, idx.data ? idx.data : "0", (int)op->buf);
+      else
+        cug_line(g, &g->body, "{ const IT r0 = rb; ptc_vload<%s, VR>(b%d + (%s), vin_b%d); }", T,
+                 (int)op->buf, idx.data ? idx.data : "0", (int)op->buf);
+      ptc_sb_free(&idx);
+    }
+    g->in_loop = g->rvec_loop = false;
+  }
+  /* staging arrays of the stores, declared before the body fills them */
+  if (!stores) {
+    memset(done, 0, g->n_buffers * sizeof *done);
+    for (uint32_t j = 0; j < gr->n; j++) {
+      cug_member_begin(g, gr->m[j]);
+      const cu_member* mb = g->cur;
+      g->in_loop = g->rvec_loop = true;
+      for (uint32_t i = 0; i < mb->node->body.n; i++) {
+        const ir_op* op = &mb->node->body.ops[i];
+        if (!mb->live[i] || mb->stage[i] != CU_LOOP || op->opcode != IR_STORE) continue;
+        if (done[op->buf] || !g->rvec_buf[op->buf] || !cug_rvec_hit(g, op)) continue;
+        if (g->cache[op->buf] && g->no_store[op->buf]) continue;
+        done[op->buf] = true;
+        cug_line(g, &g->body, "%s vout_b%d[VR];", cu_storage_type(ir_buf(g->p, op->buf)->dtype),
+                 (int)op->buf);
+      }
+      g->in_loop = g->rvec_loop = false;
+    }
+  }
+  free(done);
+}
+
+/* The reduction loop of a group in a vector row kernel: each lane step
+ * covers VR consecutive row elements rb .. rb + VR - 1 (the entry point
+ * guarantees rn % VR == 0), loaded and stored as vectors. */
+static void emit_rvec_loop(cug* g, group* gr) {
+  if (g->persist) {
+    cug_line(g, &g->body, "#pragma unroll");
+    cug_line(g, &g->body, "for (int it = 0; it < %u / VR; it++) {", g->persist);
+    g->indent++;
+    cug_line(g, &g->body, "const IT rb = ((IT)lane + (IT)(it * %u)) * (IT)VR;", g->lanes);
+    cug_line(g, &g->body, "if (rb < rlim) {");
+  } else {
+    if (loop_unroll() > 1) cug_line(g, &g->body, "#pragma unroll %d", loop_unroll());
+    cug_line(g, &g->body, "for (IT rb = (IT)lane * (IT)VR; rb < rlim; rb += (IT)(%u * VR)) {",
+             g->lanes);
+  }
+  g->indent++;
+  emit_rvec_access(g, gr, false);
+  cug_line(g, &g->body, "#pragma unroll");
+  cug_line(g, &g->body, "for (int e = 0; e < VR; e++) {");
+  g->indent++;
+  cug_line(g, &g->body, "const IT rl = rb + (IT)e;");
+  emit_decompose(g, "rl", "r", g->k->rranges, g->k->n_rranges);
+  for (uint32_t j = 0; j < gr->n; j++) {
+    cug_member_begin(g, gr->m[j]);
+    g->rvec_loop = true;
+    cug_emit_stage(g, &g->body, CU_LOOP);
+    cug_emit_acc_updates(g, &g->body);
+    g->rvec_loop = false;
+  }
+  g->indent--;
+  cug_line(g, &g->body, "}");
+  emit_rvec_access(g, gr, true);
+  g->indent--;
+  cug_line(g, &g->body, "}");
+  if (g->persist) {
+    g->indent--;
+    cug_line(g, &g->body, "}");
+  }
+}
+
 /* One group: hoisted ops, accumulators, the reduction loop over this
  * thread's lanes, the combine, results and the ops after the reductions. */
 static void flush_group(cug* g, group* gr) {
@@ -354,27 +521,32 @@ static void flush_group(cug* g, group* gr) {
     cug_emit_stage(g, &g->body, CU_PRE);
     cug_emit_acc_decls(g, &g->body);
   }
-  if (g->persist) {
-    cug_line(g, &g->body, "#pragma unroll");
-    cug_line(g, &g->body, "for (int it = 0; it < %u; it++) {", g->persist);
-    g->indent++;
-    cug_line(g, &g->body, "const IT rl = (IT)lane + (IT)(it * %u);", g->lanes);
-    cug_line(g, &g->body, "if (rl < rlim) {");
+  if (g->rvec > 1) {
+    emit_rvec_loop(g, gr);
   } else {
-    cug_line(g, &g->body, "for (IT rl = (IT)lane; rl < rlim; rl += (IT)%u) {", g->lanes);
-  }
-  g->indent++;
-  emit_decompose(g, "rl", "r", g->k->rranges, g->k->n_rranges);
-  for (uint32_t j = 0; j < gr->n; j++) {
-    cug_member_begin(g, gr->m[j]);
-    cug_emit_stage(g, &g->body, CU_LOOP);
-    cug_emit_acc_updates(g, &g->body);
-  }
-  g->indent--;
-  cug_line(g, &g->body, "}");
-  if (g->persist) {
+    if (g->persist) {
+      cug_line(g, &g->body, "#pragma unroll");
+      cug_line(g, &g->body, "for (int it = 0; it < %u; it++) {", g->persist);
+      g->indent++;
+      cug_line(g, &g->body, "const IT rl = (IT)lane + (IT)(it * %u);", g->lanes);
+      cug_line(g, &g->body, "if (rl < rlim) {");
+    } else {
+      if (loop_unroll() > 1) cug_line(g, &g->body, "#pragma unroll %d", loop_unroll());
+      cug_line(g, &g->body, "for (IT rl = (IT)lane; rl < rlim; rl += (IT)%u) {", g->lanes);
+    }
+    g->indent++;
+    emit_decompose(g, "rl", "r", g->k->rranges, g->k->n_rranges);
+    for (uint32_t j = 0; j < gr->n; j++) {
+      cug_member_begin(g, gr->m[j]);
+      cug_emit_stage(g, &g->body, CU_LOOP);
+      cug_emit_acc_updates(g, &g->body);
+    }
     g->indent--;
     cug_line(g, &g->body, "}");
+    if (g->persist) {
+      g->indent--;
+      cug_line(g, &g->body, "}");
+    }
   }
   for (uint32_t j = 0; j < gr->n; j++) {
     cug_member_begin(g, gr->m[j]);
@@ -439,9 +611,10 @@ static ptc_status emit_pointwise(cug* g) {
 /* ---- persistent rows -------------------------------------------------------------------
  * A ROW kernel walks each row in several loops (softmax: max, sum of exp,
  * the division; layer norm: mean, variance, the normalisation). When its
- * row length R is static and small (R / lanes <= 8 elements per lane by
- * default, widening the row to 512 lanes to fit) and an intermediate dies
- * with the kernel (the exp of a softmax), its loops are unrolled over the
+ * row length R is static and small (R / lanes <= 16 elements per lane by
+ * default, widening the row to 512 lanes to fit) and it pays (an
+ * intermediate dies with the kernel, as the exp of a softmax, or the cached
+ * rows have 4-byte or wider elements: see persist_plan), its loops are unrolled over the
  * lane's elements and each buffer accessed in two or more of them at one
  * index (unmasked, in the loops only) is kept in registers c_b<id>[it]
  * after its first load or store: the row is read from memory once, and the
@@ -451,12 +624,12 @@ static ptc_status emit_pointwise(cug* g) {
 #define PERSIST_WIDE_LANES 512
 
 /* Elements per lane up to which rows persist: PTC_CUDA_PERSIST (0 = off;
- * default 8); PTC_CUDA_PERSIST_WIDE=0 keeps the usual lane count instead of
+ * default 16); PTC_CUDA_PERSIST_WIDE=0 keeps the usual lane count instead of
  * widening a row to 512 lanes to fit. Tuning knobs read at code generation
  * (the kernel source, hence the cubin cache key, follows them). */
 static int64_t persist_max_per_lane(void) {
   const char* e = getenv("PTC_CUDA_PERSIST");
-  if (!e || !*e) return 8;
+  if (!e || !*e) return 16;
   long v = strtol(e, NULL, 10);
   return v < 0 ? 0 : v > 32 ? 32 : v;
 }
@@ -505,9 +678,10 @@ static ptc_status persist_plan(cug* g, cuda_kernel_src* out) {
   }
   if (r <= 0 || max_pl <= 0) return PTC_OK;
   uint32_t lanes = g->lanes;
-  if ((r + lanes - 1) / lanes > max_pl && persist_wide() && lanes < PERSIST_WIDE_LANES)
-    lanes = PERSIST_WIDE_LANES;
+  while ((r + lanes - 1) / lanes > max_pl && persist_wide() && lanes < PERSIST_WIDE_LANES)
+    lanes *= 2;
   int64_t per_lane = (r + lanes - 1) / lanes;
+  if (g->rvec > 1) per_lane = (per_lane + g->rvec - 1) / g->rvec * g->rvec;
   if (per_lane > max_pl) return PTC_OK;
   size_t nb = g->n_buffers;
   int32_t* gid = calloc(g->k->n_nodes ? g->k->n_nodes : 1, sizeof *gid);
@@ -559,30 +733,34 @@ static ptc_status persist_plan(cug* g, cuda_kernel_src* out) {
     }
   }
   uint32_t n_cached = 0;
-  bool saves_store = false;
+  bool saves_store = false, narrow = false;
   for (size_t b = 0; st && b < nb; b++) bad[b] = true;
   for (size_t b = 0; b < nb; b++) {
     if (!multi[b] || bad[b]) continue;
     n_cached++;
+    if (ptc_dtype_size(ir_buf(g->p, (int32_t)b)->dtype) < 4) narrow = true;
     if (g->s->buf_home[b] == SCHED_HOME_SLOT && g->s->buf_free_after &&
         g->s->buf_free_after[b] == (int32_t)g->kidx)
       saves_store = true;
   }
-  /* Measured on the H200 (docs/benchmarks.md): rows held in registers
-   * lower the rows in flight per SM; that pays when it also removes an
-   * intermediate's write and re-read (softmax f32: 0.142 -> 0.107 ms), not
-   * when it only spares re-reads that hit L2 (rmsnorm f32 0.123 -> 0.164,
-   * the bf16 norms 10-25% slower). PTC_CUDA_PERSIST_ALL=1 persists both. */
+  /* Measured on the H100 with vector rows (8192x4096 / 16384x4096, ms):
+   * rows held in registers pay when they remove an intermediate's write and
+   * re-read (softmax f32 0.096 -> 0.094, bf16 0.077 -> 0.069) and when
+   * they spare re-reads of 4-byte rows (layer norm f32 0.112 -> 0.095,
+   * rmsnorm f32 0.122 -> 0.093), not for re-reads of 2-byte rows (var_mean
+   * bf16 0.051 -> 0.061), which hit L2 cheaply. PTC_CUDA_PERSIST_ALL=1
+   * persists every eligible row, =0 only those that spare a store. */
   const char* all = getenv("PTC_CUDA_PERSIST_ALL");
-  if (!saves_store && !(all && !strcmp(all, "1"))) n_cached = 0;
+  bool want = saves_store || (!narrow && !(all && !strcmp(all, "0"))) || (all && !strcmp(all, "1"));
+  if (!want) n_cached = 0;
   if (n_cached && n_cached * (uint32_t)per_lane <= PERSIST_MAX_REGS) {
     g->persist = (uint32_t)per_lane;
-    if (lanes != g->lanes) { /* one row per block of PERSIST_WIDE_LANES threads */
+    if (lanes != g->lanes) { /* a row widened to fit: rows per block to keep 256+ threads */
       g->lanes = lanes;
-      g->slots = 1;
+      g->slots = lanes >= 256 ? 1 : 256 / lanes;
       out->block_x = lanes;
-      out->block_y = 1;
-      out->slots = 1;
+      out->block_y = g->slots;
+      out->slots = g->slots;
     }
     for (size_t b = 0; b < nb; b++) {
       if (!multi[b] || bad[b]) continue;
@@ -596,6 +774,127 @@ static ptc_status persist_plan(cug* g, cuda_kernel_src* out) {
   free(multi);
   free(bad);
   return st;
+}
+
+/* ---- vector rows ------------------------------------------------------------------------
+ * A ROW kernel over one reduction dim whose in-loop accesses of a buffer
+ * are all at one index r + base with base a multiple of V for every outer
+ * point (contiguous rows, aligned row starts: x * R with R % V == 0, or a
+ * weight at r) reads that buffer with one 16-byte vector per lane step
+ * (V = 16 / the widest such element) and writes it likewise. Buffers both
+ * read and written by the kernel, masked loads, 1-byte elements and
+ * accesses outside the loops keep scalar accesses. The entry point takes
+ * the vector body only when rn % V == 0 and every such buffer is aligned
+ * (checked per launch); else the same body with VR = 1. PTC_CUDA_RVEC=0
+ * turns it off. */
+
+/* Whether index e is rv + (a multiple of V for every value of its other
+ * variables), each variable with a static coefficient. */
+static bool rvec_index_ok(const cug* g, const sym_expr* e, const sym_expr* rv, int64_t v) {
+  int64_t c;
+  if (!cug_coef(e, rv, &c) || c != 1) return false;
+  size_t nv = sym_num_vars(g->p->env);
+  int64_t* zero = calloc(nv ? nv : 1, sizeof *zero);
+  if (!zero) return false;
+  bool ok = true;
+  for (size_t i = 0; ok && i < nv; i++) {
+    const sym_expr* var = sym_var(g->p->env, i);
+    if (!var || var == rv) continue;
+    if (!cug_coef(e, var, &c)) ok = false;
+    else if (c % v != 0) ok = false;
+  }
+  int64_t k = 0;
+  if (ok) {
+    ptc_status st = sym_eval(e, zero, nv, &k);
+    if (st) {
+      ptc_status_destroy(st);
+      ok = false;
+    } else {
+      ok = k % v == 0;
+    }
+  }
+  free(zero);
+  return ok;
+}
+
+static bool rvec_enabled(void) {
+  const char* e = getenv("PTC_CUDA_RVEC");
+  return !e || !*e || strcmp(e, "0") != 0;
+}
+
+static ptc_status rvec_plan(cug* g) {
+  g->rvec = 0;
+  if (g->layout != CUDA_LAYOUT_ROW || g->k->n_rranges != 1 || g->inplace_hazard || !rvec_enabled())
+    return PTC_OK;
+  size_t nb = g->n_buffers;
+  bool* bad = calloc(nb ? nb : 1, sizeof *bad);
+  uint8_t* acc = calloc(nb ? nb : 1, 1); /* 1 loaded, 2 stored */
+  if (!bad || !acc) {
+    free(bad);
+    free(acc);
+    return ptc_status_oom();
+  }
+  size_t widest = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    int64_t v = widest ? (int64_t)(16 / widest) : 1;
+    for (uint32_t m = 0; m < g->k->n_nodes; m++) {
+      cug_member_begin(g, m);
+      const cu_member* mb = &g->members[m];
+      const sym_expr* rv =
+          mb->kind == CU_MEM_INNER ? g->p->xvars[g->k->n_ranges] : g->p->rvars[0];
+      for (uint32_t i = 0; i < mb->node->body.n; i++) {
+        const ir_op* op = &mb->node->body.ops[i];
+        if (!mb->live[i] || (op->opcode != IR_LOAD && op->opcode != IR_STORE)) continue;
+        int32_t b = op->buf;
+        if (g->s->buf_home[b] == SCHED_HOME_LOCAL || bad[b]) continue;
+        size_t es = ptc_dtype_size(ir_buf(g->p, b)->dtype);
+        if (pass == 0) {
+          acc[b] |= op->opcode == IR_LOAD ? 1 : 2;
+          if (mb->kind == CU_MEM_OUTER || mb->stage[i] != CU_LOOP || es < 2 || es > 8 ||
+              (op->opcode == IR_LOAD && op->args[0] >= 0) || !rvec_index_ok(g, op->index, rv, 1)) {
+            bad[b] = true;
+            continue;
+          }
+          ptc_strbuf idx;
+          ptc_sb_init(&idx);
+          ptc_status saved = g->err;
+          g->err = NULL;
+          cug_index(g, &idx, op->index);
+          bool failed = g->err != NULL;
+          ptc_status_destroy(g->err);
+          g->err = saved;
+          if (failed || !idx.data) {
+            bad[b] = true;
+          } else if (!g->rvec_key[b]) {
+            g->rvec_key[b] = idx.data;
+            idx.data = NULL;
+          } else if (strcmp(g->rvec_key[b], idx.data) != 0) {
+            bad[b] = true;
+          }
+          ptc_sb_free(&idx);
+        } else if (!rvec_index_ok(g, op->index, rv, v)) {
+          bad[b] = true;
+        }
+      }
+    }
+    if (pass == 0) {
+      for (size_t b = 0; b < nb; b++) {
+        if (acc[b] == 3) bad[b] = true;
+        if (acc[b] && !bad[b] && ptc_dtype_size(ir_buf(g->p, (int32_t)b)->dtype) > widest)
+          widest = ptc_dtype_size(ir_buf(g->p, (int32_t)b)->dtype);
+      }
+      if (!widest) break;
+    }
+  }
+  uint32_t n = 0;
+  for (size_t b = 0; b < nb; b++) {
+    g->rvec_buf[b] = widest && acc[b] && !bad[b];
+    n += g->rvec_buf[b];
+  }
+  if (n) g->rvec = (uint32_t)(16 / widest);
+  free(bad);
+  free(acc);
+  return PTC_OK;
 }
 
 static ptc_status emit_reduction(cug* g) {
@@ -729,13 +1028,14 @@ static ptc_status assemble(cug* g, cuda_kernel_src* out) {
   ptc_sb_init(&src);
   ptc_sb_printf(&src, "// libptc generated kernel (%s)\n", PTC_CUDA_CODEGEN_VERSION);
   ptc_sb_append(&src, ptc_cuda_prelude_text);
-  ptc_sb_printf(&src, "\n// kernel %u: %s (%s, block %ux%u)\n", g->kidx, g->k->name,
+  ptc_sb_printf(&src, "\n// kernel %u: %s (%s%s, block %ux%u)\n", g->kidx, g->k->name,
                 g->layout == CUDA_LAYOUT_POINTWISE
                     ? (g->vec_width ? "vectorised pointwise" : "pointwise")
                 : g->layout == CUDA_LAYOUT_ROW     ? "row reduction"
                                                    : "column reduction",
-                out->block_x, out->block_y);
-  ptc_sb_printf(&src, "template <typename IT>\n__device__ __forceinline__ void %s_body(", out->name);
+                g->rvec > 1 ? ", vector rows" : "", out->block_x, out->block_y);
+  ptc_sb_printf(&src, "template <typename IT, int VR>\n__device__ __forceinline__ void %s_body(",
+                out->name);
   emit_params(g, out, &src);
   ptc_sb_append(&src, ") {\n");
   for (uint32_t j = 0; j < out->n_syms; j++) {
@@ -755,7 +1055,22 @@ static ptc_status assemble(cug* g, cuda_kernel_src* out) {
     ptc_sb_printf(&src, "extern \"C\" __global__ void __launch_bounds__(%u) %s_i%d(", threads,
                   out->name, w ? 64 : 32);
     emit_params(g, out, &src);
-    ptc_sb_printf(&src, ") {\n  %s_body<%s>(", out->name, w ? "i64" : "i32");
+    ptc_sb_append(&src, ") {\n");
+    const char* it = w ? "i64" : "i32";
+    if (g->rvec > 1) {
+      /* the vector body when the row length and the alignments allow */
+      ptc_sb_printf(&src, "  if (rnumel %% %u == 0", g->rvec);
+      for (uint32_t j = 0; j < out->n_bufs; j++) {
+        int32_t b = out->bufs[j];
+        if (!g->rvec_buf[b]) continue;
+        ptc_sb_printf(&src, " && (reinterpret_cast<u64>(b%d) & %zu) == 0", (int)b,
+                      ptc_dtype_size(ir_buf(g->p, b)->dtype) * g->rvec - 1);
+      }
+      ptc_sb_printf(&src, ") {\n    %s_body<%s, %u>(", out->name, it, g->rvec);
+      emit_args(g, out, &src);
+      ptc_sb_append(&src, ");\n    return;\n  }\n");
+    }
+    ptc_sb_printf(&src, "  %s_body<%s, 1>(", out->name, it);
     emit_args(g, out, &src);
     ptc_sb_append(&src, ");\n}\n");
   }
@@ -800,8 +1115,10 @@ static ptc_status gen_init(cug* g, const ir_program* p, const sched_plan* s, uin
   g->cache = calloc(nb, sizeof *g->cache);
   g->cache_key = calloc(nb, sizeof *g->cache_key);
   g->no_store = calloc(nb, sizeof *g->no_store);
+  g->rvec_buf = calloc(nb, sizeof *g->rvec_buf);
+  g->rvec_key = calloc(nb, sizeof *g->rvec_key);
   if (!g->stored || !g->in_reg || !g->outer_reread || !g->vec_buf || !g->cache || !g->cache_key ||
-      !g->no_store)
+      !g->no_store || !g->rvec_buf || !g->rvec_key)
     return ptc_status_oom();
   PTC_TRY(cug_vars_init(g));
   return cug_members_init(g);
@@ -817,6 +1134,9 @@ static void gen_free(cug* g) {
   for (size_t b = 0; g->cache_key && b < g->n_buffers; b++) free(g->cache_key[b]);
   free(g->cache_key);
   free(g->no_store);
+  free(g->rvec_buf);
+  for (size_t b = 0; g->rvec_key && b < g->n_buffers; b++) free(g->rvec_key[b]);
+  free(g->rvec_key);
   free(g->vars);
   ptc_sb_free(&g->body);
   ptc_sb_free(&g->checks);
@@ -851,7 +1171,8 @@ ptc_status cuda_codegen_kernel_named(const ir_program* p, const sched_plan* s, u
     vec_plan(&g);
     if (g.vec_width) out->slots = CUDA_CG_BLOCK * g.vec_width;
     g.inplace_hazard = g.layout != CUDA_LAYOUT_POINTWISE && any_shared_slot(&g, out);
-    if (!g.inplace_hazard) st = persist_plan(&g, out);
+    if (!g.inplace_hazard) st = rvec_plan(&g);
+    if (!st && !g.inplace_hazard) st = persist_plan(&g, out);
   }
   if (!st) {
     emit_checks(&g);

@@ -609,6 +609,54 @@ def group_norms(C):
     C.add("gn_nc", op, [xn, w, None], F.group_norm(xn, 2, w), attrs={"num_groups": A.int(2)})
 
 
+# ---- rows long enough for the cuda backend's row kernels -----------------------------------
+def cuda_rows(C):
+    """Shapes for the cuda code generator's reduction paths: vector row
+    access (row lengths divisible by the vector width or not, bf16 / f64 /
+    int widths, a row stride that breaks alignment), rows held in registers
+    (several rows per block, one row per 512 threads), column reductions
+    over many rows, argmax/argmin ties across lanes."""
+    def sm(nm, x, d=-1):
+        C.add("rows_softmax_%s" % nm, "softmax", [x], run(lambda a: torch.softmax(a, d), x),
+              attrs={"dim": A.int(d)})
+    sm("f32_3x1000", rnd((3, 1000), scale=3))
+    sm("f32_1x2064", rnd((1, 2064), scale=3))
+    sm("bf16_2x520", rnd((2, 520), BF16, scale=3))
+    sm("f32_20x100", rnd((20, 100), scale=3))
+    sm("f32_2x1026", rnd((2, 1026), scale=3))
+    for nm, x in (("f32_3x512", rnd((3, 512), scale=2) + 1), ("bf16_2x520", rnd((2, 520), BF16)),
+                  ("f32_2x514", rnd((2, 514)))):
+        n = x.shape[-1]
+        w, b = rnd((n,), x.dtype), rnd((n,), x.dtype)
+        C.add("rows_ln_%s" % nm, "layer_norm", [x, w, b],
+              run(lambda a, c, e: F.layer_norm(a, [n], c, e), x, w, b),
+              attrs={"normalized_shape": A.ints([n])})
+    for dt in (F32, BF16):
+        x, w = rnd((2, 768), dt, scale=2), rnd((768,), dt)
+        eps = torch.finfo(dt).eps
+        C.add("rows_rms_%s" % dt, "rms_norm", [x, w],
+              via64(lambda a, c: a * torch.rsqrt(a.pow(2).mean(-1, keepdim=True) + eps) * c, x, w),
+              attrs={"normalized_shape": A.ints([768])})
+    xs = [("f32_3x516", rnd((3, 516))), ("bf16_2x516", rnd((2, 516), BF16)),
+          ("f32_stride515", rnd((3, 515))[:, :512]), ("f32_from4", rnd((3, 520))[:, 4:516]),
+          ("i32_3x512", rint((3, 512), -50, 50, torch.int32)),
+          ("i64_2x512", rint((2, 512), -50, 50, torch.int64))]
+    for nm, x in xs:
+        C.add("rows_sum_%s" % nm, "sum", [x], run(lambda a: a.sum(1), x), attrs=dim_attrs(1, None))
+    for nm, x in (("f32_130x40", rnd((130, 40))), ("bf16_100x24", rnd((100, 24), BF16))):
+        C.add("rows_colsum_%s" % nm, "sum", [x], run(lambda a: a.sum(0), x),
+              attrs=dim_attrs(0, None))
+    for nm, x in (("f32_2x1024", rnd((2, 1024)) + 3), ("bf16_2x520", rnd((2, 520), BF16))):
+        C.add("rows_var_mean_%s" % nm, "var_mean", [x], run(lambda a: torch.var_mean(a, 1), x),
+              attrs={"dim": A.ints([1])})
+    x = rint((4, 512), 0, 4, torch.int64).to(F32)
+    C.add("rows_argmax_ties", "argmax", [x], torch.argmax(x, 1), attrs=dim_attrs(1, None))
+    x = rint((2, 520), 0, 4, torch.int64).to(BF16)
+    C.add("rows_argmin_ties_bf16", "argmin", [x], torch.argmin(x, 1), attrs=dim_attrs(1, None))
+    x = rnd((2, 600), F64)
+    C.add("rows_amax_f64", "amax", [x], torch.amax(x, 1), attrs=dim_attrs(1, None))
+
+
 def cases(C):
     reductions(C)
     softmaxes(C)
@@ -618,3 +666,4 @@ def cases(C):
     layer_norms(C)
     batch_norms(C)
     group_norms(C)
+    cuda_rows(C)
