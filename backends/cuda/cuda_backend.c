@@ -132,6 +132,7 @@ static ptc_status prepare_in_ctx(ptc_context* ctx, const cuda_device* d, const p
   const char* cp = opts ? opts->conv_precision : NULL;
   (*out)->mm_tf32 = mp && strcmp(mp, "highest") != 0; /* "high" / "medium" */
   (*out)->conv_tf32 = cp && strcmp(cp, "highest") != 0;
+  (*out)->autotune = cuda_tune_mode(opts ? opts->mode : NULL);
   e = dir ? dump_post(dir, *out) : PTC_OK;
   if (e) {
     cuda_plan_destroy(*out);

@@ -63,6 +63,7 @@
 #define CUDA_CG_COL_X 32        /* COL: outer points per block */
 #define CUDA_CG_COL_Y 32        /* COL: reduction lanes per outer point */
 #define CUDA_CG_UNBACKED_HINT 8192
+#define CUDA_CG_TUNE_MAX_BLOCK 512 /* pointwise: block sizes up to this (blockDim-driven) */
 
 typedef enum cuda_layout { CUDA_LAYOUT_POINTWISE = 0, CUDA_LAYOUT_ROW, CUDA_LAYOUT_COL } cuda_layout;
 
@@ -88,6 +89,11 @@ typedef struct cuda_kernel_src {
   uint32_t block_x, block_y;
   uint32_t slots;         /* outer points per block per step (POINTWISE: BLOCK*ILP or BLOCK*V) */
   bool uses_err;          /* may report through kerr (the run reads it back) */
+  /* launch-config tuning (cuda_tune.c): the most threads per block the kernel
+   * accepts (0: exactly block_x * block_y) and whether repeated launches are
+   * idempotent (no buffer read and written, no shared workspace slot) */
+  uint32_t max_threads;
+  bool tunable;
 } cuda_kernel_src;
 
 /** Emits CUDA C for kernel `k` of plan `s` (not an extern), named "ptc_k<k>". */

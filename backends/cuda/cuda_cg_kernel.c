@@ -300,11 +300,33 @@ static void emit_vec_access(cug* g, const cuda_kernel_src* out, bool stores) {
 }
 
 static ptc_status emit_point_body(cug* g);
+static bool any_shared_slot(const cug* g, const cuda_kernel_src* out);
+
+/* Pointwise kernels take their block size from blockDim (any of
+ * CUDA_CG_TUNE_BLOCKS, the launch-config candidates of cuda_tune.c) and are
+ * tunable - repeated launches give the same memory - when no buffer is both
+ * read and written and no two of their buffers share a workspace slot. */
+static void tune_plan(cug* g, cuda_kernel_src* out) {
+  out->max_threads = CUDA_CG_TUNE_MAX_BLOCK;
+  bool rw = false;
+  for (uint32_t m = 0; !rw && m < g->k->n_nodes; m++) {
+    const cu_member* mb = &g->members[m];
+    for (uint32_t i = 0; !rw && i < mb->node->body.n; i++) {
+      const ir_op* op = &mb->node->body.ops[i];
+      if (mb->live[i] && op->opcode == IR_LOAD && g->s->buf_home[op->buf] != SCHED_HOME_LOCAL &&
+          g->stored[op->buf])
+        rw = true;
+    }
+  }
+  out->tunable = !rw && !any_shared_slot(g, out);
+}
+
 static void emit_decompose(cug* g, const char* lin, const char* v, const sym_expr* const* sizes,
                            uint32_t n);
 
-static ptc_status emit_pointwise_vec(cug* g, const cuda_kernel_src* out) {
-  const uint32_t B = CUDA_CG_BLOCK, V = g->vec_width;
+static ptc_status emit_pointwise_vec(cug* g, cuda_kernel_src* out) {
+  const uint32_t V = g->vec_width;
+  tune_plan(g, out);
   ptc_strbuf al;
   ptc_sb_init(&al);
   for (uint32_t j = 0; j < out->n_bufs; j++) {
@@ -318,8 +340,8 @@ static ptc_status emit_pointwise_vec(cug* g, const cuda_kernel_src* out) {
   cug_line(g, &g->body, "const bool aligned = true%s;", al.data ? al.data : "");
   ptc_sb_free(&al);
   cug_line(g, &g->body, "const IT chunks = (xn + (IT)%u) / (IT)%u;", V - 1, V);
-  cug_line(g, &g->body, "for (IT c = (IT)blockIdx.x * (IT)%u + (IT)threadIdx.x; c < chunks; "
-           "c += (IT)gridDim.x * (IT)%u) {", B, B);
+  cug_line(g, &g->body, "for (IT c = (IT)blockIdx.x * (IT)blockDim.x + (IT)threadIdx.x; c < chunks; "
+           "c += (IT)gridDim.x * (IT)blockDim.x) {");
   g->indent++;
   cug_line(g, &g->body, "const IT base = c * (IT)%u;", V);
   cug_line(g, &g->body, "if (aligned && base + (IT)%u <= xn) {", V);
@@ -345,6 +367,8 @@ static ptc_status emit_pointwise_vec(cug* g, const cuda_kernel_src* out) {
   g->indent--;
   cug_line(g, &g->body, "} else {");
   g->indent++;
+  /* the ragged / unaligned chunk: rare, kept rolled (code size, compile time) */
+  cug_line(g, &g->body, "#pragma unroll 1");
   cug_line(g, &g->body, "for (int e = 0; e < %u; e++) {", V);
   g->indent++;
   cug_line(g, &g->body, "const IT lin = base + (IT)e;");
@@ -584,17 +608,19 @@ static ptc_status emit_point_body(cug* g) {
   return PTC_OK;
 }
 
-static ptc_status emit_pointwise(cug* g) {
-  const uint32_t B = CUDA_CG_BLOCK, V = CUDA_CG_ILP;
+static ptc_status emit_pointwise(cug* g, cuda_kernel_src* out) {
+  const uint32_t V = CUDA_CG_ILP;
+  tune_plan(g, out);
   cug_line(g, &g->body, "ptc_kerr* const ke = kerr;");
   cug_line(g, &g->body, "(void)ke;");
-  cug_line(g, &g->body, "for (IT base = (IT)blockIdx.x * (IT)%u; base < xn; base += (IT)gridDim.x * (IT)%u) {",
-           B * V, B * V);
+  cug_line(g, &g->body, "const IT B = (IT)blockDim.x;");
+  cug_line(g, &g->body, "for (IT base = (IT)blockIdx.x * B * (IT)%u; base < xn; base += (IT)gridDim.x * B * (IT)%u) {",
+           V, V);
   g->indent++;
   cug_line(g, &g->body, "#pragma unroll");
   cug_line(g, &g->body, "for (int v = 0; v < %u; v++) {", V);
   g->indent++;
-  cug_line(g, &g->body, "const IT lin = base + (IT)(v * %u) + (IT)threadIdx.x;", B);
+  cug_line(g, &g->body, "const IT lin = base + (IT)v * B + (IT)threadIdx.x;");
   cug_line(g, &g->body, "if (lin < xn) {");
   g->indent++;
   emit_decompose(g, "lin", "x", g->k->ranges, g->k->n_ranges);
@@ -1049,7 +1075,7 @@ static ptc_status assemble(cug* g, cuda_kernel_src* out) {
   ptc_sb_append(&src, g->checks.data ? g->checks.data : "");
   ptc_sb_append(&src, g->body.data ? g->body.data : "");
   ptc_sb_append(&src, "}\n");
-  uint32_t threads = out->block_x * out->block_y;
+  uint32_t threads = out->max_threads ? out->max_threads : out->block_x * out->block_y;
   for (int w = 0; w < 2; w++) {
     if (!(w ? out->has_i64 : out->has_i32)) continue;
     ptc_sb_printf(&src, "extern \"C\" __global__ void __launch_bounds__(%u) %s_i%d(", threads,
@@ -1180,7 +1206,7 @@ ptc_status cuda_codegen_kernel_named(const ir_program* p, const sched_plan* s, u
     if (g.layout != CUDA_LAYOUT_POINTWISE)
       st = emit_reduction(&g);
     else
-      st = g.vec_width ? emit_pointwise_vec(&g, out) : emit_pointwise(&g);
+      st = g.vec_width ? emit_pointwise_vec(&g, out) : emit_pointwise(&g, out);
   }
   if (!st) st = g.err;
   if (!st) st = collect_syms(&g, out);

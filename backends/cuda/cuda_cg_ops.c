@@ -5,6 +5,8 @@
  * select op, with the semantics of backends/ref (Python floor division and
  * remainder, NaN-propagating max/min, sign(NaN) = 0, integer wrap-around,
  * float->int truncation).
+ * Float32 exp and sigmoid take Inductor's fast forms (the prelude's
+ * "fast math" section: ex2.approx, div.full); everything else is precise.
  *
  * Templates: $0 $1 $2 the converted arguments, $F the math suffix ("f" for
  * float, "" for double), $T the CUDA type, $K the error-reporting arguments
@@ -58,7 +60,7 @@ void cu_const(ptc_strbuf* sb, const ir_op* op) { cexpr_const(&cuda_c, sb, op->dt
 static const cexpr_op_row op_rows[IR_OPCODE_COUNT] = {
     [IR_NEG] = UN("(-$0)", "ptc_ineg($0)"),
     [IR_ABS] = {1, CEXPR_DOM_RESULT, false, "fabs$F($0)", "ptc_iabs($0)", "$0"},
-    [IR_EXP] = FN1("exp"),
+    [IR_EXP] = UN("ptc_exp($0)", NULL), /* f32: ex2.approx as Inductor (prelude) */
     [IR_EXP2] = FN1("exp2"),
     [IR_EXPM1] = FN1("expm1"),
     [IR_LOG] = FN1("log"),
@@ -70,7 +72,7 @@ static const cexpr_op_row op_rows[IR_OPCODE_COUNT] = {
     [IR_COS] = FN1("cos"),
     [IR_TAN] = FN1("tan"),
     [IR_TANH] = FN1("tanh"),
-    [IR_SIGMOID] = UN("ptc_sigmoid($0)", NULL),
+    [IR_SIGMOID] = UN("ptc_sigmoid_fast($0)", NULL), /* f32: 1 / (1 + exp(-x)) as Inductor */
     [IR_RELU] = {1, CEXPR_DOM_RESULT, false, "ptc_relu($0)", "($0 < 0 ? (i64)0 : $0)", "$0"},
     [IR_ERF] = FN1("erf"),
     [IR_FLOOR] = UN("floor$F($0)", "$0"),

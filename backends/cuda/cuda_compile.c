@@ -124,7 +124,7 @@ static ptc_status prepare(ptc_context* ctx, const kcache_loc* loc, build_slot* s
     j->cache_hit = false;
     j->source_path[0] = 0;
     if (loc) {
-      char key[65];
+      char* key = j->key;
       PTC_TRY(cache_key(j->source, arch, key));
       if (!kcache_path(loc, key, ".cubin", sl->cubin_path, sizeof sl->cubin_path) ||
           !kcache_path(loc, key, ".cu", j->source_path, sizeof j->source_path))

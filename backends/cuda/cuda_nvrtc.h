@@ -35,6 +35,7 @@ typedef struct cuda_build_job {
   cuda_cubin cubin;       /* result */
   bool cache_hit;
   char source_path[600];  /* the source kept beside the cached cubin ("" when disabled) */
+  char key[65];           /* the cubin's cache key (set even when the cache is disabled) */
 } cuda_build_job;
 
 /** Builds every job for sm_<arch> through the cache (key: sha256 of the

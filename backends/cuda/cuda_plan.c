@@ -76,6 +76,8 @@ static ptc_status record_kernel(cuda_step* st, cuda_kernel_src* src) {
   st->block_y = src->block_y;
   st->slots = src->slots;
   st->uses_err = src->uses_err;
+  st->tunable = src->tunable;
+  st->max_threads = src->max_threads;
   snprintf(st->name, sizeof st->name, "%s", src->name);
   return PTC_OK;
 }
@@ -127,6 +129,7 @@ static ptc_status compile_steps(cuda_plan* plan) {
     cuda_step* st = &plan->steps[map[j]];
     st->cache_hit = jobs[j].cache_hit;
     snprintf(st->source_path, sizeof st->source_path, "%s", jobs[j].source_path);
+    snprintf(st->tune_key, sizeof st->tune_key, "%s", jobs[j].key);
     s = load_kernel(st, &srcs[j], &jobs[j].cubin);
   }
   for (size_t j = 0; jobs && j < n_src; j++) cuda_cubin_free(&jobs[j].cubin);

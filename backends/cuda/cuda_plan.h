@@ -84,6 +84,9 @@ typedef struct cuda_step {
   bool uses_err, cache_hit;
   char name[64];
   char source_path[600];
+  bool tunable;             /* launch config may be autotuned (cuda_tune.c) */
+  uint32_t max_threads;     /* most threads per block the kernel accepts (0: block_x*block_y) */
+  char tune_key[65];        /* the cubin's cache key ("" for externs) */
 } cuda_step;
 
 typedef struct cuda_plan {
@@ -105,6 +108,7 @@ typedef struct cuda_plan {
   bool mm_tf32, conv_tf32;  /* TF32 allowed for f32 matmul / convolution GEMMs
                              * (ptc_compile_options matmul_precision / conv_precision
                              * "high" or "medium"); set by prepare */
+  bool autotune;            /* modes "max-autotune*": launch configs tuned (cuda_tune.c) */
 } cuda_plan;
 
 /** Builds the plan: generates and compiles every kernel for the device's
@@ -146,5 +150,51 @@ ptc_status cuda_ext_run(const cuda_ext_call* c);
 ptc_status cuda_blaslt_matmul(const cuda_ext_call* c, const cuda_mm_args* g, int64_t count,
                               int32_t dtype, cu_deviceptr pa, cu_deviceptr pb, cu_deviceptr pbias,
                               cu_deviceptr pc, bool* done);
+
+/* ==== launch-config autotuning (cuda_tune.c) ==================================== */
+#define CUDA_TUNE_DEFAULT_WAVES 4 /* the heuristic grid cap: sm_count * (2048 / threads) * 4 */
+
+/** One launch configuration of a generated kernel. */
+typedef struct cuda_launch_cfg {
+  uint32_t block_x, block_y;
+  uint32_t waves;  /* grid cap sm_count * (2048 / threads) * waves blocks; 0 = no cap */
+} cuda_launch_cfg;
+
+/** Whether compile mode `mode` tunes launch configs ("max-autotune",
+ * "max-autotune-no-cudagraphs"). NULL is the default mode (false). */
+bool cuda_tune_mode(const char* mode);
+/** Writes the launch configs step `st` supports to out[0..cap) and returns
+ * their number: the heuristic one first; a step that is not tunable has
+ * only that one. Pure. */
+size_t cuda_tune_candidates(const cuda_step* st, cuda_launch_cfg* out, size_t cap);
+/** Grid size of config `c` for `xn` outer points on `sm_count` SMs (>= 1). */
+int64_t cuda_tune_blocks(const cuda_step* st, const cuda_launch_cfg* c, int sm_count, int64_t xn);
+/** The launch config for one launch of step `st` (args: its argument array,
+ * buffers first): the heuristic unless plan->autotune and the step is
+ * tunable; then the cached choice for (kernel key, device, xn, rn, index
+ * width) from memory or disk, else every candidate is timed on `stream`
+ * with the run's buffers (skipped while the stream is capturing or when two
+ * buffers share an address), the fastest is kept, logged (INFO) and stored.
+ * Errors: a failed timing launch (the status names the kernel); a cache
+ * write failure is only logged. Thread-safe. */
+ptc_status cuda_tune_pick(const cuda_plan* plan, const cuda_step* st, cu_function fn, void** args,
+                          int64_t xn, int64_t rn, int64_t ext, cu_stream stream,
+                          cuda_launch_cfg* out);
+/** The cache key of one tuning decision (sha256 hex): kernel_key (the
+ * cubin's key), the device name, SM count and arch, the sizes and the index
+ * width implied by extent `ext`. Errors: INVALID_ARGUMENT (no kernel key). */
+ptc_status cuda_tune_key(const char* kernel_key, const char* device, int sm_count, int arch,
+                         int64_t xn, int64_t rn, int64_t ext, char key[65]);
+/** A stored choice for `key`: the process table, else the file
+ * <cache>/cuda/<key>.tune (then remembered); false when absent or invalid. */
+bool cuda_tune_lookup(const char* key, cuda_launch_cfg* c);
+/** Remembers `c` for `key` and writes its file (atomically; not when the
+ * cache is disabled). Errors: the write's. */
+ptc_status cuda_tune_store(const char* key, const cuda_launch_cfg* c);
+/** The file text of `c` / its parse (false for anything else). */
+void cuda_tune_format(const cuda_launch_cfg* c, char* out, size_t cap);
+bool cuda_tune_parse(const char* text, cuda_launch_cfg* c);
+/** Empties the process table (tests: the next lookup reads the disk). */
+void cuda_tune_forget(void);
 
 #endif /* PTC_BACKENDS_CUDA_PLAN_H */

@@ -266,15 +266,12 @@ static ptc_status run_kernel(run_frame* f, const cuda_step* st) {
   if (!fn)
     return PTC_ERR(UNIMPLEMENTED, "cuda backend: kernel %s was compiled for 32-bit indexing only "
                    "but this run needs %lld elements", st->name, (long long)ext);
-  int64_t per_block = st->layout == CUDA_LAYOUT_POINTWISE ? (int64_t)st->slots : (int64_t)st->slots;
-  int64_t blocks = (xn + per_block - 1) / per_block;
-  int64_t threads = (int64_t)st->block_x * st->block_y;
-  int64_t cap = (int64_t)plan->dev->sm_count * (2048 / threads) * 4;
-  if (blocks > cap) blocks = cap;
-  if (blocks < 1) blocks = 1;
+  cuda_launch_cfg cfg; /* the heuristic, or the autotuned choice (cuda_tune.c) */
+  PTC_TRY(cuda_tune_pick(plan, st, fn, small, xn, rn, ext, f->stream, &cfg));
+  int64_t blocks = cuda_tune_blocks(st, &cfg, plan->dev->sm_count, xn);
   char what[96];
   snprintf(what, sizeof what, "launching kernel %s", st->name);
-  CUDA_TRY(cuda_libs_get()->cu.LaunchKernel(fn, (unsigned)blocks, 1, 1, st->block_x, st->block_y, 1,
+  CUDA_TRY(cuda_libs_get()->cu.LaunchKernel(fn, (unsigned)blocks, 1, 1, cfg.block_x, cfg.block_y, 1,
                                             0, f->stream, small, NULL),
            what);
   return PTC_OK;

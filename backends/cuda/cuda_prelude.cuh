@@ -303,3 +303,23 @@ template <typename T, int V> PTC_D void ptc_vstore(T* p, const T* in) {
   for (int i = 0; i < V; i++) u.e[i] = in[i];
   *reinterpret_cast<ptc_raw<sizeof(T) * V>*>(p) = u.r;
 }
+
+// ---- fast math (owned by the pointwise kernels; see cuda_cg_ops.c) ----------
+// Only where PyTorch's Inductor makes the same choice for float32 (Triton:
+// tl.exp on fp32 is ex2.approx.f32 of x * log2(e); `/` on fp32 is
+// div.full.f32; tl.sigmoid(x) = 1 / (1 + exp(-x))). float16/bfloat16 are
+// computed in float and take the same path. double keeps the precise
+// library functions; sin/cos/tan/tanh/log/erf and plain division stay
+// precise (libdevice in Inductor too).
+PTC_D float ptc_exp(float a) {
+  float r;
+  asm("ex2.approx.f32 %0, %1;" : "=f"(r) : "f"(a * 1.4426950408889634f));
+  return r;
+}
+PTC_D double ptc_exp(double a) { return exp(a); }
+PTC_D float ptc_sigmoid_fast(float a) {
+  float r;
+  asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(1.0f), "f"(1.0f + ptc_exp(-a)));
+  return r;
+}
+PTC_D double ptc_sigmoid_fast(double a) { return ptc_sigmoid(a); }
