@@ -1,6 +1,7 @@
 /* test_cuda_gemm.c - the tensor-core GEMM (backends/cuda/cuda_gemm_tc.c).
  *
- *  --compile-only (needs NVRTC only; exit 77 without it): the module
+ *  --compile-only (needs NVRTC only; exit 77 without it): the variant
+ *    choice from strides and alignment (pure), and the module
  *    (cuda_gemm_tc.cuh, every type and variant) compiles for sm_80 and sm_90.
  *  default (needs an sm_80+ GPU; exit 77 without one): the GEMM against a
  *    float64 host GEMM of the same (dtype-rounded) inputs: f16, bf16 and f32
@@ -318,10 +319,54 @@ static void bench(void) {
     }
 }
 
+/* The variant choice (pure; no device): unit-K A with K-major or N-major B
+ * and 16-byte alignment take the cp.async kernels, anything else the
+ * generic one. Returns the number of wrong choices. */
+static int check_variants(void) {
+  cuda_mm_args g;
+  memset(&g, 0, sizeof g);
+  g.m = 64, g.n = 48, g.k = 40;
+  g.a_sm = 40, g.a_sk = 1, g.b_sk = 1, g.b_sn = 40;
+  struct {
+    int64_t a_sm, a_sk, b_sk, b_sn, b_bs;
+    int32_t dt;
+    cu_deviceptr pa, pb;
+    int want;
+  } cs[] = {
+      {40, 1, 1, 40, 0, PTC_BF16, 256, 512, CUDA_TCG_KK},
+      {40, 1, 48, 1, 0, PTC_BF16, 256, 512, CUDA_TCG_KN},
+      {40, 1, 48, 1, 0, PTC_F32, 256, 512, CUDA_TCG_KN},
+      {1, 64, 1, 40, 0, PTC_F16, 256, 512, CUDA_TCG_GEN},   /* A transposed */
+      {41, 1, 1, 40, 0, PTC_F16, 256, 512, CUDA_TCG_GEN},   /* rows not 16-byte aligned */
+      {40, 1, 1, 40, 0, PTC_F16, 258, 512, CUDA_TCG_GEN},   /* base not aligned */
+      {40, 1, 48, 1, 0, PTC_F32, 256, 516, CUDA_TCG_GEN},
+      {40, 1, 2, 97, 0, PTC_F16, 256, 512, CUDA_TCG_GEN},   /* no unit stride in B */
+      {40, 1, 1, 40, 1960, PTC_BF16, 256, 512, CUDA_TCG_KK}, /* batch stride 16-byte aligned */
+      {40, 1, 1, 40, 1961, PTC_BF16, 256, 512, CUDA_TCG_GEN},
+      {12, 1, 1, 12, 0, PTC_F32, 256, 512, CUDA_TCG_KK},
+      {6, 1, 1, 40, 0, PTC_F32, 256, 512, CUDA_TCG_GEN},
+  };
+  int bad = 0;
+  for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+    g.a_sm = cs[i].a_sm, g.a_sk = cs[i].a_sk, g.b_sk = cs[i].b_sk, g.b_sn = cs[i].b_sn;
+    g.nb = 1;
+    g.batch[0] = 3;
+    g.b_bs[0] = cs[i].b_bs;
+    int v = cuda_gemm_tc_variant(&g, cs[i].dt, cs[i].pa, cs[i].pb);
+    if (v != cs[i].want) {
+      printf("FAIL: variant case %zu: %s, expected %s\n", i, vname(v), vname(cs[i].want));
+      bad++;
+    }
+  }
+  return bad;
+}
+
 int main(int argc, char** argv) {
   bool compile_only = argc > 1 && !strcmp(argv[1], "--compile-only");
   bool do_bench = argc > 1 && !strcmp(argv[1], "--bench");
   if (compile_only) {
+    if (check_variants()) return 1;
+    printf("variant choice: ok\n");
     const char* why = cuda_nvrtc_unavailable();
     if (why) {
       printf("skipped: %s\n", why);
