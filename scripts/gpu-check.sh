@@ -12,8 +12,10 @@
 #   --c         test_cuda_nvrtc (NVRTC compile of 50 random graphs) and
 #               test_cuda_gpu (API checks incl. the caller stream, the
 #               random-graph differential suite against ref with --seeds N
-#               (default 300), every op case of tests/data); there is no
-#               CUDA-graph mode to test yet
+#               (default 300), every op case of tests/data, CUDA-graph mode
+#               (mode reduce-overhead: random graphs, shape changes, the
+#               graph cap, streams, output buffers, the error flag, and the
+#               per-call host time of plain vs graph runs))
 #   --py        the meson suite 'python' (pytest) on the GPU machine: the CPU
 #               tests and tests/python/test_cuda_tensors.py (CUDA tensors,
 #               torch's current stream, from_fx/backend on cuda, device
@@ -108,6 +110,7 @@ if [ "$C" = 1 ]; then
   grep -m 40 -E "^FAIL|^  \(" "$LOGS/gpu.log"
   note "test_cuda_gpu (rc $rc, $(( $(date +%s) - t2 )) s): $(grep -E '^device:' "$LOGS/gpu.log")"
   note "  $(grep -E '^api checks:' "$LOGS/gpu.log")"
+  while IFS= read -r l; do note "  $l"; done < <(grep -E '^graph mode|^  graph api' "$LOGS/gpu.log")
   note "  $(grep -E '^test_cuda_gpu:' "$LOGS/gpu.log")"
 fi
 

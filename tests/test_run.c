@@ -319,15 +319,19 @@ int main(void) {
    * backend (cpu ignores them), unknown ones are refused by name */
   static const char* const modes[] = {"default", "reduce-overhead", "max-autotune",
                                       "max-autotune-no-cudagraphs"};
-  co.backend = "cpu";
-  for (size_t i = 0; i < sizeof modes / sizeof *modes; i++) {
-    co.mode = modes[i];
+  /* ... and runs unchanged on cpu and ref (reduce-overhead is CUDA graphs,
+   * which only the cuda backend has) */
+  for (size_t i = 0; i < 2 * sizeof modes / sizeof *modes; i++) {
+    co.backend = i % 2 ? "ref" : "cpu";
+    co.mode = modes[i / 2];
     co.matmul_precision = i % 2 ? "high" : "highest";
     co.conv_precision = i % 2 ? "medium" : "high";
     CHECK_OK(ptc_compile(ctx, g, &co, &exe));
+    test_dynamic_sizes(exe);
     ptc_executable_release(exe);
     exe = NULL;
   }
+  co.backend = "cpu";
   co.mode = "fast";
   CHECK_ERR(ptc_compile(ctx, g, &co, &exe), PTC_CODE_INVALID_ARGUMENT, "unknown mode 'fast'");
   co.mode = NULL;

@@ -22,6 +22,8 @@ typedef struct cu_func_st* cu_function;    /* CUfunction */
 typedef struct cu_stream_st* cu_stream;    /* CUstream (NULL = legacy default stream) */
 typedef struct cu_event_st* cu_event;      /* CUevent */
 typedef unsigned long long cu_deviceptr;   /* CUdeviceptr */
+typedef struct cu_graph_st* cu_graph;      /* CUgraph */
+typedef struct cu_graph_exec_st* cu_graph_exec; /* CUgraphExec */
 
 enum {
   CU_SUCCESS = 0,
@@ -40,6 +42,12 @@ enum {
   CU_ATTR_COMPUTE_CAPABILITY_MINOR = 76,
   CU_ATTR_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
 };
+
+/* CUstreamCaptureMode / CUstreamCaptureStatus values used (CUDA graphs) */
+enum { CU_CAPTURE_MODE_RELAXED = 2 };
+enum { CU_CAPTURE_STATUS_NONE = 0, CU_CAPTURE_STATUS_ACTIVE = 1 };
+/* cuStreamCreate flags */
+enum { CU_STREAM_NON_BLOCKING = 1 };
 
 /* CUpointer_attribute values used */
 enum { CU_POINTER_ATTR_MEMORY_TYPE = 2, CU_POINTER_ATTR_DEVICE_ORDINAL = 9 };
@@ -101,6 +109,16 @@ typedef struct cu_api {
   cu_result (*PointerGetAttribute)(void* data, int attr, cu_deviceptr p);
   cu_result (*GetErrorString)(cu_result r, const char** s);
   cu_result (*GetErrorName)(cu_result r, const char** s);
+  /* ---- optional entries (CUDA graphs, cuda_graph.c): filled when present,
+   * NULL otherwise; a missing one turns graph mode off, never fails the
+   * library. Loaded from the separate optional rows of cuda_loader.c. */
+  cu_result (*StreamBeginCapture)(cu_stream s, int mode);                /* _v2 */
+  cu_result (*StreamEndCapture)(cu_stream s, cu_graph* g);
+  cu_result (*StreamIsCapturing)(cu_stream s, int* status);
+  cu_result (*GraphInstantiateWithFlags)(cu_graph_exec* x, cu_graph g, unsigned long long flags);
+  cu_result (*GraphLaunch)(cu_graph_exec x, cu_stream s);
+  cu_result (*GraphExecDestroy)(cu_graph_exec x);
+  cu_result (*GraphDestroy)(cu_graph g);
 } cu_api;
 
 /** The NVRTC entry points. */

@@ -4,8 +4,12 @@
  * writes the debug dumps; run_stream runs the plan on the caller's stream
  * with the primary context made current for the call; describe lists the
  * steps; device memory for run_alloc's outputs comes from the caching
- * allocator. Available when libcuda.so.1, NVRTC and a device are present. */
+ * allocator. Available when libcuda.so.1, NVRTC and a device are present.
+ * The backend state is a cuda_exec: the plan and, in modes "reduce-overhead"
+ * and "max-autotune", the table of recorded CUDA graphs (cuda_graph.h),
+ * which run_stream tries before a plain run. */
 #include "cuda.h"
+#include "cuda_graph.h"
 #include "cuda_plan.h"
 
 #include <stdio.h>
@@ -15,7 +19,19 @@
 
 static const char* cuda_unavailable(void) { return cuda_unavailable_reason(); }
 
-static void cuda_destroy(void* state) { cuda_plan_destroy(state); }
+/* The backend state: the plan and its CUDA graphs (NULL unless the mode asks). */
+typedef struct cuda_exec {
+  cuda_plan* plan;
+  cuda_graphs* graphs;
+} cuda_exec;
+
+static void cuda_destroy(void* state) {
+  cuda_exec* x = state;
+  if (!x) return;
+  cuda_graphs_destroy(x->graphs);
+  cuda_plan_destroy(x->plan);
+  free(x);
+}
 
 /* ---- description ----------------------------------------------------------------- */
 
@@ -48,13 +64,16 @@ static void describe_plan(const cuda_plan* plan, ptc_strbuf* sb) {
 
 static void cuda_describe(const void* state, const ptc_graph* g, ptc_strbuf* sb) {
   (void)g;
-  if (state) describe_plan(state, sb);
+  const cuda_exec* x = state;
+  if (!x) return;
+  describe_plan(x->plan, sb);
+  cuda_graphs_describe(x->graphs, sb);
 }
 
 static size_t cuda_num_kernels(const void* state, const ptc_graph* g) {
   (void)g;
-  const cuda_plan* plan = state;
-  return plan ? plan->n_steps : 0;
+  const cuda_exec* x = state;
+  return x ? x->plan->n_steps : 0;
 }
 
 /* ---- debug dumps ----------------------------------------------------------------------- */
@@ -150,7 +169,19 @@ static ptc_status cuda_prepare(ptc_context* ctx, const ptc_graph* g,
   cuda_plan* plan = NULL;
   ptc_status s = prepare_in_ctx(ctx, d, g, opts, &plan);
   cuda_ctx_leave(d, prev);
-  *out = plan;
+  cuda_exec* x = NULL;
+  if (!s) {
+    x = calloc(1, sizeof *x);
+    s = x ? cuda_graphs_create(plan, opts ? opts->mode : NULL, &x->graphs) : ptc_status_oom();
+    if (s) {
+      free(x);
+      x = NULL;
+      cuda_plan_destroy(plan);
+    } else {
+      x->plan = plan;
+    }
+  }
+  *out = x;
   return s;
 }
 
@@ -159,14 +190,19 @@ static ptc_status cuda_run_stream(void* state, const ptc_graph* g, const ptc_ten
                                   const int64_t* sym_values, size_t n_syms, uint64_t seed,
                                   void* stream) {
   (void)g;
-  const cuda_plan* plan = state;
+  const cuda_exec* x = state;
+  const cuda_plan* plan = x->plan;
   if (n_syms < plan->p->n_size_syms)
     return PTC_ERR(INTERNAL, "cuda backend: %zu symbol values for %zu size symbols", n_syms,
                    plan->p->n_size_syms);
   cu_context prev;
   PTC_TRY(cuda_ctx_enter(plan->dev, &prev));
-  ptc_status s = cuda_plan_run(plan, inputs, n_in, outputs, n_out, sym_values, n_syms, seed,
-                               (cu_stream)stream);
+  bool done = false;
+  ptc_status s = cuda_graphs_run(x->graphs, inputs, n_in, outputs, n_out, sym_values, n_syms, seed,
+                                 (cu_stream)stream, &done);
+  if (!s && !done)
+    s = cuda_plan_run(plan, inputs, n_in, outputs, n_out, sym_values, n_syms, seed,
+                      (cu_stream)stream);
   cuda_ctx_leave(plan->dev, prev);
   return s;
 }

@@ -54,6 +54,18 @@ static const sym_row cu_rows[] = {
     CU_ROW(GetErrorName, "cuGetErrorName"),
 };
 
+/* Optional Driver API entries (CUDA graphs): absent ones stay NULL and the
+ * library still counts as present; cuda_graph.c checks them. */
+static const sym_row cu_optional_rows[] = {
+    CU_ROW(StreamBeginCapture, "cuStreamBeginCapture_v2"),
+    CU_ROW(StreamEndCapture, "cuStreamEndCapture"),
+    CU_ROW(StreamIsCapturing, "cuStreamIsCapturing"),
+    CU_ROW(GraphInstantiateWithFlags, "cuGraphInstantiateWithFlags"),
+    CU_ROW(GraphLaunch, "cuGraphLaunch"),
+    CU_ROW(GraphExecDestroy, "cuGraphExecDestroy"),
+    CU_ROW(GraphDestroy, "cuGraphDestroy"),
+};
+
 #define NV_ROW(field, name) {name, offsetof(nvrtc_api, field)}
 static const sym_row nvrtc_rows[] = {
     NV_ROW(Version, "nvrtcVersion"),
@@ -135,6 +147,10 @@ static void load_cuda(void) {
   if (!fill_table(h, cu_rows, sizeof cu_rows / sizeof cu_rows[0], &libs.cu, why, sizeof why)) {
     snprintf(libs.cu_error, sizeof libs.cu_error, "libcuda.so.1 is too old: %.200s", why);
     return;
+  }
+  for (size_t i = 0; i < sizeof cu_optional_rows / sizeof cu_optional_rows[0]; i++) {
+    void* f = dlsym(h, cu_optional_rows[i].name); /* NULL when absent */
+    memcpy((char*)&libs.cu + cu_optional_rows[i].offset, &f, sizeof f);
   }
   libs.have_cu = true;
 }

@@ -8,8 +8,12 @@
  * in place, and, when some kernel can report an error, reads the error word
  * back (which waits for the stream). All memory of the run is returned to
  * the cache on the run's stream, so the next user on that stream is ordered
- * after this run's kernels. */
-#include "cuda_plan.h"
+ * after this run's kernels.
+ * Static frames (cuda_frame_*, for cuda_graph.c): the same binding, but the
+ * frame owns static inputs (compiled layout) and outputs (contiguous) and
+ * keeps every allocation until it is closed, so a CUDA graph recorded from
+ * cuda_frame_exec can be replayed on memory no other run is given. */
+#include "cuda_graph.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +40,13 @@ typedef struct run_frame {
   const int64_t* syms;
   size_t n_syms;
   uint64_t seed;
+  /* static frames (cuda_graph.h): the frame owns its inputs and outputs */
+  bool own_io;
+  const ptc_tensor* out;     /* the outputs copy_outputs writes */
+  size_t n_out;
+  ptc_tensor* own_out;       /* own_io: the static outputs (contiguous) */
+  int64_t* own_out_shape;    /* their shapes, PTC_MAX_RANK each */
+  runtime_tensor* in_views;  /* own_io: the static inputs in the compiled layout */
 } run_frame;
 
 static size_t esize(const ir_buffer* b) { return ptc_dtype_size(b->dtype); }
@@ -106,6 +117,13 @@ static ptc_status bind_input_storage(run_frame* f, size_t i, const ptc_tensor* t
     PTC_TRY(sym_eval(gv->shape[d], f->syms, f->n_syms, &layout.view.shape[d]));
     PTC_TRY(sym_eval(gv->strides[d], f->syms, f->n_syms, &layout.view.strides[d]));
   }
+  if (f->own_io) { /* a static input of the compiled layout, owned by the frame */
+    PTC_TRY(alloc_bytes(f, extent_of(&layout.view, 0), ptc_dtype_size(gv->dtype), &f->in_base[i]));
+    f->in_temp[i] = true;
+    f->in_views[i] = layout.view;
+    f->in_views[i].data = dptr(f->in_base[i]);
+    return PTC_OK;
+  }
   cu_deviceptr data = t->data ? (cu_deviceptr)(uintptr_t)t->data + t->byte_offset : 0;
   if (layout_matches(&layout, t->strides)) {
     f->in_base[i] = data;
@@ -129,7 +147,7 @@ static ptc_status bind_inputs(run_frame* f, const ptc_tensor* in, size_t n_in) {
   if (n_in != p->graph->inputs.len)
     return PTC_ERR(INVALID_ARGUMENT, "cuda backend: expected %zu inputs, got %zu",
                    p->graph->inputs.len, n_in);
-  for (size_t i = 0; i < n_in; i++) PTC_TRY(bind_input_storage(f, i, &in[i]));
+  for (size_t i = 0; i < n_in; i++) PTC_TRY(bind_input_storage(f, i, f->own_io ? NULL : &in[i]));
   for (size_t i = 0; i < p->buffers.len; i++) {
     const ir_buffer* b = ir_buf(p, (int32_t)i);
     if (b->kind == IR_BUF_INPUT) {
@@ -190,6 +208,33 @@ static ptc_status bind_rest(run_frame* f) {
   return PTC_OK;
 }
 
+/* own_io: one contiguous static output per graph output, owned by the frame,
+ * of the output buffer's shape. */
+static ptc_status alloc_own_outputs(run_frame* f, size_t n_out) {
+  const cuda_plan* plan = f->plan;
+  f->own_out = calloc(n_out + 1, sizeof *f->own_out);
+  f->own_out_shape = calloc((n_out + 1) * PTC_MAX_RANK, sizeof *f->own_out_shape);
+  if (!f->own_out || !f->own_out_shape) return ptc_status_oom();
+  f->out = f->own_out;
+  f->n_out = n_out; /* frame_free returns what was allocated so far */
+  for (size_t j = 0; j < n_out; j++) {
+    int32_t id = plan->p->output_bufs[j];
+    const buf_rt* r = &f->b[id];
+    int64_t numel = 1;
+    for (int32_t d = 0; d < r->view.rank; d++) numel *= r->view.shape[d];
+    ptc_tensor* t = &f->own_out[j];
+    t->shape = f->own_out_shape + j * PTC_MAX_RANK;
+    memcpy(t->shape, r->view.shape, (size_t)r->view.rank * sizeof *t->shape);
+    t->ndim = r->view.rank;
+    t->dtype = ptc_dtype_to_dl(r->view.dtype);
+    t->device.device_type = PTC_DEVICE_CUDA;
+    cu_deviceptr p = 0;
+    PTC_TRY(alloc_bytes(f, numel, esize(ir_buf(plan->p, id)), &p));
+    t->data = dptr(p);
+  }
+  return PTC_OK;
+}
+
 static ptc_status bind_all(run_frame* f, const ptc_tensor* in, size_t n_in, const ptc_tensor* out,
                            size_t n_out) {
   const cuda_plan* plan = f->plan;
@@ -199,6 +244,13 @@ static ptc_status bind_all(run_frame* f, const ptc_tensor* in, size_t n_in, cons
     if (s) return ptc_status_prefix(s, "cuda backend: buffer %s", ir_buf(plan->p, (int32_t)i)->name);
   }
   PTC_TRY(bind_inputs(f, in, n_in));
+  if (f->own_io) {
+    PTC_TRY(alloc_own_outputs(f, n_out));
+    out = f->own_out;
+  } else {
+    f->out = out;
+    f->n_out = n_out;
+  }
   bind_outputs_in_place(f, out, n_out);
   PTC_TRY(bind_workspace(f));
   return bind_rest(f);
@@ -211,9 +263,14 @@ static void frame_free(run_frame* f) {
     if (f->in_temp[i]) cuda_free(f->in_base[i]);
   cuda_free(f->ws);
   cuda_free(f->kerr);
+  for (size_t j = 0; f->own_out && j < f->n_out; j++)
+    cuda_free((cu_deviceptr)(uintptr_t)f->own_out[j].data);
   free(f->b);
   free(f->in_base);
   free(f->in_temp);
+  free(f->own_out);
+  free(f->own_out_shape);
+  free(f->in_views);
 }
 
 /* ---- kernels ------------------------------------------------------------------------ */
@@ -334,39 +391,109 @@ static ptc_status check_errors(run_frame* f) {
   return k.error ? kernel_error(f->plan, &k) : PTC_OK;
 }
 
-ptc_status cuda_plan_run(const cuda_plan* plan, const ptc_tensor* inputs, size_t n_in,
-                         const ptc_tensor* outputs, size_t n_out, const int64_t* sym_values,
-                         size_t n_syms, uint64_t seed, cu_stream stream) {
+/* Allocates and binds the frame (inputs, outputs, workspace, temporaries,
+ * the error word) with every allocation on `stream`; relayout copies of
+ * caller inputs (not own_io) are queued there too. */
+static ptc_status frame_init(run_frame* f, const cuda_plan* plan, bool own_io,
+                             const ptc_tensor* inputs, size_t n_in, const ptc_tensor* outputs,
+                             size_t n_out, const int64_t* sym_values, size_t n_syms, uint64_t seed,
+                             cu_stream stream) {
+  memset(f, 0, sizeof *f);
+  f->plan = plan;
+  f->stream = stream;
+  f->syms = sym_values;
+  f->n_syms = n_syms;
+  f->seed = seed;
+  f->own_io = own_io;
   if (n_out != plan->p->n_outputs)
     return PTC_ERR(INVALID_ARGUMENT, "cuda backend: expected %zu outputs, got %zu",
                    plan->p->n_outputs, n_out);
-  run_frame f;
-  memset(&f, 0, sizeof f);
-  f.plan = plan;
-  f.stream = stream;
-  f.syms = sym_values;
-  f.n_syms = n_syms;
-  f.seed = seed;
   size_t n_gin = plan->p->graph->inputs.len;
-  f.b = calloc(plan->n_bufs + 1, sizeof *f.b);
-  f.in_base = calloc(n_gin + 1, sizeof *f.in_base);
-  f.in_temp = calloc(n_gin + 1, sizeof *f.in_temp);
-  ptc_status s = f.b && f.in_base && f.in_temp ? PTC_OK : ptc_status_oom();
-  for (size_t i = 0; !s && i < plan->n_bufs; i++) f.b[i].direct_output = -1;
-  if (!s && plan->uses_err) {
-    s = cuda_alloc(sizeof(cuda_kerr), stream, &f.kerr);
-    if (!s)
-      s = cuda_libs_get()->cu.MemsetD8Async(f.kerr, 0, sizeof(cuda_kerr), stream) == CU_SUCCESS
-              ? PTC_OK
-              : PTC_ERR(INTERNAL, "cuda backend: clearing the error word failed");
-  }
-  if (!s) s = bind_all(&f, inputs, n_in, outputs, n_out);
-  for (uint32_t i = 0; !s && i < plan->n_steps; i++) {
+  f->b = calloc(plan->n_bufs + 1, sizeof *f->b);
+  f->in_base = calloc(n_gin + 1, sizeof *f->in_base);
+  f->in_temp = calloc(n_gin + 1, sizeof *f->in_temp);
+  if (own_io) f->in_views = calloc(n_gin + 1, sizeof *f->in_views);
+  if (!f->b || !f->in_base || !f->in_temp || (own_io && !f->in_views)) return ptc_status_oom();
+  for (size_t i = 0; i < plan->n_bufs; i++) f->b[i].direct_output = -1;
+  if (plan->uses_err) PTC_TRY(cuda_alloc(sizeof(cuda_kerr), stream, &f->kerr));
+  return bind_all(f, inputs, own_io ? n_gin : n_in, outputs, n_out);
+}
+
+/* Queues the run's work on f->stream: the error word cleared, every step,
+ * the outputs not written in place copied. No host synchronisation (the
+ * host steps of cuda_ext_run aside), so it can be captured into a graph. */
+static ptc_status frame_exec(run_frame* f) {
+  const cuda_plan* plan = f->plan;
+  if (plan->uses_err &&
+      cuda_libs_get()->cu.MemsetD8Async(f->kerr, 0, sizeof(cuda_kerr), f->stream) != CU_SUCCESS)
+    return PTC_ERR(INTERNAL, "cuda backend: clearing the error word failed");
+  for (uint32_t i = 0; i < plan->n_steps; i++) {
     const cuda_step* st = &plan->steps[i];
-    s = st->is_extern ? run_extern(&f, st) : run_kernel(&f, st);
+    PTC_TRY(st->is_extern ? run_extern(f, st) : run_kernel(f, st));
   }
-  if (!s) s = copy_outputs(&f, outputs, n_out);
+  return copy_outputs(f, f->out, f->n_out);
+}
+
+ptc_status cuda_plan_run(const cuda_plan* plan, const ptc_tensor* inputs, size_t n_in,
+                         const ptc_tensor* outputs, size_t n_out, const int64_t* sym_values,
+                         size_t n_syms, uint64_t seed, cu_stream stream) {
+  run_frame f;
+  ptc_status s = frame_init(&f, plan, false, inputs, n_in, outputs, n_out, sym_values, n_syms,
+                            seed, stream);
+  if (!s) s = frame_exec(&f);
   if (!s && plan->uses_err) s = check_errors(&f);
   frame_free(&f);
   return s;
+}
+
+/* ---- static frames (cuda_graph.h) ----------------------------------------------------- */
+
+struct cuda_frame {
+  run_frame f;
+  int64_t* syms; /* a copy: the frame outlives the caller's array */
+};
+
+ptc_status cuda_frame_open(const cuda_plan* plan, const int64_t* sym_values, size_t n_syms,
+                           uint64_t seed, cu_stream alloc_stream, cuda_frame** out) {
+  *out = NULL;
+  cuda_frame* fr = calloc(1, sizeof *fr);
+  if (!fr) return ptc_status_oom();
+  fr->syms = calloc(n_syms + 1, sizeof *fr->syms);
+  if (!fr->syms) {
+    free(fr);
+    return ptc_status_oom();
+  }
+  if (n_syms) memcpy(fr->syms, sym_values, n_syms * sizeof *sym_values);
+  ptc_status s = frame_init(&fr->f, plan, true, NULL, 0, NULL, plan->p->n_outputs, fr->syms,
+                            n_syms, seed, alloc_stream);
+  if (s) {
+    cuda_frame_close(fr);
+    return s;
+  }
+  *out = fr;
+  return PTC_OK;
+}
+
+ptc_status cuda_frame_exec(cuda_frame* fr, cu_stream stream) {
+  fr->f.stream = stream;
+  return frame_exec(&fr->f);
+}
+
+ptc_status cuda_frame_check(cuda_frame* fr, cu_stream stream) {
+  if (!fr->f.plan->uses_err) return PTC_OK;
+  fr->f.stream = stream;
+  return check_errors(&fr->f);
+}
+
+const runtime_tensor* cuda_frame_input(const cuda_frame* fr, size_t i) {
+  return &fr->f.in_views[i];
+}
+
+const ptc_tensor* cuda_frame_output(const cuda_frame* fr, size_t j) { return &fr->f.own_out[j]; }
+
+void cuda_frame_close(cuda_frame* fr) {
+  if (!fr) return;
+  frame_free(&fr->f);
+  free(fr->syms);
+  free(fr);
 }

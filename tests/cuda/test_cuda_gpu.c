@@ -9,7 +9,14 @@
  *  - API checks: a run on a caller-created stream (outputs read after
  *    synchronising it), caller-provided device outputs with strides, device
  *    mismatches reported as INVALID_ARGUMENT, and an out-of-range gather
- *    index reported by the kernel.
+ *    index reported by the kernel;
+ *  - CUDA-graph mode (mode "reduce-overhead"): random graphs at every size
+ *    set, three calls each with new input values, alternating a caller
+ *    stream and the NULL stream, against ref and against the plain mode;
+ *    a dynamic graph over 12 batch sizes (shape changes and the 8-graph
+ *    cap, counted in the executable's description), different caller
+ *    output buffers every call (one with strides), the kernel error flag
+ *    through a replayed graph, and the per-call host time of both modes.
  * Work is spread over threads (graphs compile and run concurrently, which
  * also exercises the thread-safety of executables and the allocator).
  *
@@ -106,27 +113,36 @@ static bool download(const ptc_tensor* d, void* host, cu_stream stream) {
          cu()->StreamSynchronize(stream) == CU_SUCCESS;
 }
 
-static ptc_status compile(const ptc_graph* g, const char* backend, bool nofuse, ptc_executable** e) {
+static ptc_status compile_mode(const ptc_graph* g, const char* backend, bool nofuse,
+                               const char* mode, ptc_executable** e) {
   ptc_compile_options o;
   ptc_compile_options_init(&o);
   o.backend = backend;
   o.disable_fusion = nofuse;
+  o.mode = mode;
   return ptc_compile(ctx, g, &o, e);
+}
+
+static ptc_status compile(const ptc_graph* g, const char* backend, bool nofuse, ptc_executable** e) {
+  return compile_mode(g, backend, nofuse, NULL, e);
 }
 
 /* ---- random graphs -------------------------------------------------------------------- */
 
 /* Runs exe (cuda) on rg's inputs of size set k; the results land in `into`
  * (a ref results object of the same shapes, overwritten). */
-static bool run_cuda_into(const ptc_executable* exe, const rg_inputs* in, ptc_results* into,
-                          char** err) {
+static bool run_cuda_into_on(const ptc_executable* exe, const rg_inputs* in, ptc_results* into,
+                             cu_stream stream, char** err) {
   ptc_tensor dev_in[RG_MAX_INPUTS];
   uint32_t n_up = 0;
   bool ok = true;
   for (; n_up < in->n && ok; n_up++) ok = upload(&in->t[n_up], &dev_in[n_up]);
   if (!ok) n_up--;
   ptc_results* r = NULL;
-  ptc_status s = ok ? ptc_executable_run_alloc(exe, dev_in, in->n, NULL, &r)
+  ptc_run_options ro;
+  ptc_run_options_init(&ro);
+  ro.stream = stream;
+  ptc_status s = ok ? ptc_executable_run_alloc(exe, dev_in, in->n, &ro, &r)
                     : PTC_ERR(INTERNAL, "input upload failed");
   if (s) {
     *err = status_text(s);
@@ -136,13 +152,19 @@ static bool run_cuda_into(const ptc_executable* exe, const rg_inputs* in, ptc_re
     const ptc_tensor* t = ptc_results_get(r, i);
     const ptc_tensor* h = ptc_results_get(into, i);
     ok = t->device.device_type == PTC_DEVICE_CUDA && h && numel_of(t) == numel_of(h) &&
-         download(t, h->data, NULL);
+         download(t, h->data, stream);
     if (!ok) *err = strdup("output download failed or device type wrong");
   }
   ptc_status_destroy(s);
   ptc_results_destroy(r);
+  if (stream) cu()->StreamSynchronize(stream); /* the inputs are freed on the NULL stream's cache */
   for (uint32_t i = 0; i < n_up; i++) free_dev(&dev_in[i]);
   return ok;
+}
+
+static bool run_cuda_into(const ptc_executable* exe, const rg_inputs* in, ptc_results* into,
+                          char** err) {
+  return run_cuda_into_on(exe, in, into, NULL, err);
 }
 
 static void check_variant(const rg_graph* rg, const ptc_executable* eb, bool nofuse) {
@@ -449,6 +471,326 @@ static void check_kernel_error(void) {
   ptc_graph_destroy(g);
 }
 
+/* ---- CUDA-graph mode ---------------------------------------------------------------------- */
+
+/* The executable's description (malloc'ed, "" on failure). */
+static char* describe_exe(const ptc_executable* e) {
+  size_t need = 0;
+  ptc_status s = ptc_executable_format(e, NULL, 0, &need);
+  ptc_status_destroy(s);
+  char* t = calloc(need + 2, 1);
+  if (t) {
+    s = ptc_executable_format(e, t, need + 2, NULL);
+    ptc_status_destroy(s);
+  }
+  return t ? t : strdup("");
+}
+
+/* The number before `what` in the graph-mode line of e's description, or -1. */
+static long graph_stat(const ptc_executable* e, const char* what) {
+  char* t = describe_exe(e);
+  const char* line = strstr(t, "graph mode (");
+  const char* at = line ? strstr(line, what) : NULL;
+  long v = -1;
+  if (at) {
+    const char* p = at;
+    while (p > line && p[-1] == ' ') p--;
+    while (p > line && p[-1] >= '0' && p[-1] <= '9') p--;
+    v = strtol(p, NULL, 10);
+  }
+  free(t);
+  return v;
+}
+
+static _Atomic unsigned graph_random_checked, graph_random_on;
+
+/* One random graph in graph mode: every size set, three calls with new
+ * input values each, on `st` and the NULL stream in turn, compared with ref
+ * and with the plain cuda mode. */
+static void check_graph_seed(uint64_t seed, cu_stream st) {
+  rg_options o;
+  rg_options_init(&o, seed);
+  rg_graph rg;
+  ptc_status s = rg_generate(ctx, &o, &rg);
+  if (s) {
+    fail("FAIL graphs seed: generator: %s%s", ptc_status_message(s), NULL);
+    ptc_status_destroy(s);
+    return;
+  }
+  char label[64];
+  snprintf(label, sizeof label, "graphs seed %llu", (unsigned long long)seed);
+  ptc_executable *eb = NULL, *ep = NULL, *eg = NULL;
+  s = compile(rg.g, "ref", false, &eb);
+  if (!s) s = compile(rg.g, "cuda", false, &ep);
+  if (!s) s = compile_mode(rg.g, "cuda", false, "reduce-overhead", &eg);
+  if (s) {
+    char* t = status_text(s);
+    fail("FAIL %s: compile: %s", label, t);
+    free(t);
+    ptc_status_destroy(s);
+  }
+  for (uint32_t k = 0; !s && k < rg_num_runs(&rg); k++) {
+    int64_t sizes[RG_MAX_SYMS];
+    rg_run_sizes(&rg, k, sizes);
+    for (uint32_t call = 0; call < 3; call++) {
+      rg_inputs in;
+      if (!rg_inputs_make(&rg, sizes, seed * 131 + k * 7 + call, &in)) {
+        fail("FAIL %s: inputs%s", label, NULL);
+        break;
+      }
+      ptc_results *rb = NULL, *rp = NULL, *rgr = NULL;
+      ptc_status sb = ptc_executable_run_alloc(eb, in.t, in.n, NULL, &rb);
+      ptc_status s2 = sb ? NULL : ptc_executable_run_alloc(eb, in.t, in.n, NULL, &rp);
+      ptc_status s3 = sb || s2 ? NULL : ptc_executable_run_alloc(eb, in.t, in.n, NULL, &rgr);
+      bool skip = sb && k > 0 && ptc_status_code(sb) == PTC_CODE_INVALID_ARGUMENT;
+      if (!skip && (sb || s2 || s3)) {
+        fail("FAIL %s: ref failed: %s", label, ptc_status_message(sb ? sb : s2 ? s2 : s3));
+      } else if (!skip) {
+        char *err = NULL, msg[4096];
+        cu_stream use = call % 2 ? NULL : st;
+        if (!run_cuda_into_on(ep, &in, rp, use, &err) || !run_cuda_into_on(eg, &in, rgr, use, &err))
+          fail("FAIL %s: cuda run: %s", label, err);
+        else if (rg_compare(&rg, rgr, rb, msg, sizeof msg) != 0)
+          fail("FAIL %s: graph mode differs from ref: %s", label, msg);
+        else if (rg_compare(&rg, rgr, rp, msg, sizeof msg) != 0)
+          fail("FAIL %s: graph mode differs from the plain mode: %s", label, msg);
+        else
+          atomic_fetch_add(&passed, 1);
+        free(err);
+      }
+      ptc_status_destroy(sb);
+      ptc_status_destroy(s2);
+      ptc_status_destroy(s3);
+      ptc_results_destroy(rb);
+      ptc_results_destroy(rp);
+      ptc_results_destroy(rgr);
+      rg_inputs_free(&in);
+    }
+  }
+  if (!s) {
+    atomic_fetch_add(&graph_random_checked, 1);
+    if (graph_stat(eg, "CUDA graphs recorded") > 0) atomic_fetch_add(&graph_random_on, 1);
+  }
+  ptc_executable_release(eb);
+  ptc_executable_release(ep);
+  ptc_executable_release(eg);
+  rg_graph_free(&rg);
+}
+
+/* y = relu(x * 2) + amax(x, 1, keepdim) for x [B, 1000], B symbolic. */
+static ptc_graph* graph_api_graph(void) {
+  ptc_graph* g = NULL;
+  ptc_status s = ptc_graph_create(ctx, &g);
+  ptc_symbol_options so;
+  ptc_symbol_options_init(&so);
+  so.hint = 64;
+  so.min_value = 2;
+  ptc_sym b = 0;
+  if (!s) s = ptc_graph_add_symbol(g, "B", &so, &b);
+  const ptc_dim shape[2] = {{64, b, 0}, {1000, 0, 0}};
+  ptc_value x = 0, m = 0, r = 0, sm = 0, y = 0;
+  if (!s) s = ptc_graph_add_input(g, "x", PTC_F32, shape, 2, NULL, &x);
+  ptc_attr two = ptc_attr_float("other", 2.0);
+  if (!s) s = ptc_graph_add_node(g, "mul", &x, 1, &two, 1, &m, 1, NULL);
+  if (!s) s = ptc_graph_add_node(g, "relu", &m, 1, NULL, 0, &r, 1, NULL);
+  const int64_t last[1] = {1};
+  ptc_attr red[2] = {ptc_attr_bool("keepdim", 1), ptc_attr_ints("dim", last, 1)};
+  if (!s) s = ptc_graph_add_node(g, "amax", &x, 1, red, 2, &sm, 1, NULL);
+  const ptc_value rs[2] = {r, sm};
+  if (!s) s = ptc_graph_add_node(g, "add", rs, 2, NULL, 0, &y, 1, NULL);
+  if (!s) s = ptc_graph_add_output(g, y);
+  if (s) {
+    fail("FAIL graphs api: building the graph: %s%s", ptc_status_message(s), NULL);
+    ptc_status_destroy(s);
+    ptc_graph_destroy(g);
+    return NULL;
+  }
+  return g;
+}
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Per-call host time of `calls` runs into fixed device buffers on the NULL
+ * stream (one sync at the end), microseconds. */
+static double time_calls(const ptc_executable* e, const ptc_tensor* din, const ptc_tensor* dout,
+                         int calls) {
+  ptc_status s = NULL;
+  for (int i = 0; i < 20 && !s; i++) s = ptc_executable_run(e, din, 1, dout, 1, NULL);
+  cu()->StreamSynchronize(NULL);
+  double t0 = now_s();
+  for (int i = 0; i < calls && !s; i++) s = ptc_executable_run(e, din, 1, dout, 1, NULL);
+  cu()->StreamSynchronize(NULL);
+  double t = (now_s() - t0) / calls * 1e6;
+  ptc_status_destroy(s);
+  return t;
+}
+
+static void check_graph_api(cu_stream st) {
+  ptc_graph* g = graph_api_graph();
+  if (!g) return;
+  ptc_executable *eg = NULL, *er = NULL, *ep = NULL;
+  ptc_status s = compile_mode(g, "cuda", false, "reduce-overhead", &eg);
+  if (!s) s = compile(g, "ref", false, &er);
+  if (!s) s = compile(g, "cuda", false, &ep);
+  if (s) {
+    fail("FAIL graphs api: compile: %s%s", ptc_status_message(s), NULL);
+    ptc_status_destroy(s);
+    ptc_graph_destroy(g);
+    return;
+  }
+  char* d0 = describe_exe(eg);
+  expect(strstr(d0, "graph mode (reduce-overhead): on") != NULL, "describe: graph mode on");
+  free(d0);
+  d0 = describe_exe(ep);
+  expect(strstr(d0, "graph mode") == NULL, "describe: no graph mode line in the default mode");
+  free(d0);
+  enum { MAXB = 64, N = MAXB * 1000 };
+  float* hx = malloc(N * sizeof *hx);
+  float* got = malloc(N * sizeof *got);
+  cu_deviceptr xin = 0, outs[3] = {0, 0, 0};
+  ptc_status_destroy(cuda_alloc(N * sizeof(float), NULL, &xin));
+  for (int i = 0; i < 3; i++) ptc_status_destroy(cuda_alloc(N * sizeof(float), NULL, &outs[i]));
+  /* batch sizes: 64 x3, 32 x2, 64, then 2..11 twice each: 12 keys, 8 graphs */
+  int64_t seq[40];
+  int n_seq = 0;
+  seq[n_seq++] = 64, seq[n_seq++] = 64, seq[n_seq++] = 64, seq[n_seq++] = 32, seq[n_seq++] = 32;
+  seq[n_seq++] = 64;
+  for (int64_t b = 2; b <= 11; b++) seq[n_seq++] = b, seq[n_seq++] = b;
+  bool all_ok = xin && outs[0] && outs[1] && outs[2];
+  for (int c = 0; c < n_seq && all_ok; c++) {
+    int64_t B = seq[c];
+    for (int64_t i = 0; i < B * 1000; i++) hx[i] = (float)(((i + c * 13) * 37) % 101 - 50) / 7.0f;
+    int64_t dims[2] = {B, 1000};
+    ptc_tensor hin = {hx, {PTC_DEVICE_CPU, 0}, 2, ptc_dtype_to_dl(PTC_F32), dims, NULL, 0};
+    ptc_results* want = NULL;
+    s = ptc_executable_run_alloc(er, &hin, 1, NULL, &want);
+    /* new input values every call (same device buffer), a different output
+     * buffer every call, the third one transposed */
+    cu_stream use = c % 2 ? NULL : st;
+    all_ok = !s && cu()->MemcpyHtoDAsync(xin, hx, (size_t)B * 1000 * sizeof(float), use) == CU_SUCCESS;
+    int o = c % 3;
+    int64_t tstr[2] = {1, B};
+    ptc_tensor din = {(void*)(uintptr_t)xin, {PTC_DEVICE_CUDA, 0}, 2, ptc_dtype_to_dl(PTC_F32), dims, NULL, 0};
+    ptc_tensor dout = {(void*)(uintptr_t)outs[o], {PTC_DEVICE_CUDA, 0}, 2, ptc_dtype_to_dl(PTC_F32),
+                       dims, o == 2 ? tstr : NULL, 0};
+    ptc_run_options ro;
+    ptc_run_options_init(&ro);
+    ro.stream = use;
+    ptc_status rs = all_ok ? ptc_executable_run(eg, &din, 1, &dout, 1, &ro) : NULL;
+    all_ok = all_ok && !rs &&
+             cu()->MemcpyDtoHAsync(got, outs[o], (size_t)B * 1000 * sizeof(float), use) == CU_SUCCESS &&
+             cu()->StreamSynchronize(use) == CU_SUCCESS;
+    const float* w = all_ok ? ptc_results_get(want, 0)->data : NULL;
+    for (int64_t i = 0; all_ok && i < B; i++)
+      for (int64_t j = 0; all_ok && j < 1000; j++)
+        all_ok = (o == 2 ? got[j * B + i] : got[i * 1000 + j]) == w[i * 1000 + j];
+    if (!all_ok)
+      printf("  graph api: call %d (B=%lld, output %d, %s stream) wrong%s%s\n", c, (long long)B, o,
+             use ? "caller" : "NULL", rs ? ": " : "", rs ? ptc_status_message(rs) : "");
+    ptc_status_destroy(s);
+    ptc_status_destroy(rs);
+    ptc_results_destroy(want);
+  }
+  expect(all_ok, "graph mode matches ref over shape changes, new inputs, changing output buffers, "
+                 "caller and NULL streams");
+  long rec = graph_stat(eg, "CUDA graphs recorded"), rep = graph_stat(eg, "replays"),
+       pl = graph_stat(eg, "plain runs");
+  printf("graph mode counters: %ld recorded, %ld replays, %ld plain runs (want 8, 10, 16)\n", rec,
+         rep, pl);
+  expect(rec == 8 && rep == 10 && pl == 16, "graph mode: 8-graph cap, replay and plain-run counts");
+  /* per-call host time, plain vs graph, B = 64 */
+  int64_t dims[2] = {64, 1000};
+  ptc_tensor din = {(void*)(uintptr_t)xin, {PTC_DEVICE_CUDA, 0}, 2, ptc_dtype_to_dl(PTC_F32), dims, NULL, 0};
+  ptc_tensor dout = {(void*)(uintptr_t)outs[0], {PTC_DEVICE_CUDA, 0}, 2, ptc_dtype_to_dl(PTC_F32), dims, NULL, 0};
+  if (xin && outs[0]) {
+    double tp = time_calls(ep, &din, &dout, 2000), tg = time_calls(eg, &din, &dout, 2000);
+    printf("graph mode timing (C API, relu(x*2)+amax, 64x1000, NULL stream): plain %.2f us/call, "
+           "graph %.2f us/call\n", tp, tg);
+  }
+  cuda_free(xin);
+  for (int i = 0; i < 3; i++) cuda_free(outs[i]);
+  free(hx);
+  free(got);
+  ptc_executable_release(eg);
+  ptc_executable_release(er);
+  ptc_executable_release(ep);
+  ptc_graph_destroy(g);
+}
+
+/* The kernel error flag through a replayed graph: a bad index is reported
+ * on the plain (first), recorded (second) and replayed (third) call, and a
+ * good call after them succeeds (the error word is cleared in the graph). */
+static void check_graph_kernel_error(void) {
+  ptc_graph* g = NULL;
+  ptc_status s = ptc_graph_create(ctx, &g);
+  const ptc_dim xs[1] = {{10, 0, 0}}, is[1] = {{4, 0, 0}};
+  ptc_value x = 0, idx = 0, y = 0;
+  if (!s) s = ptc_graph_add_input(g, "x", PTC_F32, xs, 1, NULL, &x);
+  if (!s) s = ptc_graph_add_input(g, "i", PTC_I64, is, 1, NULL, &idx);
+  const ptc_value in[2] = {x, idx};
+  ptc_attr a = ptc_attr_int("dim", 0);
+  if (!s) s = ptc_graph_add_node(g, "index_select", in, 2, &a, 1, &y, 1, NULL);
+  if (!s) s = ptc_graph_add_output(g, y);
+  ptc_executable* e = NULL;
+  if (!s) s = compile_mode(g, "cuda", false, "reduce-overhead", &e);
+  float hx[10];
+  for (int i = 0; i < 10; i++) hx[i] = (float)i * 1.5f;
+  int64_t bad[4] = {1, 2, 12, 3}, good[4] = {9, 0, 4, 4}, d10[1] = {10}, d4[1] = {4};
+  ptc_tensor h[2] = {{hx, {PTC_DEVICE_CPU, 0}, 1, ptc_dtype_to_dl(PTC_F32), d10, NULL, 0},
+                     {bad, {PTC_DEVICE_CPU, 0}, 1, ptc_dtype_to_dl(PTC_I64), d4, NULL, 0}};
+  ptc_tensor d[2];
+  bool up = !s && upload(&h[0], &d[0]) && upload(&h[1], &d[1]);
+  bool ok = up;
+  for (int call = 0; ok && call < 3; call++) {
+    ptc_results* r = NULL;
+    ptc_status rs = ptc_executable_run_alloc(e, d, 2, NULL, &r);
+    ok = rs && ptc_status_code(rs) == PTC_CODE_INVALID_ARGUMENT &&
+         strstr(ptc_status_message(rs), "out of bounds");
+    ptc_status_destroy(rs);
+    ptc_results_destroy(r);
+  }
+  expect(ok, "graph mode: an out-of-range index is reported by plain, recorded and replayed calls");
+  ok = up && cu()->MemcpyHtoDAsync((cu_deviceptr)(uintptr_t)d[1].data, good, sizeof good, NULL) == CU_SUCCESS;
+  ptc_results* r = NULL;
+  ptc_status rs = ok ? ptc_executable_run_alloc(e, d, 2, NULL, &r) : NULL;
+  float out[4] = {0};
+  ok = ok && !rs && download(ptc_results_get(r, 0), out, NULL) && out[0] == hx[9] &&
+       out[1] == hx[0] && out[2] == hx[4] && out[3] == hx[4];
+  expect(ok && graph_stat(e, "replays") >= 3,
+         "graph mode: a good call after the errors replays and is right");
+  ptc_status_destroy(rs);
+  ptc_results_destroy(r);
+  if (s) printf("  (%s)\n", ptc_status_message(s));
+  ptc_status_destroy(s);
+  if (up) {
+    free_dev(&d[0]);
+    free_dev(&d[1]);
+  }
+  ptc_executable_release(e);
+  ptc_graph_destroy(g);
+}
+
+static void check_graphs(uint64_t first, uint64_t n_seeds) {
+  cu_stream st = NULL;
+  if (cu()->StreamCreate(&st, 1 /* non-blocking */) != CU_SUCCESS) {
+    fail("FAIL graphs: no stream%s%s", NULL, NULL);
+    return;
+  }
+  unsigned p0 = passed, f0 = failed;
+  check_graph_api(st);
+  check_graph_kernel_error();
+  for (uint64_t i = 0; i < n_seeds; i++) check_graph_seed(first + i, st);
+  expect(graph_random_on > 0, "graph mode recorded graphs for some random graphs");
+  printf("graph mode: %u random graphs (%u recorded graphs, the rest off: host steps or random "
+         "numbers), checks %u passed, %u failed\n", graph_random_checked, graph_random_on,
+         passed - p0, failed - f0);
+  cu()->StreamDestroy(st);
+}
+
 int main(int argc, char** argv) {
   const char* why = NULL;
   if (!ptc_backend_available("cuda", &why)) {
@@ -483,6 +825,7 @@ int main(int argc, char** argv) {
   check_kernel_error();
   unsigned api_pass = passed, api_fail = failed;
   printf("api checks: %u passed, %u failed\n", api_pass, api_fail);
+  check_graphs(first, seeds < 40 ? seeds : 40);
   cJSON* roots[16];
   size_t n_cases = 0, cap = 0;
   const cJSON** cases = NULL;

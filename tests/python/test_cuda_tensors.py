@@ -352,3 +352,85 @@ def test_sdpa_cuda_scale_and_strided_heads():
     x = torch.randn(2, 100, 256, device="cuda", dtype=torch.bfloat16)
     with torch.no_grad():
         _close(_compile(heads, [x])(x), heads(x), 3e-2)
+
+
+# ---- mode="reduce-overhead": CUDA graphs (issue 5) ------------------------------------
+# The first call of a shape runs plainly, the second records a CUDA graph
+# and replays it, later calls replay; inputs are copied into the graph's
+# static inputs and outputs out of its static outputs, so outputs of earlier
+# calls stay valid and changed inputs are seen (backends/cuda/cuda_graph.h).
+def _graph_line(fn):
+    text = fn.compiled.executables[0].format()
+    return next((l for l in text.splitlines() if l.startswith("graph mode")), "")
+
+
+def _graph_count(line, what):
+    import re
+    m = re.search(r"(\d+) " + what, line)
+    return int(m.group(1)) if m else -1
+
+
+def test_reduce_overhead_from_fx_replays_with_new_inputs():
+    torch.manual_seed(21)
+    m = Chain()
+    x = torch.randn(64, 1000, device="cuda")
+    fn = _compile(m, [x], mode="reduce-overhead")
+    outs, refs = [], []
+    for i in range(5):
+        xi = torch.randn(64, 1000, device="cuda") if i % 2 else x.mul_(1.5)  # in place, then new
+        outs.append(fn(xi))
+        refs.append(m(xi))
+    for o, r in zip(outs, refs):  # earlier outputs are not overwritten by later replays
+        _close(o, r, 1e-5)
+    line = _graph_line(fn)
+    assert line.startswith("graph mode (reduce-overhead): on"), line
+    assert _graph_count(line, "CUDA graphs recorded") == 1, line
+    assert _graph_count(line, "replays") == 4, line
+
+
+def test_reduce_overhead_shape_changes_and_streams():
+    torch.manual_seed(22)
+    m = Mlp().cuda().eval()
+    x = torch.randn(8, 64, device="cuda")
+    fn = _compile(m, [x], mode="reduce-overhead", dynamic=True)
+    s = torch.cuda.Stream()
+    with torch.no_grad():
+        for i, b in enumerate([8, 16, 8, 16, 8, 3, 3, 3]):
+            xi = torch.randn(b, 64, device="cuda")
+            if i % 2:
+                with torch.cuda.stream(s):
+                    s.wait_stream(torch.cuda.current_stream())
+                    out = fn(xi)
+                s.synchronize()
+            else:
+                out = fn(xi)
+            _close(out, m(xi), 1e-4)
+    line = _graph_line(fn)
+    assert _graph_count(line, "CUDA graphs recorded") == 3, line
+
+
+def test_reduce_overhead_torch_compile_backend():
+    if not hasattr(torch, "compile"):
+        pytest.skip("torch.compile needs torch 2")
+    import ptc.backend
+    torch.manual_seed(23)
+    m = Mlp().cuda().eval()
+    b = ptc.backend.make_backend("cuda", mode="reduce-overhead")
+    cm = torch.compile(m, backend=b)
+    with torch.no_grad():
+        for _ in range(4):
+            x = torch.randn(32, 64, device="cuda")
+            _close(cm(x), m(x), 1e-4)
+    assert not b.fallbacks, b.fallbacks
+
+
+def test_reduce_overhead_ptc_compile():
+    if not (hasattr(ptc._C, "dyn_enable") and getattr(ptc._C, "DYN_SUPPORTED", 0)):
+        pytest.skip("ptc.compile (bytecode capture) is not built here (-Ddynamo=false)")
+    torch.manual_seed(24)
+    m = Mlp().cuda().eval()
+    cm = ptc.compile(m, backend="cuda", mode="reduce-overhead")
+    with torch.no_grad():
+        for _ in range(4):
+            x = torch.randn(16, 64, device="cuda")
+            _close(cm(x), m(x), 1e-4)
