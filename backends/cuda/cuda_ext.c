@@ -18,11 +18,12 @@
  *    into a convolution applied, and the outputs copied back. Slow but
  *    exact; the plan logs which ops take this path.
  */
-#include "cuda_gemm_tc.h"
 #include "cuda_attn.h"
+#include "cuda_gemm_tc.h"
 #include "cuda_plan.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -210,22 +211,67 @@ static ptc_status spatial_attr(const cuda_ext_call* c, const gnode* n, const cha
 
 #define CONV_COL_BYTES ((int64_t)1 << 30) /* im2col workspace per chunk of images */
 
-/* The convolution as im2col + one batched GEMM per group, then the bias
- * and activation pass; *done false when the layout is not one it takes
- * (the caller runs it on the host). */
-static ptc_status ext_conv_device(const cuda_ext_call* c, bool* done) {
+static pthread_once_t wide_once = PTHREAD_ONCE_INIT;
+static int64_t wide_below = 256;
+
+static void read_wide(void) {
+  const char* v = getenv("PTC_CUDA_CONV_WIDE");
+  if (v && *v) wide_below = strtoll(v, NULL, 10);
+}
+
+/* Output planes of fewer pixels than this (PTC_CUDA_CONV_WIDE, default
+ * 256; 0 = never) run the images of a batch side by side as one wide GEMM:
+ * the per-image batched GEMM of a 7x7 plane leaves most of each tile idle. */
+static int64_t conv_wide_below(void) {
+  pthread_once(&wide_once, read_wide);
+  return wide_below;
+}
+
+static ptc_status launch_im2col(const cuda_ext_call* c, int gi, cu_deviceptr xi, cu_deviceptr col,
+                                cuda_im2col_args* a) {
+  void* params[] = {&xi, &col, a};
+  int64_t per = a->c * a->oh * a->ow;
+  int64_t bx = (per + 255) / 256, cap = (int64_t)c->plan->dev->sm_count * 32;
+  if (bx > cap) bx = cap;
+  int64_t by = a->nimg < 65535 ? a->nimg : 65535;
+  CUDA_TRY(cuda_libs_get()->cu.LaunchKernel(c->plan->sup->im2col[gi == 0 ? 2 : gi == 1 ? 3 : 1],
+                                            (unsigned)bx, (unsigned)by, 1, 256, 1, 1, 0, c->stream,
+                                            params, NULL),
+           "launching im2col");
+  return PTC_OK;
+}
+
+/* The convolution as GEMMs, one per group (W[oc][ck] @ B), B being:
+ *  - for 1x1 kernels of stride 1 without padding, the input itself: x[n]
+ *    seen as [C, H*W] (any channel stride; the pixels one uniform stride),
+ *    one GEMM batched over the images, no workspace;
+ *  - else an im2col matrix in a workspace (chunks of images up to 1 GiB):
+ *    one [CK, OHW] matrix per image and a batched GEMM, or, for small
+ *    output planes (conv_wide_below), the images side by side in one
+ *    [CK, N*OHW] matrix, one wide GEMM into a [OC, N, OHW] buffer and a
+ *    copy into the NCHW output.
+ * f32 products use TF32 when the plan allows it (conv_precision). Without
+ * a bias the activation runs in the GEMM (cuBLASLt's relu epilogue, or
+ * mm_launch's pass); a bias (per output channel: along the GEMM's rows,
+ * which cuBLASLt's bias epilogue does not take in this layout) and its
+ * activation run as one pass at the end. *done false when the layout is
+ * not one it takes (the caller runs it on the host). */
+static ptc_status ext_conv_device(const cuda_ext_call* c0, bool* done) {
   *done = false;
-  const ir_extern* e = &c->node->ext;
-  const ptc_graph* gr = c->plan->p->graph;
+  const ir_extern* e = &c0->node->ext;
+  const ptc_graph* gr = c0->plan->p->graph;
   if (e->n_in < 2 || e->n_out != 1 || e->graph_node >= gr->nodes.len || !(e->alpha == 1.0))
     return PTC_OK;
+  cuda_ext_call cc = *c0; /* f32: TF32 as conv_precision allows */
+  cc.tf32 = c0->plan->conv_tf32;
+  const cuda_ext_call* c = &cc;
   const gnode* n = graph_node(gr, e->graph_node);
   const runtime_tensor* x = &c->in[0];
   const runtime_tensor* w = &c->in[1];
   const runtime_tensor* bias = e->n_in > 2 && e->in[2] >= 0 ? &c->in[2] : NULL;
   const runtime_tensor* out = &c->out[0];
   int gi = gemm_index(out->dtype);
-  size_t es = ptc_dtype_size(out->dtype);
+  int64_t es = (int64_t)ptc_dtype_size(out->dtype);
   int32_t nsp = w->rank - 2;
   if (gi < 0 || x->dtype != out->dtype || w->dtype != out->dtype ||
       (bias && (bias->dtype != out->dtype || bias->rank != 1)) || nsp < 1 || nsp > 2 ||
@@ -260,58 +306,113 @@ static ptc_status ext_conv_device(const cuda_ext_call* c, bool* done) {
     *done = true;
     return PTC_OK;
   }
-  const cuda_support* su = c->plan->sup;
-  int64_t per_img = CK * OHW * (int64_t)es;
-  int64_t chunk = per_img > 0 ? CONV_COL_BYTES / per_img : N;
-  if (chunk < 1) chunk = 1;
-  if (chunk > N) chunk = N;
-  cu_deviceptr col = 0;
-  PTC_TRY(cuda_alloc((size_t)(chunk * per_img), c->stream, &col));
-  ptc_status s = PTC_OK;
+  /* 1x1, stride 1, no padding: the pixels of a channel one uniform stride */
+  bool direct = KH == 1 && KW == 1 && st[0] == 1 && st[1] == 1 && pad[0] == 0 && pad[1] == 0 &&
+                OH == xs[2] && OW == xs[3];
+  int64_t sp = 1;
+  if (direct) {
+    if (OW == 1)
+      sp = OH == 1 ? 1 : xst[2];
+    else if (OH == 1 || xst[2] == OW * xst[3])
+      sp = xst[3];
+    else
+      direct = false;
+  }
+  if (!direct && C * OHW > INT32_MAX) return PTC_OK; /* im2col's 32-bit index math */
+  int32_t act = e->activation;
+  bool act_in_gemm = !bias && act != IR_ACT_NONE && (act == IR_ACT_RELU || groups == 1);
+  int32_t gemm_act = act_in_gemm ? act : IR_ACT_NONE;
   cu_deviceptr px = (cu_deviceptr)(uintptr_t)x->data, pw = (cu_deviceptr)(uintptr_t)w->data;
   cu_deviceptr pc = (cu_deviceptr)(uintptr_t)out->data;
-  for (int64_t n0 = 0; !s && n0 < N; n0 += chunk) {
-    int64_t nimg = N - n0 < chunk ? N - n0 : chunk;
-    cuda_im2col_args a;
-    memset(&a, 0, sizeof a);
-    a.total = nimg * CK * OHW;
-    a.c = C, a.h = xs[2], a.w = xs[3], a.kh = KH, a.kw = KW, a.oh = OH, a.ow = OW;
-    a.sh = st[0], a.sw = st[1], a.ph = pad[0], a.pw = pad[1], a.dh = dil[0], a.dw = dil[1];
-    a.xs_n = xst[0], a.xs_c = xst[1], a.xs_h = xst[2], a.xs_w = xst[3];
-    cu_deviceptr xi = px + (cu_deviceptr)(n0 * xst[0] * (int64_t)es);
-    void* params[] = {&xi, &col, &a};
-    int64_t blocks = (a.total + 255) / 256, cap = (int64_t)c->plan->dev->sm_count * 32;
-    if (blocks > cap) blocks = cap;
-    if (cuda_libs_get()->cu.LaunchKernel(su->im2col[gi == 0 ? 2 : gi == 1 ? 3 : 1], (unsigned)blocks,
-                                         1, 1, 256, 1, 1, 0, c->stream, params, NULL) != CU_SUCCESS) {
-      s = PTC_ERR(INTERNAL, "cuda backend: launching im2col failed");
-      break;
-    }
+  ptc_status s = PTC_OK;
+  cu_deviceptr wsp = 0;
+  if (direct) {
     for (int64_t gidx = 0; !s && gidx < groups; gidx++) {
-      /* out[img][g*OCg + r][p] = sum_q W[g*OCg + r][q] * col[img][g*CKg + q][p] */
+      /* out[img][g*OCg + r][p] = sum_q W[g*OCg + r][q] * x[img][g*Cg + q][p] */
       cuda_mm_args g;
       memset(&g, 0, sizeof g);
-      g.m = OCg, g.n = OHW, g.k = CKg;
+      g.m = OCg, g.n = OHW, g.k = Cg;
       g.a_sm = wst[0], g.a_sk = 1;
-      g.b_sk = OHW, g.b_sn = 1;
+      g.b_sk = xst[1], g.b_sn = sp;
       g.c_sm = OHW, g.c_sn = 1;
       g.nb = 1;
-      g.batch[0] = nimg;
+      g.batch[0] = N;
       g.a_bs[0] = 0;
-      g.b_bs[0] = CK * OHW;
+      g.b_bs[0] = xst[0];
       g.c_bs[0] = OC * OHW;
       g.alpha = 1.0;
-      g.act = IR_ACT_NONE;
-      cu_deviceptr pa = pw + (cu_deviceptr)(gidx * OCg * wst[0] * (int64_t)es);
-      cu_deviceptr pb = col + (cu_deviceptr)(gidx * CKg * OHW * (int64_t)es);
-      cu_deviceptr pcg = pc + (cu_deviceptr)((n0 * OC + gidx * OCg) * OHW * (int64_t)es);
-      s = mm_launch(c, &g, nimg, out->dtype, pa, pb, 0, pcg, false);
+      g.act = gemm_act;
+      cu_deviceptr pa = pw + (cu_deviceptr)(gidx * OCg * wst[0] * es);
+      cu_deviceptr pb = px + (cu_deviceptr)(gidx * Cg * xst[1] * es);
+      cu_deviceptr pcg = pc + (cu_deviceptr)(gidx * OCg * OHW * es);
+      s = mm_launch(c, &g, N, out->dtype, pa, pb, 0, pcg, groups == 1);
+    }
+  } else {
+    bool wide = N > 1 && OHW < conv_wide_below();
+    int64_t col_img = CK * OHW * es, per_img = col_img + (wide ? OC * OHW * es : 0);
+    int64_t chunk = CONV_COL_BYTES / per_img;
+    if (chunk < 1) chunk = 1;
+    if (chunk > N) chunk = N;
+    PTC_TRY(cuda_alloc((size_t)(chunk * per_img), c->stream, &wsp));
+    cu_deviceptr col = wsp, tmp = wsp + (cu_deviceptr)(chunk * col_img);
+    for (int64_t n0 = 0; !s && n0 < N; n0 += chunk) {
+      int64_t nimg = N - n0 < chunk ? N - n0 : chunk;
+      bool wd = wide && nimg > 1;
+      int64_t ldc = wd ? nimg * OHW : OHW; /* columns of one col / product row */
+      cuda_im2col_args a;
+      memset(&a, 0, sizeof a);
+      a.nimg = nimg;
+      a.c = C, a.h = xs[2], a.w = xs[3], a.kh = KH, a.kw = KW, a.oh = OH, a.ow = OW;
+      a.sh = st[0], a.sw = st[1], a.ph = pad[0], a.pw = pad[1], a.dh = dil[0], a.dw = dil[1];
+      a.xs_n = xst[0], a.xs_c = xst[1], a.xs_h = xst[2], a.xs_w = xst[3];
+      a.col_img = wd ? OHW : CK * OHW;
+      a.col_row = ldc;
+      s = launch_im2col(c, gi, px + (cu_deviceptr)(n0 * xst[0] * es), col, &a);
+      for (int64_t gidx = 0; !s && gidx < groups; gidx++) {
+        cuda_mm_args g;
+        memset(&g, 0, sizeof g);
+        g.m = OCg, g.n = ldc, g.k = CKg;
+        g.a_sm = wst[0], g.a_sk = 1;
+        g.b_sk = ldc, g.b_sn = 1;
+        g.c_sm = ldc, g.c_sn = 1;
+        g.alpha = 1.0;
+        g.act = gemm_act;
+        cu_deviceptr pa = pw + (cu_deviceptr)(gidx * OCg * wst[0] * es);
+        cu_deviceptr pb = col + (cu_deviceptr)(gidx * CKg * ldc * es);
+        if (wd) {
+          /* tmp[g*OCg + r][img*OHW + p] = sum_q W[g*OCg + r][q] * col[g*CKg + q][img*OHW + p] */
+          s = mm_launch(c, &g, 1, out->dtype, pa, pb, 0, tmp + (cu_deviceptr)(gidx * OCg * ldc * es),
+                        true);
+        } else {
+          /* out[img][g*OCg + r][p] = sum_q W[g*OCg + r][q] * col[img][g*CKg + q][p] */
+          g.nb = 1;
+          g.batch[0] = nimg;
+          g.a_bs[0] = 0;
+          g.b_bs[0] = CK * OHW;
+          g.c_bs[0] = OC * OHW;
+          cu_deviceptr pcg = pc + (cu_deviceptr)((n0 * OC + gidx * OCg) * OHW * es);
+          s = mm_launch(c, &g, nimg, out->dtype, pa, pb, 0, pcg, groups == 1);
+        }
+      }
+      if (!s && wd) { /* [OC][nimg][OHW] -> out[n0 + img][OC][OHW] */
+        runtime_tensor src, dst;
+        memset(&src, 0, sizeof src);
+        src.dtype = out->dtype;
+        src.rank = 3;
+        src.shape[0] = nimg, src.shape[1] = OC, src.shape[2] = OHW;
+        dst = src;
+        src.strides[0] = OHW, src.strides[1] = ldc, src.strides[2] = 1;
+        dst.strides[0] = OC * OHW, dst.strides[1] = OHW, dst.strides[2] = 1;
+        src.data = (void*)(uintptr_t)tmp;
+        dst.data = (void*)(uintptr_t)(pc + (cu_deviceptr)(n0 * OC * OHW * es));
+        s = cuda_copy_strided(c->plan->sup, c->plan->dev, c->stream, &src, &dst);
+      }
     }
   }
-  cuda_free(col);
-  if (!s)
+  cuda_free(wsp);
+  if (!s && !act_in_gemm)
     s = run_epilogue(c, gi, pc, N * OC * OHW, bias ? (cu_deviceptr)(uintptr_t)bias->data : 0, OHW,
-                     OC, bias ? bias->strides[0] : 0, e->beta, e->activation);
+                     OC, bias ? bias->strides[0] : 0, e->beta, act);
   if (!s) *done = true;
   return s;
 }

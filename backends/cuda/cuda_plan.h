@@ -36,9 +36,10 @@ typedef struct cuda_epi_args {
 
 /** Device layout of ptc_im2col_args. */
 typedef struct cuda_im2col_args {
-  int64_t total, c, h, w, kh, kw, oh, ow;
+  int64_t nimg, c, h, w, kh, kw, oh, ow;
   int64_t sh, sw, ph, pw, dh, dw;
   int64_t xs_n, xs_c, xs_h, xs_w;
+  int64_t col_img, col_row;
 } cuda_im2col_args;
 
 /** Device layout of ptc_pool_args. */

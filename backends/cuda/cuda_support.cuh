@@ -209,35 +209,54 @@ extern "C" __global__ void ptc_epi_f16(u16* c, const u16* b, ptc_epi_args g) { p
 extern "C" __global__ void ptc_epi_bf16(u16* c, const u16* b, ptc_epi_args g) { ptc_epi_body<3>(c, b, g); }
 
 // ---- im2col -------------------------------------------------------------------
-// col[img][ck][p] (ck = (ch * kh + i) * kw + j, p = oy * ow + ox) of images
-// [0, total / (CK * OHW)) of x (NCHW view, any strides), zero where the
-// window reads padding: the B operand of a convolution as a batched GEMM
-// W[oc][ck] @ col[img] (one GEMM per group).
+// col[img * col_img + ck * col_row + p] (ck = (ch * kh + i) * kw + j, p =
+// oy * ow + ox) for images [0, nimg) of x (NCHW view, any strides), zero
+// where the window reads padding: the B operand of a convolution as a GEMM
+// W[oc][ck] @ col (one per group). col_img = CK * OHW, col_row = OHW: one
+// [CK, OHW] matrix per image (a batched GEMM); col_img = OHW, col_row =
+// nimg * OHW: the images side by side in one [CK, nimg * OHW] matrix (one
+// wide GEMM). One thread per (channel, output pixel) of an image writes its
+// kh * kw entries (consecutive threads: consecutive p, coalesced); blockIdx.y
+// walks the images. The host keeps c * oh * ow below 2^31 (32-bit index math).
 struct ptc_im2col_args {
-  i64 total, c, h, w, kh, kw, oh, ow;
+  i64 nimg, c, h, w, kh, kw, oh, ow;
   i64 sh, sw, ph, pw, dh, dw;
   i64 xs_n, xs_c, xs_h, xs_w;
+  i64 col_img, col_row;
 };
 
 template <typename T> PTC_D void ptc_im2col_body(const T* __restrict__ x, T* __restrict__ col,
                                                  const ptc_im2col_args& a) {
-  const i64 ohw = a.oh * a.ow, ck = a.c * a.kh * a.kw;
-  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < a.total; i += (i64)gridDim.x * blockDim.x) {
-    const i64 p = i % ohw, r = i / ohw;
-    const i64 q = r % ck, img = r / ck;
-    const i64 oy = p / a.ow, ox = p % a.ow;
-    const i64 j = q % a.kw, t = q / a.kw;
-    const i64 ii = t % a.kh, ch = t / a.kh;
-    const i64 iy = oy * a.sh - a.ph + ii * a.dh, ix = ox * a.sw - a.pw + j * a.dw;
-    T v = (T)0;
-    if (iy >= 0 && iy < a.h && ix >= 0 && ix < a.w)
-      v = x[img * a.xs_n + ch * a.xs_c + iy * a.xs_h + ix * a.xs_w];
-    col[i] = v;
+  const u32 ow = (u32)a.ow, ohw = (u32)(a.oh * a.ow), kw = (u32)a.kw, kk = (u32)(a.kh * a.kw);
+  const u32 total = (u32)(a.c * (i64)ohw);
+  for (i64 img = blockIdx.y; img < a.nimg; img += gridDim.y) {
+    const T* xi = x + img * a.xs_n;
+    T* ci = col + img * a.col_img;
+    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+      const u32 ch = i / ohw, p = i - ch * ohw;
+      const u32 oy = p / ow, ox = p - oy * ow;
+      const i64 iy0 = (i64)oy * a.sh - a.ph, ix0 = (i64)ox * a.sw - a.pw;
+      const T* xc = xi + (i64)ch * a.xs_c;
+      T* cc = ci + (i64)ch * kk * a.col_row + p;
+      for (u32 q = 0; q < kk; q++) {
+        const u32 ii = q / kw, j = q - ii * kw;
+        const i64 iy = iy0 + (i64)ii * a.dh, ix = ix0 + (i64)j * a.dw;
+        T v = (T)0;
+        if (iy >= 0 && iy < a.h && ix >= 0 && ix < a.w) v = xc[iy * a.xs_h + ix * a.xs_w];
+        cc[(i64)q * a.col_row] = v;
+      }
+    }
   }
 }
-extern "C" __global__ void ptc_im2col_e2(const u16* x, u16* col, ptc_im2col_args a) { ptc_im2col_body(x, col, a); }
-extern "C" __global__ void ptc_im2col_e4(const u32* x, u32* col, ptc_im2col_args a) { ptc_im2col_body(x, col, a); }
-extern "C" __global__ void ptc_im2col_e8(const u64* x, u64* col, ptc_im2col_args a) { ptc_im2col_body(x, col, a); }
+extern "C" __global__ void __launch_bounds__(256) ptc_im2col_e2(const u16* x, u16* col, ptc_im2col_args a) {
+  ptc_im2col_body(x, col, a);
+}
+extern "C" __global__ void __launch_bounds__(256) ptc_im2col_e4(const u32* x, u32* col, ptc_im2col_args a) {
+  ptc_im2col_body(x, col, a);
+}
+extern "C" __global__ void __launch_bounds__(256) ptc_im2col_e8(const u64* x, u64* col, ptc_im2col_args a) {
+  ptc_im2col_body(x, col, a);
+}
 
 // ---- pooling --------------------------------------------------------------------
 // max_pool2d (mode 0), avg_pool2d (1), adaptive_avg_pool2d (2) over [N, C]
@@ -256,9 +275,15 @@ template <int K> PTC_D void ptc_pool_body(const typename ptc_mm_kind<K>::S* __re
   typedef ptc_mm_kind<K> KD;
   typedef typename KD::A A;
   for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < a.total; i += (i64)gridDim.x * blockDim.x) {
-    const i64 ox = i % a.ow, r = i / a.ow;
-    const i64 oy = r % a.oh, plane = r / a.oh;
-    const i64 ch = plane % a.c, img = plane / a.c;
+    i64 ox, oy, ch, img;
+    if (a.total <= 0x7fffffff) { // 32-bit index math (64-bit division is slow)
+      const u32 iu = (u32)i, ow = (u32)a.ow, oh = (u32)a.oh, c = (u32)a.c;
+      const u32 r = iu / ow, plane = r / oh;
+      ox = iu - r * ow, oy = r - plane * oh, img = plane / c, ch = plane - (u32)img * c;
+    } else {
+      const i64 r = i / a.ow, plane = r / a.oh;
+      ox = i % a.ow, oy = r % a.oh, ch = plane % a.c, img = plane / a.c;
+    }
     const typename KD::S* xp = x + img * a.xs_n + ch * a.xs_c;
     A res;
     if (a.mode == 0) {

@@ -1,0 +1,155 @@
+"""test_cuda_conv.py - the cuda backend's convolution paths (issue 5) against
+eager on the GPU: 1x1 stride-1 convolutions read straight from the input
+(no im2col), im2col with one matrix per image (large output planes) and with
+the images side by side in one wide GEMM (output planes under 256 pixels),
+strides, dilation, padding, groups, bias or none, activations in the GEMM
+(no bias) or in the bias pass, f32 / bf16, and TF32 when
+torch.backends.cudnn.allow_tf32 allows it (conv_precision "high"). Skipped
+where torch has no GPU or ptc's cuda backend is unavailable (CI)."""
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torch.fx
+
+import ptc
+
+
+def _cuda_ready():
+    if not torch.cuda.is_available():
+        return "torch.cuda.is_available() is False"
+    try:
+        for name, ok, why in [tuple(b) + ("",) * (3 - len(b)) for b in ptc.backends()]:
+            if name == "cuda":
+                return None if ok else f"ptc cuda backend unavailable: {why}"
+    except Exception as e:  # pragma: no cover - older binding
+        return f"ptc.backends() failed: {e}"
+    return "ptc has no cuda backend"
+
+
+_WHY = _cuda_ready()
+pytestmark = pytest.mark.skipif(_WHY is not None, reason=_WHY or "")
+
+
+@pytest.fixture(autouse=True)
+def _no_tf32():
+    """Full f32 in eager and (through conv_precision) in ptc unless a test
+    turns TF32 on."""
+    old = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    yield
+    torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = old
+
+
+def _compile(m, inputs):
+    gm = torch.fx.symbolic_trace(m)
+    return ptc.from_fx(gm, list(inputs), backend="cuda")
+
+
+def _err(a, b):
+    assert a.device == b.device, (a.device, b.device)
+    assert a.dtype == b.dtype and a.shape == b.shape, (a.dtype, b.dtype, a.shape, b.shape)
+    err = (a.float() - b.float()).abs().max().item()
+    return err / max(1.0, b.float().abs().max().item())
+
+
+class ConvAct(nn.Module):
+    def __init__(self, conv, act):
+        super().__init__()
+        self.conv = conv
+        self.act = act
+
+    def forward(self, x):
+        y = self.conv(x)
+        if self.act == "relu":
+            return F.relu(y)
+        if self.act == "silu":
+            return F.silu(y)
+        return y
+
+
+# (cin, cout, k, stride, padding, dilation, groups, bias, act, n, h, w)
+CASES = [
+    # 1x1 stride 1: the input is the GEMM operand
+    (32, 48, 1, 1, 0, 1, 1, False, "relu", 3, 9, 11),
+    (32, 48, 1, 1, 0, 1, 1, True, "silu", 2, 16, 20),
+    (32, 48, 1, 1, 0, 1, 2, True, None, 4, 5, 5),
+    (16, 8, 1, 1, 0, 1, 1, False, "silu", 1, 7, 3),
+    # 1x1 with a stride (resnet's downsample): im2col
+    (32, 64, 1, 2, 0, 1, 1, False, None, 4, 14, 14),
+    # large planes: one im2col matrix per image
+    (8, 24, 3, 1, 1, 1, 1, False, "relu", 3, 20, 18),
+    (8, 24, 3, 1, 1, 1, 2, True, "silu", 2, 19, 17),
+    (6, 10, (3, 5), (2, 1), (1, 2), (1, 2), 1, True, "relu", 2, 33, 30),
+    # small planes: the images side by side in one wide GEMM
+    (64, 96, 3, 1, 1, 1, 1, False, "relu", 4, 7, 7),
+    (64, 96, 3, 1, 1, 1, 1, True, None, 5, 7, 7),
+    (64, 64, 3, 2, 1, 1, 4, False, "silu", 3, 14, 14),
+    (16, 16, 3, 1, 2, 2, 16, True, "relu", 6, 9, 8),
+    (12, 20, 5, 1, 0, 1, 1, False, None, 2, 11, 12),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"c{i}" for i in range(len(CASES))])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
+def test_conv_paths(case, dtype):
+    cin, cout, k, stride, padding, dilation, groups, bias, act, n, h, w = case
+    torch.manual_seed(11)
+    conv = nn.Conv2d(cin, cout, k, stride=stride, padding=padding, dilation=dilation,
+                     groups=groups, bias=bias)
+    m = ConvAct(conv, act).cuda().eval().to(dtype)
+    x = torch.randn(n, cin, h, w, device="cuda", dtype=dtype)
+    fn = _compile(m, [x])
+    with torch.no_grad():
+        err = _err(fn(x), m(x))
+    assert err <= (1e-4 if dtype == torch.float32 else 3e-2), err
+
+
+def test_conv_chained_blocks():
+    """conv + batchnorm + relu + residual, as in resnet: the 1x1 and 3x3
+    paths feeding each other with the pointwise kernels between them."""
+    torch.manual_seed(12)
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1 = nn.Conv2d(32, 32, 3, padding=1, bias=False)
+            self.b1 = nn.BatchNorm2d(32)
+            self.c2 = nn.Conv2d(32, 32, 1, bias=False)
+            self.b2 = nn.BatchNorm2d(32)
+
+        def forward(self, x):
+            y = F.relu(self.b1(self.c1(x)))
+            return F.relu(self.b2(self.c2(y)) + x)
+
+    m = nn.Sequential(Block(), Block()).cuda().eval()
+    for bn in (mod for mod in m.modules() if isinstance(mod, nn.BatchNorm2d)):
+        bn.running_mean.uniform_(-0.5, 0.5)
+        bn.running_var.uniform_(0.5, 2.0)
+    for x in (torch.randn(4, 32, 8, 8, device="cuda"), torch.randn(2, 32, 24, 24, device="cuda")):
+        fn = _compile(m, [x])
+        with torch.no_grad():
+            assert _err(fn(x), m(x)) <= 1e-4
+
+
+def test_conv_tf32_when_allowed():
+    """allow_tf32 (torch's default) compiles f32 convolutions with TF32:
+    close to the f32 result at TF32's precision, and not bit-equal to it
+    (so TF32 really ran) on an H100/A100-class GPU."""
+    torch.manual_seed(13)
+    m = ConvAct(nn.Conv2d(64, 64, 3, padding=1, bias=False), None).cuda().eval()
+    x = torch.randn(8, 64, 28, 28, device="cuda")
+    with torch.no_grad():
+        ref = m.double()(x.double()).float()
+        m.float()
+    fn_full = _compile(m, [x])
+    torch.backends.cudnn.allow_tf32 = True
+    fn_tf32 = _compile(m, [x])
+    with torch.no_grad():
+        e_full = _err(fn_full(x), ref)
+        e_tf32 = _err(fn_tf32(x), ref)
+    assert e_full <= 1e-5, e_full
+    assert e_tf32 <= 5e-3, e_tf32
+    if torch.cuda.get_device_capability() >= (8, 0):
+        assert e_tf32 > 4 * e_full, (e_tf32, e_full)
