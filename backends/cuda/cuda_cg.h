@@ -35,6 +35,17 @@
  *    many reductions share the kernel; PTC_CUDA_COL="X,Y" tunes it); shared
  *    memory combines (rows padded against bank conflicts). Tiny rows
  *    (rnumel <= CUDA_CG_TINY_ROW) use COL with one lane: a thread per row.
+ *  - ROW, split: few huge rows (x.sum() over everything, a [4, 2^24] row
+ *    sum): each row is cut into `split` contiguous chunks, one 512-thread
+ *    block each (the grid is xnumel * split blocks); each block publishes
+ *    its partial accumulators to a module workspace (__device__ arrays),
+ *    and the last block of a row (a per-row counter, reset by that block)
+ *    folds the partials in chunk order - deterministic - and runs the
+ *    epilogue. Kernels whose members form one reduction group (plus outer
+ *    members after it) only (cuda_cg_kernel.c, split_plan). The workspace
+ *    belongs to the loaded module: two launches of one plan's kernel must
+ *    not overlap (stream order; concurrent runs of one plan on two streams
+ *    are not supported by split kernels).
  * Every kernel is emitted as a template over its index type IT with two
  * entry points <name>_i32 / <name>_i64: 32-bit indexing is used when every
  * extent the kernel touches fits (decided at launch, cuda_cg_use_i32); a
@@ -94,6 +105,10 @@ typedef struct cuda_kernel_src {
    * idempotent (no buffer read and written, no shared workspace slot) */
   uint32_t max_threads;
   bool tunable;
+  /* split reductions (ROW layout, few huge rows: cuda_cg_kernel.c,
+   * split_plan): each row is cut into `split` chunks, one block each; launch
+   * xnumel * split blocks (0 or 1: not split) */
+  uint32_t split;
 } cuda_kernel_src;
 
 /** Emits CUDA C for kernel `k` of plan `s` (not an extern), named "ptc_k<k>". */

@@ -691,6 +691,48 @@ static void finalize_one(cug* g, ptc_strbuf* sb, ir_val i, const ir_op* op) {
 
 void cug_emit_acc_finalize(cug* g, ptc_strbuf* sb) { for_each_reduce(g, sb, finalize_one); }
 
+/* ---- split reductions: the partials of a row's chunks ---------------------------------- */
+
+static void publish_one(cug* g, ptc_strbuf* sb, ir_val i, const ir_op* op) {
+  char a[32], ai[32];
+  acc_name(g, false, i, a, sizeof a);
+  acc_name(g, true, i, ai, sizeof ai);
+  uint32_t cap = g->split_rows * g->split;
+  /* the workspace: module globals, one slot per (row, chunk) */
+  ptc_sb_printf(&g->globals, "__device__ %s %s_ws%s[%u];\n", acc_type(g, op), g->kname, a, cap);
+  if (is_arg(op)) ptc_sb_printf(&g->globals, "__device__ i64 %s_ws%s[%u];\n", g->kname, ai, cap);
+  cug_line(g, sb, "if (lane == 0) %s_ws%s[%s] = %s;", g->kname, a, g->split_at, a);
+  if (is_arg(op)) cug_line(g, sb, "if (lane == 0) %s_ws%s[%s] = %s;", g->kname, ai, g->split_at, ai);
+}
+
+static void fold_one(cug* g, ptc_strbuf* sb, ir_val i, const ir_op* op) {
+  char a[32], ai[32];
+  acc_name(g, false, i, a, sizeof a);
+  acc_name(g, true, i, ai, sizeof ai);
+  const char* type = acc_type(g, op);
+  cug_line(g, sb, "%s = %s;", a, acc_init(op, type));
+  if (is_arg(op)) cug_line(g, sb, "%s = -1;", ai);
+  /* volatile: the other blocks' partials, not a stale L1 line */
+  cug_line(g, sb, "for (IT q = (IT)lane; q < %s; q += (IT)%u) {", g->split_n, g->lanes);
+  cug_line(g, sb, "  const %s pv = *(volatile %s*)&%s_ws%s[%s + q];", type, type, g->kname, a,
+           g->split_at);
+  if (is_arg(op)) {
+    cug_line(g, sb, "  const i64 pi = *(volatile i64*)&%s_ws%s[%s + q];", g->kname, ai, g->split_at);
+    cug_line(g, sb, "  if (ptc_arg_better(pv, pi, %s, %s, %s)) { %s = pv; %s = pi; }", a, ai,
+             op->rtype == IR_R_ARGMAX ? "true" : "false", a, ai);
+  } else {
+    cug_line(g, sb, "  %s = %s()(%s, pv);", a, combine_op(op), a);
+  }
+  cug_line(g, sb, "}");
+}
+
+void cug_emit_acc_split(cug* g, ptc_strbuf* sb, bool publish, const char* at, const char* n) {
+  g->split_at = at;
+  g->split_n = n;
+  for_each_reduce(g, sb, publish ? publish_one : fold_one);
+  g->split_at = g->split_n = NULL;
+}
+
 /* ---- member queries -------------------------------------------------------------------- */
 
 bool cug_member_reads(const cug* g, uint32_t m, int32_t buf) {

@@ -93,6 +93,15 @@ typedef struct cug {
   bool* rvec_buf;           /* buffer id -> accessed as a vector in the row loops */
   char** rvec_key;          /* buffer id -> its in-loop index, as printed */
   bool rvec_loop;           /* emitting the per-element body of a vector row loop */
+  /* split reductions (ROW layout, cuda_cg_kernel.c, split_plan): a row is
+   * cut into `split` chunks of one block each; rows up to split_rows use
+   * the module workspace (globals: its __device__ declarations) */
+  uint32_t split;           /* chunks per row; 0 = off */
+  uint32_t split_rows;      /* rows the workspace holds (more: one chunk a row) */
+  ptc_strbuf globals;       /* module-scope declarations (split workspace) */
+  char kname[48];           /* the kernel's name: prefix of its module globals */
+  const char* split_at;     /* cug_emit_acc_split: partial index, count (C expressions) */
+  const char* split_n;
 } cug;
 
 /* ---- helpers (cuda_cg_kernel.c) -------------------------------------------- */
@@ -143,6 +152,11 @@ void cug_emit_acc_decls(cug* g, ptc_strbuf* sb);
 void cug_emit_acc_updates(cug* g, ptc_strbuf* sb);
 void cug_emit_acc_combine(cug* g, ptc_strbuf* sb);
 void cug_emit_acc_finalize(cug* g, ptc_strbuf* sb);
+/** Split reductions: publish this block's combined accumulators to the
+ * workspace at partial index `at` (publish: true), or reset them and fold
+ * the row's `n` partials starting at `at` in order, lane-strided (publish:
+ * false; cug_emit_acc_combine then finishes the fold across lanes). */
+void cug_emit_acc_split(cug* g, ptc_strbuf* sb, bool publish, const char* at, const char* n);
 bool cug_member_reads(const cug* g, uint32_t m, int32_t buf);
 bool cug_member_needs_nonempty(const cug* g, uint32_t m);
 /** Up-front checks of member m's indirect ops whose bound may be <= 0. */

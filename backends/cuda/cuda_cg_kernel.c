@@ -507,8 +507,8 @@ static void emit_rvec_loop(cug* g, group* gr) {
     cug_line(g, &g->body, "if (rb < rlim) {");
   } else {
     if (loop_unroll() > 1) cug_line(g, &g->body, "#pragma unroll %d", loop_unroll());
-    cug_line(g, &g->body, "for (IT rb = (IT)lane * (IT)VR; rb < rlim; rb += (IT)(%u * VR)) {",
-             g->lanes);
+    cug_line(g, &g->body, "for (IT rb = %s(IT)lane * (IT)VR; rb < rlim; rb += (IT)(%u * VR)) {",
+             g->split ? "rbeg + " : "", g->lanes);
   }
   g->indent++;
   emit_rvec_access(g, gr, false);
@@ -535,6 +535,45 @@ static void emit_rvec_loop(cug* g, group* gr) {
   }
 }
 
+/* The end of the (one) group of a split kernel: the block combines its
+ * chunk's accumulators, publishes them to the workspace at xo * S + cid and
+ * counts itself in; the last block of the row (the counter reaches S) folds
+ * the S partials in chunk order (deterministic whichever block is last),
+ * resets the counter for the next launch and runs the results and the
+ * epilogue; the other blocks go on to their next task. */
+static void emit_split_merge(cug* g, group* gr) {
+  for (uint32_t j = 0; j < gr->n; j++) {
+    cug_member_begin(g, gr->m[j]);
+    cug_emit_acc_combine(g, &g->body);
+  }
+  cug_line(g, &g->body, "if (S > 1) {");
+  g->indent++;
+  for (uint32_t j = 0; j < gr->n; j++) {
+    cug_member_begin(g, gr->m[j]);
+    cug_emit_acc_split(g, &g->body, true, "xo * S + cid", "S");
+  }
+  cug_line(g, &g->body, "__threadfence();");
+  cug_line(g, &g->body, "__syncthreads();");
+  cug_line(g, &g->body, "if (lane == 0) sp_last = atomicAdd(&%s_cnt[xo], 1u) == (unsigned)(S - 1);",
+           g->kname);
+  cug_line(g, &g->body, "__syncthreads();");
+  cug_line(g, &g->body, "if (!sp_last) continue;");
+  cug_line(g, &g->body, "__threadfence();");
+  for (uint32_t j = 0; j < gr->n; j++) {
+    cug_member_begin(g, gr->m[j]);
+    cug_emit_acc_split(g, &g->body, false, "xo * S", "S");
+    cug_emit_acc_combine(g, &g->body);
+  }
+  cug_line(g, &g->body, "if (lane == 0) %s_cnt[xo] = 0u;", g->kname);
+  g->indent--;
+  cug_line(g, &g->body, "}");
+  for (uint32_t j = 0; j < gr->n; j++) {
+    cug_member_begin(g, gr->m[j]);
+    cug_emit_acc_finalize(g, &g->body);
+    cug_emit_stage(g, &g->body, CU_POST);
+  }
+}
+
 /* One group: hoisted ops, accumulators, the reduction loop over this
  * thread's lanes, the combine, results and the ops after the reductions. */
 static void flush_group(cug* g, group* gr) {
@@ -556,7 +595,8 @@ static void flush_group(cug* g, group* gr) {
       cug_line(g, &g->body, "if (rl < rlim) {");
     } else {
       if (loop_unroll() > 1) cug_line(g, &g->body, "#pragma unroll %d", loop_unroll());
-      cug_line(g, &g->body, "for (IT rl = (IT)lane; rl < rlim; rl += (IT)%u) {", g->lanes);
+      cug_line(g, &g->body, "for (IT rl = %s(IT)lane; rl < rlim; rl += (IT)%u) {",
+               g->split ? "rbeg + " : "", g->lanes);
     }
     g->indent++;
     emit_decompose(g, "rl", "r", g->k->rranges, g->k->n_rranges);
@@ -572,11 +612,15 @@ static void flush_group(cug* g, group* gr) {
       cug_line(g, &g->body, "}");
     }
   }
-  for (uint32_t j = 0; j < gr->n; j++) {
-    cug_member_begin(g, gr->m[j]);
-    cug_emit_acc_combine(g, &g->body);
-    cug_emit_acc_finalize(g, &g->body);
-    cug_emit_stage(g, &g->body, CU_POST);
+  if (g->split) {
+    emit_split_merge(g, gr);
+  } else {
+    for (uint32_t j = 0; j < gr->n; j++) {
+      cug_member_begin(g, gr->m[j]);
+      cug_emit_acc_combine(g, &g->body);
+      cug_emit_acc_finalize(g, &g->body);
+      cug_emit_stage(g, &g->body, CU_POST);
+    }
   }
   gr->n = 0;
 }
@@ -923,7 +967,89 @@ static ptc_status rvec_plan(cug* g) {
   return PTC_OK;
 }
 
+/* ---- split reductions -------------------------------------------------------------------
+ * Few huge rows leave most SMs idle with a block per row. A ROW kernel with
+ * at most SPLIT_MAX_ROWS rows (hints) of at least SPLIT_MIN_ROW elements
+ * whose members are one reduction group followed only by outer members
+ * (sums, means, max, argmax, any/all, several reductions of the same row;
+ * not softmax / var, whose later loops need the reduced value) is split:
+ * about PTC_CUDA_SPLIT (default 1024; 0 = off) blocks over all rows, at
+ * least SPLIT_MIN_CHUNK elements each. */
+#define SPLIT_MAX_ROWS 256
+#define SPLIT_MIN_ROW 16384
+#define SPLIT_MIN_CHUNK 2048
+#define SPLIT_MAX 512
+
+static void split_plan(cug* g, cuda_kernel_src* out) {
+  g->split = 0;
+  if (g->layout != CUDA_LAYOUT_ROW || g->persist || g->inplace_hazard || g->slots != 1) return;
+  const char* e = getenv("PTC_CUDA_SPLIT");
+  long target = e && *e ? strtol(e, NULL, 10) : 1024;
+  if (target <= 0) return;
+  int64_t xh = hint_product(g, g->k->ranges, g->k->n_ranges);
+  int64_t rh = hint_product(g, g->k->rranges, g->k->n_rranges);
+  if (xh > SPLIT_MAX_ROWS || rh < SPLIT_MIN_ROW) return;
+  /* one group, then outer members only */
+  bool in_group = false, closed = false, any_reduce = false;
+  group gr = {0, calloc(g->k->n_nodes ? g->k->n_nodes : 1, sizeof(uint32_t))};
+  if (!gr.m) return;
+  bool ok = true;
+  for (uint32_t m = 0; ok && m < g->k->n_nodes; m++) {
+    const cu_member* mb = &g->members[m];
+    if (mb->kind == CU_MEM_OUTER) {
+      if (!in_group) ok = false;
+      closed = true;
+      continue;
+    }
+    if (closed || group_feeds(g, &gr, m)) ok = false;
+    in_group = true;
+    gr.m[gr.n++] = m;
+    for (uint32_t i = 0; i < mb->node->body.n; i++)
+      if (mb->live[i] && mb->node->body.ops[i].opcode == IR_REDUCE) any_reduce = true;
+  }
+  free(gr.m);
+  if (!ok || !any_reduce) return;
+  int64_t sp = (target + xh - 1) / (xh > 0 ? xh : 1);
+  if (sp > rh / SPLIT_MIN_CHUNK) sp = rh / SPLIT_MIN_CHUNK;
+  if (sp > SPLIT_MAX) sp = SPLIT_MAX;
+  if (sp < 2) return;
+  g->split = (uint32_t)sp;
+  g->split_rows = (uint32_t)(2 * xh < 16 ? 16 : 2 * xh);
+  out->split = g->split;
+}
+
+/* A split kernel: tasks (row xo, chunk cid) over the grid; a chunk is a
+ * multiple of the lane step, so vector steps stay aligned. Rows beyond the
+ * workspace (dynamic sizes above the hints) run unsplit (S = 1). */
+static ptc_status emit_split_reduction(cug* g) {
+  cug_line(g, &g->shared, "__shared__ int sp_last;");
+  ptc_sb_printf(&g->globals, "__device__ unsigned %s_cnt[%u];\n", g->kname, g->split_rows);
+  cug_line(g, &g->body, "const int lane = threadIdx.x;");
+  cug_line(g, &g->body, "const int slot = 0;");
+  cug_line(g, &g->body, "(void)slot;");
+  cug_line(g, &g->body, "const IT S = xn <= (IT)%u ? (IT)%u : (IT)1;", g->split_rows, g->split);
+  cug_line(g, &g->body, "const IT rstep = (IT)%u * (IT)VR;", g->lanes);
+  cug_line(g, &g->body, "const IT rchunk = (IT)((((i64)rn + (i64)S - 1) / (i64)S + (i64)rstep - 1) / (i64)rstep * (i64)rstep);");
+  cug_line(g, &g->body, "for (IT task = (IT)blockIdx.x; task < xn * S; task += (IT)gridDim.x) {");
+  g->indent++;
+  cug_line(g, &g->body, "const IT xo = task / S;");
+  cug_line(g, &g->body, "const IT cid = task - xo * S;");
+  cug_line(g, &g->body, "const bool xvalid = true;");
+  cug_line(g, &g->body, "ptc_kerr* const ke = kerr;");
+  cug_line(g, &g->body, "const i64 rb64 = (i64)cid * (i64)rchunk;");
+  cug_line(g, &g->body, "const IT rbeg = rb64 < (i64)rn ? (IT)rb64 : rn;");
+  cug_line(g, &g->body, "const IT rlim = rn - rbeg < rchunk ? rn : rbeg + rchunk;");
+  cug_line(g, &g->body, "(void)ke;");
+  cug_line(g, &g->body, "(void)xvalid;");
+  emit_decompose(g, "xo", "x", g->k->ranges, g->k->n_ranges);
+  ptc_status s = emit_point_body(g);
+  g->indent--;
+  cug_line(g, &g->body, "}");
+  return s;
+}
+
 static ptc_status emit_reduction(cug* g) {
+  if (g->split) return emit_split_reduction(g);
   bool row = g->layout == CUDA_LAYOUT_ROW;
   cug_line(g, &g->body, "const int lane = %s, slot = %s;", row ? "threadIdx.x" : "threadIdx.y",
            row ? "threadIdx.y" : "threadIdx.x");
@@ -1060,6 +1186,10 @@ static ptc_status assemble(cug* g, cuda_kernel_src* out) {
                 : g->layout == CUDA_LAYOUT_ROW     ? "row reduction"
                                                    : "column reduction",
                 g->rvec > 1 ? ", vector rows" : "", out->block_x, out->block_y);
+  if (g->split)
+    ptc_sb_printf(&src, "// split: %u chunks a row, workspace for %u rows\n", g->split,
+                  g->split_rows);
+  ptc_sb_append(&src, g->globals.data ? g->globals.data : "");
   ptc_sb_printf(&src, "template <typename IT, int VR>\n__device__ __forceinline__ void %s_body(",
                 out->name);
   emit_params(g, out, &src);
@@ -1100,7 +1230,7 @@ static ptc_status assemble(cug* g, cuda_kernel_src* out) {
     emit_args(g, out, &src);
     ptc_sb_append(&src, ");\n}\n");
   }
-  if (src.oom || g->body.oom || g->checks.oom || g->shared.oom) {
+  if (src.oom || g->body.oom || g->checks.oom || g->shared.oom || g->globals.oom) {
     ptc_sb_free(&src);
     return ptc_status_oom();
   }
@@ -1132,6 +1262,7 @@ static ptc_status gen_init(cug* g, const ir_program* p, const sched_plan* s, uin
   ptc_sb_init(&g->body);
   ptc_sb_init(&g->checks);
   ptc_sb_init(&g->shared);
+  ptc_sb_init(&g->globals);
   g->n_buffers = p->buffers.len;
   size_t nb = g->n_buffers ? g->n_buffers : 1;
   g->stored = calloc(nb, sizeof *g->stored);
@@ -1167,6 +1298,7 @@ static void gen_free(cug* g) {
   ptc_sb_free(&g->body);
   ptc_sb_free(&g->checks);
   ptc_sb_free(&g->shared);
+  ptc_sb_free(&g->globals);
 }
 
 static bool any_shared_slot(const cug* g, const cuda_kernel_src* out) {
@@ -1191,6 +1323,7 @@ ptc_status cuda_codegen_kernel_named(const ir_program* p, const sched_plan* s, u
   snprintf(out->name, sizeof out->name, "%s", name);
   cug g;
   ptc_status st = gen_init(&g, p, s, k);
+  snprintf(g.kname, sizeof g.kname, "%s", name);
   if (!st) st = collect_buffers(&g, out);
   if (!st) {
     choose_layout(&g, out);
@@ -1199,6 +1332,7 @@ ptc_status cuda_codegen_kernel_named(const ir_program* p, const sched_plan* s, u
     g.inplace_hazard = g.layout != CUDA_LAYOUT_POINTWISE && any_shared_slot(&g, out);
     if (!g.inplace_hazard) st = rvec_plan(&g);
     if (!st && !g.inplace_hazard) st = persist_plan(&g, out);
+    if (!st) split_plan(&g, out);
   }
   if (!st) {
     emit_checks(&g);

@@ -78,6 +78,7 @@ static ptc_status record_kernel(cuda_step* st, cuda_kernel_src* src) {
   st->uses_err = src->uses_err;
   st->tunable = src->tunable;
   st->max_threads = src->max_threads;
+  st->split = src->split;
   snprintf(st->name, sizeof st->name, "%s", src->name);
   return PTC_OK;
 }

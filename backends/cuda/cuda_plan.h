@@ -88,6 +88,7 @@ typedef struct cuda_step {
   bool tunable;             /* launch config may be autotuned (cuda_tune.c) */
   uint32_t max_threads;     /* most threads per block the kernel accepts (0: block_x*block_y) */
   char tune_key[65];        /* the cubin's cache key ("" for externs) */
+  uint32_t split;           /* split reduction: xnumel * split blocks (cuda_cg.h); 0/1 = not split */
 } cuda_step;
 
 typedef struct cuda_plan {

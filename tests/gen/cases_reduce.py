@@ -657,6 +657,56 @@ def cuda_rows(C):
     C.add("rows_amax_f64", "amax", [x], torch.amax(x, 1), attrs=dim_attrs(1, None))
 
 
+# ---- few huge rows: the cuda backend's split reductions ------------------------------------
+def cuda_split(C):
+    """Rows long enough (>= 16384 elements, at most a few rows) for the cuda
+    backend to split each row over several blocks (partials + a last-block
+    fold): every reduction kind, f32/bf16/f64/int, row lengths that allow
+    vector access or not, full reductions and [rows, n] row reductions.
+    Values are small integers (or +-1 / 2 / 0.5 for prod) so the expected
+    sums are exact and the JSON stays compact."""
+    def small(shape, dt, lo=-3, hi=4):
+        return rint(shape, lo, hi, dt)
+
+    def red(nm, op, x, out, dim):
+        C.add("split_%s_%s" % (op, nm), op, [x], out, attrs=dim_attrs(dim, None) if dim is not None
+              else None)
+    x = small((16384,), F32)
+    red("f32_all_16384", "sum", x, x.sum(), None)
+    x = small((2, 8219), F32)
+    red("f32_all_2x8219", "sum", x, x.sum(), None)
+    x = small((2, 16387), F32)
+    red("f32_rows_2x16387", "sum", x, x.sum(1), 1)
+    x = small((2, 16384), BF16)
+    red("bf16_rows_2x16384", "sum", x, run(lambda a: a.sum(1), x), 1)
+    x = small((16384,), F64)
+    red("f64_all_16384", "mean", x, x.mean(), None)
+    x = small((128, 130), F32)
+    red("f32_all_128x130", "mean", x, x.mean(), None)
+    x = small((16400,), torch.int32, -50, 50)
+    red("i32_all_16400", "sum", x, x.sum(), None)
+    x = small((1, 16384), torch.int8)
+    red("i8_rows_1x16384", "sum", x, x.sum(1), 1)
+    x = small((16387,), F32, -1000, 1000)
+    red("f32_all_16387", "amax", x, x.amax(), None)
+    x = small((1, 16384), torch.int64, -1000, 1000)
+    red("i64_rows_1x16384", "amin", x, x.amin(1), 1)
+    v = torch.tensor([1., -1., 1., 1., 1., -1., 1., -1.] * 12 + [2., 0.5, 2., 0.5])
+    x = v[torch.randint(0, 100, (16384,))]
+    red("f32_all_16384", "prod", x, x.prod(), None)
+    x = small((16389,), F32, 0, 30)
+    C.add("split_argmax_f32_ties", "argmax", [x], torch.argmax(x))
+    x = small((1, 16384), BF16, 0, 30)
+    C.add("split_argmin_bf16_ties", "argmin", [x], torch.argmin(x, 1), attrs=dim_attrs(1, None))
+    b = torch.ones(16384, dtype=torch.bool)
+    b[16383] = False
+    C.add("split_all_bool", "all", [b], torch.all(b))
+    b = torch.zeros(2, 16384, dtype=torch.bool)
+    b[1, 15000] = True
+    C.add("split_any_bool_rows", "any", [b], torch.any(b, 1), attrs=dim_attrs(1, None))
+    x = small((16384,), F32) + 0.5
+    C.add("split_var_mean_f32_all", "var_mean", [x], torch.var_mean(x))
+
 def cases(C):
     reductions(C)
     softmaxes(C)
@@ -667,3 +717,4 @@ def cases(C):
     batch_norms(C)
     group_norms(C)
     cuda_rows(C)
+    cuda_split(C)
