@@ -348,7 +348,7 @@ static ptc_status ext_conv_device(const cuda_ext_call* c0, bool* done) {
       s = mm_launch(c, &g, N, out->dtype, pa, pb, 0, pcg, groups == 1);
     }
   } else {
-    bool wide = N > 1 && OHW < conv_wide_below();
+    bool wide = N > 1 && OHW < conv_wide_below() && OC * OHW <= INT32_MAX;
     int64_t col_img = CK * OHW * es, per_img = col_img + (wide ? OC * OHW * es : 0);
     int64_t chunk = CONV_COL_BYTES / per_img;
     if (chunk < 1) chunk = 1;
@@ -394,18 +394,16 @@ static ptc_status ext_conv_device(const cuda_ext_call* c0, bool* done) {
           s = mm_launch(c, &g, nimg, out->dtype, pa, pb, 0, pcg, groups == 1);
         }
       }
-      if (!s && wd) { /* [OC][nimg][OHW] -> out[n0 + img][OC][OHW] */
-        runtime_tensor src, dst;
-        memset(&src, 0, sizeof src);
-        src.dtype = out->dtype;
-        src.rank = 3;
-        src.shape[0] = nimg, src.shape[1] = OC, src.shape[2] = OHW;
-        dst = src;
-        src.strides[0] = OHW, src.strides[1] = ldc, src.strides[2] = 1;
-        dst.strides[0] = OC * OHW, dst.strides[1] = OHW, dst.strides[2] = 1;
-        src.data = (void*)(uintptr_t)tmp;
-        dst.data = (void*)(uintptr_t)(pc + (cu_deviceptr)(n0 * OC * OHW * es));
-        s = cuda_copy_strided(c->plan->sup, c->plan->dev, c->stream, &src, &dst);
+      if (!s && wd) {
+        /* tmp [OC][nimg][OHW] -> out[n0 + img][OC][OHW]: the im2col kernel as a
+         * copy (a 1x1 window over OC planes of 1 x OHW pixels) */
+        cuda_im2col_args t;
+        memset(&t, 0, sizeof t);
+        t.nimg = nimg, t.c = OC, t.h = 1, t.w = OHW, t.kh = 1, t.kw = 1, t.oh = 1, t.ow = OHW;
+        t.sh = 1, t.sw = 1, t.dh = 1, t.dw = 1;
+        t.xs_n = OHW, t.xs_c = ldc, t.xs_h = 0, t.xs_w = 1;
+        t.col_img = OC * OHW, t.col_row = OHW;
+        s = launch_im2col(c, gi, tmp, pc + (cu_deviceptr)(n0 * OC * OHW * es), &t);
       }
     }
   }

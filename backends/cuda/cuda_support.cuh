@@ -227,7 +227,7 @@ struct ptc_im2col_args {
 
 template <typename T> PTC_D void ptc_im2col_body(const T* __restrict__ x, T* __restrict__ col,
                                                  const ptc_im2col_args& a) {
-  const u32 ow = (u32)a.ow, ohw = (u32)(a.oh * a.ow), kw = (u32)a.kw, kk = (u32)(a.kh * a.kw);
+  const u32 ow = (u32)a.ow, ohw = (u32)(a.oh * a.ow), kh = (u32)a.kh, kw = (u32)a.kw, kk = kh * kw;
   const u32 total = (u32)(a.c * (i64)ohw);
   for (i64 img = blockIdx.y; img < a.nimg; img += gridDim.y) {
     const T* xi = x + img * a.xs_n;
@@ -238,12 +238,16 @@ template <typename T> PTC_D void ptc_im2col_body(const T* __restrict__ x, T* __r
       const i64 iy0 = (i64)oy * a.sh - a.ph, ix0 = (i64)ox * a.sw - a.pw;
       const T* xc = xi + (i64)ch * a.xs_c;
       T* cc = ci + (i64)ch * kk * a.col_row + p;
-      for (u32 q = 0; q < kk; q++) {
-        const u32 ii = q / kw, j = q - ii * kw;
-        const i64 iy = iy0 + (i64)ii * a.dh, ix = ix0 + (i64)j * a.dw;
-        T v = (T)0;
-        if (iy >= 0 && iy < a.h && ix >= 0 && ix < a.w) v = xc[iy * a.xs_h + ix * a.xs_w];
-        cc[(i64)q * a.col_row] = v;
+      u32 q = 0;
+      for (u32 ii = 0; ii < kh; ii++) {
+        const i64 iy = iy0 + (i64)ii * a.dh;
+        const bool row_in = iy >= 0 && iy < a.h;
+        for (u32 j = 0; j < kw; j++, q++) {
+          const i64 ix = ix0 + (i64)j * a.dw;
+          T v = (T)0;
+          if (row_in && ix >= 0 && ix < a.w) v = xc[iy * a.xs_h + ix * a.xs_w];
+          cc[(i64)q * a.col_row] = v;
+        }
       }
     }
   }
