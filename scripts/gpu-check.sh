@@ -82,6 +82,12 @@ if [ -n "$SRC_TAR" ]; then
   note "source: $SRC_TAR"
 fi
 echo "== $(nvidia-smi -L 2>/dev/null | head -1); $("$PY" -c 'import sys,torch;print("python",sys.version.split()[0],"torch",torch.__version__)' 2>&1)"
+# A build folder left on a warm machine by another tree's run may be
+# configured for other sources (files added or removed): with --src, start
+# from an empty one unless KEEP_BUILD=1.
+if [ -n "$SRC_TAR" ] && [ "${KEEP_BUILD:-0}" != 1 ]; then
+  rm -rf "$BUILD"
+fi
 if [ ! -f "$BUILD/build.ninja" ]; then
   meson setup "$BUILD" -Dpython=enabled -Dpython_exe="$PY" -Ddynamo=false \
     >/tmp/ptc-gpu-logs/setup.log 2>&1 ||
