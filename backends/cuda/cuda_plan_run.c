@@ -326,8 +326,12 @@ static ptc_status run_kernel(run_frame* f, const cuda_step* st) {
   cuda_launch_cfg cfg; /* the heuristic, or the autotuned choice (cuda_tune.c) */
   PTC_TRY(cuda_tune_pick(plan, st, fn, small, xn, rn, ext, f->stream, &cfg));
   int64_t blocks = cuda_tune_blocks(st, &cfg, plan->dev->sm_count, xn);
-  if (st->split > 1) /* split reduction: a block per (row, chunk); the kernel strides beyond */
-    blocks = xn > 0x7fffffff / (int64_t)st->split ? 0x7fffffff : xn * (int64_t)st->split;
+  if (st->split > 1) { /* split reduction: a block per (row, chunk), at most 32 per SM (the
+                        * kernel strides beyond; rows past its workspace run unsplit) */
+    int64_t cap = (int64_t)(plan->dev->sm_count > 0 ? plan->dev->sm_count : 1) * 32;
+    int64_t want = xn > cap / (int64_t)st->split ? cap : xn * (int64_t)st->split;
+    if (want > blocks) blocks = want;
+  }
   char what[96];
   snprintf(what, sizeof what, "launching kernel %s", st->name);
   CUDA_TRY(cuda_libs_get()->cu.LaunchKernel(fn, (unsigned)blocks, 1, 1, cfg.block_x, cfg.block_y, 1,
