@@ -12,15 +12,25 @@
 
 enum { KEY_SEEN = 0, KEY_RECORDED, KEY_FAILED };
 
-typedef struct graph_entry {
-  int64_t* key;          /* symbol values */
-  int state;             /* KEY_* */
+/* One recorded graph and the frame it runs on. */
+typedef struct graph_rec {
   cu_stream cap;         /* private capture stream (its cache holds the capture's blocks) */
   cuda_frame* frame;
   cu_graph graph;
   cu_graph_exec exec;
-  cu_stream last;        /* the stream of the last replay */
+  cu_stream last;        /* the stream of the last launch */
   bool launched;
+  int64_t* sig;          /* direct graphs: the caller buffers it was recorded on */
+} graph_rec;
+
+typedef struct graph_entry {
+  int64_t* key;          /* symbol values */
+  int state;             /* KEY_* */
+  graph_rec* copy;       /* the static-copy graph (recorded when first needed) */
+  graph_rec* direct[CUDA_GRAPH_DIRECT];
+  uint32_t n_direct;
+  bool no_direct;        /* a direct recording failed: copies only */
+  int64_t* prev_sig;     /* the buffers of the previous call of this key */
 } graph_entry;
 
 struct cuda_graphs {
@@ -34,7 +44,8 @@ struct cuda_graphs {
   graph_entry e[CUDA_GRAPH_CAP];
   uint32_t n;
   bool cap_logged;
-  uint64_t recorded, replays, plain, failures;
+  size_t n_sig;          /* signature length: addresses and strides of every input and output */
+  uint64_t recorded, direct, replays, plain, failures;
 };
 
 /* ---- safety ------------------------------------------------------------------------ */
@@ -90,32 +101,72 @@ ptc_status cuda_graphs_create(const cuda_plan* plan, const char* mode, cuda_grap
 
 /* ---- recording ------------------------------------------------------------------------ */
 
-static void entry_release(graph_entry* en) {
+static void rec_destroy(graph_rec* g) {
+  if (!g) return;
   const cu_api* cu = &cuda_libs_get()->cu;
-  if (en->exec) cu->GraphExecDestroy(en->exec);
-  if (en->graph) cu->GraphDestroy(en->graph);
-  cuda_frame_close(en->frame);
-  if (en->cap) cu->StreamDestroy(en->cap);
-  en->exec = NULL;
-  en->graph = NULL;
-  en->frame = NULL;
-  en->cap = NULL;
+  if (g->exec) cu->GraphExecDestroy(g->exec);
+  if (g->graph) cu->GraphDestroy(g->graph);
+  cuda_frame_close(g->frame);
+  if (g->cap) cu->StreamDestroy(g->cap);
+  free(g->sig);
+  free(g);
 }
 
-static ptc_status record(cuda_graphs* t, graph_entry* en, const int64_t* syms, size_t n_syms,
-                         uint64_t seed) {
+static void entry_release(graph_entry* en) {
+  rec_destroy(en->copy);
+  en->copy = NULL;
+  for (uint32_t i = 0; i < en->n_direct; i++) rec_destroy(en->direct[i]);
+  en->n_direct = 0;
+}
+
+/* Records a graph: over a static frame (inputs NULL) or over the caller's
+ * buffers. *out NULL on failure (the status says why). */
+static ptc_status record(cuda_graphs* t, const ptc_tensor* inputs, size_t n_in,
+                         const ptc_tensor* outputs, size_t n_out, const int64_t* syms,
+                         size_t n_syms, uint64_t seed, graph_rec** out) {
   const cu_api* cu = &cuda_libs_get()->cu;
-  CUDA_TRY(cu->StreamCreate(&en->cap, CU_STREAM_NON_BLOCKING), "creating the capture stream");
-  PTC_TRY(cuda_frame_open(t->plan, syms, n_syms, seed, en->cap, &en->frame));
-  CUDA_TRY(cu->StreamBeginCapture(en->cap, CU_CAPTURE_MODE_RELAXED), "cuStreamBeginCapture");
-  ptc_status s = cuda_frame_exec(en->frame, en->cap);
-  cu_graph g = NULL;
-  cu_result r = cu->StreamEndCapture(en->cap, &g);
-  en->graph = g;
-  if (s) return s;
-  CUDA_TRY(r, "cuStreamEndCapture");
-  if (!g) return PTC_ERR(INTERNAL, "cuda backend: the capture gave no graph");
-  CUDA_TRY(cu->GraphInstantiateWithFlags(&en->exec, g, 0), "cuGraphInstantiateWithFlags");
+  graph_rec* g = calloc(1, sizeof *g);
+  if (!g) return ptc_status_oom();
+  *out = NULL;
+  ptc_status s = cu->StreamCreate(&g->cap, CU_STREAM_NON_BLOCKING) == CU_SUCCESS
+                     ? PTC_OK
+                     : PTC_ERR(INTERNAL, "cuda backend: creating the capture stream failed");
+  if (!s)
+    s = cuda_frame_open(t->plan, inputs, n_in, outputs, n_out, syms, n_syms, seed, g->cap,
+                        &g->frame);
+  if (!s) {
+    cu_result r = cu->StreamBeginCapture(g->cap, CU_CAPTURE_MODE_RELAXED);
+    if (r != CU_SUCCESS) s = cuda_error(r, "cuStreamBeginCapture");
+  }
+  if (!s) {
+    s = cuda_frame_exec(g->frame, g->cap);
+    cu_result r = cu->StreamEndCapture(g->cap, &g->graph);
+    if (!s && r != CU_SUCCESS) s = cuda_error(r, "cuStreamEndCapture");
+    if (!s && !g->graph) s = PTC_ERR(INTERNAL, "cuda backend: the capture gave no graph");
+  }
+  if (!s) {
+    cu_result r = cu->GraphInstantiateWithFlags(&g->exec, g->graph, 0);
+    if (r != CU_SUCCESS) s = cuda_error(r, "cuGraphInstantiateWithFlags");
+  }
+  if (s) {
+    rec_destroy(g);
+    return s;
+  }
+  t->recorded++;
+  *out = g;
+  return PTC_OK;
+}
+
+/* Launches g on stream; a launch on another stream than the last one waits
+ * for the device first (the graph's memory is shared between launches; the
+ * last stream may be gone by now). */
+static ptc_status launch(graph_rec* g, cu_stream stream) {
+  const cu_api* cu = &cuda_libs_get()->cu;
+  if (g->launched && g->last != stream)
+    CUDA_TRY(cu->CtxSynchronize(), "waiting for the previous graph replay");
+  CUDA_TRY(cu->GraphLaunch(g->exec, stream), "cuGraphLaunch");
+  g->launched = true;
+  g->last = stream;
   return PTC_OK;
 }
 
@@ -161,20 +212,13 @@ static size_t extent_bytes(const runtime_tensor* v) {
   return (size_t)e * ptc_dtype_size(v->dtype);
 }
 
-static ptc_status replay(cuda_graphs* t, graph_entry* en, const ptc_tensor* inputs, size_t n_in,
-                         const ptc_tensor* outputs, size_t n_out, cu_stream stream) {
+/* Replays the static-copy graph: inputs copied in, one launch, outputs
+ * copied out. */
+static ptc_status replay_copy(cuda_graphs* t, graph_rec* en, const ptc_tensor* inputs, size_t n_in,
+                              const ptc_tensor* outputs, size_t n_out, cu_stream stream) {
   const cuda_plan* plan = t->plan;
-  const cu_api* cu = &cuda_libs_get()->cu;
-  if (n_in != plan->p->graph->inputs.len)
-    return PTC_ERR(INVALID_ARGUMENT, "cuda backend: expected %zu inputs, got %zu",
-                   plan->p->graph->inputs.len, n_in);
-  if (n_out != plan->p->n_outputs)
-    return PTC_ERR(INVALID_ARGUMENT, "cuda backend: expected %zu outputs, got %zu",
-                   plan->p->n_outputs, n_out);
-  /* the static memory is shared: a replay on another stream waits for the
-   * last one (the whole context: that stream may be gone by now) */
   if (en->launched && en->last != stream)
-    CUDA_TRY(cu->CtxSynchronize(), "waiting for the previous graph replay");
+    CUDA_TRY(cuda_libs_get()->cu.CtxSynchronize(), "waiting for the previous graph replay");
   for (size_t i = 0; i < n_in; i++) {
     const runtime_tensor* dst = cuda_frame_input(en->frame, i);
     runtime_tensor src = *dst;
@@ -185,9 +229,7 @@ static ptc_status replay(cuda_graphs* t, graph_entry* en, const ptc_tensor* inpu
       contiguous_strides(src.rank, src.shape, src.strides);
     PTC_TRY(copy_view(plan, stream, &src, dst, extent_bytes(dst)));
   }
-  CUDA_TRY(cu->GraphLaunch(en->exec, stream), "cuGraphLaunch");
-  en->launched = true;
-  en->last = stream;
+  PTC_TRY(launch(en, stream));
   for (size_t j = 0; j < n_out; j++) {
     const ptc_tensor* so = cuda_frame_output(en->frame, j);
     runtime_tensor src, dst;
@@ -214,52 +256,133 @@ static graph_entry* find(cuda_graphs* t, const int64_t* syms) {
   return NULL;
 }
 
+/* The call's buffers: per input and output its address and strides
+ * (contiguous ones spelled out), written into sig[t->n_sig]. */
+static size_t sig_len(const cuda_plan* plan, const ptc_tensor* in, size_t n_in,
+                      const ptc_tensor* out, size_t n_out) {
+  size_t n = 0;
+  for (size_t i = 0; i < n_in; i++) n += 1 + (size_t)in[i].ndim;
+  for (size_t j = 0; j < n_out; j++) n += 1 + (size_t)out[j].ndim;
+  (void)plan;
+  return n;
+}
+
+static void sig_put(const ptc_tensor* v, int64_t* sig, size_t* k) {
+  sig[(*k)++] = (int64_t)((uintptr_t)v->data + v->byte_offset);
+  int64_t st[PTC_MAX_RANK];
+  if (v->strides)
+    memcpy(st, v->strides, (size_t)v->ndim * sizeof *st);
+  else
+    contiguous_strides(v->ndim, v->shape, st);
+  for (int32_t d = 0; d < v->ndim; d++) sig[(*k)++] = v->shape[d] > 1 ? st[d] : 0;
+}
+
+static void sig_make(const ptc_tensor* in, size_t n_in, const ptc_tensor* out, size_t n_out,
+                     int64_t* sig) {
+  size_t k = 0;
+  for (size_t i = 0; i < n_in; i++) sig_put(&in[i], sig, &k);
+  for (size_t j = 0; j < n_out; j++) sig_put(&out[j], sig, &k);
+}
+
 static ptc_status run_locked(cuda_graphs* t, const ptc_tensor* inputs, size_t n_in,
                              const ptc_tensor* outputs, size_t n_out, const int64_t* syms,
                              size_t n_syms, uint64_t seed, cu_stream stream, bool* done) {
+  const cuda_plan* plan = t->plan;
+  if (n_in != plan->p->graph->inputs.len || n_out != plan->p->n_outputs) return PTC_OK; /* plain reports it */
   if (!t->have_n_key) {
     t->n_key = n_syms;
+    t->n_sig = sig_len(plan, inputs, n_in, outputs, n_out);
     t->have_n_key = true;
   }
-  if (n_syms != t->n_key) return PTC_OK; /* not expected: plain */
+  if (n_syms != t->n_key || sig_len(plan, inputs, n_in, outputs, n_out) != t->n_sig)
+    return PTC_OK; /* not expected: plain */
+  int64_t sig_small[64];
+  int64_t* sig = t->n_sig <= 64 ? sig_small : calloc(t->n_sig, sizeof *sig);
+  if (!sig) return ptc_status_oom();
+  sig_make(inputs, n_in, outputs, n_out, sig);
+  size_t sig_bytes = t->n_sig * sizeof *sig;
+  ptc_status s = PTC_OK;
   graph_entry* en = find(t, syms);
   if (!en) {
     if (t->n >= CUDA_GRAPH_CAP) {
       if (!t->cap_logged)
-        ptc_log(t->plan->ctx, PTC_LOG_INFO,
+        ptc_log(plan->ctx, PTC_LOG_INFO,
                 "cuda backend: %d shapes have CUDA graphs already; further shapes run plainly",
                 CUDA_GRAPH_CAP);
       t->cap_logged = true;
-      return PTC_OK;
+      goto out;
     }
     en = &t->e[t->n];
     memset(en, 0, sizeof *en);
     en->key = calloc(n_syms + 1, sizeof *en->key);
-    if (!en->key) return ptc_status_oom();
+    en->prev_sig = calloc(t->n_sig + 1, sizeof *en->prev_sig);
+    if (!en->key || !en->prev_sig) {
+      free(en->key);
+      free(en->prev_sig);
+      s = ptc_status_oom();
+      goto out;
+    }
     if (n_syms) memcpy(en->key, syms, n_syms * sizeof *syms);
+    memcpy(en->prev_sig, sig, sig_bytes);
     en->state = KEY_SEEN;
     t->n++;
-    return PTC_OK; /* the warm-up call runs plainly */
+    goto out; /* the warm-up call runs plainly */
   }
-  if (en->state == KEY_FAILED) return PTC_OK;
-  if (en->state == KEY_SEEN) {
-    ptc_status s = record(t, en, syms, n_syms, seed);
-    if (s) {
-      ptc_log(t->plan->ctx, PTC_LOG_INFO,
+  if (en->state == KEY_FAILED) goto out;
+  en->state = KEY_RECORDED;
+  /* 1. a direct graph on exactly these buffers */
+  for (uint32_t i = 0; i < en->n_direct; i++)
+    if (memcmp(en->direct[i]->sig, sig, sig_bytes) == 0) {
+      *done = true;
+      t->replays++;
+      s = launch(en->direct[i], stream);
+      if (!s) s = cuda_frame_check(en->direct[i]->frame, stream);
+      goto out;
+    }
+  /* 2. the same buffers as the previous call: record one */
+  if (!en->no_direct && en->n_direct < CUDA_GRAPH_DIRECT &&
+      memcmp(en->prev_sig, sig, sig_bytes) == 0) {
+    graph_rec* g = NULL;
+    ptc_status r = record(t, inputs, n_in, outputs, n_out, syms, n_syms, seed, &g);
+    if (!r) r = (g->sig = malloc(sig_bytes + 1)) ? PTC_OK : ptc_status_oom();
+    if (r) {
+      ptc_log(plan->ctx, PTC_LOG_INFO,
+              "cuda backend: recording a CUDA graph on the caller's buffers failed (copies "
+              "from now on for this shape): %s", ptc_status_message(r));
+      ptc_status_destroy(r);
+      rec_destroy(g);
+      en->no_direct = true;
+    } else {
+      memcpy(g->sig, sig, sig_bytes);
+      en->direct[en->n_direct++] = g;
+      t->direct++;
+      *done = true;
+      t->replays++;
+      s = launch(g, stream);
+      if (!s) s = cuda_frame_check(g->frame, stream);
+      goto out;
+    }
+  }
+  memcpy(en->prev_sig, sig, sig_bytes);
+  /* 3. the static-copy graph */
+  if (!en->copy) {
+    ptc_status r = record(t, NULL, 0, NULL, 0, syms, n_syms, seed, &en->copy);
+    if (r) {
+      ptc_log(plan->ctx, PTC_LOG_INFO,
               "cuda backend: recording a CUDA graph failed (this shape runs plainly): %s",
-              ptc_status_message(s));
-      ptc_status_destroy(s);
-      entry_release(en);
+              ptc_status_message(r));
+      ptc_status_destroy(r);
       en->state = KEY_FAILED;
       t->failures++;
-      return PTC_OK;
+      goto out;
     }
-    en->state = KEY_RECORDED;
-    t->recorded++;
   }
   *done = true;
   t->replays++;
-  return replay(t, en, inputs, n_in, outputs, n_out, stream);
+  s = replay_copy(t, en->copy, inputs, n_in, outputs, n_out, stream);
+out:
+  if (sig != sig_small) free(sig);
+  return s;
 }
 
 ptc_status cuda_graphs_run(cuda_graphs* t, const ptc_tensor* inputs, size_t n_in,
@@ -278,9 +401,10 @@ void cuda_graphs_describe(cuda_graphs* t, ptc_strbuf* sb) {
   if (!t) return;
   pthread_mutex_lock(&t->lock);
   if (t->on)
-    ptc_sb_printf(sb, "graph mode (%s): on, %llu CUDA graphs recorded (cap %d shapes), %llu replays, "
-                  "%llu plain runs, %llu failed recordings\n", t->mode,
-                  (unsigned long long)t->recorded, CUDA_GRAPH_CAP, (unsigned long long)t->replays,
+    ptc_sb_printf(sb, "graph mode (%s): on, %llu CUDA graphs recorded (%llu on caller buffers; "
+                  "cap %d shapes), %llu replays, %llu plain runs, %llu failed recordings\n",
+                  t->mode, (unsigned long long)t->recorded, (unsigned long long)t->direct,
+                  CUDA_GRAPH_CAP, (unsigned long long)t->replays,
                   (unsigned long long)t->plain, (unsigned long long)t->failures);
   else
     ptc_sb_printf(sb, "graph mode (%s): off: %s\n", t->mode, t->why_off);
@@ -304,7 +428,7 @@ void cuda_graphs_stats(cuda_graphs* t, uint64_t* recorded, uint64_t* replays, ui
 void cuda_graphs_destroy(cuda_graphs* t) {
   if (!t) return;
   bool any = false;
-  for (uint32_t i = 0; i < t->n; i++) any = any || t->e[i].frame || t->e[i].cap;
+  for (uint32_t i = 0; i < t->n; i++) any = any || t->e[i].copy || t->e[i].n_direct;
   cu_context prev = NULL;
   ptc_status s = any ? cuda_ctx_enter(t->plan->dev, &prev) : NULL;
   if (any && !s) {
@@ -313,7 +437,10 @@ void cuda_graphs_destroy(cuda_graphs* t) {
     cuda_ctx_leave(t->plan->dev, prev);
   }
   ptc_status_destroy(s); /* without the context the graphs are leaked, never freed under the device */
-  for (uint32_t i = 0; i < t->n; i++) free(t->e[i].key);
+  for (uint32_t i = 0; i < t->n; i++) {
+    free(t->e[i].key);
+    free(t->e[i].prev_sig);
+  }
   pthread_mutex_destroy(&t->lock);
   free(t);
 }

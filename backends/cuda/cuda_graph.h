@@ -18,6 +18,13 @@
  *    the graph on the caller's stream and copies the static outputs into
  *    the caller's outputs: callers may pass different buffers every call,
  *    and changed input contents are always seen;
+ *  - direct graphs: when a shape's call passes the same input and output
+ *    addresses and strides as the previous call of that shape, a second
+ *    graph is recorded on those caller buffers (up to CUDA_GRAPH_DIRECT per
+ *    shape; its workspace and temporaries still its own) and later calls
+ *    with exactly those buffers replay it with one launch and no copies
+ *    (inference loops reuse their buffers; PyTorch's caching allocator
+ *    hands a freed output's block back to the next call);
  *  - recording is a capture (relaxed mode) on a private non-blocking stream
  *    (capture is not allowed on the legacy NULL stream); nothing executes
  *    during a capture, so no ordering with the caller's stream is needed;
@@ -39,18 +46,23 @@
 
 #include "cuda_plan.h"
 
-enum { CUDA_GRAPH_CAP = 8 };
+enum { CUDA_GRAPH_CAP = 8, CUDA_GRAPH_DIRECT = 4 };
 
 /* ---- static frames (cuda_plan_run.c) ------------------------------------------ */
 typedef struct cuda_frame cuda_frame;
 
-/** Binds a static frame of `plan` for the given symbol values: allocates
- * (on alloc_stream, from the caching allocator, held until closed) static
- * inputs of the compiled layout, contiguous static outputs, the workspace,
- * temporaries and the error word. Queues no work. The primary context must
- * be current. Errors: RESOURCE_EXHAUSTED, errors evaluating the layouts. */
-ptc_status cuda_frame_open(const cuda_plan* plan, const int64_t* sym_values, size_t n_syms,
-                           uint64_t seed, cu_stream alloc_stream, cuda_frame** out);
+/** Binds a frame of `plan` for the given symbol values whose memory is held
+ * until cuda_frame_close (allocated on alloc_stream from the caching
+ * allocator): workspace, temporaries, the error word and, with inputs NULL,
+ * static inputs of the compiled layout and contiguous static outputs;
+ * otherwise the caller's inputs and outputs are bound (the pointers are
+ * baked into a graph recorded from it), and an input that would need a
+ * relayout copy is refused (UNIMPLEMENTED). Queues no work. The primary
+ * context must be current. Errors: RESOURCE_EXHAUSTED, UNIMPLEMENTED,
+ * errors evaluating the layouts. */
+ptc_status cuda_frame_open(const cuda_plan* plan, const ptc_tensor* inputs, size_t n_in,
+                           const ptc_tensor* outputs, size_t n_out, const int64_t* sym_values,
+                           size_t n_syms, uint64_t seed, cu_stream alloc_stream, cuda_frame** out);
 /** Queues the frame's run on `stream` (may be capturing): error word
  * cleared, every step, outputs copied into the static outputs. Fails (no
  * host sync done) on a launch error. */

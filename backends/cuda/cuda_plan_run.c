@@ -459,8 +459,9 @@ struct cuda_frame {
   int64_t* syms; /* a copy: the frame outlives the caller's array */
 };
 
-ptc_status cuda_frame_open(const cuda_plan* plan, const int64_t* sym_values, size_t n_syms,
-                           uint64_t seed, cu_stream alloc_stream, cuda_frame** out) {
+ptc_status cuda_frame_open(const cuda_plan* plan, const ptc_tensor* inputs, size_t n_in,
+                           const ptc_tensor* outputs, size_t n_out, const int64_t* sym_values,
+                           size_t n_syms, uint64_t seed, cu_stream alloc_stream, cuda_frame** out) {
   *out = NULL;
   cuda_frame* fr = calloc(1, sizeof *fr);
   if (!fr) return ptc_status_oom();
@@ -470,8 +471,12 @@ ptc_status cuda_frame_open(const cuda_plan* plan, const int64_t* sym_values, siz
     return ptc_status_oom();
   }
   if (n_syms) memcpy(fr->syms, sym_values, n_syms * sizeof *sym_values);
-  ptc_status s = frame_init(&fr->f, plan, true, NULL, 0, NULL, plan->p->n_outputs, fr->syms,
-                            n_syms, seed, alloc_stream);
+  bool own = inputs == NULL;
+  ptc_status s = frame_init(&fr->f, plan, own, inputs, n_in, outputs,
+                            own ? plan->p->n_outputs : n_out, fr->syms, n_syms, seed, alloc_stream);
+  for (size_t i = 0; !s && !own && i < plan->p->graph->inputs.len; i++)
+    if (fr->f.in_temp[i])
+      s = PTC_ERR(UNIMPLEMENTED, "cuda backend: input %zu needs a relayout copy", i);
   if (s) {
     cuda_frame_close(fr);
     return s;
@@ -482,7 +487,12 @@ ptc_status cuda_frame_open(const cuda_plan* plan, const int64_t* sym_values, siz
 
 ptc_status cuda_frame_exec(cuda_frame* fr, cu_stream stream) {
   fr->f.stream = stream;
-  return frame_exec(&fr->f);
+  ptc_status s = frame_exec(&fr->f);
+  if (!fr->f.own_io) { /* the caller's output array is not kept */
+    fr->f.out = NULL;
+    fr->f.n_out = 0;
+  }
+  return s;
 }
 
 ptc_status cuda_frame_check(cuda_frame* fr, cu_stream stream) {

@@ -357,8 +357,10 @@ def test_sdpa_cuda_scale_and_strided_heads():
 # ---- mode="reduce-overhead": CUDA graphs (issue 5) ------------------------------------
 # The first call of a shape runs plainly, the second records a CUDA graph
 # and replays it, later calls replay; inputs are copied into the graph's
-# static inputs and outputs out of its static outputs, so outputs of earlier
-# calls stay valid and changed inputs are seen (backends/cuda/cuda_graph.h).
+# static inputs and outputs out of its static outputs (or, for calls on the
+# same buffers as the call before, a graph on those buffers runs), so outputs
+# of earlier calls stay valid and changed inputs are seen
+# (backends/cuda/cuda_graph.h).
 def _graph_line(fn):
     text = fn.compiled.executables[0].format()
     return next((l for l in text.splitlines() if l.startswith("graph mode")), "")
@@ -384,7 +386,7 @@ def test_reduce_overhead_from_fx_replays_with_new_inputs():
         _close(o, r, 1e-5)
     line = _graph_line(fn)
     assert line.startswith("graph mode (reduce-overhead): on"), line
-    assert _graph_count(line, "CUDA graphs recorded") == 1, line
+    assert _graph_count(line, "CUDA graphs recorded") >= 1, line
     assert _graph_count(line, "replays") == 4, line
 
 
@@ -406,7 +408,8 @@ def test_reduce_overhead_shape_changes_and_streams():
                 out = fn(xi)
             _close(out, m(xi), 1e-4)
     line = _graph_line(fn)
-    assert _graph_count(line, "CUDA graphs recorded") == 3, line
+    assert _graph_count(line, "CUDA graphs recorded") >= 3, line
+    assert _graph_count(line, "replays") == 5, line
 
 
 def test_reduce_overhead_torch_compile_backend():
