@@ -8,8 +8,9 @@
 //  - a block of 4 warps owns 64 query rows of one batch entry; each warp
 //    holds its 16 rows of q as mma A fragments in registers;
 //  - key/value tiles of 64 rows go through shared memory (rows padded by
-//    16 bytes: k's B fragments read as 32-bit words, v's by
-//    ldmatrix.trans, both without bank conflicts); S = q k^T and O += P v use
+//    16 bytes; B fragments by ldmatrix, .trans for v, without bank
+//    conflicts), double-buffered with cp.async for head dims <= 64 when the
+//    views allow 16-byte copies; S = q k^T and O += P v use
 //    mma.sync.aligned.m16n8k16 (fp32 accumulate); P is rounded to the
 //    input type for the second product, like flash attention;
 //  - scores are kept in the log2 domain (scale * log2 e), a row's running
@@ -93,14 +94,48 @@ PTC_D uint4 ptc_attn_ld8(const u16* p, i64 row, i64 rows, i64 col, i64 sr, i64 s
   return r;
 }
 
+// The shared-space address of a shared-memory pointer.
+PTC_D u32 ptc_attn_smem(const void* p) {
+  u32 a;
+  asm("{ .reg .u64 g; cvta.to.shared.u64 g, %1; cvt.u32.u64 %0, g; }" : "=r"(a) : "l"(p));
+  return a;
+}
+
+PTC_D float ptc_attn_ex2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// One k or v tile (rows n..n+BN-1, zeros past rows) into shared memory:
+// cp.async 16-byte copies when `async` (vec layouts), else through registers.
+template <int D, int BN, int KS>
+PTC_D void ptc_attn_tile(u16* dst, const u16* src, i64 n, i64 rows, i64 sr, i64 se, i32 vec,
+                         bool async, int tid) {
+#pragma unroll
+  for (int i = tid; i < BN * D / 8; i += 128) {
+    int row = i / (D / 8), col = (i % (D / 8)) * 8;
+    if (async) {
+      bool in = n + row < rows;
+      const u16* g = src + (in ? (n + row) * sr + col : 0);
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(
+                       ptc_attn_smem(&dst[row * KS + col])),
+                   "l"(g), "r"(in ? 16 : 0));
+    } else {
+      *(uint4*)&dst[row * KS + col] = ptc_attn_ld8(src, n + row, rows, col, sr, se, vec);
+    }
+  }
+}
+
 template <bool BF, int D>
 PTC_D void ptc_attn_body(const u16* __restrict__ q, const u16* __restrict__ k,
                          const u16* __restrict__ v, const u16* __restrict__ mask, u16* __restrict__ o,
                          const ptc_attn_args& a) {
   constexpr int BM = PTC_ATTN_BM, BN = PTC_ATTN_BN;
   constexpr int KS = D + 8;   // K tile row stride (halves)
-  __shared__ __align__(16) u16 ks[BN * KS];
-  __shared__ __align__(16) u16 vs[BN * KS];
+  constexpr int NBUF = D <= 64 ? 2 : 1;  // double-buffered k/v tiles (48 KB static limit)
+  __shared__ __align__(16) u16 ksm[NBUF][BN * KS];
+  __shared__ __align__(16) u16 vsm[NBUF][BN * KS];
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int qr = lane >> 2, qc = (lane & 3) * 2;
   const float NEG_INF = -PTC_INF_F;
@@ -135,16 +170,33 @@ PTC_D void ptc_attn_body(const u16* __restrict__ q, const u16* __restrict__ k,
     float mx0 = NEG_INF, mx1 = NEG_INF, l0 = 0.f, l1 = 0.f;
     i64 nend = a.S;
     if (a.causal && m0 + BM < nend) nend = m0 + BM;
-    for (i64 n0 = 0; n0 < nend; n0 += BN) {
-      __syncthreads();  // the previous tile is no longer read
-#pragma unroll
-      for (int i = tid; i < BN * D / 8; i += 128) {
-        int row = i / (D / 8), col = (i % (D / 8)) * 8;
-        uint4 kv = ptc_attn_ld8(kb, n0 + row, a.S, col, a.k_ss, a.k_se, a.vec);
-        *(uint4*)&ks[row * KS + col] = kv;
-        *(uint4*)&vs[row * KS + col] = ptc_attn_ld8(vb, n0 + row, a.S, col, a.v_ss, a.v_se, a.vec);
+    // vec layouts with two buffers: tile it + 1 is copied (cp.async) while
+    // tile it is computed; otherwise each tile is loaded, then computed
+    const bool pipe = NBUF == 2 && a.vec;
+    if (pipe && nend > 0) {
+      ptc_attn_tile<D, BN, KS>(ksm[0], kb, 0, a.S, a.k_ss, a.k_se, a.vec, true, tid);
+      ptc_attn_tile<D, BN, KS>(vsm[0], vb, 0, a.S, a.v_ss, a.v_se, a.vec, true, tid);
+      asm volatile("cp.async.commit_group;");
+    }
+    int it = 0;
+    for (i64 n0 = 0; n0 < nend; n0 += BN, it++) {
+      const int cur = pipe ? (it & 1) : 0;
+      if (pipe) {
+        if (n0 + BN < nend) {
+          ptc_attn_tile<D, BN, KS>(ksm[cur ^ 1], kb, n0 + BN, a.S, a.k_ss, a.k_se, a.vec, true, tid);
+          ptc_attn_tile<D, BN, KS>(vsm[cur ^ 1], vb, n0 + BN, a.S, a.v_ss, a.v_se, a.vec, true, tid);
+          asm volatile("cp.async.commit_group;");
+          asm volatile("cp.async.wait_group 1;" ::: "memory");
+        } else {
+          asm volatile("cp.async.wait_group 0;" ::: "memory");
+        }
+      } else {
+        ptc_attn_tile<D, BN, KS>(ksm[0], kb, n0, a.S, a.k_ss, a.k_se, a.vec, false, tid);
+        ptc_attn_tile<D, BN, KS>(vsm[0], vb, n0, a.S, a.v_ss, a.v_se, a.vec, false, tid);
       }
       __syncthreads();
+      const u16* ks = ksm[cur];
+      const u16* vs = vsm[cur];
       // S = q k^T for this warp's 16 rows and the tile's BN keys
       float sc[BN / 8][4];
 #pragma unroll
@@ -152,20 +204,30 @@ PTC_D void ptc_attn_body(const u16* __restrict__ q, const u16* __restrict__ k,
 #pragma unroll
       for (int s = 0; s < D / 16; s++) {
 #pragma unroll
-        for (int t = 0; t < BN / 8; t++) {
-          const u16* kp = &ks[(t * 8 + qr) * KS + s * 16 + qc];
-          ptc_attn_mma<BF>(sc[t], qa[s], *(const u32*)kp, *(const u32*)(kp + 8));
+        for (int t = 0; t < BN / 8; t += 2) {
+          // B fragments of key tiles t and t + 1 (ldmatrix.x4 of the k tile)
+          u32 b[4];
+          const u16* kp = &ks[((t + (lane >> 4)) * 8 + (lane & 7)) * KS + s * 16 + ((lane >> 3) & 1) * 8];
+          asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                       : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
+                       : "r"(ptc_attn_smem(kp)));
+          ptc_attn_mma<BF>(sc[t], qa[s], b[0], b[1]);
+          ptc_attn_mma<BF>(sc[t + 1], qa[s], b[2], b[3]);
         }
       }
       // scale, masks, running max
       float tm0 = NEG_INF, tm1 = NEG_INF;
+      // a tile inside S, wholly at or below this warp's diagonal, with no
+      // mask needs no per-element test (warp-uniform)
+      const bool plain = !a.mask && n0 + BN <= a.S && (!a.causal || n0 + BN - 1 <= m0 + warp * 16);
 #pragma unroll
       for (int t = 0; t < BN / 8; t++) {
 #pragma unroll
         for (int e = 0; e < 4; e++) {
           i64 row = e < 2 ? r0 : r1, key = n0 + t * 8 + qc + (e & 1);
           float x = sc[t][e] * a.scale_log2;
-          if (key >= a.S || (a.causal && key > row)) x = NEG_INF;
+          if (plain) {
+          } else if (key >= a.S || (a.causal && key > row)) x = NEG_INF;
           else if (a.mask && row < a.L) {
             const u16* mp = mask + mo + row * a.m_sl + key * a.m_ss;
             if (a.mask == 2) {
@@ -185,7 +247,7 @@ PTC_D void ptc_attn_body(const u16* __restrict__ q, const u16* __restrict__ k,
       tm1 = fmaxf(tm1, __shfl_xor_sync(0xffffffffu, tm1, 2));
       float nm0 = fmaxf(mx0, tm0), nm1 = fmaxf(mx1, tm1);
       float u0 = nm0 == NEG_INF ? 0.f : nm0, u1 = nm1 == NEG_INF ? 0.f : nm1;
-      float al0 = exp2f(mx0 - u0), al1 = exp2f(mx1 - u1);
+      float al0 = ptc_attn_ex2(mx0 - u0), al1 = ptc_attn_ex2(mx1 - u1);
       mx0 = nm0;
       mx1 = nm1;
       l0 *= al0;
@@ -200,8 +262,8 @@ PTC_D void ptc_attn_body(const u16* __restrict__ q, const u16* __restrict__ k,
       u32 pa[BN / 16][4];
 #pragma unroll
       for (int t = 0; t < BN / 8; t++) {
-        float p0 = exp2f(sc[t][0] - u0), p1 = exp2f(sc[t][1] - u0);
-        float p2 = exp2f(sc[t][2] - u1), p3 = exp2f(sc[t][3] - u1);
+        float p0 = ptc_attn_ex2(sc[t][0] - u0), p1 = ptc_attn_ex2(sc[t][1] - u0);
+        float p2 = ptc_attn_ex2(sc[t][2] - u1), p3 = ptc_attn_ex2(sc[t][3] - u1);
         l0 += p0 + p1;
         l1 += p2 + p3;
         pa[t / 2][(t & 1) * 2 + 0] = ptc_attn_pack<BF>(p0, p1);
@@ -216,15 +278,14 @@ PTC_D void ptc_attn_body(const u16* __restrict__ q, const u16* __restrict__ k,
           // row-major v tile (keys 16s..16s+15, dims 8t..8t+15)
           u32 b[4];
           const u16* vp = &vs[(s * 16 + (lane & 15)) * KS + t * 8 + (lane >> 4) * 8];
-          asm volatile(
-              "{ .reg .u64 g; .reg .u32 a; cvta.to.shared.u64 g, %4; cvt.u32.u64 a, g;\n"
-              "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [a]; }"
-              : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
-              : "l"(vp));
+          asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                       : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
+                       : "r"(ptc_attn_smem(vp)));
           ptc_attn_mma<BF>(acc[t], pa[s], b[0], b[1]);
           ptc_attn_mma<BF>(acc[t + 1], pa[s], b[2], b[3]);
         }
       }
+      __syncthreads();  // tile `cur` is no longer read
     }
     l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
     l0 += __shfl_xor_sync(0xffffffffu, l0, 2);

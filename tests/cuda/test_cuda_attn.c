@@ -8,9 +8,10 @@
  *  default (needs a GPU; exit 77 without one): sdpa graphs compiled for
  *    "cuda" and "ref" run on the same random inputs and compared: f16 and
  *    bf16, causal or not, additive and boolean masks (broadcast), odd
- *    sequence lengths (1, 17, 1000, L != S), head dims 32/64/128, batch *
- *    heads, q/k/v as transposed views ([B, L, H, E] -> [B, H, L, E]), a
- *    given scale; plus f32 (decomposed) for the dispatch.
+ *    sequence lengths (1, 17, 1000, L != S, S = 0), head dims 32/64/128,
+ *    batch * heads, q/k/v as transposed views ([B, L, H, E] -> [B, H, L,
+ *    E]), rank-3 q with k/v broadcast over the batch, a given scale; plus
+ *    f32 (decomposed) for the dispatch.
  *  --bench: b8 h16 s1024 d64 (f16, bf16; causal or not) with the fused
  *    kernel and with the decomposition (PTC_CUDA_ATTN=0), ms per call.
  * Exit status: 0 passed, 1 a failure, 77 skipped.
@@ -34,6 +35,7 @@ typedef struct acase {
   int causal;
   int mask;       /* 0 none, 1 additive [L, S], 2 bool [B, 1, L, S] */
   int transposed; /* inputs [B, L, H, E], transposed into [B, H, L, E] */
+                  /* H == 0: rank-3 q [B, L, E], k and v [1, S, E] (broadcast) */
   double scale;   /* 0: default */
 } acase;
 
@@ -53,7 +55,12 @@ static ptc_status build(const acase* c, ptc_graph** out) {
       sh[1].value = rows;
       sh[2].value = c->H;
     }
-    s = ptc_graph_add_input(g, names[i], c->dtype, sh, 4, NULL, &x[i]);
+    if (c->H == 0) { /* rank 3 [B, rows, E]; k and v broadcast over B (batch 1) */
+      sh[0].value = i == 0 ? c->B : 1;
+      sh[1] = sh[2];
+      sh[2] = sh[3];
+    }
+    s = ptc_graph_add_input(g, names[i], c->dtype, sh, c->H == 0 ? 3 : 4, NULL, &x[i]);
     in[i] = x[i];
     if (!s && c->transposed) {
       ptc_attr t[2] = {ptc_attr_int("dim0", 1), ptc_attr_int("dim1", 2)};
@@ -432,6 +439,8 @@ int main(int argc, char** argv) {
       {PTC_F16, 2, 3, 200, 77, 128, 0, 0, 0, 0},
       {PTC_BF16, 1, 4, 300, 300, 128, 0, 2, 1, 0},
       {PTC_BF16, 1, 2, 64, 0, 64, 0, 0, 0, 0},
+      {PTC_F16, 3, 0, 40, 50, 64, 0, 0, 0, 0},
+      {PTC_BF16, 3, 0, 40, 50, 128, 1, 0, 0, 0},
       {PTC_F32, 2, 2, 100, 90, 64, 1, 0, 0, 0},
       {PTC_F32, 2, 2, 100, 90, 64, 0, 1, 1, 0},
   };
