@@ -59,6 +59,7 @@ static void describe_plan(const cuda_plan* plan, ptc_strbuf* sb) {
                     st->cache_hit ? "cache hit" : "compiled");
     else
       ptc_sb_append(sb, "\n");
+    cuda_tune_describe(plan, st, sb); /* autotuned launch configs (cuda_tune.c) */
   }
 }
 

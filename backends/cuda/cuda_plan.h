@@ -198,5 +198,9 @@ void cuda_tune_format(const cuda_launch_cfg* c, char* out, size_t cap);
 bool cuda_tune_parse(const char* text, cuda_launch_cfg* c);
 /** Empties the process table (tests: the next lookup reads the disk). */
 void cuda_tune_forget(void);
+/** For describe output: one line under step `st` when the plan autotunes
+ * (the candidates' count and the choices made so far in this process, by
+ * size, "timed" or "cached"; or that it is not tunable). Thread-safe. */
+void cuda_tune_describe(const cuda_plan* plan, const cuda_step* st, ptc_strbuf* sb);
 
 #endif /* PTC_BACKENDS_CUDA_PLAN_H */

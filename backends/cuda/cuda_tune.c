@@ -75,6 +75,9 @@ typedef struct tune_entry {
   struct tune_entry* next;
   char key[65];
   cuda_launch_cfg cfg;
+  char kernel_key[65];  /* set by cuda_tune_pick (for describe): the step's cubin key ... */
+  int64_t xn;           /* ... and the size it was chosen for */
+  bool timed;           /* chosen by timing in this process (else read from disk) */
 } tune_entry;
 
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -115,6 +118,40 @@ static void table_put(const char* key, const cuda_launch_cfg* c) {
   }
   if (e) e->cfg = *c;
   pthread_mutex_unlock(&table_lock);
+}
+
+/* Marks the entry of `key` as the choice of kernel `kernel_key` at `xn`. */
+static void table_note(const char* key, const char* kernel_key, int64_t xn, bool timed) {
+  pthread_mutex_lock(&table_lock);
+  for (tune_entry* e = table; e; e = e->next)
+    if (strcmp(e->key, key) == 0) {
+      snprintf(e->kernel_key, sizeof e->kernel_key, "%s", kernel_key);
+      e->xn = xn;
+      e->timed = e->timed || timed;
+      break;
+    }
+  pthread_mutex_unlock(&table_lock);
+}
+
+void cuda_tune_describe(const cuda_plan* plan, const cuda_step* st, ptc_strbuf* sb) {
+  if (!plan->autotune || st->is_extern) return;
+  cuda_launch_cfg cand[TUNE_MAX_CANDIDATES];
+  size_t n = cuda_tune_candidates(st, cand, TUNE_MAX_CANDIDATES);
+  if (n < 2) {
+    ptc_sb_append(sb, "      autotune: not tunable (heuristic launch)\n");
+    return;
+  }
+  ptc_sb_printf(sb, "      autotune: %zu launch configs;", n);
+  size_t shown = 0;
+  pthread_mutex_lock(&table_lock);
+  for (tune_entry* e = table; e && shown < 8; e = e->next)
+    if (st->tune_key[0] && strcmp(e->kernel_key, st->tune_key) == 0) {
+      ptc_sb_printf(sb, " xnumel %lld: block %u waves %u (%s);", (long long)e->xn, e->cfg.block_x,
+                    e->cfg.waves, e->timed ? "timed" : "cached");
+      shown++;
+    }
+  pthread_mutex_unlock(&table_lock);
+  ptc_sb_append(sb, shown ? "\n" : " not tuned yet (the first run times them)\n");
 }
 
 void cuda_tune_forget(void) {
@@ -282,6 +319,7 @@ ptc_status cuda_tune_pick(const cuda_plan* plan, const cuda_step* st, cu_functio
     for (size_t i = 0; i < n; i++) /* only a configuration this kernel still supports */
       if (cand[i].block_x == c.block_x && cand[i].block_y == c.block_y && cand[i].waves == c.waves) {
         *out = c;
+        table_note(key, st->tune_key, xn, false);
         return PTC_OK;
       }
   }
@@ -300,6 +338,7 @@ ptc_status cuda_tune_pick(const cuda_plan* plan, const cuda_step* st, cu_functio
           st->name, (long long)xn, out->block_x, out->waves, 1e3 * best_ms, cand[0].block_x,
           cand[0].waves, 1e3 * default_ms, n);
   ptc_status s = cuda_tune_store(key, out);
+  table_note(key, st->tune_key, xn, true);
   if (s) {
     ptc_log(plan->ctx, PTC_LOG_WARN, "cuda backend: autotune choice not saved: %s",
             ptc_status_message(s));

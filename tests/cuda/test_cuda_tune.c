@@ -6,7 +6,7 @@
  *    choice is written under $PTC_CACHE_DIR/cuda and read back from disk
  *    after the process table is emptied; PTC_CACHE=0 writes nothing; the
  *    candidate lists (only tunable pointwise steps get more than the
- *    heuristic; grid sizes follow the block and wave cap).
+ *    heuristic; grid sizes follow the block and wave cap); the describe line.
  *  default (GPU; exit 77 without one): a pointwise chain on 2^22 floats
  *    (--log2n K: 2^K, e.g. 26 for the benchmark's size; the log shows the
  *    default and the tuned time)
@@ -127,7 +127,27 @@ static void cpu_tests(void) {
   CHECK(cuda_tune_blocks(&st, &d, 132, (int64_t)1 << 26) == 132 * 8 * 4);
   CHECK(cuda_tune_blocks(&st, &big, 132, (int64_t)1 << 26) == ((int64_t)1 << 26) / (512 * 4));
   CHECK(cuda_tune_blocks(&st, &d, 132, 10) == 1);
+  /* describe: a tunable step before any run, a non-tunable one, a default-mode plan */
+  cuda_plan plan;
+  memset(&plan, 0, sizeof plan);
+  plan.autotune = true;
+  st.max_threads = 512;
+  snprintf(st.tune_key, sizeof st.tune_key, "%s", kk);
+  ptc_strbuf sb;
+  ptc_sb_init(&sb);
+  cuda_tune_describe(&plan, &st, &sb);
+  CHECK(sb.data && strstr(sb.data, "autotune: 15 launch configs; not tuned yet"));
+  ptc_sb_free(&sb);
   st.layout = CUDA_LAYOUT_ROW;
+  ptc_sb_init(&sb);
+  cuda_tune_describe(&plan, &st, &sb);
+  CHECK(sb.data && strstr(sb.data, "not tunable"));
+  ptc_sb_free(&sb);
+  plan.autotune = false;
+  ptc_sb_init(&sb);
+  cuda_tune_describe(&plan, &st, &sb);
+  CHECK(!sb.data || !*sb.data);
+  ptc_sb_free(&sb);
   CHECK(cuda_tune_candidates(&st, cand, 32) == 1);
   CHECK(cuda_tune_mode("max-autotune") && cuda_tune_mode("max-autotune-no-cudagraphs"));
   CHECK(!cuda_tune_mode(NULL) && !cuda_tune_mode("default") && !cuda_tune_mode("reduce-overhead"));
