@@ -6,7 +6,10 @@
  * stream that freed the block, so work still queued there (a kernel reading
  * a result that was just freed) runs before the new owner's work: the
  * stream orders them, no synchronisation is needed (PyTorch's rule). When
- * cuMemAlloc fails, every cached block is released and the call retried.
+ * cuMemAlloc fails, every cached block is released and the call retried,
+ * except blocks of held streams: a CUDA graph's capture stream is held
+ * while the graph lives, since its recorded kernels keep using the
+ * scratch blocks freed on that stream during the capture.
  *
  * Book-keeping: live blocks in an open-addressing hash table keyed by the
  * device pointer; cached blocks in a list per class. One mutex guards all;
@@ -32,6 +35,14 @@ static block* cached[N_CLASSES];     /* free blocks by class */
 static block** live;                 /* hash table of blocks in use (NULL = empty) */
 static size_t live_cap, live_n;
 static size_t bytes_in_use, bytes_cached;
+static cu_stream* held;              /* streams whose cached blocks are never released */
+static size_t held_n, held_cap;
+
+static bool is_held(cu_stream s) {
+  for (size_t i = 0; i < held_n; i++)
+    if (held[i] == s) return true;
+  return false;
+}
 
 /* Class index and size of a request: classes below 4096 step by 512, then
  * 8 per power of two. */
@@ -115,20 +126,28 @@ static block* take_cached(unsigned cls, cu_stream s) {
   return NULL;
 }
 
-static size_t empty_locked(void) {
+/* Releases the cached blocks of stream `only` (with all = false), or of
+ * every stream that is not held (all = true). */
+static size_t release_locked(bool all, cu_stream only) {
   const cu_api* cu = &cuda_libs_get()->cu;
   size_t n = 0;
   for (unsigned c = 0; c < N_CLASSES; c++)
-    while (cached[c]) {
-      block* b = cached[c];
-      cached[c] = b->next;
+    for (block** pp = &cached[c]; *pp;) {
+      block* b = *pp;
+      if (all ? is_held(b->stream) : b->stream != only) {
+        pp = &b->next;
+        continue;
+      }
+      *pp = b->next;
       cu->MemFree(b->ptr);
       n += b->size;
+      bytes_cached -= b->size;
       free(b);
     }
-  bytes_cached = 0;
   return n;
 }
+
+static size_t empty_locked(void) { return release_locked(true, NULL); }
 
 ptc_status cuda_alloc(size_t bytes, cu_stream stream, cu_deviceptr* out) {
   *out = 0;
@@ -176,6 +195,31 @@ void cuda_free(cu_deviceptr p) {
     bytes_cached += b->size;
   }
   pthread_mutex_unlock(&lock);
+}
+
+ptc_status cuda_alloc_hold_stream(cu_stream s, bool hold) {
+  pthread_mutex_lock(&lock);
+  ptc_status st = PTC_OK;
+  if (hold && !is_held(s)) {
+    if (held_n == held_cap) {
+      size_t cap = held_cap ? held_cap * 2 : 8;
+      cu_stream* t = realloc(held, cap * sizeof *t);
+      if (t) {
+        held = t;
+        held_cap = cap;
+      }
+    }
+    if (held_n < held_cap)
+      held[held_n++] = s;
+    else
+      st = ptc_status_oom();
+  } else if (!hold) {
+    for (size_t i = 0; i < held_n; i++)
+      if (held[i] == s) held[i--] = held[--held_n];
+    release_locked(false, s);
+  }
+  pthread_mutex_unlock(&lock);
+  return st;
 }
 
 size_t cuda_alloc_empty_cache(void) {

@@ -107,7 +107,10 @@ static void rec_destroy(graph_rec* g) {
   if (g->exec) cu->GraphExecDestroy(g->exec);
   if (g->graph) cu->GraphDestroy(g->graph);
   cuda_frame_close(g->frame);
-  if (g->cap) cu->StreamDestroy(g->cap);
+  if (g->cap) {
+    (void)cuda_alloc_hold_stream(g->cap, false);
+    cu->StreamDestroy(g->cap);
+  }
   free(g->sig);
   free(g);
 }
@@ -131,6 +134,7 @@ static ptc_status record(cuda_graphs* t, const ptc_tensor* inputs, size_t n_in,
   ptc_status s = cu->StreamCreate(&g->cap, CU_STREAM_NON_BLOCKING) == CU_SUCCESS
                      ? PTC_OK
                      : PTC_ERR(INTERNAL, "cuda backend: creating the capture stream failed");
+  if (!s) s = cuda_alloc_hold_stream(g->cap, true);
   if (!s)
     s = cuda_frame_open(t->plan, inputs, n_in, outputs, n_out, syms, n_syms, seed, g->cap,
                         &g->frame);

@@ -76,7 +76,14 @@ ptc_status cuda_alloc(size_t bytes, cu_stream stream, cu_deviceptr* out);
  * before the free stays ordered before any reuse on that stream). Accepts 0.
  * Thread-safe. */
 void cuda_free(cu_deviceptr p);
-/** Releases every cached block to the driver; returns the bytes released. */
+/** hold = true: the cached blocks of stream `s` are kept when the cache is
+ * emptied (a CUDA graph captured on `s` still uses the blocks freed there
+ * during its capture). hold = false: ends that and releases the stream's
+ * cached blocks (call it before destroying the stream, after the graph).
+ * Errors: RESOURCE_EXHAUSTED (not held). Thread-safe. */
+ptc_status cuda_alloc_hold_stream(cu_stream s, bool hold);
+/** Releases every cached block of streams not held to the driver; returns
+ * the bytes released. Thread-safe. */
 size_t cuda_alloc_empty_cache(void);
 /** Bytes held by the allocator: in use and cached. */
 void cuda_alloc_stats(size_t* in_use, size_t* cached);
