@@ -15,7 +15,8 @@
 #               (default 300), every op case of tests/data, CUDA-graph mode
 #               (mode reduce-overhead: random graphs, shape changes, the
 #               graph cap, streams, output buffers, the error flag, and the
-#               per-call host time of plain vs graph runs))
+#               per-call host time of plain vs graph runs)), then the GPU
+#               runs of test_cuda_gemm / _attn / _split / _tune
 #   --py        the meson suite 'python' (pytest) on the GPU machine: the CPU
 #               tests and tests/python/test_cuda_tensors.py (CUDA tensors,
 #               torch's current stream, from_fx/backend on cuda, device
@@ -118,6 +119,17 @@ if [ "$C" = 1 ]; then
   note "  $(grep -E '^api checks:' "$LOGS/gpu.log")"
   while IFS= read -r l; do note "  $l"; done < <(grep -E '^graph mode|^  graph api' "$LOGS/gpu.log")
   note "  $(grep -E '^test_cuda_gpu:' "$LOGS/gpu.log")"
+  # the GPU halves of the kernel-family tests (tensor-core GEMM, fused
+  # attention, split reductions, autotuning), one log for all four
+  : >"$LOGS/kernels.log"
+  for t in gemm attn split tune; do
+    t5=$(date +%s)
+    echo "==== test_cuda_$t" >>"$LOGS/kernels.log"
+    "$BUILD/tests/cuda/test_cuda_$t" >>"$LOGS/kernels.log" 2>&1
+    rc=$?
+    [ $rc -ne 0 ] && [ $rc -ne 77 ] && status=1 && tail -n 15 "$LOGS/kernels.log"
+    note "test_cuda_$t (rc $rc, $(( $(date +%s) - t5 )) s): $(tail -n 1 "$LOGS/kernels.log")"
+  done
 fi
 
 if [ "$PYT" = 1 ]; then
