@@ -103,16 +103,9 @@ static ptc_status load_attn(ptc_context* ctx, const cuda_device* d, int bf, int 
   const cu_api* cu = &cuda_libs_get()->cu;
   ptc_strbuf src;
   PTC_TRY(attn_source(&src, &bf, &hi, 1));
-  cuda_build_job job;
-  memset(&job, 0, sizeof job);
-  job.source = src.data;
-  job.name = "ptc_attention";
-  ptc_status s = cuda_build_all(ctx, &job, 1, d->cc_major * 10 + d->cc_minor);
-  ptc_sb_free(&src);
-  if (s) return s;
-  cu_result r = cu->ModuleLoadData(&attn_module[bf][hi], job.cubin.data);
-  cuda_cubin_free(&job.cubin);
-  if (r != CU_SUCCESS) return cuda_error(r, "loading the attention kernel");
+  PTC_TRY(cuda_build_module(ctx, d->cc_major * 10 + d->cc_minor, &src, "ptc_attention",
+                            "the attention kernel", &attn_module[bf][hi]));
+  cu_result r;
   char name[48];
   snprintf(name, sizeof name, "ptc_attn_%s_d%d", bf ? "bf16" : "f16", attn_dims[hi]);
   r = cu->ModuleGetFunction(&attn_fn[bf][hi], attn_module[bf][hi], name);

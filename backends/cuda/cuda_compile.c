@@ -176,3 +176,28 @@ ptc_status cuda_build_all(ptc_context* ctx, cuda_build_job* jobs, size_t n, int 
   free(todo);
   return s;
 }
+
+ptc_status cuda_build_module(ptc_context* ctx, int arch, ptc_strbuf* src, const char* name,
+                             const char* what, cu_module* out) {
+  *out = NULL;
+  if (src->oom) {
+    ptc_sb_free(src);
+    return ptc_status_oom();
+  }
+  cuda_build_job job;
+  memset(&job, 0, sizeof job);
+  job.source = src->data;
+  job.name = name;
+  ptc_status s = cuda_build_all(ctx, &job, 1, arch);
+  ptc_sb_free(src);
+  if (s) return s;
+  cu_result r = cuda_libs_get()->cu.ModuleLoadData(out, job.cubin.data);
+  cuda_cubin_free(&job.cubin);
+  if (r != CU_SUCCESS) {
+    *out = NULL;
+    char msg[96];
+    snprintf(msg, sizeof msg, "loading %s", what);
+    return cuda_error(r, msg);
+  }
+  return PTC_OK;
+}

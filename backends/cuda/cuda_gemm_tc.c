@@ -34,20 +34,9 @@ static ptc_status load_module(ptc_context* ctx, const cuda_device* d, int ti) {
                 PTC_CUDA_CODEGEN_VERSION, ti);
   ptc_sb_append(&src, ptc_cuda_prelude_text);
   ptc_sb_append(&src, ptc_cuda_gemm_tc_text);
-  if (src.oom) {
-    ptc_sb_free(&src);
-    return ptc_status_oom();
-  }
-  cuda_build_job job;
-  memset(&job, 0, sizeof job);
-  job.source = src.data;
-  job.name = "ptc_gemm_tc";
-  ptc_status s = cuda_build_all(ctx, &job, 1, d->cc_major * 10 + d->cc_minor);
-  ptc_sb_free(&src);
-  if (s) return s;
-  cu_result r = cu->ModuleLoadData(&tcg_module[ti], job.cubin.data);
-  cuda_cubin_free(&job.cubin);
-  if (r != CU_SUCCESS) return cuda_error(r, "loading the tensor-core GEMM");
+  PTC_TRY(cuda_build_module(ctx, d->cc_major * 10 + d->cc_minor, &src, "ptc_gemm_tc",
+                            "the tensor-core GEMM", &tcg_module[ti]));
+  cu_result r = CU_SUCCESS;
   for (int v = 0; v < 3 && r == CU_SUCCESS; v++) {
     char name[64];
     snprintf(name, sizeof name, "ptc_tcg_%s_%s", types[ti], variants[v]);

@@ -47,4 +47,12 @@ typedef struct cuda_build_job {
  * the detail. Environment: the cache variables of kcache.h. */
 ptc_status cuda_build_all(ptc_context* ctx, cuda_build_job* jobs, size_t n, int arch);
 
+/** Builds one module source for sm_<arch> through the cache
+ * (cuda_build_all) and loads it into the current context: the support,
+ * tensor-core GEMM and attention modules. Takes ownership of `src` (freed,
+ * also when it ran out of memory while being written). `name` is for
+ * messages, `what` says what failed to load ("loading <what>"). */
+ptc_status cuda_build_module(ptc_context* ctx, int arch, ptc_strbuf* src, const char* name,
+                             const char* what, cu_module* out);
+
 #endif /* PTC_BACKENDS_CUDA_NVRTC_H */

@@ -21,20 +21,9 @@ static ptc_status load_support(ptc_context* ctx, const cuda_device* d) {
   ptc_sb_printf(&src, "// libptc support kernels (%s)\n", PTC_CUDA_CODEGEN_VERSION);
   ptc_sb_append(&src, ptc_cuda_prelude_text);
   ptc_sb_append(&src, ptc_cuda_support_text);
-  if (src.oom) {
-    ptc_sb_free(&src);
-    return ptc_status_oom();
-  }
-  cuda_build_job job;
-  memset(&job, 0, sizeof job);
-  job.source = src.data;
-  job.name = "ptc_support";
-  ptc_status s = cuda_build_all(ctx, &job, 1, d->cc_major * 10 + d->cc_minor);
-  ptc_sb_free(&src);
-  if (s) return s;
-  cu_result r = cu->ModuleLoadData(&sup.module, job.cubin.data);
-  cuda_cubin_free(&job.cubin);
-  if (r != CU_SUCCESS) return cuda_error(r, "loading the support kernels");
+  PTC_TRY(cuda_build_module(ctx, d->cc_major * 10 + d->cc_minor, &src, "ptc_support",
+                            "the support kernels", &sup.module));
+  cu_result r = CU_SUCCESS;
   static const char* const copies[4] = {"ptc_copy_e1", "ptc_copy_e2", "ptc_copy_e4", "ptc_copy_e8"};
   static const char* const gemms[4] = {"ptc_gemm_f32", "ptc_gemm_f64", "ptc_gemm_f16", "ptc_gemm_bf16"};
   for (int i = 0; i < 4 && r == CU_SUCCESS; i++) r = cu->ModuleGetFunction(&sup.copy[i], sup.module, copies[i]);

@@ -13,33 +13,9 @@ import torch.nn.functional as F
 import torch.fx
 
 import ptc
+from cuda_util import no_tf32, requires_cuda  # noqa: F401 (no_tf32: autouse fixture)
 
-
-def _cuda_ready():
-    if not torch.cuda.is_available():
-        return "torch.cuda.is_available() is False"
-    try:
-        for name, ok, why in [tuple(b) + ("",) * (3 - len(b)) for b in ptc.backends()]:
-            if name == "cuda":
-                return None if ok else f"ptc cuda backend unavailable: {why}"
-    except Exception as e:  # pragma: no cover - older binding
-        return f"ptc.backends() failed: {e}"
-    return "ptc has no cuda backend"
-
-
-_WHY = _cuda_ready()
-pytestmark = pytest.mark.skipif(_WHY is not None, reason=_WHY or "")
-
-
-@pytest.fixture(autouse=True)
-def _no_tf32():
-    """Eager references in full f32 (cuDNN convolutions default to TF32,
-    ptc computes f32 products in f32 like PyTorch's matmul default)."""
-    old = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
-    yield
-    torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = old
+pytestmark = requires_cuda
 
 
 def _compile(m, inputs, **kw):
