@@ -44,8 +44,9 @@
  *    epilogue. Kernels whose members form one reduction group (plus outer
  *    members after it) only (cuda_cg_kernel.c, split_plan). The workspace
  *    belongs to the loaded module: two launches of one plan's kernel must
- *    not overlap (stream order; concurrent runs of one plan on two streams
- *    are not supported by split kernels).
+ *    not overlap - stream order within a stream; a launch on another stream
+ *    than the previous one waits for the device first (cuda_plan_run.c,
+ *    launch_split).
  * Every kernel is emitted as a template over its index type IT with two
  * entry points <name>_i32 / <name>_i64: 32-bit indexing is used when every
  * extent the kernel touches fits (decided at launch, cuda_cg_use_i32); a

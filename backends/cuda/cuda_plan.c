@@ -30,6 +30,7 @@ void cuda_plan_destroy(cuda_plan* plan) {
   free(plan->steps);
   free(plan->const_ptr);
   free(plan->uploads);
+  free(plan->split_order);
   sched_plan_destroy(plan->s);
   ir_program_destroy(plan->p);
   ptc_graph_destroy(plan->dg);
@@ -187,6 +188,11 @@ ptc_status cuda_plan_build(ptc_context* ctx, const cuda_device* d, ptc_graph* dg
   ptc_status st = plan->steps ? cuda_support_get(ctx, d, &plan->sup) : ptc_status_oom();
   if (!st) st = compile_steps(plan);
   if (!st) st = upload_constants(plan);
+  for (uint32_t i = 0; !st && i < plan->n_steps && !plan->split_order; i++)
+    if (plan->steps[i].split > 1) {
+      plan->split_order = calloc(1, sizeof *plan->split_order);
+      if (!plan->split_order) st = ptc_status_oom();
+    }
   if (st) {
     cuda_plan_destroy(plan);
     return st;

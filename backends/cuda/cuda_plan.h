@@ -111,7 +111,18 @@ typedef struct cuda_plan {
                              * (ptc_compile_options matmul_precision / conv_precision
                              * "high" or "medium"); set by prepare */
   bool autotune;            /* modes "max-autotune*": launch configs tuned (cuda_tune.c) */
+  /* Split-reduction kernels keep their partials in module memory, so their
+   * launches from runs on two streams must not overlap: the stream of the
+   * last such launch (mutable, guarded by a lock in cuda_plan_run.c; NULL
+   * pointer when no step is split). */
+  struct cuda_split_order* split_order;
 } cuda_plan;
+
+/** See cuda_plan.split_order. */
+typedef struct cuda_split_order {
+  cu_stream last;
+  bool used;
+} cuda_split_order;
 
 /** Builds the plan: generates and compiles every kernel for the device's
  * architecture (cached, in parallel), loads them, uploads constants.

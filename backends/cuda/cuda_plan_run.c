@@ -15,6 +15,7 @@
  * cuda_frame_exec can be replayed on memory no other run is given. */
 #include "cuda_graph.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -287,6 +288,36 @@ static ptc_status eval_product(const run_frame* f, const sym_expr* const* r, uin
   return PTC_OK;
 }
 
+/* A split-reduction kernel keeps partials and counters in its module's
+ * memory: a launch on another stream than the plan's previous split launch
+ * first waits for the device (that launch may still run), under a lock held
+ * across the launch so two threads cannot interleave. Not while a stream is
+ * being captured into a CUDA graph (nothing executes then; cuda_graph.c
+ * orders replays on a changed stream). */
+static pthread_mutex_t split_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static ptc_status launch_split(const cuda_plan* plan, cu_function fn, int64_t blocks,
+                               const cuda_launch_cfg* cfg, const run_frame* f, void** params,
+                               const char* what) {
+  const cu_api* cu = &cuda_libs_get()->cu;
+  int capturing = 0;
+  if (cu->StreamIsCapturing && cu->StreamIsCapturing(f->stream, &capturing) != CU_SUCCESS)
+    capturing = 0;
+  cuda_split_order* o = plan->split_order;
+  pthread_mutex_lock(&split_lock);
+  cu_result r = CU_SUCCESS;
+  if (!capturing && o->used && o->last != f->stream) r = cu->CtxSynchronize();
+  if (r == CU_SUCCESS)
+    r = cu->LaunchKernel(fn, (unsigned)blocks, 1, 1, cfg->block_x, cfg->block_y, 1, 0, f->stream,
+                         params, NULL);
+  if (r == CU_SUCCESS && !capturing) {
+    o->last = f->stream;
+    o->used = true;
+  }
+  pthread_mutex_unlock(&split_lock);
+  return r == CU_SUCCESS ? PTC_OK : cuda_error(r, what);
+}
+
 static ptc_status run_kernel(run_frame* f, const cuda_step* st) {
   const cuda_plan* plan = f->plan;
   const sched_kernel* k = &plan->s->kernels[st->sched_kernel];
@@ -334,6 +365,7 @@ static ptc_status run_kernel(run_frame* f, const cuda_step* st) {
   }
   char what[96];
   snprintf(what, sizeof what, "launching kernel %s", st->name);
+  if (st->split > 1 && plan->split_order) return launch_split(plan, fn, blocks, &cfg, f, small, what);
   CUDA_TRY(cuda_libs_get()->cu.LaunchKernel(fn, (unsigned)blocks, 1, 1, cfg.block_x, cfg.block_y, 1,
                                             0, f->stream, small, NULL),
            what);

@@ -228,6 +228,73 @@ static void run_case(ptc_context* ctx, const spec* sp, const float* hx, const do
   printf("%s: checked\n", what);
 }
 
+/* Runs sp twice back to back on two non-blocking streams without waiting in
+ * between, then checks both results against ref[0]: the split kernels keep
+ * partials in module memory, so the second run must not overlap the first
+ * (cuda_plan_run.c orders them). */
+static void run_two_streams(ptc_context* ctx, const spec* sp, const float* hx, double ref,
+                            const char* what) {
+  ptc_graph* g = NULL;
+  ptc_executable* e = NULL;
+  ptc_status s = build(ctx, sp, &g);
+  ptc_compile_options o;
+  ptc_compile_options_init(&o);
+  o.backend = "cuda";
+  if (!s) s = ptc_compile(ctx, g, &o, &e);
+  int64_t n = sp->shape[0];
+  cu_deviceptr dx = 0;
+  cu_stream st[2] = {NULL, NULL};
+  if (!s) s = cuda_alloc((size_t)n * sizeof(float), NULL, &dx);
+  if (!s && (cu()->MemcpyHtoDAsync(dx, hx, (size_t)n * sizeof(float), NULL) != CU_SUCCESS ||
+             cu()->StreamSynchronize(NULL) != CU_SUCCESS ||
+             cu()->StreamCreate(&st[0], 1) != CU_SUCCESS ||
+             cu()->StreamCreate(&st[1], 1) != CU_SUCCESS))
+    s = PTC_ERR(INTERNAL, "upload / streams");
+  ptc_results* res[2] = {NULL, NULL};
+  for (int r = 0; !s && r < 6; r++) {
+    int64_t shape[1] = {n};
+    ptc_tensor x;
+    memset(&x, 0, sizeof x);
+    x.data = (void*)(uintptr_t)dx;
+    x.device.device_type = PTC_DEVICE_CUDA;
+    x.ndim = 1;
+    x.dtype = ptc_dtype_to_dl(PTC_F32);
+    x.shape = shape;
+    ptc_run_options ro;
+    ptc_run_options_init(&ro);
+    ro.stream = st[r % 2];
+    ptc_results_destroy(res[r % 2]);
+    res[r % 2] = NULL;
+    s = ptc_executable_run_alloc(e, &x, 1, &ro, &res[r % 2]);
+    if (s || r % 2 == 0) continue;
+    if (cu()->CtxSynchronize() != CU_SUCCESS) s = PTC_ERR(INTERNAL, "synchronize");
+    for (int k = 0; !s && k < 2; k++) {
+      const ptc_tensor* t = ptc_results_get(res[k], 0);
+      float v = 0;
+      if (cu()->MemcpyDtoHAsync(&v, (cu_deviceptr)(uintptr_t)t->data + t->byte_offset, 4, NULL) !=
+              CU_SUCCESS ||
+          cu()->StreamSynchronize(NULL) != CU_SUCCESS) {
+        s = PTC_ERR(INTERNAL, "download");
+        break;
+      }
+      bool ok = (double)v == ref;
+      if (!ok) printf("  %s pair %d stream %d: %.9g, want %.9g\n", what, r / 2, k, v, ref);
+      CHECK(ok);
+    }
+  }
+  if (s) printf("FAIL %s: %s\n", what, ptc_status_message(s));
+  CHECK(!s);
+  ptc_status_destroy(s);
+  ptc_results_destroy(res[0]);
+  ptc_results_destroy(res[1]);
+  for (int k = 0; k < 2; k++)
+    if (st[k]) cu()->StreamDestroy(st[k]);
+  if (dx) cuda_free(dx);
+  ptc_executable_release(e);
+  ptc_graph_destroy(g);
+  printf("%s: checked\n", what);
+}
+
 static int gpu_tests(void) {
   const char* why = NULL;
   if (!ptc_backend_available("cuda", &why)) {
@@ -248,6 +315,8 @@ static int gpu_tests(void) {
   for (int64_t i = 0; i < N - 3; i++) sum4 += hx[i];
   double r1[1] = {sum};
   run_case(ctx, &(spec){"sum", PTC_F32, {N, 1}, 1, -1}, hx, r1, 1, 0, "sum 2^22+3");
+  run_two_streams(ctx, &(spec){"sum", PTC_F32, {N, 1}, 1, -1}, hx, sum,
+                  "sum 2^22+3 on two streams back to back");
   double r2[1] = {sum4 / (double)(N - 3)};
   run_case(ctx, &(spec){"mean", PTC_F32, {N - 3, 1}, 1, -1}, hx, r2, 1, 1e-6, "mean 2^22");
   double r3[3];
