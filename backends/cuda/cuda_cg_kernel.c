@@ -738,6 +738,21 @@ static ptc_status assign_groups(const cug* g, int32_t* gid) {
   return PTC_OK;
 }
 
+/* The index printed as the loops will print it, into *out (initialised
+ * here; freed by the caller); false, with *out holding nothing usable,
+ * when it cannot be printed outside the emission (e.g. through an indirect
+ * value named only while emitting). Leaves g->err as it was. */
+static bool index_text(cug* g, const sym_expr* index, ptc_strbuf* out) {
+  ptc_sb_init(out);
+  ptc_status saved = g->err;
+  g->err = NULL;
+  cug_index(g, out, index);
+  bool failed = g->err != NULL;
+  ptc_status_destroy(g->err);
+  g->err = saved;
+  return !failed && out->data;
+}
+
 static ptc_status persist_plan(cug* g, cuda_kernel_src* out) {
   g->persist = 0;
   if (g->layout != CUDA_LAYOUT_ROW || g->k->n_rranges == 0) return PTC_OK;
@@ -780,16 +795,9 @@ static ptc_status persist_plan(cug* g, cuda_kernel_src* out) {
         continue;
       }
       ptc_strbuf idx;
-      ptc_sb_init(&idx);
       /* printed as the loops will print it; an index through an indirect
        * value (named only while emitting) is not cached */
-      ptc_status saved = g->err;
-      g->err = NULL;
-      cug_index(g, &idx, op->index);
-      bool failed = g->err != NULL;
-      ptc_status_destroy(g->err);
-      g->err = saved;
-      if (failed || !idx.data) {
+      if (!index_text(g, op->index, &idx)) {
         bad[b] = true;
       } else if (first_g[b] < 0) {
         first_g[b] = gid[m];
@@ -926,14 +934,7 @@ static ptc_status rvec_plan(cug* g) {
             continue;
           }
           ptc_strbuf idx;
-          ptc_sb_init(&idx);
-          ptc_status saved = g->err;
-          g->err = NULL;
-          cug_index(g, &idx, op->index);
-          bool failed = g->err != NULL;
-          ptc_status_destroy(g->err);
-          g->err = saved;
-          if (failed || !idx.data) {
+          if (!index_text(g, op->index, &idx)) {
             bad[b] = true;
           } else if (!g->rvec_key[b]) {
             g->rvec_key[b] = idx.data;
