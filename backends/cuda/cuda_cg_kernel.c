@@ -495,22 +495,39 @@ static void emit_rvec_access(cug* g, group* gr, bool stores) {
   free(done);
 }
 
+/* Opens the reduction loop over a row: `rb` steps of VR elements (vec) or
+ * `rl` steps of one; persistent rows as a fixed, unrolled count per lane
+ * plus a bounds test, looped rows from the lane (the chunk start in split
+ * kernels) to rlim. Leaves the indent inside the loop body; the caller
+ * closes two braces (persistent) or one. */
+static void emit_row_loop_open(cug* g, bool vec) {
+  const char* v = vec ? "rb" : "rl";
+  if (g->persist) {
+    cug_line(g, &g->body, "#pragma unroll");
+    cug_line(g, &g->body, "for (int it = 0; it < %u%s; it++) {", g->persist, vec ? " / VR" : "");
+    g->indent++;
+    if (vec)
+      cug_line(g, &g->body, "const IT rb = ((IT)lane + (IT)(it * %u)) * (IT)VR;", g->lanes);
+    else
+      cug_line(g, &g->body, "const IT rl = (IT)lane + (IT)(it * %u);", g->lanes);
+    cug_line(g, &g->body, "if (%s < rlim) {", v);
+  } else {
+    if (loop_unroll() > 1) cug_line(g, &g->body, "#pragma unroll %d", loop_unroll());
+    if (vec)
+      cug_line(g, &g->body, "for (IT rb = %s(IT)lane * (IT)VR; rb < rlim; rb += (IT)(%u * VR)) {",
+               g->split ? "rbeg + " : "", g->lanes);
+    else
+      cug_line(g, &g->body, "for (IT rl = %s(IT)lane; rl < rlim; rl += (IT)%u) {",
+               g->split ? "rbeg + " : "", g->lanes);
+  }
+  g->indent++;
+}
+
 /* The reduction loop of a group in a vector row kernel: each lane step
  * covers VR consecutive row elements rb .. rb + VR - 1 (the entry point
  * guarantees rn % VR == 0), loaded and stored as vectors. */
 static void emit_rvec_loop(cug* g, group* gr) {
-  if (g->persist) {
-    cug_line(g, &g->body, "#pragma unroll");
-    cug_line(g, &g->body, "for (int it = 0; it < %u / VR; it++) {", g->persist);
-    g->indent++;
-    cug_line(g, &g->body, "const IT rb = ((IT)lane + (IT)(it * %u)) * (IT)VR;", g->lanes);
-    cug_line(g, &g->body, "if (rb < rlim) {");
-  } else {
-    if (loop_unroll() > 1) cug_line(g, &g->body, "#pragma unroll %d", loop_unroll());
-    cug_line(g, &g->body, "for (IT rb = %s(IT)lane * (IT)VR; rb < rlim; rb += (IT)(%u * VR)) {",
-             g->split ? "rbeg + " : "", g->lanes);
-  }
-  g->indent++;
+  emit_row_loop_open(g, true);
   emit_rvec_access(g, gr, false);
   cug_line(g, &g->body, "#pragma unroll");
   cug_line(g, &g->body, "for (int e = 0; e < VR; e++) {");
@@ -587,18 +604,7 @@ static void flush_group(cug* g, group* gr) {
   if (g->rvec > 1) {
     emit_rvec_loop(g, gr);
   } else {
-    if (g->persist) {
-      cug_line(g, &g->body, "#pragma unroll");
-      cug_line(g, &g->body, "for (int it = 0; it < %u; it++) {", g->persist);
-      g->indent++;
-      cug_line(g, &g->body, "const IT rl = (IT)lane + (IT)(it * %u);", g->lanes);
-      cug_line(g, &g->body, "if (rl < rlim) {");
-    } else {
-      if (loop_unroll() > 1) cug_line(g, &g->body, "#pragma unroll %d", loop_unroll());
-      cug_line(g, &g->body, "for (IT rl = %s(IT)lane; rl < rlim; rl += (IT)%u) {",
-               g->split ? "rbeg + " : "", g->lanes);
-    }
-    g->indent++;
+    emit_row_loop_open(g, false);
     emit_decompose(g, "rl", "r", g->k->rranges, g->k->n_rranges);
     for (uint32_t j = 0; j < gr->n; j++) {
       cug_member_begin(g, gr->m[j]);

@@ -433,18 +433,26 @@ static void check_api(void) {
   free(got);
 }
 
-/* An index out of range in a gather kernel comes back as an op error. */
-static void check_kernel_error(void) {
+/* index_select(x[10] f32, i[4] i64, dim 0): the graph whose kernel reports
+ * an out-of-range index. *s receives the build status (*g may be partial). */
+static ptc_graph* gather_graph(ptc_status* s) {
   ptc_graph* g = NULL;
-  ptc_status s = ptc_graph_create(ctx, &g);
+  *s = ptc_graph_create(ctx, &g);
   const ptc_dim xs[1] = {{10, 0, 0}}, is[1] = {{4, 0, 0}};
   ptc_value x = 0, idx = 0, y = 0;
-  if (!s) s = ptc_graph_add_input(g, "x", PTC_F32, xs, 1, NULL, &x);
-  if (!s) s = ptc_graph_add_input(g, "i", PTC_I64, is, 1, NULL, &idx);
+  if (!*s) *s = ptc_graph_add_input(g, "x", PTC_F32, xs, 1, NULL, &x);
+  if (!*s) *s = ptc_graph_add_input(g, "i", PTC_I64, is, 1, NULL, &idx);
   const ptc_value in[2] = {x, idx};
   ptc_attr a = ptc_attr_int("dim", 0);
-  if (!s) s = ptc_graph_add_node(g, "index_select", in, 2, &a, 1, &y, 1, NULL);
-  if (!s) s = ptc_graph_add_output(g, y);
+  if (!*s) *s = ptc_graph_add_node(g, "index_select", in, 2, &a, 1, &y, 1, NULL);
+  if (!*s) *s = ptc_graph_add_output(g, y);
+  return g;
+}
+
+/* An index out of range in a gather kernel comes back as an op error. */
+static void check_kernel_error(void) {
+  ptc_status s;
+  ptc_graph* g = gather_graph(&s);
   ptc_executable* e = NULL;
   if (!s) s = compile(g, "cuda", false, &e);
   float hx[10] = {0};
@@ -734,16 +742,8 @@ static void check_graph_api(cu_stream st) {
  * on the plain (first), recorded (second) and replayed (third) call, and a
  * good call after them succeeds (the error word is cleared in the graph). */
 static void check_graph_kernel_error(void) {
-  ptc_graph* g = NULL;
-  ptc_status s = ptc_graph_create(ctx, &g);
-  const ptc_dim xs[1] = {{10, 0, 0}}, is[1] = {{4, 0, 0}};
-  ptc_value x = 0, idx = 0, y = 0;
-  if (!s) s = ptc_graph_add_input(g, "x", PTC_F32, xs, 1, NULL, &x);
-  if (!s) s = ptc_graph_add_input(g, "i", PTC_I64, is, 1, NULL, &idx);
-  const ptc_value in[2] = {x, idx};
-  ptc_attr a = ptc_attr_int("dim", 0);
-  if (!s) s = ptc_graph_add_node(g, "index_select", in, 2, &a, 1, &y, 1, NULL);
-  if (!s) s = ptc_graph_add_output(g, y);
+  ptc_status s;
+  ptc_graph* g = gather_graph(&s);
   ptc_executable* e = NULL;
   if (!s) s = compile_mode(g, "cuda", false, "reduce-overhead", &e);
   float hx[10];
