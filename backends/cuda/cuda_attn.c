@@ -5,6 +5,7 @@
  * batch dims and strides resolved into ptc_attn_args, one launch of the
  * flash-attention kernel for the dtype and head dim. */
 #include "cuda_attn.h"
+#include "cuda_attn_f32.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -34,6 +35,9 @@ static const char SDPA[] = "scaled_dot_product_attention";
 
 static bool half_type(int32_t dt) { return dt == PTC_F16 || dt == PTC_BF16; }
 
+/* dtypes with device kernels: f16/bf16 here, f32 in cuda_attn_f32.c */
+static bool kernel_type(int32_t dt) { return half_type(dt) || dt == PTC_F32; }
+
 static int head_index(int64_t e) { return e == 32 ? 0 : e == 64 ? 1 : e == 128 ? 2 : -1; }
 
 static bool node_ok(const ptc_graph* g, const gnode* n) {
@@ -42,7 +46,7 @@ static bool node_ok(const ptc_graph* g, const gnode* n) {
   const gvalue* k = graph_value(g, n->in[1]);
   const gvalue* v = graph_value(g, n->in[2]);
   const gvalue* o = graph_value(g, n->out[0]);
-  if (!half_type(q->dtype) || k->dtype != q->dtype || v->dtype != q->dtype || o->dtype != q->dtype)
+  if (!kernel_type(q->dtype) || k->dtype != q->dtype || v->dtype != q->dtype || o->dtype != q->dtype)
     return false;
   if (o->rank < 2 || o->rank > ATTN_MAXB + 2) return false;
   int64_t e, ek, ev;
@@ -73,7 +77,7 @@ bool cuda_attn_handles(const ir_program* p, const ir_node* n) {
   if (e->kind != IR_EXT_FALLBACK || e->graph_node >= p->graph->nodes.len || e->n_out != 1)
     return false;
   if (strcmp(graph_node(p->graph, e->graph_node)->op->name, SDPA) != 0) return false;
-  return half_type(ir_buf(p, e->out[0])->dtype);
+  return kernel_type(ir_buf(p, e->out[0])->dtype);
 }
 
 /* ---- the module ------------------------------------------------------------------------ */
@@ -142,6 +146,7 @@ static int64_t bstride(const runtime_tensor* t, int32_t r, int32_t d) {
 static bool aligned16(const void* p) { return ((uintptr_t)p & 15u) == 0; }
 
 ptc_status cuda_attn_run(const cuda_ext_call* c) {
+  if (c->node->ext.n_out == 1 && c->out[0].dtype == PTC_F32) return cuda_attn_f32_run(c);
   const ir_extern* e = &c->node->ext;
   const gnode* n = graph_node(c->plan->p->graph, e->graph_node);
   if (e->n_in < 3 || e->n_out != 1)

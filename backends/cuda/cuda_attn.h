@@ -8,9 +8,9 @@
 #include "cuda_plan.h"
 
 /** True if every scaled_dot_product_attention node of `g` is one the
- * device kernels take: q, k, v of one dtype, f16 or bf16; a constant head
- * dim E in {32, 64, 128} with Ev == E; no more than 6 batch dims; a mask
- * absent, bool or of q's dtype. Then the cuda pipeline keeps sdpa whole
+ * device kernels take: q, k, v of one dtype, f16, bf16 or f32 (f32:
+ * cuda_attn_f32.c); a constant head dim E in {32, 64, 128} with Ev == E;
+ * no more than 6 batch dims; a mask absent, bool or of q's dtype. Then the cuda pipeline keeps sdpa whole
  * (it lowers to a fallback extern the device runs), else it decomposes
  * them all. PTC_CUDA_ATTN=0 in the environment makes it false (the
  * decomposition, e.g. to compare). Reads `g` only; thread-safe. */

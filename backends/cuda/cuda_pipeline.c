@@ -6,6 +6,7 @@
 #include "../../lib/decomp/decomp.h"
 #include "cuda.h"
 #include "cuda_attn.h"
+#include "cuda_attn_match.h"
 #include "cuda_cg.h"
 #include "cuda_nvrtc.h"
 
@@ -32,9 +33,13 @@ ptc_status cuda_pipeline(ptc_context* ctx, const ptc_graph* g, bool fuse, ptc_gr
   memset(&dopt, 0, sizeof dopt);
   dopt.borrow_constants = true;
   dopt.want = want_decomposed;
-  bool keep_sdpa = cuda_attn_graph_ok(g);
+  ptc_graph* ag = NULL; /* written-out attention rewritten into sdpa (cuda_attn_match.c) */
+  PTC_TRY(cuda_attn_match(g, &ag, NULL));
+  bool keep_sdpa = cuda_attn_graph_ok(ag ? ag : g);
   dopt.user = &keep_sdpa;
-  PTC_TRY(decomp_graph_ex(g, &dopt, dg));
+  ptc_status ds = decomp_graph_ex(ag ? ag : g, &dopt, dg);
+  ptc_graph_destroy(ag);
+  PTC_TRY(ds);
   ir_lower_options lo;
   ir_lower_options_init(&lo);
   lo.inline_pointwise = fuse;

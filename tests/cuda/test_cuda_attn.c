@@ -3,15 +3,15 @@
  *  --compile-only (needs NVRTC only; exit 77 without it): the attention
  *    module (cuda_attn.cuh) compiles for sm_80 and sm_90, and the pipeline
  *    keeps sdpa whole exactly for the graphs the kernels take (f16/bf16,
- *    head dim 32/64/128) and decomposes the others (f32, head dim 96,
- *    PTC_CUDA_ATTN=0).
+ *    and f32 through cuda_attn_f32.c; head dim 32/64/128) and decomposes
+ *    the others (head dim 96, PTC_CUDA_ATTN=0).
  *  default (needs a GPU; exit 77 without one): sdpa graphs compiled for
  *    "cuda" and "ref" run on the same random inputs and compared: f16 and
  *    bf16, causal or not, additive and boolean masks (broadcast), odd
  *    sequence lengths (1, 17, 1000, L != S, S = 0), head dims 32/64/128,
  *    batch * heads, q/k/v as transposed views ([B, L, H, E] -> [B, H, L,
  *    E]), rank-3 q with k/v broadcast over the batch, a given scale; plus
- *    f32 (decomposed) for the dispatch.
+ *    f32 (cuda_attn_f32.c) for the dispatch.
  *  --bench: b8 h16 s1024 d64 (f16, bf16; causal or not) with the fused
  *    kernel and with the decomposition (PTC_CUDA_ATTN=0), ms per call.
  * Exit status: 0 passed, 1 a failure, 77 skipped.
@@ -146,7 +146,7 @@ static int compile_only(void) {
       {{PTC_BF16, 2, 4, 128, 128, 64, 0, 0, 0, 0}, true, "bf16 d64 kept"},
       {{PTC_F16, 2, 4, 17, 33, 32, 1, 0, 1, 0}, true, "f16 d32 causal transposed kept"},
       {{PTC_F16, 1, 2, 16, 16, 128, 0, 2, 0, 0}, true, "f16 d128 bool mask kept"},
-      {{PTC_F32, 2, 4, 128, 128, 64, 0, 0, 0, 0}, false, "f32 decomposed"},
+      {{PTC_F32, 2, 4, 128, 128, 64, 0, 0, 0, 0}, true, "f32 kept (cuda_attn_f32.c)"},
       {{PTC_BF16, 2, 4, 128, 128, 96, 0, 0, 0, 0}, false, "head dim 96 decomposed"},
   };
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
@@ -417,7 +417,7 @@ int main(int argc, char** argv) {
                dname(dts[d]), causal ? " causal" : "", tf, flops / (tf * 1e-3) / 1e12, td);
       }
     acase c32 = {PTC_F32, 8, 16, 1024, 1024, 64, 0, 0, 0, 0};
-    printf("bench sdpa f32 b8 h16 s1024 d64 (decomposed): %.4f ms\n", time_case(&c32, true));
+    printf("bench sdpa f32 b8 h16 s1024 d64 (fused, cuda_attn_f32.c): %.4f ms\n", time_case(&c32, true));
     ptc_context_release(ctx);
     return 0;
   }
