@@ -150,6 +150,7 @@ static ptc_status lower_and_schedule(ptc_context* ctx, const ptc_graph* dg, bool
   ir_lower_options lo;
   ir_lower_options_init(&lo);
   lo.inline_pointwise = fuse;
+  lo.lowp_f32_math = true; /* f16/bf16: f32 between fused ops, as Inductor */
   PTC_TRY(ir_lower(ctx, dg, &lo, p));
   sched_options so;
   sched_options_init(&so);

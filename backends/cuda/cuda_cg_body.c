@@ -399,10 +399,19 @@ static void emit_store(cug* g, ptc_strbuf* sb, const ir_op* op) {
     if (is_local(g, op->buf)) return;
   }
   int32_t via = (b->dtype == PTC_F16 || b->dtype == PTC_BF16) ? PTC_F32 : b->dtype;
+  int32_t from = v->dtype;
+  if (via == PTC_F32 && via != b->dtype && v->opcode == IR_TO_DTYPE && v->dtype == b->dtype &&
+      v->args[0] >= 0 && op_at(g, v->args[0])->dtype == PTC_F32 &&
+      g->cur->stage[v->args[0]] == g->cur->stage[op->args[0]]) {
+    /* an f32 value rounded to the stored f16/bf16 right before the store:
+     * encode the f32 value (one rounding instead of round, widen, round) */
+    tname(g, v->args[0], val, sizeof val);
+    from = PTC_F32;
+  }
   ptc_strbuf conv, line;
   ptc_sb_init(&conv);
   ptc_sb_init(&line);
-  cu_conv(&conv, v->dtype, via, val);
+  cu_conv(&conv, from, via, val);
   const char* guard = store_guard(g);
   if (g->inplace_hazard && reduction_layout(g) && !g->in_loop) cug_line(g, sb, "__syncthreads();");
   if (guard) ptc_sb_printf(&line, "if (%s) ", guard);

@@ -6,7 +6,9 @@
  * remainder, NaN-propagating max/min, sign(NaN) = 0, integer wrap-around,
  * float->int truncation).
  * Float32 exp and sigmoid take Inductor's fast forms (the prelude's
- * "fast math" section: ex2.approx, div.full); everything else is precise.
+ * "fast math" section: ex2.approx, div.full); sin, cos and sigmoid of
+ * f16/bf16 graph ops (IR_MATH_LOWP) approximations far more accurate than
+ * the op's f16/bf16 rounding; everything else is precise.
  *
  * Templates: $0 $1 $2 the converted arguments, $F the math suffix ("f" for
  * float, "" for double), $T the CUDA type, $K the error-reporting arguments
@@ -20,6 +22,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- dtype facts, conversions, literals: lib/codegen/cexpr.c in CUDA spelling ---- */
@@ -111,11 +114,35 @@ static const cexpr_op_row op_rows[IR_OPCODE_COUNT] = {
     [IR_WHERE] = {3, CEXPR_DOM_WHERE, false, "($0 ? $1 : $2)", "($0 ? $1 : $2)", NULL},
 };
 
-static const cexpr_op_row* row_of(uint16_t opcode) {
-  return cexpr_row(op_rows, IR_OPCODE_COUNT, opcode);
+/* sin, cos and sigmoid of f16/bf16 graph ops (IR_MATH_LOWP, computed in
+ * float): the prelude's approximations, whose errors are far below the
+ * f16/bf16 rounding of the op's value (see the prelude and docs/cuda.md).
+ * PTC_CUDA_LOWP_MATH (read at code generation): unset = the default
+ * (sin.approx/cos.approx after the range reduction), "poly" (polynomial sin
+ * and cos, relative accuracy also next to their zeros), "precise" (sinf,
+ * cosf and the float32 sigmoid, as for float32 ops). */
+static const cexpr_op_row lowp_rows[3][3] = {
+    {UN("ptc_sin_lowp($0)", NULL), UN("ptc_cos_lowp($0)", NULL), UN("ptc_sigmoid_lowp($0)", NULL)},
+    {UN("ptc_sin_lowp_poly($0)", NULL), UN("ptc_cos_lowp_poly($0)", NULL),
+     UN("ptc_sigmoid_lowp($0)", NULL)},
+    {FN1("sin"), FN1("cos"), UN("ptc_sigmoid_fast($0)", NULL)},
+};
+
+static int lowp_mode(void) {
+  const char* e = getenv("PTC_CUDA_LOWP_MATH");
+  if (!e || !*e) return 0;
+  return strcmp(e, "poly") == 0 ? 1 : strcmp(e, "precise") == 0 ? 2 : 0;
+}
+
+static const cexpr_op_row* row_of(const ir_op* op) {
+  if ((op->i & IR_MATH_LOWP) && op->dtype == PTC_F32) {
+    int f = op->opcode == IR_SIN ? 0 : op->opcode == IR_COS ? 1 : op->opcode == IR_SIGMOID ? 2 : -1;
+    if (f >= 0) return &lowp_rows[lowp_mode()][f];
+  }
+  return cexpr_row(op_rows, IR_OPCODE_COUNT, op->opcode);
 }
 
 bool cu_math(ptc_strbuf* sb, const ir_op* op, const char* const* args, const int32_t* arg_dt,
              const char* ctx_arg, bool* uses_err) {
-  return cexpr_math(&cuda_c, row_of(op->opcode), sb, op->dtype, args, arg_dt, ctx_arg, uses_err);
+  return cexpr_math(&cuda_c, row_of(op), sb, op->dtype, args, arg_dt, ctx_arg, uses_err);
 }

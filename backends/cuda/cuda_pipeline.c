@@ -43,6 +43,7 @@ ptc_status cuda_pipeline(ptc_context* ctx, const ptc_graph* g, bool fuse, ptc_gr
   ir_lower_options lo;
   ir_lower_options_init(&lo);
   lo.inline_pointwise = fuse;
+  lo.lowp_f32_math = true; /* f16/bf16: f32 between fused ops, as Inductor */
   ptc_status st = ir_lower(ctx, *dg, &lo, p);
   if (!st) {
     sched_options so;

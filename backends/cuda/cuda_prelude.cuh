@@ -323,3 +323,86 @@ PTC_D float ptc_sigmoid_fast(float a) {
   return r;
 }
 PTC_D double ptc_sigmoid_fast(double a) { return ptc_sigmoid(a); }
+
+// ---- float16/bfloat16 graph ops computed in float (IR_MATH_LOWP) ------------
+// sin, cos and sigmoid whose graph dtype is float16/bfloat16: the value is
+// stored rounded to 11 or 8 significant bits, so an approximation whose
+// error is far below that rounding may replace the precise function (never
+// for float32/float64 ops). See docs/cuda.md ("Precision") for the bounds.
+//
+// The precise functions for the rare huge arguments (|a| > 105615, inf,
+// NaN), out of line: one copy of their long argument reduction per kernel
+// instead of one per use (smaller code, faster NVRTC compiles).
+__device__ __noinline__ float ptc_sin_huge(float a) { return sinf(a); }
+__device__ __noinline__ float ptc_cos_huge(float a) { return cosf(a); }
+#define PTC_MAGIC 12582912.0f  // 1.5 * 2^23: x + PTC_MAGIC rounds x to an integer
+#define PTC_SIGN(a) (__float_as_int(a) & (int)0x80000000)
+
+// Default: r = |a| - 2*pi*rint(|a| / (2*pi)) with a two-part 2*pi (the first
+// product is exact; the reduction error is below 1.2e-10), then the
+// hardware sin.approx / cos.approx (__sinf / __cosf: absolute error at most
+// 2^-21.41 on [-pi, pi], CUDA programming guide); sin(r) = r where |r| <
+// 1/64 (relative error < r^2/6 = 4.1e-5), so small arguments keep their
+// value; sin's sign from a (odd). Absolute error <= 4e-7 everywhere.
+PTC_D float ptc_sin_lowp(float a) {
+  if (!(fabsf(a) <= 105615.0f)) return ptc_sin_huge(a);
+  const float k = fmaf(fabsf(a), 0x1.45f306p-3f, PTC_MAGIC) - PTC_MAGIC;
+  float r = fmaf(-k, 0x1.921fb6p+2f, fabsf(a));
+  r = fmaf(-k, -0x1.777a5cp-23f, r);
+  const float s = fabsf(r) < 0.015625f ? r : __sinf(r);
+  return __int_as_float(__float_as_int(s) ^ PTC_SIGN(a));
+}
+PTC_D float ptc_cos_lowp(float a) {
+  if (!(fabsf(a) <= 105615.0f)) return ptc_cos_huge(a);
+  const float k = fmaf(fabsf(a), 0x1.45f306p-3f, PTC_MAGIC) - PTC_MAGIC;
+  float r = fmaf(-k, 0x1.921fb6p+2f, fabsf(a));
+  r = fmaf(-k, -0x1.777a5cp-23f, r);
+  return __cosf(r);
+}
+
+// PTC_CUDA_LOWP_TRIG=poly: relative accuracy also next to the zeros. |a| =
+// k*pi + r with a three-part pi (r accurate where sin is near 0), sin r =
+// r * (1 + u*P(u)), u = r^2, P of degree 3 (relative error 8.4e-9 on
+// [-pi/2 - 0.05, pi/2 + 0.05]); cos a = (-1)^(q+1) sin(|a| - (q+1/2)pi).
+// Host emulation of these float operations on 186 million float32 inputs
+// (every 13th bit pattern with |a| <= 2e5): at most 2.9 float32 ulp; every
+// bf16 input rounds as the precise sinf/cosf, every f16 input too except
+// sin(+-47.65625), whose true value lies 3e-11 from an f16 rounding midpoint.
+// About 8 more instructions per call than the default.
+PTC_D float ptc_sin_poly(float r) {
+  const float u = r * r;
+  float p = fmaf(u, 0x1.5c71c2p-19f, -0x1.9f5912p-13f);
+  p = fmaf(u, p, 0x1.110e5ap-7f);
+  p = fmaf(u, p, -0x1.555548p-3f);
+  return r * fmaf(u, p, 1.0f);
+}
+PTC_D float ptc_sin_lowp_poly(float a) {
+  if (!(fabsf(a) <= 105615.0f)) return ptc_sin_huge(a);
+  const float kk = fmaf(fabsf(a), 0x1.45f306p-2f, PTC_MAGIC);  // PTC_MAGIC + rint(|a|/pi)
+  const float k = kk - PTC_MAGIC;
+  float r = fmaf(-k, 0x1.921fb6p+1f, fabsf(a));  // exact
+  r = fmaf(-k, -0x1.777a5cp-24f, r);
+  r = fmaf(-k, -0x1.ee59dap-49f, r);
+  return __int_as_float(__float_as_int(ptc_sin_poly(r)) ^ (__float_as_int(kk) << 31) ^ PTC_SIGN(a));
+}
+PTC_D float ptc_cos_lowp_poly(float a) {
+  if (!(fabsf(a) <= 105615.0f)) return ptc_cos_huge(a);
+  const float kk = fmaf(fabsf(a), 0x1.45f306p-2f, -0.5f) + PTC_MAGIC;  // PTC_MAGIC + q
+  const float j = fmaf(2.0f, kk - PTC_MAGIC, 1.0f);                     // 2q + 1
+  float r = fmaf(-j, 0x1.921fb6p+0f, fabsf(a));  // exact where |a| >= 1
+  r = fmaf(-j, -0x1.777a5cp-25f, r);
+  r = fmaf(-j, -0x1.ee59dap-50f, r);
+  return __int_as_float(__float_as_int(ptc_sin_poly(r)) ^ (~__float_as_int(kk) << 31));
+}
+
+// sigmoid = 1 / (1 + 2^(-a*log2(e))) as Inductor's float32 form, with
+// ex2.approx.ftz and rcp.approx.ftz (relative errors 2^-22 and 1 ulp: as
+// accurate as ex2.approx + div.full) and 2^-64 scalings around the
+// reciprocal so results below 2^-126 are still exact subnormals; 1 + e
+// overflowing (a < -88.7) gives 0 as Inductor's form does.
+PTC_D float ptc_sigmoid_lowp(float a) {
+  float e, r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(a * -1.4426950408889634f));
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"((1.0f + e) * 0x1p-64f));
+  return r * 0x1p-64f;
+}

@@ -83,6 +83,13 @@ typedef enum ir_rtype {
 
 typedef int32_t ir_val; /* index into ir_body.ops; -1 = none */
 
+/* Flags of math ops (ir_op.i). IR_MATH_LOWP: the graph op's dtype is
+ * f16/bf16 (the op computes in f32); a backend may use an approximation
+ * whose error is far below that dtype's rounding (the cuda backend's sin,
+ * cos and sigmoid; see docs/cuda.md). Interpreters and the cpu backend
+ * ignore it. */
+enum { IR_MATH_LOWP = 1 };
+
 typedef struct ir_op {
   uint16_t opcode;   /* ir_opcode */
   uint8_t rtype;     /* IR_REDUCE */
@@ -95,7 +102,7 @@ typedef struct ir_op {
   int64_t bound;     /* IR_INDIRECT: size of the indexed dim (static) ... */
   const sym_expr* bound_expr; /* ... or symbolic (one of the two is set) */
   double f;          /* IR_CONST (floats), IR_LOAD masked "other" */
-  int64_t i;         /* IR_CONST (ints/bool), IR_RAND stream */
+  int64_t i;         /* IR_CONST (ints/bool), IR_RAND stream; math ops: IR_MATH_* flags */
 } ir_op;
 
 typedef struct ir_body {
@@ -201,6 +208,9 @@ ir_val ir_ops_index_expr(ir_program* p, ir_body* b, const sym_expr* e, int32_t d
 ir_val ir_ops_rand(ir_program* p, ir_body* b, int normal, const sym_expr* index, int64_t stream,
                    int32_t dtype);
 ir_val ir_ops_unary(ir_body* b, ir_opcode op, ir_val x, int32_t dtype);
+/** ir_ops_unary with IR_MATH_* flags in the op's `i` (ops differing in
+ * flags are distinct values). */
+ir_val ir_ops_unary_flags(ir_body* b, ir_opcode op, ir_val x, int32_t dtype, int64_t flags);
 ir_val ir_ops_binary(ir_body* b, ir_opcode op, ir_val x, ir_val y, int32_t dtype);
 ir_val ir_ops_where(ir_body* b, ir_val c, ir_val x, ir_val y, int32_t dtype);
 ir_val ir_ops_to_dtype(ir_body* b, ir_val x, int32_t dtype);
@@ -229,6 +239,14 @@ typedef struct ir_lower_options {
   uint32_t realize_acc_reads_threshold; /* 8 */
   uint32_t max_inline_ops;              /* 100 */
   bool inline_pointwise;                /* false = realize every op (no fusion) */
+  /* f16/bf16 values computed by pointwise ops and inlined into their
+   * readers (same loop body) are passed on in f32, unrounded, as Inductor
+   * does (no downcast-upcast pair between fused ops; rounding where a value
+   * is stored); sin/cos/sigmoid ops of f16/bf16 dtype are marked
+   * IR_MATH_LOWP. false
+   * (default) = round after every op, as eager. Explicit casts (to_dtype)
+   * still round. */
+  bool lowp_f32_math;
 } ir_lower_options;
 void ir_lower_options_init(ir_lower_options* o);
 /** Lowers a graph (already decomposed) into a program. Ops without a

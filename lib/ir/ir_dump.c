@@ -62,6 +62,8 @@ static void dump_op(const ir_program* p, const ir_op* op, uint32_t i, ptc_strbuf
   if (op->opcode == IR_LOAD && op->args[0] >= 0) ptc_sb_printf(sb, " (else %g)", op->f);
   if (op->opcode == IR_RAND || op->opcode == IR_RANDN)
     ptc_sb_printf(sb, " stream %lld", (long long)op->i);
+  if (op->opcode >= IR_NEG && op->opcode <= IR_BNOT && (op->i & IR_MATH_LOWP))
+    ptc_sb_append(sb, " lowp");
   if (op->opcode == IR_INDIRECT) {
     ptc_sb_append(sb, " -> ");
     expr(p, op->sym, sb);

@@ -166,8 +166,8 @@ ir_val ir_ops_rand(ir_program* p, ir_body* b, int normal, const sym_expr* index,
 
 /* ---- math ------------------------------------------------------------------------------ */
 
-static ir_val math_op(ir_body* b, ir_opcode opc, ir_val x, ir_val y, ir_val z, int nargs,
-                      int32_t dtype) {
+static ir_val math_op_f(ir_body* b, ir_opcode opc, ir_val x, ir_val y, ir_val z, int nargs,
+                        int32_t dtype, int64_t flags) {
   if (!ir_body_ok(b)) return -1;
   ir_val a[3] = {x, y, z};
   for (int k = 0; k < nargs; k++)
@@ -176,12 +176,23 @@ static ir_val math_op(ir_body* b, ir_opcode opc, ir_val x, ir_val y, ir_val z, i
   ir_op op = blank((uint16_t)opc, dtype);
   for (int k = 0; k < nargs; k++) op.args[k] = a[k];
   op.inner = args_inner(b, op.args[0], op.args[1], op.args[2]);
+  op.i = flags;
   return emit(b, &op);
+}
+
+static ir_val math_op(ir_body* b, ir_opcode opc, ir_val x, ir_val y, ir_val z, int nargs,
+                      int32_t dtype) {
+  return math_op_f(b, opc, x, y, z, nargs, dtype, 0);
 }
 
 ir_val ir_ops_unary(ir_body* b, ir_opcode op, ir_val x, int32_t dtype) {
   if (op < IR_NEG || op > IR_BNOT) return poison(b);
   return math_op(b, op, x, -1, -1, 1, dtype);
+}
+
+ir_val ir_ops_unary_flags(ir_body* b, ir_opcode op, ir_val x, int32_t dtype, int64_t flags) {
+  if (op < IR_NEG || op > IR_BNOT) return poison(b);
+  return math_op_f(b, op, x, -1, -1, 1, dtype, flags);
 }
 
 ir_val ir_ops_binary(ir_body* b, ir_opcode op, ir_val x, ir_val y, int32_t dtype) {

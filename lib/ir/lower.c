@@ -193,6 +193,7 @@ static void ctx_free(lower_ctx* L) {
   free(L->users);
   free(L->is_output);
   free(L->memo);
+  free(L->rounding);
   ptc_arena_free(&L->arena);
 }
 

@@ -69,6 +69,10 @@ struct lower_ctx {
   uint64_t next_gen;
   load_memo* memo;             /* open addressing, memo_cap a power of 2 */
   size_t memo_cap, memo_len;
+  uint8_t* rounding;           /* per op of the body of generation rounding_gen: 1 = an
+                                * implicit f32 -> f16/bf16 rounding (lower_note_rounding) */
+  uint32_t rounding_cap;
+  uint64_t rounding_gen;
   uint32_t node_index;         /* graph node being lowered */
   const gnode* node;
 };
@@ -132,6 +136,17 @@ ir_val lval_load(lower_ctx* L, const lval* v, const sym_expr* const* idx);
 void lower_bcast_index(lower_ctx* L, const lval* in, uint32_t out_rank,
                        const sym_expr* const* out_shape, const sym_expr* const* idx,
                        const sym_expr** in_idx);
+/** Records that op `x` of the current body is (implicit) or is not (an
+ * explicit cast, which the ops CSE may have merged with an implicit one) the
+ * implicit rounding of a pointwise op's f32 result to its f16/bf16 dtype,
+ * which lower_load_math may skip when o.lowp_f32_math is set. */
+void lower_note_rounding(lower_ctx* L, ir_val x, bool implicit);
+/** Element idx of v converted to dtype tdt and then to the math dtype mdt
+ * (what an op computing in mdt reads). With o.lowp_f32_math, when v is read
+ * as its own dtype (tdt == v->dtype) in f32 and its element is an implicit
+ * rounding (lower_note_rounding), the unrounded f32 value instead. */
+ir_val lower_load_math(lower_ctx* L, const lval* v, const sym_expr* const* idx, int32_t tdt,
+                       int32_t mdt);
 /** x (of dtype `from`) converted to `to` (no op when equal). */
 ir_val lower_convert(lower_ctx* L, ir_val x, int32_t from, int32_t to);
 /** A constant of dtype dt holding s (already of dtype dt). */

@@ -46,10 +46,12 @@ static ir_val load_operand(lower_ctx* L, const pw_data* d, uint32_t k,
   if (!o->v) return lower_emit_const(L, ir_scalar_convert(o->s, o->tdt, o->mdt), o->mdt);
   const sym_expr* bi[PTC_MAX_RANK + 1];
   lower_bcast_index(L, o->v, d->rank, d->shape, idx, bi);
-  ir_val x = lval_load(L, o->v, bi);
-  x = lower_convert(L, x, o->v->dtype, o->tdt);
-  return lower_convert(L, x, o->tdt, o->mdt);
+  return lower_load_math(L, o->v, bi, o->tdt, o->mdt);
 }
+
+static bool is_lowp(int32_t dt) { return dt == PTC_F16 || dt == PTC_BF16; }
+
+static ir_val emit_identity(lower_ctx* L, const pw_data* d, const ir_val* x);
 
 static ir_val pw_load(lower_ctx* L, const lval* v, const sym_expr* const* idx) {
   const pw_data* d = v->data;
@@ -57,7 +59,22 @@ static ir_val pw_load(lower_ctx* L, const lval* v, const sym_expr* const* idx) {
   for (uint32_t k = 0; k < d->n; k++) x[k] = load_operand(L, d, k, idx);
   ir_val r = d->emit(L, d, x);
   if (r < 0 || !ir_body_ok(L->body)) return -1;
-  return lower_convert(L, r, L->body->ops[r].dtype, d->out_dt);
+  int32_t rdt = L->body->ops[r].dtype;
+  ir_val out = lower_convert(L, r, rdt, d->out_dt);
+  /* an op's own rounding of its f32 result may be skipped by the ops that
+   * read it; an explicit cast (to_dtype) rounds whatever happens */
+  if (d->emit == emit_identity)
+    lower_note_rounding(L, out, false);
+  else if (out != r && rdt == PTC_F32 && is_lowp(d->out_dt))
+    lower_note_rounding(L, out, true);
+  return out;
+}
+
+/* The dtype selections (where, masked_fill) compute in: the output dtype,
+ * or f32 for f16/bf16 when the lowering keeps f32 values between ops (the
+ * same result: a selection of rounded values is the rounded selection). */
+static int32_t select_dtype(const lower_ctx* L, int32_t dt) {
+  return L->o.lowp_f32_math && is_lowp(dt) ? PTC_F32 : dt;
 }
 
 static pw_data* pw_new(lower_ctx* L, const lval* out, pw_emit_fn emit, uint32_t n) {
@@ -143,7 +160,13 @@ static ir_val emit_unary(lower_ctx* L, const pw_data* d, const ir_val* x) {
   bool fl = ptc_dtype_is_float(d->mdt);
   if (!fl && (d->flags & INT_IDENT)) return x[0];
   if (!fl && (d->flags & INT_FALSE)) return ir_ops_const_i(L->body, 0, PTC_BOOL);
-  return ir_ops_unary(L->body, d->opc, x[0], (d->flags & PRED) ? PTC_BOOL : d->mdt);
+  /* sin / cos / sigmoid whose graph dtype is f16/bf16: a device may
+   * approximate them (ir.h, IR_MATH_LOWP) */
+  bool approx = d->opc == IR_SIN || d->opc == IR_COS || d->opc == IR_SIGMOID;
+  int64_t flags = approx && L->o.lowp_f32_math && is_lowp(d->out_dt) && d->mdt == PTC_F32
+                      ? IR_MATH_LOWP
+                      : 0;
+  return ir_ops_unary_flags(L->body, d->opc, x[0], (d->flags & PRED) ? PTC_BOOL : d->mdt, flags);
 }
 
 /* Sets up a one-operand pointwise value computed in the unary rule's dtype. */
@@ -317,10 +340,10 @@ static ir_val emit_where(lower_ctx* L, const pw_data* d, const ir_val* x) {
 static ptc_status lower_where(lower_ctx* L, const gnode* n, lval* out) {
   pw_data* d = pw_new(L, out, emit_where, 3);
   if (!d) return ptc_status_oom();
-  d->mdt = out->dtype;
+  d->mdt = select_dtype(L, out->dtype);
   tensor_op(&d->op[0], lower_in(L, n, 0), PTC_BOOL, PTC_BOOL);
-  tensor_op(&d->op[1], lower_in(L, n, 1), out->dtype, out->dtype);
-  tensor_op(&d->op[2], lower_in(L, n, 2), out->dtype, out->dtype);
+  tensor_op(&d->op[1], lower_in(L, n, 1), out->dtype, d->mdt);
+  tensor_op(&d->op[2], lower_in(L, n, 2), out->dtype, d->mdt);
   return finish(out, d);
 }
 
@@ -356,10 +379,10 @@ static ir_val emit_masked_fill(lower_ctx* L, const pw_data* d, const ir_val* x) 
 static ptc_status lower_masked_fill(lower_ctx* L, const gnode* n, lval* out) {
   pw_data* d = pw_new(L, out, emit_masked_fill, 3);
   if (!d) return ptc_status_oom();
-  d->mdt = out->dtype;
-  tensor_op(&d->op[0], lower_in(L, n, 0), out->dtype, out->dtype);
+  d->mdt = select_dtype(L, out->dtype);
+  tensor_op(&d->op[0], lower_in(L, n, 0), out->dtype, d->mdt);
   tensor_op(&d->op[1], lower_in(L, n, 1), PTC_BOOL, PTC_BOOL);
-  input_or_scalar(L, &d->op[2], n, 2, "value", out->dtype, out->dtype);
+  input_or_scalar(L, &d->op[2], n, 2, "value", out->dtype, d->mdt);
   return finish(out, d);
 }
 

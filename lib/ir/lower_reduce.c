@@ -85,9 +85,7 @@ static void input_index(lower_ctx* L, const red_plan* r, const sym_expr* const* 
 
 /* The input element converted to the math dtype. */
 static ir_val load_value(lower_ctx* L, const red_plan* r, const sym_expr* const* xi) {
-  ir_val v = lval_load(L, r->x, xi);
-  v = lower_convert(L, v, r->x->dtype, r->tdt);
-  return lower_convert(L, v, r->tdt, r->mdt);
+  return lower_load_math(L, r->x, xi, r->tdt, r->mdt);
 }
 
 /* ---- nothing to reduce: a pointwise value ------------------------------------------- */

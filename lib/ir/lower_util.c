@@ -150,6 +150,44 @@ ir_val lval_load(lower_ctx* L, const lval* v, const sym_expr* const* idx) {
   return ir_ops_load(L->p, L->body, v->buf, e);
 }
 
+void lower_note_rounding(lower_ctx* L, ir_val x, bool implicit) {
+  if (x < 0 || !L->o.lowp_f32_math) return;
+  if (!implicit) {
+    if (L->rounding_gen == L->gen && (uint32_t)x < L->rounding_cap) L->rounding[x] = 0;
+    return;
+  }
+  if (L->rounding_gen != L->gen) {
+    if (L->rounding) memset(L->rounding, 0, L->rounding_cap);
+    L->rounding_gen = L->gen;
+  }
+  if ((uint32_t)x >= L->rounding_cap) {
+    uint32_t cap = L->rounding_cap ? L->rounding_cap : 64;
+    while (cap <= (uint32_t)x) cap *= 2;
+    uint8_t* r = realloc(L->rounding, cap);
+    if (!r) return; /* not recorded: the value is just read rounded */
+    memset(r + L->rounding_cap, 0, cap - L->rounding_cap);
+    L->rounding = r;
+    L->rounding_cap = cap;
+  }
+  L->rounding[x] = 1;
+}
+
+static bool is_rounding(const lower_ctx* L, ir_val x) {
+  return x >= 0 && L->rounding_gen == L->gen && (uint32_t)x < L->rounding_cap && L->rounding[x];
+}
+
+ir_val lower_load_math(lower_ctx* L, const lval* v, const sym_expr* const* idx, int32_t tdt,
+                       int32_t mdt) {
+  ir_val x = lval_load(L, v, idx);
+  if (L->o.lowp_f32_math && tdt == v->dtype && mdt == PTC_F32 && is_rounding(L, x) &&
+      ir_body_ok(L->body)) {
+    ir_val wide = L->body->ops[x].args[0];
+    if (wide >= 0 && L->body->ops[wide].dtype == PTC_F32) return wide;
+  }
+  x = lower_convert(L, x, v->dtype, tdt);
+  return lower_convert(L, x, tdt, mdt);
+}
+
 ir_val lower_load_masked(lower_ctx* L, const lval* v, const sym_expr* const* idx, ir_val m) {
   ir_val saved = L->mask;
   L->mask = saved >= 0 ? ir_ops_binary(L->body, IR_AND, saved, m, PTC_BOOL) : m;
