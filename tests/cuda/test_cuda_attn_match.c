@@ -23,6 +23,8 @@
  *  --bench (GPU): b8 h16 s1024 d64: float32 sdpa fused vs decomposed
  *    (PTC_CUDA_ATTN=0), causal or not; the written-out pattern in f32 and
  *    bf16 rewritten vs not (PTC_CUDA_ATTN_MATCH=0); ms per call.
+ *    --bench-fused: the fused float32 sdpa rows only (PTC_CUDA_ATTN_F32_CFG
+ *    = "bn,minb" picks another kernel shape).
  * Exit status: 0 passed, 1 a failure, 77 skipped.
  */
 #include "backends/cuda/cuda.h"
@@ -667,7 +669,7 @@ static double time_graph(const ptc_graph* g, const char* env) {
   return ok ? ms : -1;
 }
 
-static void bench(void) {
+static void bench(bool fused_only) {
   for (int causal = 0; causal < 2; causal++) {
     acase c = {8, 16, 1024, 1024, 64, causal, 0, 0, 0};
     ptc_graph* g = NULL;
@@ -676,12 +678,13 @@ static void bench(void) {
       report_status("bench graph", s);
       continue;
     }
-    double tf = time_graph(g, NULL), td = time_graph(g, "PTC_CUDA_ATTN");
+    double tf = time_graph(g, NULL), td = fused_only ? -1 : time_graph(g, "PTC_CUDA_ATTN");
     double flops = 4.0 * 8 * 16 * 1024.0 * 1024 * 64 / (causal ? 2 : 1);
     printf("bench sdpa f32 b8 h16 s1024 d64%s: fused %.4f ms (%.1f TFLOP/s), decomposed %.4f ms\n",
            causal ? " causal" : "", tf, flops / (tf * 1e-3) / 1e12, td);
     ptc_graph_destroy(g);
   }
+  if (fused_only) return;
   static const int32_t dts[2] = {PTC_F32, PTC_BF16};
   for (int d = 0; d < 2; d++)
     for (int m = 0; m < 2; m++) {
@@ -721,10 +724,11 @@ static void bench(void) {
 }
 
 int main(int argc, char** argv) {
-  bool cpu = false, do_bench = false;
+  bool cpu = false, do_bench = false, fused_only = false;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--cpu")) cpu = true;
     if (!strcmp(argv[i], "--bench")) do_bench = true;
+    if (!strcmp(argv[i], "--bench-fused")) do_bench = fused_only = true;
   }
   if (ptc_context_create(NULL, &ctx)) return 1;
   if (cpu) {
@@ -743,7 +747,9 @@ int main(int argc, char** argv) {
   ptc_status_destroy(cuda_ctx_enter(dev, &prev));
   printf("device: %s (sm_%d%d)\n", dev->name, dev->cc_major, dev->cc_minor);
   if (do_bench) {
-    bench();
+    const char* cfg = getenv("PTC_CUDA_ATTN_F32_CFG");
+    printf("f32 kernel shape: %s\n", cfg ? cfg : "default");
+    bench(fused_only);
   } else {
     gpu_patterns();
     gpu_sdpa_f32();
