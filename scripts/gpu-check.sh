@@ -122,7 +122,7 @@ if [ "$C" = 1 ]; then
   # the GPU halves of the kernel-family tests (tensor-core GEMM, fused
   # attention, split reductions, autotuning), one log for all four
   : >"$LOGS/kernels.log"
-  for t in gemm attn split tune; do
+  for t in gemm attn split tune welford; do
     t5=$(date +%s)
     echo "==== test_cuda_$t" >>"$LOGS/kernels.log"
     "$BUILD/tests/cuda/test_cuda_$t" >>"$LOGS/kernels.log" 2>&1

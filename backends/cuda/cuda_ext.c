@@ -21,6 +21,7 @@
 #include "cuda_attn.h"
 #include "cuda_gemm_tc.h"
 #include "cuda_plan.h"
+#include "cuda_welford.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -41,7 +42,8 @@ static bool floating(int32_t dt) {
 }
 
 bool cuda_ext_on_device(const ir_program* p, const ir_node* n) {
-  if (n->ext.kind == IR_EXT_MATMUL || cuda_attn_handles(p, n)) return true;
+  if (n->ext.kind == IR_EXT_MATMUL || cuda_attn_handles(p, n) || cuda_welford_handles(p, n))
+    return true;
   if (pool_mode(p->graph, &n->ext) >= 0) return floating(ir_buf(p, n->ext.out[0])->dtype);
   if (n->ext.kind != IR_EXT_CONV || n->ext.n_out != 1) return false;
   return floating(ir_buf(p, n->ext.out[0])->dtype);
@@ -594,6 +596,7 @@ static ptc_status ext_host(const cuda_ext_call* c) {
 ptc_status cuda_ext_run(const cuda_ext_call* c) {
   if (c->node->ext.kind == IR_EXT_MATMUL) return ext_matmul(c);
   if (cuda_attn_handles(c->plan->p, c->node)) return cuda_attn_run(c);
+  if (cuda_welford_handles(c->plan->p, c->node)) return cuda_welford_run(c);
   if (c->node->ext.kind == IR_EXT_CONV && !(c->node->ext.alpha == 1.0))
     return PTC_ERR(UNIMPLEMENTED, "cuda backend: convolution with alpha %g", c->node->ext.alpha);
   if (c->node->ext.kind == IR_EXT_CONV) {

@@ -1,7 +1,8 @@
 /* cuda_pipeline.c - the cuda backend's compile pipeline up to the schedule
  * (decomp_graph -> ir_lower -> sched_run, as the cpu backend; gelu and silu
  * stay whole so the lowering folds them into GEMM epilogues; sdpa stays whole,
- * a fallback extern the device runs, when cuda_attn_graph_ok), and the
+ * a fallback extern the device runs, when cuda_attn_graph_ok; so do var /
+ * std / var_mean of long rows, cuda_welford_node_ok), and the
  * compile-only check used by CI, where NVRTC exists but no GPU does. */
 #include "../../lib/decomp/decomp.h"
 #include "cuda.h"
@@ -9,6 +10,7 @@
 #include "cuda_attn_match.h"
 #include "cuda_cg.h"
 #include "cuda_nvrtc.h"
+#include "cuda_welford.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +26,12 @@ static bool want_decomposed(void* user, const char* op) {
   return true;
 }
 
+/* var / std / var_mean of long rows stay whole (cuda_welford.c) */
+static bool want_node(void* user, const ptc_graph* g, const gnode* n) {
+  (void)user;
+  return !cuda_welford_node_ok(g, n);
+}
+
 ptc_status cuda_pipeline(ptc_context* ctx, const ptc_graph* g, bool fuse, ptc_graph** dg,
                          ir_program** p, sched_plan** s) {
   *dg = NULL;
@@ -33,6 +41,7 @@ ptc_status cuda_pipeline(ptc_context* ctx, const ptc_graph* g, bool fuse, ptc_gr
   memset(&dopt, 0, sizeof dopt);
   dopt.borrow_constants = true;
   dopt.want = want_decomposed;
+  dopt.want_node = want_node;
   ptc_graph* ag = NULL; /* written-out attention rewritten into sdpa (cuda_attn_match.c) */
   PTC_TRY(cuda_attn_match(g, &ag, NULL));
   bool keep_sdpa = cuda_attn_graph_ok(ag ? ag : g);

@@ -93,7 +93,8 @@ static ptc_status rewrite(void* user, replay* r, uint32_t node, bool* handled) {
   dstate* st = user;
   const gnode* n = graph_node(replay_src(r), node);
   decomp_fn fn = decomp_find(n->op->name);
-  if (!fn || n->n_out > DX_MAX_OUT || (st->o.want && !st->o.want(st->o.user, n->op->name)))
+  if (!fn || n->n_out > DX_MAX_OUT || (st->o.want && !st->o.want(st->o.user, n->op->name)) ||
+      (st->o.want_node && !st->o.want_node(st->o.user, replay_src(r), n)))
     return PTC_OK;
   return run_decomp(st, r, n, fn, handled);
 }

@@ -74,6 +74,9 @@ typedef struct decomp_options {
   /** Only ops for which want(user, op) returns true are decomposed (a
    * backend with its own kernel for an op keeps it); NULL = all. */
   bool (*want)(void* user, const char* op);
+  /** Optional, asked after want: false keeps node n of g (the source
+   * graph) whole, e.g. by its shapes; NULL = every node want accepts. */
+  bool (*want_node)(void* user, const ptc_graph* g, const gnode* n);
   void* user;
   /** Constants of the result point at g's data instead of being copied:
    * g must then outlive the result (e.g. a backend decomposing the

@@ -99,6 +99,7 @@ static bool count_split(ptc_context* ctx, const spec* sp, uint32_t* n_kernels, u
 }
 
 static int cpu_tests(void) {
+  setenv("PTC_CUDA_WELFORD", "0", 1); /* var as the two-pass decomposition, not one extern */
   ptc_context* ctx;
   if (ptc_context_create(NULL, &ctx)) return 1;
   const int64_t M = (int64_t)1 << 20;
