@@ -110,6 +110,9 @@ typedef struct cuda_kernel_src {
    * split_plan): each row is cut into `split` chunks, one block each; launch
    * xnumel * split blocks (0 or 1: not split) */
   uint32_t split;
+  /* reduction layouts: the grid's cap in blocks per SM (0: the default cap,
+   * cuda_tune.c); set for kernels that walk several tiles per block */
+  uint32_t grid_per_sm;
 } cuda_kernel_src;
 
 /** Emits CUDA C for kernel `k` of plan `s` (not an extern), named "ptc_k<k>". */

@@ -83,6 +83,10 @@ typedef struct cug {
   uint8_t* cache;           /* buffer id -> 0 not cached, 1 cached (empty), 2 filled */
   char** cache_key;         /* buffer id -> the one index it is accessed at, as printed */
   bool* no_store;           /* buffer id -> dead after this kernel: the registers suffice */
+  bool* prefetch;           /* buffer id -> a persistent row loaded one tile ahead into
+                             * pf_b<id> (cuda_cg_kernel.c, prefetch_plan) */
+  uint32_t min_blocks;      /* reduction layouts: __launch_bounds__ minimum blocks per SM
+                             * (register cap for occupancy); 0 = none */
   /* vector row access (ROW layout, cuda_cg_kernel.c, rvec_plan): the body
    * is a template over VR (elements per lane step); the entry runs VR =
    * rvec when the row length and every rvec buffer's alignment allow, else

@@ -163,8 +163,22 @@ static void col_shape(uint32_t* x, uint32_t* y) {
   }
 }
 
-/* The widest element of the global buffers read or written in reduction
- * loops (4 when there are none). */
+/* Whether index e of an access in member mb's reduction loop moves along
+ * the row (a reduction variable with a non-zero or non-linear coefficient);
+ * false for a value the loop reads at one place, like a scalar constant. */
+static bool moves_along_row(const cug* g, const cu_member* mb, const sym_expr* e) {
+  for (uint32_t d = 0; d < g->k->n_rranges; d++) {
+    uint32_t xd = g->k->n_ranges + d;
+    if (mb->kind == CU_MEM_INNER && xd >= PTC_MAX_RANK) return true;
+    const sym_expr* rv = mb->kind == CU_MEM_INNER ? g->p->xvars[xd] : g->p->rvars[d];
+    int64_t c;
+    if (!cug_coef(e, rv, &c) || c != 0) return true;
+  }
+  return false;
+}
+
+/* The widest element of the global buffers read or written along the rows
+ * in reduction loops (4 when there are none). */
 static size_t widest_loop_elem(const cug* g) {
   size_t w = 0;
   for (uint32_t m = 0; m < g->k->n_nodes; m++) {
@@ -173,7 +187,7 @@ static size_t widest_loop_elem(const cug* g) {
       const ir_op* op = &mb->node->body.ops[i];
       if (!mb->live[i] || mb->stage[i] != CU_LOOP || mb->kind == CU_MEM_OUTER) continue;
       if ((op->opcode != IR_LOAD && op->opcode != IR_STORE) ||
-          g->s->buf_home[op->buf] == SCHED_HOME_LOCAL)
+          g->s->buf_home[op->buf] == SCHED_HOME_LOCAL || !moves_along_row(g, mb, op->index))
         continue;
       size_t es = ptc_dtype_size(ir_buf(g->p, op->buf)->dtype);
       if (es > w) w = es;
@@ -426,13 +440,26 @@ typedef struct group {
   uint32_t* m;
 } group;
 
-/* Unroll factor of the (non-persistent) reduction loops: independent loads
- * in flight per thread. PTC_CUDA_UNROLL overrides (1 = off). */
-static int loop_unroll(void) {
-  const char* e = getenv("PTC_CUDA_UNROLL");
-  if (!e || !*e) return 1; /* H100: 4 cost 10% on column sums, won nothing on rows */
+static uint64_t prefetch_pending(const cug* g);
+static void emit_prefetch(cug* g, uint64_t bufs, const char* tile);
+
+/* A tuning knob read at code generation: the integer value of environment
+ * variable `name` clamped to [lo, hi], or `dflt` when unset or empty. */
+static long env_knob(const char* name, long dflt, long lo, long hi) {
+  const char* e = getenv(name);
+  if (!e || !*e) return dflt;
   long v = strtol(e, NULL, 10);
-  return v < 1 ? 1 : v > 16 ? 16 : (int)v;
+  return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* Unroll factor of the (non-persistent) reduction loops: independent loads
+ * in flight per thread. PTC_CUDA_ROW_UNROLL / PTC_CUDA_COL_UNROLL per
+ * layout, else PTC_CUDA_UNROLL (1 = off). */
+static int loop_unroll(const cug* g) {
+  const char* own = g->layout == CUDA_LAYOUT_COL ? "PTC_CUDA_COL_UNROLL" : "PTC_CUDA_ROW_UNROLL";
+  const char* e = getenv(own);
+  /* H100: 4 cost 10% on f32 column sums, won nothing on rows */
+  return (int)env_knob(e && *e ? own : "PTC_CUDA_UNROLL", 1, 1, 16);
 }
 
 /* The vector accesses of one step of a vector row loop: the loads of the
@@ -460,6 +487,12 @@ static void emit_rvec_access(cug* g, group* gr, bool stores) {
       done[op->buf] = true;
       const char* T = cu_storage_type(ir_buf(g->p, op->buf)->dtype);
       if (!stores) cug_line(g, &g->body, "%s vin_b%d[VR];", T, (int)op->buf);
+      if (!stores && g->prefetch[op->buf]) { /* loaded one tile ahead (prefetch_plan) */
+        cug_line(g, &g->body, "#pragma unroll");
+        cug_line(g, &g->body, "for (int k = 0; k < VR; k++) vin_b%d[k] = pf_b%d[it][k];",
+                 (int)op->buf, (int)op->buf);
+        continue;
+      }
       ptc_strbuf idx;
       ptc_sb_init(&idx);
       cug_index(g, &idx, op->index);
@@ -512,7 +545,7 @@ static void emit_row_loop_open(cug* g, bool vec) {
       cug_line(g, &g->body, "const IT rl = (IT)lane + (IT)(it * %u);", g->lanes);
     cug_line(g, &g->body, "if (%s < rlim) {", v);
   } else {
-    if (loop_unroll() > 1) cug_line(g, &g->body, "#pragma unroll %d", loop_unroll());
+    if (loop_unroll(g) > 1) cug_line(g, &g->body, "#pragma unroll %d", loop_unroll(g));
     if (vec)
       cug_line(g, &g->body, "for (IT rb = %s(IT)lane * (IT)VR; rb < rlim; rb += (IT)(%u * VR)) {",
                g->split ? "rbeg + " : "", g->lanes);
@@ -559,6 +592,12 @@ static void emit_rvec_loop(cug* g, group* gr) {
  * resets the counter for the next launch and runs the results and the
  * epilogue; the other blocks go on to their next task. */
 static void emit_split_merge(cug* g, group* gr) {
+  /* ROW: a block per (row, chunk), lane 0 leads; COL: a block per (tile of
+   * columns, chunk), every column's lane 0 publishes at its workspace row xw
+   * and thread (0, 0) counts the tile in */
+  bool col = g->layout == CUDA_LAYOUT_COL;
+  const char* leader = col ? "lane == 0 && slot == 0" : "lane == 0";
+  const char* counter = col ? "tile" : "xo";
   for (uint32_t j = 0; j < gr->n; j++) {
     cug_member_begin(g, gr->m[j]);
     cug_emit_acc_combine(g, &g->body);
@@ -567,21 +606,21 @@ static void emit_split_merge(cug* g, group* gr) {
   g->indent++;
   for (uint32_t j = 0; j < gr->n; j++) {
     cug_member_begin(g, gr->m[j]);
-    cug_emit_acc_split(g, &g->body, true, "xo * S + cid", "S");
+    cug_emit_acc_split(g, &g->body, true, col ? "xw * S + cid" : "xo * S + cid", "S");
   }
   cug_line(g, &g->body, "__threadfence();");
   cug_line(g, &g->body, "__syncthreads();");
-  cug_line(g, &g->body, "if (lane == 0) sp_last = atomicAdd(&%s_cnt[xo], 1u) == (unsigned)(S - 1);",
-           g->kname);
+  cug_line(g, &g->body, "if (%s) sp_last = atomicAdd(&%s_cnt[%s], 1u) == (unsigned)(S - 1);", leader,
+           g->kname, counter);
   cug_line(g, &g->body, "__syncthreads();");
   cug_line(g, &g->body, "if (!sp_last) continue;");
   cug_line(g, &g->body, "__threadfence();");
   for (uint32_t j = 0; j < gr->n; j++) {
     cug_member_begin(g, gr->m[j]);
-    cug_emit_acc_split(g, &g->body, false, "xo * S", "S");
+    cug_emit_acc_split(g, &g->body, false, col ? "xw * S" : "xo * S", "S");
     cug_emit_acc_combine(g, &g->body);
   }
-  cug_line(g, &g->body, "if (lane == 0) %s_cnt[xo] = 0u;", g->kname);
+  cug_line(g, &g->body, "if (%s) %s_cnt[%s] = 0u;", leader, g->kname, counter);
   g->indent--;
   cug_line(g, &g->body, "}");
   for (uint32_t j = 0; j < gr->n; j++) {
@@ -602,7 +641,11 @@ static void flush_group(cug* g, group* gr) {
     cug_emit_acc_decls(g, &g->body);
   }
   if (g->rvec > 1) {
+    uint64_t pending = prefetch_pending(g);
     emit_rvec_loop(g, gr);
+    /* the prefetched rows this loop consumed: load the next tile's now, so
+     * that they are in flight during this tile's combines and epilogue */
+    emit_prefetch(g, pending & ~prefetch_pending(g), "tile + (IT)gridDim.x");
   } else {
     emit_row_loop_open(g, false);
     emit_decompose(g, "rl", "r", g->k->rranges, g->k->n_rranges);
@@ -696,7 +739,8 @@ static ptc_status emit_pointwise(cug* g, cuda_kernel_src* out) {
  * after its first load or store: the row is read from memory once, and the
  * intermediate is never written back. */
 
-#define PERSIST_MAX_REGS 48  /* cached elements per lane over all buffers */
+/* cached elements per lane over all buffers: PTC_CUDA_PERSIST_REGS (default 48) */
+static int64_t persist_max_regs(void) { return env_knob("PTC_CUDA_PERSIST_REGS", 48, 0, 128); }
 #define PERSIST_WIDE_LANES 512
 
 /* Elements per lane up to which rows persist: PTC_CUDA_PERSIST (0 = off;
@@ -837,7 +881,7 @@ static ptc_status persist_plan(cug* g, cuda_kernel_src* out) {
   const char* all = getenv("PTC_CUDA_PERSIST_ALL");
   bool want = saves_store || (!narrow && !(all && !strcmp(all, "0"))) || (all && !strcmp(all, "1"));
   if (!want) n_cached = 0;
-  if (n_cached && n_cached * (uint32_t)per_lane <= PERSIST_MAX_REGS) {
+  if (n_cached && (int64_t)n_cached * per_lane <= persist_max_regs()) {
     g->persist = (uint32_t)per_lane;
     if (lanes != g->lanes) { /* a row widened to fit: rows per block to keep 256+ threads */
       g->lanes = lanes;
@@ -858,6 +902,117 @@ static ptc_status persist_plan(cug* g, cuda_kernel_src* out) {
   free(multi);
   free(bad);
   return st;
+}
+
+/* ---- prefetched rows -------------------------------------------------------------------
+ * A block of a persistent vector-row kernel walks several tiles (grid
+ * stride); between a tile's loads and its stores lie the combines (block
+ * barriers) and the epilogue, during which the block has nothing in
+ * flight. With prefetch, each persistent row buffer that the kernel only
+ * reads is loaded one tile ahead: the next tile's row goes into registers
+ * pf_b<id>[it][VR] (storage type) right after the loop that consumed the
+ * current one, and the first tile's before the tile loop. Buffer ids below
+ * 64 (a bit set per kernel). The grid is then capped at the resident blocks
+ * (cuda_kernel_src.grid_per_sm), so that every block walks several tiles.
+ * PTC_CUDA_PREFETCH=1 / =0 forces it on / off; by default it is on for rows
+ * of at least PREFETCH_MIN_ROW elements whose prefetched buffers all have
+ * 2-byte elements (H100, bf16 softmax 8192x4096: 0.0649 -> 0.0623 ms with
+ * 3 blocks of 256 per SM; float32 rows lost: 0.0932 -> 0.1007). */
+#define PREFETCH_MIN_ROW 2048
+
+static void prefetch_plan(cug* g) {
+  memset(g->prefetch, 0, g->n_buffers * sizeof *g->prefetch);
+  long mode = env_knob("PTC_CUDA_PREFETCH", -1, 0, 1);
+  if (!g->persist || g->rvec <= 1 || g->split || g->inplace_hazard || mode == 0) return;
+  int64_t r = 1, v;
+  for (uint32_t d = 0; d < g->k->n_rranges; d++)
+    r = sym_is_const(g->k->rranges[d], &v) ? sat_mul(r, v) : 0;
+  bool narrow = true, any = false;
+  for (size_t b = 0; b < g->n_buffers && b < 64; b++) {
+    g->prefetch[b] = g->cache[b] && g->rvec_buf[b] && !g->stored[b] && g->rvec_key[b];
+    if (!g->prefetch[b]) continue;
+    any = true;
+    if (ptc_dtype_size(ir_buf(g->p, (int32_t)b)->dtype) != 2) narrow = false;
+  }
+  if (any && mode < 0 && (!narrow || r < PREFETCH_MIN_ROW))
+    memset(g->prefetch, 0, g->n_buffers * sizeof *g->prefetch);
+}
+
+/* Prefetched buffers whose row registers are not filled yet in this tile. */
+static uint64_t prefetch_pending(const cug* g) {
+  uint64_t m = 0;
+  for (size_t b = 0; b < g->n_buffers && b < 64; b++)
+    if (g->prefetch[b] && g->cache[b] == 1) m |= (uint64_t)1 << b;
+  return m;
+}
+
+/* Loads the rows of buffers `bufs` (bit set) of tile `tile` (an IT
+ * expression; past the last tile nothing is read) into pf_b<id>: the
+ * tile's outer point and loop variables are redeclared in a scope of their
+ * own, so the buffers' in-loop indices print as they do in the loops. */
+static void emit_prefetch(cug* g, uint64_t bufs, const char* tile) {
+  if (!bufs) return;
+  cug_line(g, &g->body, "{ /* prefetch */");
+  g->indent++;
+  cug_line(g, &g->body, "IT xo = (%s) * (IT)%u + (IT)slot;", tile, g->slots);
+  cug_line(g, &g->body, "const IT rlim = xo < xn ? rn : (IT)0;");
+  cug_line(g, &g->body, "if (xo >= xn) xo = xn > 0 ? xn - 1 : (IT)0;");
+  emit_decompose(g, "xo", "x", g->k->ranges, g->k->n_ranges);
+  cug_line(g, &g->body, "#pragma unroll");
+  cug_line(g, &g->body, "for (int it = 0; it < %u / VR; it++) {", g->persist);
+  g->indent++;
+  cug_line(g, &g->body, "const IT rb = ((IT)lane + (IT)(it * %u)) * (IT)VR;", g->lanes);
+  cug_line(g, &g->body, "if (rb < rlim) {");
+  g->indent++;
+  cug_line(g, &g->body, "const IT r0 = rb;");
+  cug_line(g, &g->body, "(void)r0;");
+  for (size_t b = 0; b < g->n_buffers && b < 64; b++) {
+    if (!(bufs >> b & 1)) continue;
+    cug_line(g, &g->body, "ptc_vload<%s, VR>(b%d + (%s), pf_b%d[it]);",
+             cu_storage_type(ir_buf(g->p, (int32_t)b)->dtype), (int)b, g->rvec_key[b], (int)b);
+  }
+  g->indent--;
+  cug_line(g, &g->body, "}");
+  g->indent--;
+  cug_line(g, &g->body, "}");
+  g->indent--;
+  cug_line(g, &g->body, "}");
+}
+
+/* ---- occupancy ---------------------------------------------------------------------------
+ * A reduction kernel's registers (rows held in registers, the scalar VR = 1
+ * body next to the vector one) decide how many blocks an SM holds, and so
+ * how many rows are in flight. __launch_bounds__(threads, min_blocks) makes
+ * the compiler fit min_blocks blocks: a target of resident threads per SM
+ * divided by the block's threads. The bound is a cap, not a floor: a kernel
+ * that needs few registers may get more under a low bound (fewer blocks),
+ * so only persistent rows get one by default - 1024 threads per SM (H100,
+ * softmax 8192x4096: f32 0.1035 -> 0.0932 ms, bf16 0.0991 -> 0.0649; their
+ * kernels took 92 registers, 2 blocks of 256), 768 with prefetched rows
+ * (their second row's registers); PTC_CUDA_OCC overrides (0 = no bound).
+ * The grid of a reduction kernel is capped at grid_per_sm blocks per SM:
+ * PTC_CUDA_GRID, else with prefetched rows the resident blocks
+ * (min_blocks, or 2048 / threads without it), else the default cap
+ * (cuda_tune.c). */
+#define OCC_PERSIST 1024
+#define OCC_PREFETCH 768
+
+static void occupancy_plan(cug* g, cuda_kernel_src* out) {
+  g->min_blocks = 0;
+  if (g->layout == CUDA_LAYOUT_POINTWISE) return;
+  uint32_t threads = out->block_x * out->block_y;
+  if (!threads) return;
+  bool pf = false;
+  for (size_t b = 0; b < g->n_buffers; b++) pf |= g->prefetch[b];
+  long occ = env_knob("PTC_CUDA_OCC", -1, 0, 2048);
+  if (occ < 0) occ = pf ? OCC_PREFETCH : g->persist ? OCC_PERSIST : 0;
+  uint32_t mb = (uint32_t)(occ / threads);
+  if (mb > 1) g->min_blocks = mb > 32 ? 32 : mb;
+  long grid = env_knob("PTC_CUDA_GRID", 0, 0, 64);
+  if (grid > 0)
+    out->grid_per_sm = (uint32_t)grid;
+  else if (pf)
+    out->grid_per_sm = g->min_blocks ? g->min_blocks : 2048 / threads;
 }
 
 /* ---- vector rows ------------------------------------------------------------------------
@@ -987,19 +1142,21 @@ static ptc_status rvec_plan(cug* g) {
 #define SPLIT_MIN_CHUNK 2048
 #define SPLIT_MAX 512
 
-static void split_plan(cug* g, cuda_kernel_src* out) {
-  g->split = 0;
-  if (g->layout != CUDA_LAYOUT_ROW || g->persist || g->inplace_hazard || g->slots != 1) return;
-  const char* e = getenv("PTC_CUDA_SPLIT");
-  long target = e && *e ? strtol(e, NULL, 10) : 1024;
-  if (target <= 0) return;
-  int64_t xh = hint_product(g, g->k->ranges, g->k->n_ranges);
-  int64_t rh = hint_product(g, g->k->rranges, g->k->n_rranges);
-  if (xh > SPLIT_MAX_ROWS || rh < SPLIT_MIN_ROW) return;
-  /* one group, then outer members only */
+/* Column reductions (COL layout) over few columns and many rows: the
+ * column tiles alone leave SMs idle or hold too few requests in flight (an
+ * H100 bf16 [16384, 4096] column sum: 128 blocks of 64-byte row segments,
+ * 82% of the copy bandwidth). Each tile's rows are then cut into chunks of
+ * at least COL_SPLIT_MIN_CHUNK rows, a block per (tile, chunk), about
+ * PTC_CUDA_SPLIT blocks in all; the per-column partials go to the module
+ * workspace and the last block of a tile (a per-tile counter) folds them in
+ * chunk order. */
+#define COL_SPLIT_MIN_CHUNK 256
+
+/* The members are one reduction group followed only by outer members. */
+static bool one_group_then_outer(const cug* g) {
   bool in_group = false, closed = false, any_reduce = false;
   group gr = {0, calloc(g->k->n_nodes ? g->k->n_nodes : 1, sizeof(uint32_t))};
-  if (!gr.m) return;
+  if (!gr.m) return false;
   bool ok = true;
   for (uint32_t m = 0; ok && m < g->k->n_nodes; m++) {
     const cu_member* mb = &g->members[m];
@@ -1015,7 +1172,33 @@ static void split_plan(cug* g, cuda_kernel_src* out) {
       if (mb->live[i] && mb->node->body.ops[i].opcode == IR_REDUCE) any_reduce = true;
   }
   free(gr.m);
-  if (!ok || !any_reduce) return;
+  return ok && any_reduce;
+}
+
+static void split_plan(cug* g, cuda_kernel_src* out) {
+  g->split = 0;
+  bool col = g->layout == CUDA_LAYOUT_COL && g->lanes > 1;
+  if ((g->layout != CUDA_LAYOUT_ROW && !col) || g->persist || g->inplace_hazard) return;
+  if (!col && g->slots != 1) return;
+  const char* e = getenv("PTC_CUDA_SPLIT");
+  long target = e && *e ? strtol(e, NULL, 10) : 1024;
+  if (target <= 0) return;
+  int64_t xh = hint_product(g, g->k->ranges, g->k->n_ranges);
+  int64_t rh = hint_product(g, g->k->rranges, g->k->n_rranges);
+  if (col) {
+    int64_t tiles = (xh + g->slots - 1) / g->slots;
+    int64_t sp = (target + tiles - 1) / (tiles > 0 ? tiles : 1);
+    if (sp > rh / COL_SPLIT_MIN_CHUNK) sp = rh / COL_SPLIT_MIN_CHUNK;
+    if (sp > SPLIT_MAX) sp = SPLIT_MAX;
+    if (sp < 2 || !one_group_then_outer(g)) return;
+    g->split = (uint32_t)sp;
+    /* columns the workspace holds, plus one scratch row for the idle
+     * columns of a tile's last block */
+    g->split_rows = (uint32_t)(2 * xh < 16 ? 16 : 2 * xh) + 1;
+    out->split = g->split;
+    return;
+  }
+  if (xh > SPLIT_MAX_ROWS || rh < SPLIT_MIN_ROW || !one_group_then_outer(g)) return;
   int64_t sp = (target + xh - 1) / (xh > 0 ? xh : 1);
   if (sp > rh / SPLIT_MIN_CHUNK) sp = rh / SPLIT_MIN_CHUNK;
   if (sp > SPLIT_MAX) sp = SPLIT_MAX;
@@ -1025,11 +1208,46 @@ static void split_plan(cug* g, cuda_kernel_src* out) {
   out->split = g->split;
 }
 
+/* A split column kernel: tasks (tile of columns, chunk cid); the idle
+ * columns of the last tile (xvalid false) fold an empty range and publish
+ * at the scratch workspace row. More columns than the workspace holds
+ * (dynamic sizes above the hints): unsplit (S = 1). */
+static ptc_status emit_split_columns(cug* g) {
+  cug_line(g, &g->body, "const int lane = threadIdx.y, slot = threadIdx.x;");
+  cug_line(g, &g->body, "const IT S = xn <= (IT)%u ? (IT)%u : (IT)1;", g->split_rows - 1, g->split);
+  cug_line(g, &g->body, "const IT rchunk = (IT)((((i64)rn + (i64)S - 1) / (i64)S + %u) / %u * %u);",
+           g->lanes - 1, g->lanes, g->lanes);
+  cug_line(g, &g->body, "const IT ntiles = (xn + (IT)%u) / (IT)%u;", g->slots - 1, g->slots);
+  cug_line(g, &g->body, "for (IT task = (IT)blockIdx.x; task < ntiles * S; task += (IT)gridDim.x) {");
+  g->indent++;
+  cug_line(g, &g->body, "const IT tile = task / S;");
+  cug_line(g, &g->body, "const IT cid = task - tile * S;");
+  cug_line(g, &g->body, "IT xo = tile * (IT)%u + (IT)slot;", g->slots);
+  cug_line(g, &g->body, "const bool xvalid = xo < xn;");
+  cug_line(g, &g->body, "if (!xvalid) xo = xn - 1;");
+  cug_line(g, &g->body, "const IT xw = xvalid ? xo : (IT)%u;", g->split_rows - 1);
+  cug_line(g, &g->body, "ptc_kerr* const ke = xvalid ? kerr : (ptc_kerr*)0;");
+  cug_line(g, &g->body, "const i64 rb64 = (i64)cid * (i64)rchunk;");
+  cug_line(g, &g->body, "const IT rbeg = rb64 < (i64)rn ? (IT)rb64 : rn;");
+  cug_line(g, &g->body, "const IT rlim = !xvalid ? rbeg : rn - rbeg < rchunk ? rn : rbeg + rchunk;");
+  cug_line(g, &g->body, "(void)ke;");
+  cug_line(g, &g->body, "(void)xw;");
+  emit_decompose(g, "xo", "x", g->k->ranges, g->k->n_ranges);
+  ptc_status s = emit_point_body(g);
+  g->indent--;
+  cug_line(g, &g->body, "}");
+  return s;
+}
+
 /* A split kernel: tasks (row xo, chunk cid) over the grid; a chunk is a
  * multiple of the lane step, so vector steps stay aligned. Rows beyond the
  * workspace (dynamic sizes above the hints) run unsplit (S = 1). */
 static ptc_status emit_split_reduction(cug* g) {
   cug_line(g, &g->shared, "__shared__ int sp_last;");
+  if (g->layout == CUDA_LAYOUT_COL) {
+    ptc_sb_printf(&g->globals, "__device__ unsigned %s_cnt[%u];\n", g->kname, g->split_rows);
+    return emit_split_columns(g);
+  }
   ptc_sb_printf(&g->globals, "__device__ unsigned %s_cnt[%u];\n", g->kname, g->split_rows);
   cug_line(g, &g->body, "const int lane = threadIdx.x;");
   cug_line(g, &g->body, "const int slot = 0;");
@@ -1061,6 +1279,14 @@ static ptc_status emit_reduction(cug* g) {
   cug_line(g, &g->body, "const int lane = %s, slot = %s;", row ? "threadIdx.x" : "threadIdx.y",
            row ? "threadIdx.y" : "threadIdx.x");
   cug_line(g, &g->body, "(void)lane;");
+  uint64_t all_pf = 0;
+  for (size_t b = 0; b < g->n_buffers && b < 64; b++)
+    if (g->prefetch[b]) {
+      all_pf |= (uint64_t)1 << b;
+      cug_line(g, &g->body, "%s pf_b%d[%u / VR][VR];",
+               cu_storage_type(ir_buf(g->p, (int32_t)b)->dtype), (int)b, g->persist);
+    }
+  emit_prefetch(g, all_pf, "(IT)blockIdx.x");
   cug_line(g, &g->body, "for (IT tile = (IT)blockIdx.x; tile * (IT)%u < xn; tile += (IT)gridDim.x) {",
            g->slots);
   g->indent++;
@@ -1194,8 +1420,9 @@ static ptc_status assemble(cug* g, cuda_kernel_src* out) {
                                                    : "column reduction",
                 g->rvec > 1 ? ", vector rows" : "", out->block_x, out->block_y);
   if (g->split)
-    ptc_sb_printf(&src, "// split: %u chunks a row, workspace for %u rows\n", g->split,
-                  g->split_rows);
+    ptc_sb_printf(&src, "// split: %u chunks a %s, workspace for %u %s\n", g->split,
+                  g->layout == CUDA_LAYOUT_COL ? "column tile" : "row", g->split_rows,
+                  g->layout == CUDA_LAYOUT_COL ? "columns" : "rows");
   ptc_sb_append(&src, g->globals.data ? g->globals.data : "");
   ptc_sb_printf(&src, "template <typename IT, int VR>\n__device__ __forceinline__ void %s_body(",
                 out->name);
@@ -1215,8 +1442,12 @@ static ptc_status assemble(cug* g, cuda_kernel_src* out) {
   uint32_t threads = out->max_threads ? out->max_threads : out->block_x * out->block_y;
   for (int w = 0; w < 2; w++) {
     if (!(w ? out->has_i64 : out->has_i32)) continue;
-    ptc_sb_printf(&src, "extern \"C\" __global__ void __launch_bounds__(%u) %s_i%d(", threads,
-                  out->name, w ? 64 : 32);
+    if (g->min_blocks > 1)
+      ptc_sb_printf(&src, "extern \"C\" __global__ void __launch_bounds__(%u, %u) %s_i%d(",
+                    threads, g->min_blocks, out->name, w ? 64 : 32);
+    else
+      ptc_sb_printf(&src, "extern \"C\" __global__ void __launch_bounds__(%u) %s_i%d(", threads,
+                    out->name, w ? 64 : 32);
     emit_params(g, out, &src);
     ptc_sb_append(&src, ") {\n");
     const char* it = w ? "i64" : "i32";
@@ -1279,10 +1510,11 @@ static ptc_status gen_init(cug* g, const ir_program* p, const sched_plan* s, uin
   g->cache = calloc(nb, sizeof *g->cache);
   g->cache_key = calloc(nb, sizeof *g->cache_key);
   g->no_store = calloc(nb, sizeof *g->no_store);
+  g->prefetch = calloc(nb, sizeof *g->prefetch);
   g->rvec_buf = calloc(nb, sizeof *g->rvec_buf);
   g->rvec_key = calloc(nb, sizeof *g->rvec_key);
   if (!g->stored || !g->in_reg || !g->outer_reread || !g->vec_buf || !g->cache || !g->cache_key ||
-      !g->no_store || !g->rvec_buf || !g->rvec_key)
+      !g->no_store || !g->prefetch || !g->rvec_buf || !g->rvec_key)
     return ptc_status_oom();
   PTC_TRY(cug_vars_init(g));
   return cug_members_init(g);
@@ -1298,6 +1530,7 @@ static void gen_free(cug* g) {
   for (size_t b = 0; g->cache_key && b < g->n_buffers; b++) free(g->cache_key[b]);
   free(g->cache_key);
   free(g->no_store);
+  free(g->prefetch);
   free(g->rvec_buf);
   for (size_t b = 0; g->rvec_key && b < g->n_buffers; b++) free(g->rvec_key[b]);
   free(g->rvec_key);
@@ -1340,6 +1573,8 @@ ptc_status cuda_codegen_kernel_named(const ir_program* p, const sched_plan* s, u
     if (!g.inplace_hazard) st = rvec_plan(&g);
     if (!st && !g.inplace_hazard) st = persist_plan(&g, out);
     if (!st) split_plan(&g, out);
+    if (!st) prefetch_plan(&g);
+    if (!st) occupancy_plan(&g, out);
   }
   if (!st) {
     emit_checks(&g);

@@ -80,6 +80,7 @@ static ptc_status record_kernel(cuda_step* st, cuda_kernel_src* src) {
   st->tunable = src->tunable;
   st->max_threads = src->max_threads;
   st->split = src->split;
+  st->grid_per_sm = src->grid_per_sm;
   snprintf(st->name, sizeof st->name, "%s", src->name);
   return PTC_OK;
 }

@@ -89,6 +89,7 @@ typedef struct cuda_step {
   uint32_t max_threads;     /* most threads per block the kernel accepts (0: block_x*block_y) */
   char tune_key[65];        /* the cubin's cache key ("" for externs) */
   uint32_t split;           /* split reduction: xnumel * split blocks (cuda_cg.h); 0/1 = not split */
+  uint32_t grid_per_sm;     /* reduction: grid cap in blocks per SM (cuda_kernel_src); 0 = default */
 } cuda_step;
 
 typedef struct cuda_plan {

@@ -360,7 +360,9 @@ static ptc_status run_kernel(run_frame* f, const cuda_step* st) {
   if (st->split > 1) { /* split reduction: a block per (row, chunk), at most 32 per SM (the
                         * kernel strides beyond; rows past its workspace run unsplit) */
     int64_t cap = (int64_t)(plan->dev->sm_count > 0 ? plan->dev->sm_count : 1) * 32;
-    int64_t want = xn > cap / (int64_t)st->split ? cap : xn * (int64_t)st->split;
+    int64_t units = st->layout == CUDA_LAYOUT_COL && st->slots /* column tiles */
+                        ? (xn + st->slots - 1) / st->slots : xn;
+    int64_t want = units > cap / (int64_t)st->split ? cap : units * (int64_t)st->split;
     if (want > blocks) blocks = want;
   }
   char what[96];

@@ -222,13 +222,29 @@ struct ptc_op_sum {
 struct ptc_op_prod {
   template <typename T> PTC_D T operator()(T a, T b) const { return a * b; }
 };
-struct ptc_op_max {  // NaN wins
-  PTC_D float operator()(float a, float b) const { return a != a ? a : b != b ? b : (a > b ? a : b); }
+struct ptc_op_max {  // NaN wins (sm_80+: one max.NaN instruction)
+  PTC_D float operator()(float a, float b) const {
+#if __CUDA_ARCH__ >= 800
+    float r;
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+#else
+    return a != a ? a : b != b ? b : (a > b ? a : b);
+#endif
+  }
   PTC_D double operator()(double a, double b) const { return a != a ? a : b != b ? b : (a > b ? a : b); }
   PTC_D i64 operator()(i64 a, i64 b) const { return a > b ? a : b; }
 };
 struct ptc_op_min {
-  PTC_D float operator()(float a, float b) const { return a != a ? a : b != b ? b : (a < b ? a : b); }
+  PTC_D float operator()(float a, float b) const {
+#if __CUDA_ARCH__ >= 800
+    float r;
+    asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+#else
+    return a != a ? a : b != b ? b : (a < b ? a : b);
+#endif
+  }
   PTC_D double operator()(double a, double b) const { return a != a ? a : b != b ? b : (a < b ? a : b); }
   PTC_D i64 operator()(i64 a, i64 b) const { return a < b ? a : b; }
 };

@@ -63,6 +63,8 @@ int64_t cuda_tune_blocks(const cuda_step* st, const cuda_launch_cfg* c, int sm_c
   if (c->waves) {
     int64_t per_sm = 2048 / threads > 0 ? 2048 / threads : 1;
     int64_t capb = (int64_t)(sm_count > 0 ? sm_count : 1) * per_sm * c->waves;
+    if (st->grid_per_sm && st->layout != CUDA_LAYOUT_POINTWISE) /* the kernel's own cap */
+      capb = (int64_t)(sm_count > 0 ? sm_count : 1) * st->grid_per_sm;
     if (blocks > capb) blocks = capb;
   }
   if (blocks > 0x7fffffff) blocks = 0x7fffffff;

@@ -707,6 +707,31 @@ def cuda_split(C):
     x = small((16384,), F32) + 0.5
     C.add("split_var_mean_f32_all", "var_mean", [x], torch.var_mean(x))
 
+# ---- cuda column splits and prefetched rows -----------------------------------------------
+def cuda_cols(C):
+    """Column reductions over few columns and many rows, whose rows the cuda
+    backend splits over blocks (per-column partials, the last block of a
+    column tile folds them): sums, a mean with a ragged last tile, argmax
+    with ties across chunks (the first index wins) - and a bf16 softmax with
+    rows long enough to be prefetched a tile ahead."""
+    def small(shape, dt, lo=-3, hi=4):
+        return rint(shape, lo, hi, dt)
+
+    def col(nm, op, x, out):
+        C.add("colsplit_%s_%s" % (op, nm), op, [x], out, attrs=dim_attrs(0, None))
+    x = small((520, 40), F32)
+    col("f32_520x40", "sum", x, x.sum(0))
+    x = small((600, 24), BF16)
+    col("bf16_600x24", "sum", x, run(lambda a: a.sum(0), x))
+    x = small((600, 33), F32)
+    col("f32_600x33", "mean", x, x.mean(0))
+    x = small((700, 20), F32, 0, 30)
+    C.add("colsplit_argmax_f32_ties", "argmax", [x], torch.argmax(x, 0), attrs={"dim": A.int(0)})
+    x = rnd((3, 2048), BF16, scale=3)
+    C.add("rows_softmax_bf16_3x2048", "softmax", [x], run(lambda a: torch.softmax(a, -1), x),
+          attrs={"dim": A.int(-1)})
+
+
 def cases(C):
     reductions(C)
     softmaxes(C)
@@ -718,3 +743,4 @@ def cases(C):
     group_norms(C)
     cuda_rows(C)
     cuda_split(C)
+    cuda_cols(C)

@@ -1,0 +1,440 @@
+/* test_cuda_rows.c - the cuda backend's row and column reduction kernels
+ * under their launch knobs (backends/cuda/cuda_cg_kernel.c: persistent
+ * rows, next-tile prefetch, occupancy bounds, loop unrolling, grid caps).
+ *
+ *  --cpu (no GPU needed): the kernels of softmax / layer norm / rms norm /
+ *    var_mean / row and column sums at the benchmark's sizes (f32, bf16) are
+ *    generated under the default knobs and under each knob set of the GPU
+ *    part; checks which of them hold rows in registers, prefetch the next
+ *    tile (pf_b registers, a grid capped at the resident blocks) and carry
+ *    an occupancy bound (__launch_bounds__ with a minimum block count) - by
+ *    default: persistent rows are bounded, bf16 softmax rows of 4096
+ *    prefetch, the looped bf16 rows and the sums are neither, and a scalar
+ *    loaded in the loop (rms norm's eps) does not make bf16 rows take the
+ *    lanes of f32 ones; with NVRTC every kernel compiles for sm_80 and
+ *    sm_90.
+ *  default (GPU; exit 77 without one): the same ops at moderate sizes (rows
+ *    divisible by the vector width and ragged ones, whose entry takes the
+ *    scalar body) run on the device under every knob set - among them a grid
+ *    of one or two blocks per SM, so that each block walks many tiles and
+ *    the prefetched rows rotate - and are compared with the ref backend.
+ */
+#include "backends/cuda/cuda.h"
+#include "backends/cuda/cuda_cg.h"
+#include "backends/cuda/cuda_plan.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures, passes;
+#define CHECK(c)                                                   \
+  do {                                                             \
+    if (!(c)) {                                                    \
+      printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #c);          \
+      failures++;                                                  \
+    } else {                                                       \
+      passes++;                                                    \
+    }                                                              \
+  } while (0)
+
+typedef struct work {
+  const char* op; /* softmax, layer_norm, rms_norm, rms_chain, var_mean, row_sum, col_sum,
+                   * col_mean, col_argmax (the col_ ones over dim 0) */
+  int32_t dtype;
+  int64_t m, n;
+} work;
+
+/* Knob sets (PTC_CUDA_<name>=<value> pairs, space-separated). */
+static const char* const KNOBS[] = {
+    "",
+    "PREFETCH=0 OCC=0 SPLIT=0",
+    "PREFETCH=1 GRID=1",
+    "PREFETCH=1 PERSIST_ALL=1 GRID=2 OCC=1024",
+    "ROW_UNROLL=4 COL_UNROLL=8 OCC=1536",
+};
+#define N_KNOBS (sizeof KNOBS / sizeof KNOBS[0])
+static const char* const KNOB_NAMES[] = {"PREFETCH", "GRID", "PERSIST_ALL", "OCC", "ROW_UNROLL",
+                                         "COL_UNROLL", "SPLIT"};
+
+static void set_knobs(const char* set) {
+  char name[64];
+  for (size_t i = 0; i < sizeof KNOB_NAMES / sizeof KNOB_NAMES[0]; i++) {
+    snprintf(name, sizeof name, "PTC_CUDA_%s", KNOB_NAMES[i]);
+    unsetenv(name);
+  }
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", set);
+  for (char* tok = strtok(buf, " "); tok; tok = strtok(NULL, " ")) {
+    char* eq = strchr(tok, '=');
+    if (!eq) continue;
+    *eq = 0;
+    snprintf(name, sizeof name, "PTC_CUDA_%s", tok);
+    setenv(name, eq + 1, 1);
+  }
+}
+
+/* rms norm written out as the benchmark's module does: x * rsqrt(mean(x * x)
+ * + eps) * w, eps a float32 scalar constant converted to x's dtype (a scalar
+ * the row loop loads). */
+static ptc_status build_rms_chain(ptc_graph* g, const work* w, ptc_value x, ptc_value wt,
+                                  ptc_value* y) {
+  int64_t last = -1;
+  float epsv = 1e-6f;
+  ptc_attr am[2] = {ptc_attr_ints("dim", &last, 1), ptc_attr_bool("keepdim", 1)};
+  ptc_attr ad = ptc_attr_dtype("dtype", w->dtype);
+  ptc_value sq, m, e, me, r, t, in[2];
+  in[0] = in[1] = x;
+  PTC_TRY(ptc_graph_add_node(g, "mul", in, 2, NULL, 0, &sq, 1, NULL));
+  PTC_TRY(ptc_graph_add_node(g, "mean", &sq, 1, am, 2, &m, 1, NULL));
+  PTC_TRY(ptc_graph_add_constant(g, "eps", PTC_F32, NULL, 0, &epsv, 0, &e));
+  PTC_TRY(ptc_graph_add_node(g, "to_dtype", &e, 1, &ad, 1, &e, 1, NULL));
+  in[0] = m;
+  in[1] = e;
+  PTC_TRY(ptc_graph_add_node(g, "add", in, 2, NULL, 0, &me, 1, NULL));
+  PTC_TRY(ptc_graph_add_node(g, "rsqrt", &me, 1, NULL, 0, &r, 1, NULL));
+  in[0] = x;
+  in[1] = r;
+  PTC_TRY(ptc_graph_add_node(g, "mul", in, 2, NULL, 0, &t, 1, NULL));
+  in[0] = t;
+  in[1] = wt;
+  return ptc_graph_add_node(g, "mul", in, 2, NULL, 0, y, 1, NULL);
+}
+
+static ptc_status build(ptc_context* ctx, const work* w, ptc_graph** out) {
+  ptc_graph* g;
+  PTC_TRY(ptc_graph_create(ctx, &g));
+  ptc_dim sh[2] = {{w->m, 0, 0}, {w->n, 0, 0}};
+  ptc_dim shw[1] = {{w->n, 0, 0}};
+  ptc_value in[3], y[2];
+  size_t n_in = 1, n_out = 1;
+  ptc_attr a[2];
+  size_t na = 0;
+  int64_t dim = 1, dim0 = 0, ns = w->n;
+  const char* op = w->op;
+  ptc_status s = ptc_graph_add_input(g, "x", w->dtype, sh, 2, NULL, &in[0]);
+  if (!strcmp(op, "softmax")) {
+    a[na++] = ptc_attr_int("dim", -1);
+  } else if (!strcmp(op, "rms_chain")) {
+    if (!s) s = ptc_graph_add_input(g, "w", w->dtype, shw, 1, NULL, &in[n_in++]);
+    if (!s) s = build_rms_chain(g, w, in[0], in[1], &y[0]);
+    op = NULL;
+  } else if (!strcmp(op, "layer_norm") || !strcmp(op, "rms_norm")) {
+    a[na++] = ptc_attr_ints("normalized_shape", &ns, 1);
+    if (!s) s = ptc_graph_add_input(g, "w", w->dtype, shw, 1, NULL, &in[n_in++]);
+    if (!s && !strcmp(op, "layer_norm")) s = ptc_graph_add_input(g, "b", w->dtype, shw, 1, NULL, &in[n_in++]);
+  } else if (!strcmp(op, "var_mean")) {
+    a[na++] = ptc_attr_ints("dim", &dim, 1);
+    n_out = 2;
+  } else if (!strcmp(op, "col_argmax")) {
+    a[na++] = ptc_attr_int("dim", 0);
+    op = "argmax";
+  } else {
+    a[na++] = ptc_attr_ints("dim", !strncmp(op, "col_", 4) ? &dim0 : &dim, 1);
+    op = !strcmp(op, "col_mean") ? "mean" : "sum";
+  }
+  if (!s && op) s = ptc_graph_add_node(g, op, in, n_in, a, na, y, 2, NULL);
+  for (size_t i = 0; !s && i < n_out; i++) s = ptc_graph_add_output(g, y[i]);
+  if (s) {
+    ptc_graph_destroy(g);
+    return s;
+  }
+  *out = g;
+  return PTC_OK;
+}
+
+/* ---- CPU part: what the generator emits --------------------------------------------------- */
+
+typedef struct kinfo {
+  uint32_t kernels, persist, prefetch, bounded, grid_capped, split;
+  uint32_t block_x; /* the last kernel's */
+} kinfo;
+
+static bool generate(ptc_context* ctx, const work* w, const char* knobs, kinfo* ki, ptc_strbuf* tu) {
+  set_knobs(knobs);
+  ptc_graph* g = NULL;
+  ptc_graph* dg = NULL;
+  ir_program* p = NULL;
+  sched_plan* s = NULL;
+  memset(ki, 0, sizeof *ki);
+  ptc_status st = build(ctx, w, &g);
+  if (!st) st = cuda_pipeline(ctx, g, true, &dg, &p, &s);
+  for (uint32_t k = 0; !st && k < s->n_kernels; k++) {
+    if (s->kernels[k].is_extern) continue;
+    cuda_kernel_src src;
+    char name[40];
+    snprintf(name, sizeof name, "t%zu_k%u", tu->len, k);
+    st = cuda_codegen_kernel_named(p, s, k, name, &src);
+    if (st) break;
+    ki->kernels++;
+    ki->persist += strstr(src.source, " c_b") != NULL;
+    ki->prefetch += strstr(src.source, " pf_b") != NULL;
+    ki->bounded += strstr(src.source, "__launch_bounds__(") && strstr(src.source, ", ") &&
+                   strstr(strstr(src.source, "__launch_bounds__("), ", ") <
+                       strstr(strstr(src.source, "__launch_bounds__("), ")");
+    ki->grid_capped += src.grid_per_sm > 0;
+    ki->split += src.split > 1;
+    ki->block_x = src.block_x;
+    const char* body = strstr(src.source, "// libptc generated kernel");
+    const char* end = body ? strstr(body, "\n// kernel ") : NULL;
+    ptc_sb_append(tu, end ? end : src.source); /* without the prelude */
+    cuda_kernel_src_free(&src);
+  }
+  if (st) printf("FAIL %s %s [%s]: %s\n", w->op, ptc_dtype_name(w->dtype), knobs,
+                 ptc_status_message(st));
+  ptc_status_destroy(st);
+  if (s) sched_plan_destroy(s);
+  if (p) ir_program_destroy(p);
+  if (dg) ptc_graph_destroy(dg);
+  ptc_graph_destroy(g);
+  set_knobs("");
+  return !st;
+}
+
+static int cpu_tests(void) {
+  setenv("PTC_CUDA_WELFORD", "0", 1); /* var_mean as the generated two-pass row kernel */
+  ptc_context* ctx;
+  if (ptc_context_create(NULL, &ctx)) return 1;
+  const work big[] = {
+      {"softmax", PTC_F32, 8192, 4096},    {"softmax", PTC_BF16, 8192, 4096},
+      {"layer_norm", PTC_F32, 8192, 4096}, {"layer_norm", PTC_BF16, 8192, 4096},
+      {"rms_norm", PTC_BF16, 8192, 4096},  {"rms_chain", PTC_BF16, 8192, 4096},
+      {"var_mean", PTC_BF16, 16384, 4096},
+      {"row_sum", PTC_BF16, 16384, 4096},  {"col_sum", PTC_BF16, 16384, 4096},
+  };
+  ptc_strbuf tu;
+  ptc_sb_init(&tu);
+  for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
+    const work* w = &big[i];
+    for (size_t k = 0; k < N_KNOBS; k++) {
+      kinfo ki;
+      if (!generate(ctx, w, KNOBS[k], &ki, &tu)) {
+        failures++;
+        continue;
+      }
+      printf("%s %s [%lld, %lld] knobs [%s]: %u kernel(s), %u persistent, %u prefetching, "
+             "%u bounded, %u grid-capped, %u split\n",
+             w->op, ptc_dtype_name(w->dtype), (long long)w->m, (long long)w->n, KNOBS[k],
+             ki.kernels, ki.persist, ki.prefetch, ki.bounded, ki.grid_capped, ki.split);
+      bool sm = !strcmp(w->op, "softmax");
+      bool sum = !strcmp(w->op, "row_sum") || !strcmp(w->op, "col_sum");
+      CHECK(ki.kernels == 1);
+      if (sm) CHECK(ki.persist == 1); /* the exp stays in registers */
+      if (sum) CHECK(ki.persist == 0 && ki.prefetch == 0);
+      /* prefetch: persistent rows only, and then a grid at the resident blocks */
+      CHECK(ki.prefetch <= ki.persist && ki.prefetch <= ki.grid_capped);
+      if (strstr(KNOBS[k], "PREFETCH=1") && sm) CHECK(ki.prefetch == 1);
+      if (strstr(KNOBS[k], "PERSIST_ALL=1") && !sum) CHECK(ki.prefetch == 1);
+      if (strstr(KNOBS[k], "GRID=")) CHECK(ki.grid_capped == ki.kernels);
+      if (strstr(KNOBS[k], "PREFETCH=0")) CHECK(ki.prefetch == 0 && ki.bounded == 0);
+      /* column sums over few columns split their rows over blocks; rows do not split here */
+      if (strstr(KNOBS[k], "SPLIT=0") || strcmp(w->op, "col_sum")) CHECK(ki.split == 0);
+      else CHECK(ki.split == 1);
+      if (!KNOBS[k][0]) { /* the defaults */
+        CHECK(ki.bounded == ki.persist);
+        CHECK(ki.prefetch == (sm && w->dtype == PTC_BF16));
+        if (w->dtype == PTC_BF16 && !sm && !sum) CHECK(ki.persist == 0 && ki.block_x == 128);
+      }
+    }
+  }
+  const char* why = cuda_nvrtc_unavailable();
+  if (why) {
+    printf("NVRTC not available (%s): kernels not compiled\n", why);
+  } else {
+    int archs[2] = {80, 90};
+    cuda_check_stats stats;
+    memset(&stats, 0, sizeof stats);
+    ptc_status st = cuda_check_compile(tu.data ? tu.data : "", archs, 2, &stats);
+    if (st) printf("NVRTC: %s\n%.4000s\n", ptc_status_message(st),
+                   ptc_status_detail(st, "compiler_log") ? ptc_status_detail(st, "compiler_log") : "");
+    CHECK(!st);
+    ptc_status_destroy(st);
+  }
+  ptc_sb_free(&tu);
+  ptc_context_release(ctx);
+  printf("test_cuda_rows --cpu: %d passed, %d failed\n", passes, failures);
+  return failures ? 1 : 0;
+}
+
+/* ---- GPU part: results against the ref backend ------------------------------------------ */
+
+static const cu_api* cu(void) { return &cuda_libs_get()->cu; }
+
+typedef struct host_in {
+  void* data;
+  int64_t shape[2];
+  int32_t ndim, dtype;
+  size_t bytes;
+} host_in;
+
+static void fill(host_in* h, int32_t dtype, int64_t m, int64_t n, int ndim, uint32_t seed,
+                 float lo, float hi) {
+  h->dtype = dtype;
+  h->ndim = ndim;
+  h->shape[0] = ndim == 2 ? m : n;
+  h->shape[1] = n;
+  int64_t cnt = ndim == 2 ? m * n : n;
+  size_t es = ptc_dtype_size(dtype);
+  h->bytes = (size_t)cnt * es;
+  h->data = malloc(h->bytes ? h->bytes : 1);
+  uint32_t r = seed * 2654435761u + 12345u;
+  for (int64_t i = 0; h->data && i < cnt; i++) {
+    r = r * 1664525u + 1013904223u;
+    float v = lo + (hi - lo) * (float)(r >> 8) / (float)(1u << 24);
+    if (dtype == PTC_BF16)
+      ((uint16_t*)h->data)[i] = ptc_f32_to_bf16(v);
+    else
+      ((float*)h->data)[i] = v;
+  }
+}
+
+static ptc_tensor view_of(const host_in* h, void* data, bool device) {
+  ptc_tensor t;
+  memset(&t, 0, sizeof t);
+  t.data = data;
+  t.device.device_type = device ? PTC_DEVICE_CUDA : PTC_DEVICE_CPU;
+  t.ndim = h->ndim;
+  t.dtype = ptc_dtype_to_dl(h->dtype);
+  t.shape = (int64_t*)h->shape;
+  return t;
+}
+
+static double elem(const void* p, int32_t dtype, int64_t i) {
+  if (dtype == PTC_BF16) return ptc_bf16_to_f32(((const uint16_t*)p)[i]);
+  if (dtype == PTC_F64) return ((const double*)p)[i];
+  if (dtype == PTC_I64) return (double)((const int64_t*)p)[i];
+  return ((const float*)p)[i];
+}
+
+static int64_t numel(const ptc_tensor* t) {
+  int64_t n = 1;
+  for (int32_t d = 0; d < t->ndim; d++) n *= t->shape[d];
+  return n;
+}
+
+/* One workload under every knob set: the cuda results against ref's. */
+static void run_work(ptc_context* ctx, const work* w) {
+  host_in in[3];
+  size_t n_in = 1;
+  fill(&in[0], w->dtype, w->m, w->n, 2, 1, -3.0f, 3.0f);
+  if (!strcmp(w->op, "layer_norm") || !strcmp(w->op, "rms_norm") || !strcmp(w->op, "rms_chain"))
+    fill(&in[n_in++], w->dtype, 0, w->n, 1, 2, 0.5f, 1.5f);
+  if (!strcmp(w->op, "layer_norm")) fill(&in[n_in++], w->dtype, 0, w->n, 1, 3, -0.5f, 0.5f);
+  char what[160];
+  snprintf(what, sizeof what, "%s %s [%lld, %lld]", w->op, ptc_dtype_name(w->dtype), (long long)w->m,
+           (long long)w->n);
+  ptc_graph* g = NULL;
+  ptc_executable* eref = NULL;
+  ptc_results* want = NULL;
+  ptc_tensor hin[3];
+  for (size_t i = 0; i < n_in; i++) hin[i] = view_of(&in[i], in[i].data, false);
+  ptc_compile_options o;
+  ptc_compile_options_init(&o);
+  o.backend = "ref";
+  ptc_status s = build(ctx, w, &g);
+  if (!s) s = ptc_compile(ctx, g, &o, &eref);
+  if (!s) s = ptc_executable_run_alloc(eref, hin, n_in, NULL, &want);
+  cu_deviceptr dptr[3] = {0, 0, 0};
+  for (size_t i = 0; !s && i < n_in; i++) {
+    s = cuda_alloc(in[i].bytes, NULL, &dptr[i]);
+    if (!s && (cu()->MemcpyHtoDAsync(dptr[i], in[i].data, in[i].bytes, NULL) != CU_SUCCESS ||
+               cu()->StreamSynchronize(NULL) != CU_SUCCESS))
+      s = PTC_ERR(INTERNAL, "upload");
+  }
+  /* relative, plus an absolute part for the rounding of long sums (whose
+   * result may be small after cancellation) */
+  double tol = w->dtype == PTC_BF16 ? 1e-2 : 2e-5;
+  double atol = 1e-6 * (double)(!strncmp(w->op, "col_", 4) ? w->m : w->n);
+  for (size_t k = 0; !s && k < N_KNOBS; k++) {
+    set_knobs(KNOBS[k]);
+    ptc_executable* e = NULL;
+    ptc_results* got = NULL;
+    ptc_tensor din[3];
+    for (size_t i = 0; i < n_in; i++) din[i] = view_of(&in[i], (void*)(uintptr_t)dptr[i], true);
+    o.backend = "cuda";
+    ptc_status st = ptc_compile(ctx, g, &o, &e);
+    set_knobs("");
+    for (int rep = 0; !st && rep < 2; rep++) { /* twice: the grid-stride state starts afresh */
+      ptc_results_destroy(got);
+      got = NULL;
+      st = ptc_executable_run_alloc(e, din, n_in, NULL, &got);
+    }
+    size_t bad = 0;
+    for (size_t j = 0; !st && j < ptc_results_count(want); j++) {
+      const ptc_tensor* r = ptc_results_get(want, j);
+      const ptc_tensor* t = ptc_results_get(got, j);
+      int64_t cnt = numel(r);
+      int32_t dt = ptc_dtype_from_dl(r->dtype);
+      size_t bytes = (size_t)cnt * ptc_dtype_size(dt);
+      void* h = malloc(bytes ? bytes : 1);
+      if (!h || numel(t) != cnt ||
+          cu()->MemcpyDtoHAsync(h, (cu_deviceptr)(uintptr_t)t->data + t->byte_offset, bytes,
+                                NULL) != CU_SUCCESS ||
+          cu()->StreamSynchronize(NULL) != CU_SUCCESS) {
+        st = PTC_ERR(INTERNAL, "download");
+        free(h);
+        break;
+      }
+      const void* rv = (const char*)r->data + r->byte_offset;
+      for (int64_t i = 0; i < cnt; i++) {
+        double a = elem(h, dt, i), b = elem(rv, dt, i);
+        if (!(fabs(a - b) <= tol * (1 + fabs(b)) + atol)) {
+          if (bad++ < 3)
+            printf("  %s [%s] output %zu element %lld: %.9g, ref %.9g\n", what, KNOBS[k], j,
+                   (long long)i, a, b);
+        }
+      }
+      free(h);
+    }
+    if (st) printf("FAIL %s [%s]: %s\n", what, KNOBS[k], ptc_status_message(st));
+    CHECK(!st && bad == 0);
+    ptc_status_destroy(st);
+    ptc_results_destroy(got);
+    ptc_executable_release(e);
+  }
+  if (s) printf("FAIL %s: %s\n", what, ptc_status_message(s));
+  CHECK(!s);
+  ptc_status_destroy(s);
+  for (size_t i = 0; i < n_in; i++) {
+    if (dptr[i]) cuda_free(dptr[i]);
+    free(in[i].data);
+  }
+  ptc_results_destroy(want);
+  ptc_executable_release(eref);
+  ptc_graph_destroy(g);
+  printf("%s: checked under %zu knob sets\n", what, N_KNOBS);
+}
+
+static int gpu_tests(void) {
+  const char* why = NULL;
+  if (!ptc_backend_available("cuda", &why)) {
+    printf("SKIP: the cuda backend is not available here: %s\n", why ? why : "?");
+    return 77;
+  }
+  setenv("PTC_CUDA_WELFORD", "0", 1);
+  ptc_context* ctx;
+  if (ptc_context_create(NULL, &ctx)) return 1;
+  cu_context prev;
+  ptc_status_destroy(cuda_ctx_enter(cuda_device_get(), &prev));
+  const work ws[] = {
+      {"softmax", PTC_F32, 2000, 1000},   {"softmax", PTC_BF16, 2000, 1000},
+      {"softmax", PTC_F32, 700, 1030},    {"softmax", PTC_BF16, 600, 4096},
+      {"softmax", PTC_BF16, 900, 1030},   {"layer_norm", PTC_F32, 1500, 1024},
+      {"layer_norm", PTC_BF16, 1500, 1024}, {"rms_norm", PTC_BF16, 1500, 768},
+      {"rms_chain", PTC_BF16, 1500, 2048},
+      {"var_mean", PTC_F32, 1500, 1000},  {"var_mean", PTC_BF16, 1500, 1000},
+      {"row_sum", PTC_BF16, 1500, 1000},  {"col_sum", PTC_BF16, 1000, 1500},
+      {"col_sum", PTC_F32, 3000, 200},    {"col_mean", PTC_F32, 2000, 300},
+      {"col_argmax", PTC_F32, 2500, 70},
+  };
+  for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) run_work(ctx, &ws[i]);
+  ptc_context_release(ctx);
+  printf("test_cuda_rows: %d passed, %d failed\n", passes, failures);
+  return failures ? 1 : 0;
+}
+
+int main(int argc, char** argv) {
+  if (argc > 1 && strcmp(argv[1], "--cpu") == 0) return cpu_tests();
+  return gpu_tests();
+}
