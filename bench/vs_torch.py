@@ -290,7 +290,7 @@ def ptc_details(system, fn, r):
             r["kernels"] = exes[-1].num_kernels if exes else None
             r["num_compiles"] = fn.compiled.num_compiles
         elif system == "ptc-compile":
-            s0, s1 = r.pop("_stats0", {}), ptc.compile_stats()
+            s0, s1 = r.pop("_stats0", {}), sys.modules["ptc"].compile_stats()
             r["graphs"] = s1.get("graphs", 0) - s0.get("graphs", 0)
             r["breaks"] = s1.get("breaks", 0) - s0.get("breaks", 0)
         elif system == "ptc-backend":
@@ -585,9 +585,17 @@ def ratio(res, base, p):
     return b["median_s"] / q["median_s"]
 
 
+def fastest_ptc(res):
+    """The ptc system with the lowest median (the tiny row: what a caller
+    choosing its path gets per call), or None."""
+    runs = [(r["median_s"], s) for s, r in res.items()
+            if s.startswith("ptc") and r.get("status") == "ok" and "median_s" in r]
+    return min(runs)[1] if runs else None
+
+
 def summarise(w, ceiling):
     res = w["systems"]
-    p = ptc_choice(res)
+    p = fastest_ptc(res) if w.get("kind") == "tiny" else ptc_choice(res)
     w["ptc_used"] = p
     w["speedup_vs_eager"] = ratio(res, "eager", p)
     w["speedup_vs_inductor"] = ratio(res, "inductor", p)
@@ -621,6 +629,29 @@ def compile_cell(w, systems):
     return " / ".join(parts)
 
 
+def dynamo_floor(spec):
+    """Seconds per call of torch.compile on the tiny workload with a backend
+    whose callable returns a fixed output: Dynamo's own guard check and
+    wrappers, the floor under any torch.compile backend (ptc-backend
+    included). None when it cannot be measured."""
+    if not TORCH2:
+        return None
+    try:
+        def floor(gm, example_inputs):
+            outs = gm(*example_inputs)
+            return lambda *args: outs
+        torch._dynamo.reset()
+        fn = torch.compile(spec.module, backend=floor)
+        with torch.no_grad():
+            inner, samples = plan(fn, spec.inputs)
+            times = [sample(fn, spec.inputs, inner) for _ in range(samples)]
+        torch._dynamo.reset()
+        return statistics.median(times)
+    except Exception as e:  # noqa: BLE001
+        log(f"dynamo floor: {first_line(e)}")
+        return None
+
+
 def print_report(meta, results, systems):
     short = {"eager": "eager", "inductor": "inductor", "ptc-fx": "ptc-fx", "ptc-backend": "ptc-backend",
              "ptc-compile": "ptc-compile"}
@@ -646,25 +677,27 @@ def print_report(meta, results, systems):
     print(f"- copy bandwidth (dst.copy_(src), read+write): {meta['copy_gbps']:.1f} GB/s "
           f"= the memory ceiling of the memory-bound rows{llc}")
     print(f"- times: median of warm calls, ms (tiny: us per call); ratios are speed-ups of ptc "
-          f"(>1 = ptc faster), ptc = ptc-backend when it ran, else ptc-compile, else ptc-fx; "
+          f"(>1 = ptc faster), ptc = ptc-backend when it ran, else ptc-compile, else ptc-fx "
+          f"(column 'ratios of'; the tiny row: the fastest ptc system, its per-call host time); "
           f"throughput: ptc's GB/s (% of the copy bandwidth) or GFLOP/s; "
           f"compile: first call in s ({' / '.join(ran)}); caches {'kept' if meta['keep_cache'] else 'cold'}")
     print()
     head = ["workload"] + [f"{short[s]} ms" for s in systems] + \
-        ["ptc/eager", "ptc/inductor", "throughput", "compile s"]
+        ["ptc/eager", "ptc/inductor", "ratios of", "throughput", "compile s"]
     rows = []
     for w in results:
         if w.get("status") == "n/a":
-            rows.append([w["name"], w["why"]] + [""] * (len(systems) + 3))
+            rows.append([w["name"], w["why"]] + [""] * (len(systems) + 4))
             continue
         if w.get("status") == "error":
-            rows.append([w["name"]] + ["error: " + w["error"][:45]] + [""] * (len(systems) + 3))
+            rows.append([w["name"]] + ["error: " + w["error"][:45]] + [""] * (len(systems) + 4))
             continue
         res = w["systems"]
         rr = [w["name"]] + [fmt_time(w, res.get(s)) for s in systems]
         se, si = w["speedup_vs_eager"], w["speedup_vs_inductor"]
         rr.append(f"{se:.2f}x" if se else "-")
         rr.append(f"{si:.2f}x" if si else ("n/a (torch<2)" if not TORCH2 else "-"))
+        rr.append(w.get("ptc_used") or "-")
         rr.append(throughput_cell(w))
         rr.append(compile_cell(w, ["eager"] + ran))
         rows.append(rr)
@@ -672,6 +705,12 @@ def print_report(meta, results, systems):
     print("|" + "|".join(" --- " for _ in head) + "|")
     for rr in rows:
         print("| " + " | ".join(rr) + " |")
+    for w in results:
+        if w.get("dynamo_floor_s"):
+            print(f"\n{w['name']}: torch.compile's own per-call cost (Dynamo's guards and wrappers, "
+                  f"measured with a backend returning a fixed output) is "
+                  f"{w['dynamo_floor_s'] * 1e6:.1f} us of every torch.compile system's time "
+                  f"(inductor, ptc-backend)")
     print()
     print("Workloads:")
     for w in results:
@@ -775,6 +814,8 @@ def main():
             log(f"{name}: eager error: {first_line(e)}")
             continue
         w["systems"] = run_workload(spec, ref, ref_s, systems, ptc, tol)
+        if spec.kind == "tiny" and "ptc-backend" in systems:
+            w["dynamo_floor_s"] = dynamo_floor(spec)
         summarise(w, meta["copy_gbps"])
         results.append(w)
         del spec, ref

@@ -4,7 +4,8 @@
 # that machine's Python), then the selected steps.
 #
 #   bash scripts/gpu-check.sh [--src TAR] [--c] [--seeds N] [--py] [--py-tests NAMES]
-#                             [--vs-torch DTYPES] [--vs-args "ARGS"] [--probe]
+#                             [--vs-torch DTYPES] [--vs-args "ARGS"] [--probe] [--build]
+#                             [--no-dynamo]
 #
 #   --src TAR   build and test the tree in TAR (`git archive --format=tar -o
 #               snap.tar HEAD`), not the checkout that travelled (which may
@@ -26,11 +27,15 @@
 #               comma-separated list (float32,bfloat16); --vs-args adds
 #               arguments (e.g. "--quick" or "--only softmax,layernorm")
 #   --probe     tests/cuda/cuda_probe (bandwidth, GEMM, compile, host time)
+#   --build     only the build (no step; for commands run after it)
+#   --no-dynamo build ptc._C without the bytecode capture (-Ddynamo=false;
+#               ptc.compile then raises and test_cuda_compile skips)
 #
 # With no step flag: --c --py. Where: the GPU machine (name .devdeps in
 # `carry`, see scripts/device-deps.sh). Logs go to $OUT when set (the device
 # tool's output folder; at most 8 files come back), else to the build folder.
-# The build uses -Ddynamo=false (the bytecode capture is not needed here).
+# The build includes the bytecode capture (ptc.compile: test_cuda_compile,
+# vs_torch's ptc-compile system) unless --no-dynamo.
 # Exit status: 0 when every step passed.
 set -uo pipefail
 
@@ -44,6 +49,8 @@ C=0 PYT=0 PROBE=0
 VS_DTYPES=
 VS_ARGS=
 PY_TESTS=
+DYNAMO=true
+BUILD_ONLY=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --src) SRC_TAR=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); shift 2 ;;
@@ -54,11 +61,13 @@ while [ $# -gt 0 ]; do
     --probe) PROBE=1; shift ;;
     --vs-torch) VS_DTYPES=$2; shift 2 ;;
     --vs-args) VS_ARGS=$2; shift 2 ;;
-    *) echo "usage: $0 [--src TAR] [--c] [--seeds N] [--py] [--py-tests NAMES] [--vs-torch DTYPES] [--vs-args ARGS] [--probe]" >&2
+    --no-dynamo) DYNAMO=false; shift ;;
+    --build) BUILD_ONLY=1; shift ;;
+    *) echo "usage: $0 [--src TAR] [--c] [--seeds N] [--py] [--py-tests NAMES] [--vs-torch DTYPES] [--vs-args ARGS] [--probe] [--build] [--no-dynamo]" >&2
        exit 2 ;;
   esac
 done
-[ $((C + PYT + PROBE)) -eq 0 ] && [ -z "$VS_DTYPES" ] && C=1 && PYT=1
+[ $((C + PYT + PROBE + BUILD_ONLY)) -eq 0 ] && [ -z "$VS_DTYPES" ] && C=1 && PYT=1
 LOGS=${OUT:-$BUILD/logs}
 mkdir -p "$LOGS" /tmp/ptc-gpu-logs
 export PTC_CACHE_DIR=${PTC_CACHE_DIR:-/tmp/ptc-gpu-cache}
@@ -90,7 +99,7 @@ if [ -n "$SRC_TAR" ] && [ "${KEEP_BUILD:-0}" != 1 ]; then
   rm -rf "$BUILD"
 fi
 if [ ! -f "$BUILD/build.ninja" ]; then
-  meson setup "$BUILD" -Dpython=enabled -Dpython_exe="$PY" -Ddynamo=false \
+  meson setup "$BUILD" -Dpython=enabled -Dpython_exe="$PY" -Ddynamo=$DYNAMO \
     >/tmp/ptc-gpu-logs/setup.log 2>&1 ||
     { tail -n 40 /tmp/ptc-gpu-logs/setup.log; echo "gpu-check: meson setup failed"; exit 1; }
 fi

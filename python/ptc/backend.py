@@ -91,7 +91,9 @@ class Backend:
     a size-caused recompile).
 
     Calling it as Dynamo does, `b(gm, example_inputs, **kwargs)`, returns a
-    CompiledForDynamo, or `gm.forward` when the graph has unsupported targets
+    CompiledForDynamo (or, when no parameter of the graph needs grad, the
+    CompiledGraph it would forward every call to: the same results, one
+    Python call less), or `gm.forward` when the graph has unsupported targets
     (with a warning listing them). Other errors (ptc.Error from compiling,
     TypeError) propagate. `compiled` lists every CompiledForDynamo made, in
     order; `fallbacks` the messages of graphs that run eagerly. Thread-safe.
@@ -133,7 +135,10 @@ class Backend:
         out = CompiledForDynamo(cg, gm, n_params)
         with self._lock:
             self.compiled.append(out)
-        return out
+        # Without parameters needing grad, CompiledForDynamo.__call__ only
+        # forwards to the CompiledGraph: Dynamo gets that one (a Python
+        # call less per run); `compiled` still lists the wrapper.
+        return out if out._params_need_grad else cg
 
 
 def make_backend(backend="cpu", mode=None, debug_dir=None, dynamic=None):
@@ -150,8 +155,9 @@ def make_backend(backend="cpu", mode=None, debug_dir=None, dynamic=None):
 def backend(gm, example_inputs, **kwargs):
     """The default torch.compile backend: libptc's "cpu" backend.
 
-    torch.compile(model, backend=ptc.backend). Returns a CompiledForDynamo, or
-    gm.forward after a warning listing unsupported targets.
+    torch.compile(model, backend=ptc.backend). Returns what Backend.__call__
+    returns (a CompiledForDynamo or its CompiledGraph), or gm.forward after a
+    warning listing unsupported targets.
     """
     return _DEFAULT(gm, example_inputs, **kwargs)
 

@@ -118,6 +118,7 @@ class _LazyModuleClass:
     cls = None
 
 
+
 def _optimized_module_class():
     """OptimizedModule, defined on first use (torch is imported lazily)."""
     if _LazyModuleClass.cls is not None:
@@ -137,6 +138,7 @@ def _optimized_module_class():
 
         def forward(self, *args, **kwargs):
             return _C.dyn_run(self._ptc_config, self._modules["_orig_mod"], *args, **kwargs)
+
 
         def __getattr__(self, name):
             if name == "_orig_mod":
@@ -167,6 +169,12 @@ def _optimized_module_class():
         def __repr__(self):
             return "OptimizedModule(%r)" % (self._modules["_orig_mod"],)
 
+    if hasattr(_C, "dyn_call_descriptor"):
+        # calls run the wrapped module's forward under capture, skipping both
+        # nn.Module.__call__ layers when they would run no hooks (else
+        # nn.Module.__call__ itself: hooks, then forward above); a C method
+        # descriptor, so a call makes no Python frame
+        OptimizedModule.__call__ = _C.dyn_call_descriptor(OptimizedModule)
     _LazyModuleClass.cls = OptimizedModule
     return OptimizedModule
 

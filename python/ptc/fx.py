@@ -556,7 +556,8 @@ class CompiledGraph:
         self._lock = threading.Lock()
         self._trial = None
         self._warned = False
-        self._fast = None
+        self._fast = None  # the CompiledFunction when calls may go straight to it
+        self._fast_single = False  # ... and its output is the 1-tuple's tensor
         self._nargs = len(kinds)
         self.compiled = None
         self._extra_dyn = frozenset()  # from_fx(dynamic_dims=): dynamic in every build
@@ -647,23 +648,27 @@ class CompiledGraph:
     def _fast_path(self, sp):
         """A call path without the general bookkeeping, for graphs whose
         inputs are all tensors and whose output is one tensor or a flat
-        tuple of the slots in order (the common case): None otherwise."""
+        tuple of the slots in order (the common case): (the
+        CompiledFunction, whether the result is its one output), None
+        otherwise."""
         t = sp.template
         if self._const_idx or self._sources or t is None or t.writebacks:
             return None
         compiled = sp.compiled
         tree = t.tree
         if tree == ("slot", 0):
-            return lambda args: compiled(*args)[0]
+            return compiled, True
         if tree[0] == "seq" and tree[1] == "tuple" and \
                 [c for c in tree[2]] == [("slot", k) for k in range(t.n_slots)]:
-            return lambda args: compiled(*args)
+            return compiled, False
         return None
 
     def __call__(self, *args):
         fast = self._fast
         if fast is not None and len(args) == self._nargs:
-            return fast(args)
+            # the CompiledFunction itself (C): its tuple, or its one output
+            out = fast(*args)
+            return out[0] if self._fast_single else out
         return self._call(args)
 
     def _call(self, args):
@@ -687,7 +692,10 @@ class CompiledGraph:
         outs = sp.compiled(*tensors)
         t = sp.template
         if self._fast is None and len(self._specs) == 1:
-            self._fast = self._fast_path(sp)
+            fp = self._fast_path(sp)
+            if fp is not None:
+                self._fast_single = fp[1]
+                self._fast = fp[0]
         for i, k in t.writebacks:
             if outs[k] is not args[i]:
                 with torch.no_grad():

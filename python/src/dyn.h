@@ -124,6 +124,7 @@ enum dyn_source_kind {
   DS_CONST,   /* a fixed object held by the source (key) */
   DS_GRAD_MODE, /* torch.is_grad_enabled() */
   DS_TYPE,    /* type(base) */
+  DS_DEFAULT_DTYPE, /* torch.get_default_dtype() */
 };
 typedef struct DynSource {
   PyObject_HEAD
@@ -142,6 +143,8 @@ DynSource* dyn_source_attr(DynSource* base, PyObject* name);
 DynSource* dyn_source_item(DynSource* base, PyObject* key);
 DynSource* dyn_source_const(PyObject* obj);
 DynSource* dyn_source_grad_mode(void);
+/** torch.get_default_dtype() (DS_DEFAULT_DTYPE). */
+DynSource* dyn_source_default_dtype(void);
 /** type(base) (DS_TYPE). */
 DynSource* dyn_source_type(DynSource* base);
 /** Evaluates a source against a frame: new reference, or NULL with the

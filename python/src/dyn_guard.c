@@ -104,6 +104,7 @@ DynSource* dyn_source_item(DynSource* base, PyObject* key) {
 }
 DynSource* dyn_source_const(PyObject* obj) { return source_new(DS_CONST, 0, obj, NULL); }
 DynSource* dyn_source_grad_mode(void) { return source_new(DS_GRAD_MODE, 0, NULL, NULL); }
+DynSource* dyn_source_default_dtype(void) { return source_new(DS_DEFAULT_DTYPE, 0, NULL, NULL); }
 DynSource* dyn_source_type(DynSource* base) { return source_new(DS_TYPE, 0, NULL, base); }
 
 /* torch.is_grad_enabled, imported on first use (borrowed into a static). */
@@ -119,6 +120,21 @@ static PyObject* grad_mode_value(void) {
     if (!g_is_grad_enabled) return NULL;
   }
   return PyObject_CallNoArgs(g_is_grad_enabled);
+}
+
+/* torch.get_default_dtype, imported on first use (borrowed into a static). */
+static PyObject* g_get_default_dtype;
+
+/* torch.get_default_dtype() (new reference). */
+static PyObject* default_dtype_value(void) {
+  if (!g_get_default_dtype) {
+    PyObject* torch = PyImport_ImportModule("torch");
+    if (!torch) return NULL;
+    g_get_default_dtype = PyObject_GetAttrString(torch, "get_default_dtype");
+    Py_DECREF(torch);
+    if (!g_get_default_dtype) return NULL;
+  }
+  return PyObject_CallNoArgs(g_get_default_dtype);
 }
 
 /* DS_LOCAL: the argument slot (UnboundLocalError when empty). */
@@ -187,6 +203,22 @@ static PyObject* eval_item(PyObject* base, PyObject* key) {
   return PyObject_GetItem(base, key);
 }
 
+/* getattr(base, name); for a plain module and a non-dunder name straight
+ * from the module's dict (what the generic lookup finds there: the module
+ * type's data descriptors all have dunder names), else PyObject_GetAttr
+ * (absent names: module __getattr__, the AttributeError). */
+static PyObject* module_attr(PyObject* base, PyObject* name) {
+  if (PyModule_CheckExact(base) && PyUnicode_Check(name) &&
+      !(PyUnicode_GET_LENGTH(name) >= 2 && PyUnicode_READ_CHAR(name, 0) == '_' &&
+        PyUnicode_READ_CHAR(name, 1) == '_')) {
+    PyObject* d = PyModule_GetDict(base); /* borrowed */
+    PyObject* o = d ? PyDict_GetItemWithError(d, name) : NULL;
+    if (o) return Py_NewRef(o);
+    if (PyErr_Occurred()) return NULL;
+  }
+  return PyObject_GetAttr(base, name);
+}
+
 /* Per-check memo of evaluated bases (a small open-addressing table keyed by
  * source pointer) so guards on L['self'].a.b.w and L['self'].a.b.v do not
  * walk L['self'].a.b twice. Values are strong references. */
@@ -248,13 +280,14 @@ static PyObject* source_eval_m(DynSource* s, const dyn_frame_view* v, memo* m) {
   case DS_CLOSURE: return eval_closure(s, v);
   case DS_CONST: return Py_NewRef(s->key);
   case DS_GRAD_MODE: return grad_mode_value();
+  case DS_DEFAULT_DTYPE: return default_dtype_value();
   case DS_ATTR:
   case DS_ITEM:
   case DS_TYPE:
     base = eval_base(s->base, v, m);
     if (!base) return NULL;
     if (s->kind == DS_ATTR)
-      o = PyObject_GetAttr(base, s->key);
+      o = module_attr(base, s->key);
     else if (s->kind == DS_ITEM)
       o = eval_item(base, s->key);
     else
@@ -280,6 +313,7 @@ PyObject* dyn_source_repr(DynSource* s) {
   case DS_CLOSURE: return PyUnicode_FromFormat("C[%zd]", s->index);
   case DS_CONST: return PyUnicode_FromFormat("K(%s@%p)", Py_TYPE(s->key)->tp_name, (void*)s->key);
   case DS_GRAD_MODE: return PyUnicode_FromString("torch.is_grad_enabled()");
+  case DS_DEFAULT_DTYPE: return PyUnicode_FromString("torch.get_default_dtype()");
   case DS_ATTR:
   case DS_ITEM:
   case DS_TYPE:

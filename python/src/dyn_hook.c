@@ -279,18 +279,15 @@ PyObject* dyn_py_enable(PyObject* self, PyObject* cfg) {
 /* _C.dyn_run(config_or_None, fn, *args, **kwargs): fn(*args, **kwargs) with
  * `config` as the thread's capture config, the previous one restored after
  * (what ptc.compile's wrappers call: no Python-level try/finally). */
-PyObject* dyn_py_run(PyObject* self, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) {
-  Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-  if (nargs < 2) {
-    PyErr_SetString(PyExc_TypeError, "dyn_run(config, fn, *args, **kwargs)");
-    return NULL;
-  }
-  PyObject* prev = dyn_py_enable(self, args[0]);
+/* fn(*args, **kwargs) with `cfg` as the thread's config (restored after). */
+static PyObject* run_with_config(PyObject* cfg, PyObject* fn, PyObject* const* args,
+                                 size_t nargs, PyObject* kwnames) {
+  PyObject* prev = dyn_py_enable(NULL, cfg);
   if (!prev) return NULL;
-  PyObject* r = PyObject_Vectorcall(args[1], args + 2, (size_t)(nargs - 2), kwnames);
+  PyObject* r = PyObject_Vectorcall(fn, args, nargs, kwnames);
   PyObject *t, *v, *tb;
   PyErr_Fetch(&t, &v, &tb);
-  PyObject* cur = dyn_py_enable(self, prev);
+  PyObject* cur = dyn_py_enable(NULL, prev);
   Py_XDECREF(cur);
   Py_DECREF(prev);
   if (!cur) { /* cannot happen once enabling worked; keep fn's outcome */
@@ -298,6 +295,193 @@ PyObject* dyn_py_run(PyObject* self, PyObject* const* args, Py_ssize_t nargsf, P
   }
   PyErr_Restore(t, v, tb);
   return r;
+}
+
+PyObject* dyn_py_run(PyObject* self, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) {
+  (void)self;
+  Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+  if (nargs < 2) {
+    PyErr_SetString(PyExc_TypeError, "dyn_run(config, fn, *args, **kwargs)");
+    return NULL;
+  }
+  return run_with_config(args[0], args[1], args + 2, (size_t)(nargs - 2), kwnames);
+}
+
+/* ---- OptimizedModule calls (ptc/dynamo.py) ---- */
+
+/* What torch.nn.Module.__call__ consults before it calls forward, resolved
+ * once: ok = 0 (this torch looks different) sends every call the long way. */
+static struct {
+  int tried, ok;
+  PyObject* module_type; /* torch.nn.Module */
+  PyObject* call;        /* the original Module.__call__ (_wrapped_call_impl / _call_impl) */
+  PyObject* call_impl;   /* Module._call_impl */
+  PyObject* mod_globals; /* torch.nn.modules.module's globals (the global hook dicts) */
+  PyObject* s_call, *s_call_impl, *s_forward, *s_config, *s_modules, *s_orig, *s_compiled;
+  PyObject* s_hooks[4];  /* the per-module hook dicts */
+  PyObject* s_global[4]; /* the global hook dicts */
+} MC;
+
+static void module_call_init(void) {
+  MC.tried = 1;
+  static const char* const hooks[4] = {"_forward_hooks", "_forward_pre_hooks", "_backward_hooks",
+                                       "_backward_pre_hooks"};
+  static const char* const globals[4] = {"_global_forward_hooks", "_global_forward_pre_hooks",
+                                         "_global_backward_hooks", "_global_backward_pre_hooks"};
+  PyObject** names[7] = {&MC.s_call, &MC.s_call_impl, &MC.s_forward, &MC.s_config,
+                         &MC.s_modules, &MC.s_orig, &MC.s_compiled};
+  static const char* const text[7] = {"__call__", "_call_impl", "forward", "_ptc_config",
+                                      "_modules", "_orig_mod", "_compiled_call_impl"};
+  for (int i = 0; i < 7; i++)
+    if (!*names[i] && !(*names[i] = PyUnicode_InternFromString(text[i]))) goto fail;
+  for (int i = 0; i < 4; i++) {
+    if (!MC.s_hooks[i] && !(MC.s_hooks[i] = PyUnicode_InternFromString(hooks[i]))) goto fail;
+    if (!MC.s_global[i] && !(MC.s_global[i] = PyUnicode_InternFromString(globals[i]))) goto fail;
+  }
+  PyObject* mm = PyImport_ImportModule("torch.nn.modules.module");
+  PyObject* mt = mm ? PyObject_GetAttrString(mm, "Module") : NULL;
+  PyObject* g = mm ? PyModule_GetDict(mm) : NULL; /* borrowed */
+  if (!mt || !g || !PyType_Check(mt)) {
+    Py_XDECREF(mt);
+    Py_XDECREF(mm);
+    goto fail;
+  }
+  PyObject* d = ((PyTypeObject*)mt)->tp_dict;
+  PyObject* call = PyDict_GetItemString(d, "_wrapped_call_impl"); /* torch >= 2.2 */
+  if (!call) call = PyDict_GetItemString(d, "_call_impl");
+  PyObject* impl = PyDict_GetItemString(d, "_call_impl");
+  if (!call || !impl) {
+    Py_DECREF(mt);
+    Py_DECREF(mm);
+    goto fail;
+  }
+  MC.module_type = mt;
+  MC.call = Py_NewRef(call);
+  MC.call_impl = Py_NewRef(impl);
+  MC.mod_globals = Py_NewRef(g);
+  Py_DECREF(mm);
+  MC.ok = 1;
+  return;
+fail:
+  PyErr_Clear();
+}
+
+/* Whether dict `d` holds `name` as a non-empty dict (or anything else that
+ * is not an empty dict or None): 1 yes, 0 no. */
+static int holds_hooks(PyObject* d, PyObject* name) {
+  PyObject* h = PyDict_GetItemWithError(d, name); /* borrowed */
+  if (!h) {
+    PyErr_Clear();
+    return 0;
+  }
+  if (PyDict_Check(h)) return PyDict_GET_SIZE(h) != 0;
+  return h != Py_None;
+}
+
+/* Whether calling module `m` (its instance dict `d`) runs exactly
+ * m.forward(*args, **kwargs): torch's own Module.__call__ (`own_call`: the
+ * type's __call__ is checked too), no _call_impl override, no module hooks,
+ * no compiled call. */
+static int plain_module(PyObject* m, PyObject* d, int own_call) {
+  PyTypeObject* tp = Py_TYPE(m);
+  if (own_call && _PyType_Lookup(tp, MC.s_call) != MC.call) return 0;
+  if (_PyType_Lookup(tp, MC.s_call_impl) != MC.call_impl) return 0;
+  for (int i = 0; i < 4; i++)
+    if (holds_hooks(d, MC.s_hooks[i])) return 0;
+  return !holds_hooks(d, MC.s_compiled);
+}
+
+/* Whether torch.nn.Module.__call__ would take its no-hook path right now:
+ * not patched (torch.fx patches it while tracing), no global hooks. (Under
+ * torch.jit.trace _call_impl would call _slow_forward, which only adds
+ * tracer scope names around the same forward: not checked, as asking costs
+ * a pybind11 call per run.) */
+static int plain_module_call(void) {
+  if (_PyType_Lookup((PyTypeObject*)MC.module_type, MC.s_call) != MC.call) return 0;
+  for (int i = 0; i < 4; i++)
+    if (holds_hooks(MC.mod_globals, MC.s_global[i])) return 0;
+  return 1;
+}
+
+/* torch.nn.Module.__call__(outer, *args, **kwargs): hooks, then forward
+ * (OptimizedModule.forward: dyn_run on the wrapped module). */
+static PyObject* module_call_long(PyObject* outer, PyObject* const* args, size_t nargs,
+                                  PyObject* kwnames) {
+  PyObject* call = NULL;
+  if (MC.ok) {
+    call = PyObject_GetAttr(MC.module_type, MC.s_call);
+  } else {
+    PyObject* mm = PyImport_ImportModule("torch.nn");
+    PyObject* mt = mm ? PyObject_GetAttrString(mm, "Module") : NULL;
+    call = mt ? PyObject_GetAttrString(mt, "__call__") : NULL;
+    Py_XDECREF(mt);
+    Py_XDECREF(mm);
+  }
+  if (!call) return NULL;
+  size_t n_all = nargs + (kwnames ? (size_t)PyTuple_GET_SIZE(kwnames) : 0);
+  PyObject* small[16];
+  PyObject** full = n_all + 1 <= 16 ? small : PyMem_Malloc((n_all + 1) * sizeof *full);
+  PyObject* r = NULL;
+  if (!full) {
+    PyErr_NoMemory();
+  } else {
+    full[0] = outer;
+    for (size_t i = 0; i < n_all; i++) full[i + 1] = args[i];
+    r = PyObject_Vectorcall(call, full, nargs + 1, kwnames);
+    if (full != small) PyMem_Free(full);
+  }
+  Py_DECREF(call);
+  return r;
+}
+
+/* An OptimizedModule's call: `outer` the wrapper, args/kwnames its call's. */
+static PyObject* run_module(PyObject* outer, PyObject* const* args, size_t nargs,
+                            PyObject* kwnames) {
+  if (!MC.tried) module_call_init();
+  PyObject* r = NULL;
+  PyObject* od = MC.ok ? PyObject_GenericGetDict(outer, NULL) : NULL;
+  PyObject *inner = NULL, *cfg = NULL, *id = NULL;
+  if (od) {
+    PyObject* mods = PyDict_GetItemWithError(od, MC.s_modules);
+    inner = mods && PyDict_Check(mods) ? PyDict_GetItemWithError(mods, MC.s_orig) : NULL;
+    cfg = PyDict_GetItemWithError(od, MC.s_config);
+    Py_XINCREF(inner);
+    Py_XINCREF(cfg);
+  }
+  if (inner) id = PyObject_GenericGetDict(inner, NULL);
+  PyErr_Clear();
+  if (od && id && cfg && plain_module_call() && plain_module(outer, od, 0) &&
+      plain_module(inner, id, 1)) {
+    PyObject* fwd = PyObject_GetAttr(inner, MC.s_forward);
+    if (fwd) r = run_with_config(cfg, fwd, args, nargs, kwnames);
+    Py_XDECREF(fwd);
+  } else {
+    r = module_call_long(outer, args, nargs, kwnames);
+  }
+  Py_XDECREF(od);
+  Py_XDECREF(id);
+  Py_XDECREF(inner);
+  Py_XDECREF(cfg);
+  return r;
+}
+
+/* OptimizedModule.__call__ as a method descriptor (self: the module). */
+static PyObject* module_call_method(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
+                                    PyObject* kwnames) {
+  return run_module(self, args, (size_t)nargs, kwnames);
+}
+
+static PyMethodDef module_call_def = {
+    "__call__", (PyCFunction)(void (*)(void))module_call_method, METH_FASTCALL | METH_KEYWORDS,
+    "Calls the wrapped module's forward under capture (see dyn_call_descriptor)."};
+
+PyObject* dyn_py_call_descriptor(PyObject* self, PyObject* cls) {
+  (void)self;
+  if (!PyType_Check(cls)) {
+    PyErr_SetString(PyExc_TypeError, "dyn_call_descriptor(cls): cls must be a class");
+    return NULL;
+  }
+  return PyDescr_NewMethod((PyTypeObject*)cls, &module_call_def);
 }
 
 /* _C.dyn_reset(): drops every cache entry and skip mark. */

@@ -21,6 +21,16 @@ PyObject* dyn_py_enable(PyObject* self, PyObject* cfg);
 /** _C.dyn_run(config_or_None, fn, *args, **kwargs) -> fn(*args, **kwargs)
  * run with `config` as the thread's capture config (restored after). */
 PyObject* dyn_py_run(PyObject* self, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames);
+/** _C.dyn_call_descriptor(cls) -> a method descriptor of `cls` (an
+ * OptimizedModule class) for cls.__call__ (calls reach C without a Python
+ * frame). A call module(*args, **kwargs): when torch's Module.__call__
+ * would call forward directly (no hooks on the wrapper, the wrapped module
+ * or globally, Module.__call__ not patched, the wrapped type's __call__ and
+ * _call_impl torch's own), runs module._orig_mod.forward(*args, **kwargs)
+ * under module._ptc_config without the two Module.__call__ layers; else
+ * torch.nn.Module.__call__(module, *args, **kwargs). (Under torch.jit.trace
+ * the tracer's scope names are then not recorded.) */
+PyObject* dyn_py_call_descriptor(PyObject* self, PyObject* cls);
 /** _C.dyn_reset(): drops every code object's cache entries, skip marks and
  * automatic-dynamic memory, and zeroes the counters. */
 PyObject* dyn_py_reset(PyObject* self, PyObject* unused);
@@ -37,7 +47,7 @@ PyObject* dyn_py_skipped(PyObject* self, PyObject* code);
 /* _C._dyn_source(kind, arg=None, base=None, name=None) -> DynSource (tests):
  * kind "local" (arg = index, name), "global" (arg = name), "closure"
  * (arg = index), "attr"/"item" (base, arg = name/key), "const" (arg),
- * "grad_mode", "type" (base). */
+ * "grad_mode", "default_dtype", "type" (base). */
 static PyObject* py_source(PyObject* self, PyObject* args, PyObject* kw) {
   (void)self;
   static char* kwlist[] = {"kind", "arg", "base", "name", NULL};
@@ -63,6 +73,7 @@ static PyObject* py_source(PyObject* self, PyObject* args, PyObject* kw) {
   if (!strcmp(kind, "item")) return (PyObject*)dyn_source_item(b, arg);
   if (!strcmp(kind, "const")) return (PyObject*)dyn_source_const(arg);
   if (!strcmp(kind, "grad_mode")) return (PyObject*)dyn_source_grad_mode();
+  if (!strcmp(kind, "default_dtype")) return (PyObject*)dyn_source_default_dtype();
   if (!strcmp(kind, "type")) return (PyObject*)dyn_source_type(b);
   return PyErr_Format(PyExc_ValueError, "_dyn_source: unknown kind '%s'", kind);
 }
@@ -112,6 +123,8 @@ static PyMethodDef dyn_methods[] = {
     {"dyn_run", (PyCFunction)(void (*)(void))dyn_py_run, METH_FASTCALL | METH_KEYWORDS,
      "dyn_run(config_or_None, fn, *args, **kwargs) -> fn(*args, **kwargs) with `config` as "
      "this thread's capture config (the previous one restored after)."},
+    {"dyn_call_descriptor", dyn_py_call_descriptor, METH_O,
+     "dyn_call_descriptor(cls) -> method descriptor for an OptimizedModule class's __call__."},
     {"dyn_reset", dyn_py_reset, METH_NOARGS, "dyn_reset(): drops every capture cache entry."},
     {"dyn_stats", dyn_py_stats, METH_NOARGS, "dyn_stats() -> dict of capture counters."},
     {"dyn_entries", dyn_py_entries, METH_O,

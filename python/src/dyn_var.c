@@ -258,11 +258,9 @@ static int isinstance_torch(PyObject* value, const char* dotted) {
 /* Small predicates for guards CPython's C API cannot express as data
  * (used as DG_SHAPE callables over their sources), defined once. */
 static const char* const helper_src =
-    "import math, torch\n"
+    "import math\n"
     "def same_zero_sign(expected, v):\n"
-    "    return type(v) is float and math.copysign(1.0, v) == math.copysign(1.0, expected)\n"
-    "def default_dtype_is(d):\n"
-    "    return torch.get_default_dtype() is d\n";
+    "    return type(v) is float and math.copysign(1.0, v) == math.copysign(1.0, expected)\n";
 
 static PyObject* helper(const char* name) {
   static PyObject* ns = NULL;
@@ -303,13 +301,13 @@ static int helper_guard(dyn_tx* tx, const char* name, PyObject* arg, PyObject* s
 }
 
 int dyn_var_global_guards(dyn_tx* tx) {
-  PyObject* torch = PyImport_ImportModule("torch");
-  PyObject* d = torch ? PyObject_CallMethod(torch, "get_default_dtype", NULL) : NULL;
-  Py_XDECREF(torch);
-  PyObject* none = d ? PyTuple_New(0) : NULL;
-  int rc = none ? helper_guard(tx, "default_dtype_is", d, none) : -1;
+  /* ID torch.get_default_dtype() is <dtype>: a C call per check, no Python
+   * helper frame */
+  DynSource* src = dyn_source_default_dtype();
+  PyObject* d = src ? dyn_source_eval(src, NULL) : NULL;
+  int rc = d ? dyn_guards_add(tx->guards, DG_ID, src, d, 0) : -1;
   Py_XDECREF(d);
-  Py_XDECREF(none);
+  Py_XDECREF((PyObject*)src);
   return rc;
 }
 

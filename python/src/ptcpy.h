@@ -37,6 +37,9 @@ typedef struct ptcpy_torch_cache {
   PyObject* kw_dtype;       /* ("dtype",) for vectorcall */
   PyObject* kw_dtype_device; /* ("dtype", "device") */
   int bool_dlpack;          /* torch exports bool tensors through DLPack */
+  int cuda_is_hip;          /* torch.version.hip is set (is_cuda means a ROCm device) */
+  int direct_import;        /* inputs read through the getters, not DLPack (torch 1.x) */
+  PyObject* cuda_devices[8]; /* torch.device("cuda:N"), made on first use */
 } ptcpy_torch_cache;
 extern ptcpy_torch_cache ptcpy_torch;
 /** Interned method/attribute names. */
@@ -62,13 +65,17 @@ int32_t ptcpy_dtype_from_obj(PyObject* o);
 /** torch.dtype object of a ptc dtype (borrowed), or NULL with an error. */
 PyObject* ptcpy_dtype_to_torch(int32_t dtype);
 
-/** One torch tensor lent to libptc: `t` describes it (its shape/strides
- * point into the DLPack capsule, which keeps the memory alive until
- * ptcpy_in_release). */
+/** One torch tensor lent to libptc: `t` describes it. Read straight from
+ * the tensor (its shape/strides then live in `dims`, `keep` is the tensor)
+ * or, for what that path does not take, through a DLPack capsule (shape/
+ * strides point into it, `keep` is the capsule). `keep` keeps the memory
+ * alive until ptcpy_in_release. A ptcpy_in must not be copied while its `t`
+ * is in use (t.shape may point into it). */
 typedef struct ptcpy_in {
   ptc_tensor t;
-  PyObject* capsule; /* owned reference, NULL once released */
+  PyObject* keep;    /* owned reference (tensor or capsule), NULL once released */
   int requires_grad; /* the tensor required grad (a detached view was lent) */
+  int64_t dims[2 * PTC_MAX_RANK]; /* shape, then strides (direct path) */
 } ptcpy_in;
 
 /** Device type a backend runs on (PTC_DEVICE_CPU for "ref"/"cpu"). */
@@ -82,7 +89,8 @@ int32_t ptcpy_backend_device(const char* backend);
  * Returns 0, or -1 with an exception set. */
 int ptcpy_in_import(PyObject* obj, size_t index, const char* role, int32_t device_type,
                     const char* backend, ptcpy_in* out);
-/** Drops the capsule (its destructor frees the DLPack descriptor). */
+/** Drops what keeps each tensor lent (a capsule's destructor frees the
+ * DLPack descriptor). */
 void ptcpy_in_release(ptcpy_in* in, size_t n);
 /** Whether `t` is contiguous (size-1 dims' strides ignored). */
 int ptcpy_is_contiguous(const ptc_tensor* t);

@@ -229,8 +229,10 @@ static PyObject* exec_call(PtcExec* self, PyObject* inputs, PyObject* outputs, u
   }
   size_t n_in = (size_t)PySequence_Fast_GET_SIZE(seq);
   size_t n_out = oseq ? (size_t)PySequence_Fast_GET_SIZE(oseq) : self->n_out;
-  call_buf b;
-  memset(&b, 0, sizeof b);
+  call_buf b; /* only the pointers need a start value (call_buf_free) */
+  b.ins = b.outs = NULL;
+  b.desc = NULL;
+  b.shapes = NULL;
   PyObject* res = NULL;
   if (call_buf_init(&b, n_in, n_out) < 0) goto done;
   if (ptcpy_exec_import(self, seq, "input", b.ins) < 0) {
