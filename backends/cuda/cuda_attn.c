@@ -15,7 +15,7 @@
 extern const char ptc_cuda_attn_text[];
 
 #define ATTN_MAXB 6
-#define ATTN_BM 64
+#define ATTN_FUNC_MAX_DYN_SMEM 8 /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
 
 /* Device layout of ptc_attn_args (cuda_attn.cuh). */
 typedef struct attn_args {
@@ -87,15 +87,49 @@ static cu_module attn_module[2][3]; /* [f16, bf16][E 32, 64, 128], built on firs
 static cu_function attn_fn[2][3];
 static const int attn_dims[3] = {32, 64, 128};
 
+/* The shape of a kernel instantiation (cuda_attn.cuh): key tile rows, m16
+ * tiles per warp (a block of 4 warps owns 64 * mt query rows), q fragments
+ * kept in registers. */
+typedef struct attn_cfg {
+  int bn, mt, qreg;
+} attn_cfg;
+static attn_cfg attn_used[2][3]; /* the shape each loaded module was built with */
+
+/* The shape for head dim index hi: the defaults below, or
+ * PTC_CUDA_ATTN_CFG="bn,mt,qreg" (bn 32/64/128, mt 1/2, qreg 0/1; a tuning
+ * knob, read when a module is built). The defaults were the fastest of
+ * the shapes measured on an H100 (bf16, b8 h16 s1024; test_cuda_attn
+ * --bench-fused): d32/d64 64,2,1 (sm_90 ptxas: 208 / 252 registers, two
+ * blocks per SM), d128 64,1,1 (212 registers; 2 m tiles per warp spill). */
+static attn_cfg attn_config(int hi) {
+  static const attn_cfg def[3] = {{64, 2, 1}, {64, 2, 1}, {64, 1, 1}};
+  attn_cfg c = def[hi];
+  const char* env = getenv("PTC_CUDA_ATTN_CFG");
+  int bn, mt, qreg;
+  if (env && sscanf(env, "%d,%d,%d", &bn, &mt, &qreg) == 3 && (bn == 32 || bn == 64 || bn == 128) &&
+      (mt == 1 || mt == 2) && (qreg == 0 || qreg == 1))
+    c = (attn_cfg){bn, mt, qreg};
+  return c;
+}
+
+/* Dynamic shared memory of a kernel: [q tile unless qreg][2 k tiles][2 v
+ * tiles], rows of E + 8 halves. */
+static int attn_smem_bytes(attn_cfg c, int e) {
+  return ((c.qreg ? 0 : 64 * c.mt) + 4 * c.bn) * (e + 8) * 2;
+}
+
 /* The prelude, the kernel text and the instantiations of (bf, hi) pairs. */
 static ptc_status attn_source(ptc_strbuf* src, const int* bf, const int* hi, int n) {
   ptc_sb_init(src);
   ptc_sb_printf(src, "// libptc attention kernels (%s)\n", PTC_CUDA_CODEGEN_VERSION);
   ptc_sb_append(src, ptc_cuda_prelude_text);
   ptc_sb_append(src, ptc_cuda_attn_text);
-  for (int i = 0; i < n; i++)
-    ptc_sb_printf(src, "PTC_ATTN_KERNEL(ptc_attn_%s_d%d, %s, %d)\n", bf[i] ? "bf16" : "f16",
-                  attn_dims[hi[i]], bf[i] ? "true" : "false", attn_dims[hi[i]]);
+  for (int i = 0; i < n; i++) {
+    attn_cfg c = attn_config(hi[i]);
+    ptc_sb_printf(src, "PTC_ATTN_KERNEL(ptc_attn_%s_d%d, %s, %d, %d, %d, %s)\n",
+                  bf[i] ? "bf16" : "f16", attn_dims[hi[i]], bf[i] ? "true" : "false",
+                  attn_dims[hi[i]], c.bn, c.mt, c.qreg ? "true" : "false");
+  }
   if (src->oom) {
     ptc_sb_free(src);
     return ptc_status_oom();
@@ -113,11 +147,27 @@ static ptc_status load_attn(ptc_context* ctx, const cuda_device* d, int bf, int 
   char name[48];
   snprintf(name, sizeof name, "ptc_attn_%s_d%d", bf ? "bf16" : "f16", attn_dims[hi]);
   r = cu->ModuleGetFunction(&attn_fn[bf][hi], attn_module[bf][hi], name);
+  attn_cfg c = attn_config(hi);
+  int smem = attn_smem_bytes(c, attn_dims[hi]);
+  const char* what = "finding the attention kernel";
+  if (r == CU_SUCCESS && smem > 48 * 1024 && smem > d->max_smem_optin) {
+    cu->ModuleUnload(attn_module[bf][hi]);
+    attn_module[bf][hi] = NULL;
+    attn_fn[bf][hi] = NULL;
+    return PTC_ERR(UNIMPLEMENTED, "cuda backend: the attention kernel needs %d bytes of shared "
+                   "memory, the device allows %d", smem, d->max_smem_optin);
+  }
+  if (r == CU_SUCCESS && smem > 48 * 1024) {
+    what = "allowing the attention kernel's shared memory";
+    r = cu->FuncSetAttribute(attn_fn[bf][hi], ATTN_FUNC_MAX_DYN_SMEM, smem);
+  }
   if (r != CU_SUCCESS) {
     cu->ModuleUnload(attn_module[bf][hi]);
+    attn_module[bf][hi] = NULL;
     attn_fn[bf][hi] = NULL;
-    return cuda_error(r, "finding the attention kernel");
+    return cuda_error(r, what);
   }
+  attn_used[bf][hi] = c;
   return PTC_OK;
 }
 
@@ -209,16 +259,19 @@ ptc_status cuda_attn_run(const cuda_ext_call* c) {
   pthread_mutex_lock(&attn_lock);
   ptc_status s = attn_fn[bf][hi] ? PTC_OK : load_attn(c->plan->ctx, c->plan->dev, bf, hi);
   cu_function fn = attn_fn[bf][hi];
+  attn_cfg cfg = attn_used[bf][hi];
   pthread_mutex_unlock(&attn_lock);
   PTC_TRY(s);
   cu_deviceptr pq = (cu_deviceptr)(uintptr_t)q->data, pk = (cu_deviceptr)(uintptr_t)k->data;
   cu_deviceptr pv = (cu_deviceptr)(uintptr_t)v->data, po = (cu_deviceptr)(uintptr_t)o->data;
   cu_deviceptr pm = m ? (cu_deviceptr)(uintptr_t)m->data : 0;
   void* params[] = {&pq, &pk, &pv, &pm, &po, &a};
-  int64_t gx = (a.L + ATTN_BM - 1) / ATTN_BM, gy = a.nbatch < 65535 ? a.nbatch : 65535;
-  if (gx > INT32_MAX) return PTC_ERR(UNIMPLEMENTED, "cuda backend: attention with too many queries");
-  CUDA_TRY(cuda_libs_get()->cu.LaunchKernel(fn, (unsigned)gx,
-                                            (unsigned)gy, 1, 128, 1, 1, 0, c->stream, params, NULL),
+  int64_t bm = 64 * cfg.mt, gx = (a.L + bm - 1) / bm, gy = a.nbatch < 65535 ? a.nbatch : 65535;
+  if (gx > INT32_MAX || a.S > INT32_MAX)
+    return PTC_ERR(UNIMPLEMENTED, "cuda backend: attention with too many queries or keys");
+  CUDA_TRY(cuda_libs_get()->cu.LaunchKernel(fn, (unsigned)gx, (unsigned)gy, 1, 128, 1, 1,
+                                            (unsigned)attn_smem_bytes(cfg, (int)E), c->stream,
+                                            params, NULL),
            "launching the attention kernel");
   return PTC_OK;
 }

@@ -5,27 +5,32 @@
 // out = softmax(q @ k^T * scale + mask) @ v for half / bfloat16 q, k, v with
 // head dims 32, 64, 128 (E == Ev), fp32 accumulation, never materialising
 // the score matrix (online softmax, FlashAttention-2 style):
-//  - a block of 4 warps owns 64 query rows of one batch entry; each warp
-//    holds its 16 rows of q as mma A fragments in registers;
-//  - key/value tiles of 64 rows go through shared memory (rows padded by
-//    16 bytes; B fragments by ldmatrix, .trans for v, without bank
-//    conflicts), double-buffered with cp.async for head dims <= 64 when the
-//    views allow 16-byte copies; S = q k^T and O += P v use
-//    mma.sync.aligned.m16n8k16 (fp32 accumulate); P is rounded to the
-//    input type for the second product, like flash attention;
-//  - scores are kept in the log2 domain (scale * log2 e), a row's running
-//    max and sum per thread; a row with no finite score gives zeros (the
-//    decomposition's safe softmax);
-//  - is_causal drops key j > query i (top-left aligned) and skips tiles
-//    wholly above the diagonal; an additive (same dtype) or boolean mask is
-//    read through its broadcast strides; keys past S are dropped, rows past
-//    L neither loaded nor stored.
+//  - a block of 4 warps owns 64 * MT query rows of one batch entry, each
+//    warp 16 * MT rows (MT = 2: every k/v fragment read from shared memory
+//    feeds two mma); q as mma A fragments in registers (or, for head dim
+//    128, a shared q tile read at each step to spare registers);
+//  - key/value tiles of BN rows go through shared memory (dynamic; rows
+//    padded by 16 bytes: B fragments by ldmatrix, .trans for v, without
+//    bank conflicts), double-buffered with cp.async (tile j + 1 copied
+//    while tile j is computed, one barrier per tile) when the views allow
+//    16-byte copies; S = q k^T and O += P v use mma.sync.aligned.m16n8k16
+//    (fp32 accumulate); P goes from the S accumulators straight into A
+//    fragments (no shared memory), rounded to the input type like flash
+//    attention;
+//  - scores are kept in the log2 domain (scale * log2 e, folded into the
+//    exponent's fma on unmasked tiles), a row's running max and sum per
+//    thread; a row with no finite score gives zeros (the decomposition's
+//    safe softmax);
+//  - is_causal drops key j > query i (top-left aligned), skips tiles
+//    wholly above the diagonal (per block and per warp), tests elements
+//    only on diagonal tiles, and starts the row tiles with the most work
+//    first; an additive (same dtype) or boolean mask is read through its
+//    broadcast strides; keys past S are dropped, rows past L neither loaded
+//    nor stored.
 // Any strides: 16-byte vector loads when the host says the views allow
 // them (args.vec), element loads otherwise. The output is written with
 // its row stride and a unit last stride.
 
-#define PTC_ATTN_BM 64
-#define PTC_ATTN_BN 64
 #define PTC_ATTN_MAXB 6
 
 struct ptc_attn_args {
@@ -43,13 +48,13 @@ struct ptc_attn_args {
 template <bool BF>
 PTC_D void ptc_attn_mma(float* c, const u32* a, u32 b0, u32 b1) {
   if (BF)
-    asm volatile(
+    asm(
         "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
         "{%8,%9}, {%0,%1,%2,%3};"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
   else
-    asm volatile(
+    asm(
         "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
         "{%8,%9}, {%0,%1,%2,%3};"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
@@ -107,205 +112,352 @@ PTC_D float ptc_attn_ex2(float x) {
   return y;
 }
 
-// One k or v tile (rows n..n+BN-1, zeros past rows) into shared memory:
-// cp.async 16-byte copies when `async` (vec layouts), else through registers.
-template <int D, int BN, int KS>
-PTC_D void ptc_attn_tile(u16* dst, const u16* src, i64 n, i64 rows, i64 sr, i64 se, i32 vec,
-                         bool async, int tid) {
+// ldmatrix .x4 (four 8x8 b16 matrices; lane i gives the row address of
+// matrix i / 8), plain or transposed.
+// `p` is a shared-space byte address (ptc_attn_smem).
+PTC_D void ptc_attn_ldsm(u32* r, u32 p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(p));
+}
+PTC_D void ptc_attn_ldsm_t(u32* r, u32 p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(p));
+}
+
+// ROWS rows (n..n+ROWS-1, zeros past `rows`) of a [rows x D] view into
+// shared memory at dst (generic pointer) = sdst (shared-space address),
+// row stride KS halves, by the block's 128 threads:
+// cp.async 16-byte copies when `async` (vec layouts; the caller commits
+// and waits), else through registers.
+template <int D, int ROWS, int KS>
+PTC_D void ptc_attn_tile(u16* dst, u32 sdst, const u16* src, i64 n, i64 rows, i64 sr, i64 se,
+                         i32 vec, bool async, int tid) {
+  constexpr int CPR = D / 8;                // 16-byte chunks per row
+  constexpr int STEP = 128 / CPR;           // rows per pass of the block
+  static_assert(ROWS % STEP == 0, "tile rows");
+  const int col = (tid % CPR) * 8, row0 = tid / CPR;
 #pragma unroll
-  for (int i = tid; i < BN * D / 8; i += 128) {
-    int row = i / (D / 8), col = (i % (D / 8)) * 8;
+  for (int j = 0; j < ROWS / STEP; j++) {
+    const int r = row0 + j * STEP;
     if (async) {
-      bool in = n + row < rows;
-      const u16* g = src + (in ? (n + row) * sr + col : 0);
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(
-                       ptc_attn_smem(&dst[row * KS + col])),
+      const bool in = n + r < rows;
+      const u16* g = src + (in ? (n + r) * sr + col : 0);
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(sdst + (r * KS + col) * 2),
                    "l"(g), "r"(in ? 16 : 0));
     } else {
-      *(uint4*)&dst[row * KS + col] = ptc_attn_ld8(src, n + row, rows, col, sr, se, vec);
+      *(uint4*)&dst[r * KS + col] = ptc_attn_ld8(src, n + r, rows, col, sr, se, vec);
     }
   }
 }
 
-template <bool BF, int D>
-PTC_D void ptc_attn_body(const u16* __restrict__ q, const u16* __restrict__ k,
-                         const u16* __restrict__ v, const u16* __restrict__ mask, u16* __restrict__ o,
-                         const ptc_attn_args& a) {
-  constexpr int BM = PTC_ATTN_BM, BN = PTC_ATTN_BN;
-  constexpr int KS = D + 8;   // K tile row stride (halves)
-  constexpr int NBUF = D <= 64 ? 2 : 1;  // double-buffered k/v tiles (48 KB static limit)
-  __shared__ __align__(16) u16 ksm[NBUF][BN * KS];
-  __shared__ __align__(16) u16 vsm[NBUF][BN * KS];
-  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-  const int qr = lane >> 2, qc = (lane & 3) * 2;
-  const float NEG_INF = -PTC_INF_F;
-  const i64 m0 = (i64)blockIdx.x * BM;
-  for (i64 bi = blockIdx.y; bi < a.nbatch; bi += gridDim.y) {
-    i64 rest = bi, qo = 0, ko = 0, vo = 0, mo = 0, oo = 0;
-    for (int d = a.nb - 1; d >= 0; d--) {
-      i64 c = rest % a.batch[d];
-      rest /= a.batch[d];
-      qo += c * a.q_bs[d];
-      ko += c * a.k_bs[d];
-      vo += c * a.v_bs[d];
-      mo += c * a.m_bs[d];
-      oo += c * a.o_bs[d];
-    }
-    const u16* qb = q + qo;
-    const u16* kb = k + ko;
-    const u16* vb = v + vo;
-    const i64 r0 = m0 + warp * 16 + qr, r1 = r0 + 8;
-    u32 qa[D / 16][4];
+// ---- the pieces of one key tile, per warp (MT m16 tiles of 16 rows) ----
+// Fragment layouts are those of mma.m16n8k16: lane = 4 * qr + qc / 2 holds
+// rows qr and qr + 8, columns qc and qc + 1 of each 8-column block.
+
+// Batch entry bi's element offsets of q, k, v, mask and out.
+PTC_D void ptc_attn_offsets(const ptc_attn_args& a, i64 bi, i64* off) {
+  i64 rest = bi;
+  off[0] = off[1] = off[2] = off[3] = off[4] = 0;
+  for (int d = a.nb - 1; d >= 0; d--) {
+    i64 c = rest % a.batch[d];
+    rest /= a.batch[d];
+    off[0] += c * a.q_bs[d];
+    off[1] += c * a.k_bs[d];
+    off[2] += c * a.v_bs[d];
+    off[3] += c * a.m_bs[d];
+    off[4] += c * a.o_bs[d];
+  }
+}
+
+// q rows w0 .. w0 + 16 * MT - 1 as A fragments (zeros past L).
+template <int D, int MT>
+PTC_D void ptc_attn_qfrag(u32 (&qa)[MT][D / 16][4], const u16* qb, const ptc_attn_args& a, i64 w0,
+                          int qr, int qc) {
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++) {
+    const i64 r0 = w0 + mt * 16 + qr, r1 = r0 + 8;
 #pragma unroll
     for (int s = 0; s < D / 16; s++) {
-      i64 c = s * 16 + qc;
-      qa[s][0] = ptc_attn_ld2(qb, r0, a.L, c, a.q_sl, a.q_se, a.vec);
-      qa[s][1] = ptc_attn_ld2(qb, r1, a.L, c, a.q_sl, a.q_se, a.vec);
-      qa[s][2] = ptc_attn_ld2(qb, r0, a.L, c + 8, a.q_sl, a.q_se, a.vec);
-      qa[s][3] = ptc_attn_ld2(qb, r1, a.L, c + 8, a.q_sl, a.q_se, a.vec);
+      const i64 c = s * 16 + qc;
+      qa[mt][s][0] = ptc_attn_ld2(qb, r0, a.L, c, a.q_sl, a.q_se, a.vec);
+      qa[mt][s][1] = ptc_attn_ld2(qb, r1, a.L, c, a.q_sl, a.q_se, a.vec);
+      qa[mt][s][2] = ptc_attn_ld2(qb, r0, a.L, c + 8, a.q_sl, a.q_se, a.vec);
+      qa[mt][s][3] = ptc_attn_ld2(qb, r1, a.L, c + 8, a.q_sl, a.q_se, a.vec);
     }
-    float acc[D / 8][4];
+  }
+}
+
+// sc = q k^T for the warp's rows and the BN keys of the k tile at shared
+// address ks (this lane's ldmatrix row included); q from registers (QREG)
+// or from the shared q tile at lq.
+template <bool BF, int D, int BN, int MT, bool QREG, int KS, int QA>
+PTC_D void ptc_attn_qk(float (&sc)[MT][BN / 8][4], const u32 (&qa)[QA][QREG ? D / 16 : 1][4], u32 lq,
+                       u32 ks) {
 #pragma unroll
-    for (int t = 0; t < D / 8; t++) acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = 0.f;
-    float mx0 = NEG_INF, mx1 = NEG_INF, l0 = 0.f, l1 = 0.f;
-    i64 nend = a.S;
-    if (a.causal && m0 + BM < nend) nend = m0 + BM;
-    // vec layouts with two buffers: tile it + 1 is copied (cp.async) while
-    // tile it is computed; otherwise each tile is loaded, then computed
-    const bool pipe = NBUF == 2 && a.vec;
-    if (pipe && nend > 0) {
-      ptc_attn_tile<D, BN, KS>(ksm[0], kb, 0, a.S, a.k_ss, a.k_se, a.vec, true, tid);
-      ptc_attn_tile<D, BN, KS>(vsm[0], vb, 0, a.S, a.v_ss, a.v_se, a.vec, true, tid);
-      asm volatile("cp.async.commit_group;");
-    }
-    int it = 0;
-    for (i64 n0 = 0; n0 < nend; n0 += BN, it++) {
-      const int cur = pipe ? (it & 1) : 0;
-      if (pipe) {
-        if (n0 + BN < nend) {
-          ptc_attn_tile<D, BN, KS>(ksm[cur ^ 1], kb, n0 + BN, a.S, a.k_ss, a.k_se, a.vec, true, tid);
-          ptc_attn_tile<D, BN, KS>(vsm[cur ^ 1], vb, n0 + BN, a.S, a.v_ss, a.v_se, a.vec, true, tid);
-          asm volatile("cp.async.commit_group;");
-          asm volatile("cp.async.wait_group 1;" ::: "memory");
-        } else {
-          asm volatile("cp.async.wait_group 0;" ::: "memory");
-        }
+  for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+    for (int t = 0; t < BN / 8; t++) sc[mt][t][0] = sc[mt][t][1] = sc[mt][t][2] = sc[mt][t][3] = 0.f;
+#pragma unroll
+  for (int s = 0; s < D / 16; s++) {
+    u32 qf[MT][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+      if (QREG) {
+        qf[mt][0] = qa[QREG ? mt : 0][QREG ? s : 0][0];
+        qf[mt][1] = qa[QREG ? mt : 0][QREG ? s : 0][1];
+        qf[mt][2] = qa[QREG ? mt : 0][QREG ? s : 0][2];
+        qf[mt][3] = qa[QREG ? mt : 0][QREG ? s : 0][3];
       } else {
-        ptc_attn_tile<D, BN, KS>(ksm[0], kb, n0, a.S, a.k_ss, a.k_se, a.vec, false, tid);
-        ptc_attn_tile<D, BN, KS>(vsm[0], vb, n0, a.S, a.v_ss, a.v_se, a.vec, false, tid);
+        ptc_attn_ldsm(qf[mt], lq + (mt * 16 * KS + s * 16) * 2);
       }
-      __syncthreads();
-      const u16* ks = ksm[cur];
-      const u16* vs = vsm[cur];
-      // S = q k^T for this warp's 16 rows and the tile's BN keys
-      float sc[BN / 8][4];
-#pragma unroll
-      for (int t = 0; t < BN / 8; t++) sc[t][0] = sc[t][1] = sc[t][2] = sc[t][3] = 0.f;
-#pragma unroll
-      for (int s = 0; s < D / 16; s++) {
-#pragma unroll
-        for (int t = 0; t < BN / 8; t += 2) {
-          // B fragments of key tiles t and t + 1 (ldmatrix.x4 of the k tile)
-          u32 b[4];
-          const u16* kp = &ks[((t + (lane >> 4)) * 8 + (lane & 7)) * KS + s * 16 + ((lane >> 3) & 1) * 8];
-          asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-                       : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
-                       : "r"(ptc_attn_smem(kp)));
-          ptc_attn_mma<BF>(sc[t], qa[s], b[0], b[1]);
-          ptc_attn_mma<BF>(sc[t + 1], qa[s], b[2], b[3]);
-        }
-      }
-      // scale, masks, running max
-      float tm0 = NEG_INF, tm1 = NEG_INF;
-      // a tile inside S, wholly at or below this warp's diagonal, with no
-      // mask needs no per-element test (warp-uniform)
-      const bool plain = !a.mask && n0 + BN <= a.S && (!a.causal || n0 + BN - 1 <= m0 + warp * 16);
-#pragma unroll
-      for (int t = 0; t < BN / 8; t++) {
-#pragma unroll
-        for (int e = 0; e < 4; e++) {
-          i64 row = e < 2 ? r0 : r1, key = n0 + t * 8 + qc + (e & 1);
-          float x = sc[t][e] * a.scale_log2;
-          if (plain) {
-          } else if (key >= a.S || (a.causal && key > row)) x = NEG_INF;
-          else if (a.mask && row < a.L) {
-            const u16* mp = mask + mo + row * a.m_sl + key * a.m_ss;
-            if (a.mask == 2) {
-              if (!*(const u8*)((const u8*)mask + mo + row * a.m_sl + key * a.m_ss)) x = NEG_INF;
-            } else {
-              x += ptc_attn_tof<BF>(*mp) * 1.4426950408889634f;
-            }
-          }
-          sc[t][e] = x;
-          if (e < 2) tm0 = fmaxf(tm0, x);
-          else tm1 = fmaxf(tm1, x);
-        }
-      }
-      tm0 = fmaxf(tm0, __shfl_xor_sync(0xffffffffu, tm0, 1));
-      tm0 = fmaxf(tm0, __shfl_xor_sync(0xffffffffu, tm0, 2));
-      tm1 = fmaxf(tm1, __shfl_xor_sync(0xffffffffu, tm1, 1));
-      tm1 = fmaxf(tm1, __shfl_xor_sync(0xffffffffu, tm1, 2));
-      float nm0 = fmaxf(mx0, tm0), nm1 = fmaxf(mx1, tm1);
-      float u0 = nm0 == NEG_INF ? 0.f : nm0, u1 = nm1 == NEG_INF ? 0.f : nm1;
-      float al0 = ptc_attn_ex2(mx0 - u0), al1 = ptc_attn_ex2(mx1 - u1);
-      mx0 = nm0;
-      mx1 = nm1;
-      l0 *= al0;
-      l1 *= al1;
-#pragma unroll
-      for (int t = 0; t < D / 8; t++) {
-        acc[t][0] *= al0;
-        acc[t][1] *= al0;
-        acc[t][2] *= al1;
-        acc[t][3] *= al1;
-      }
-      u32 pa[BN / 16][4];
-#pragma unroll
-      for (int t = 0; t < BN / 8; t++) {
-        float p0 = ptc_attn_ex2(sc[t][0] - u0), p1 = ptc_attn_ex2(sc[t][1] - u0);
-        float p2 = ptc_attn_ex2(sc[t][2] - u1), p3 = ptc_attn_ex2(sc[t][3] - u1);
-        l0 += p0 + p1;
-        l1 += p2 + p3;
-        pa[t / 2][(t & 1) * 2 + 0] = ptc_attn_pack<BF>(p0, p1);
-        pa[t / 2][(t & 1) * 2 + 1] = ptc_attn_pack<BF>(p2, p3);
-      }
-      // O += P v
-#pragma unroll
-      for (int s = 0; s < BN / 16; s++) {
-#pragma unroll
-        for (int t = 0; t < D / 8; t += 2) {
-          // B fragments of d tiles t and t + 1: ldmatrix.x4.trans of the
-          // row-major v tile (keys 16s..16s+15, dims 8t..8t+15)
-          u32 b[4];
-          const u16* vp = &vs[(s * 16 + (lane & 15)) * KS + t * 8 + (lane >> 4) * 8];
-          asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-                       : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
-                       : "r"(ptc_attn_smem(vp)));
-          ptc_attn_mma<BF>(acc[t], pa[s], b[0], b[1]);
-          ptc_attn_mma<BF>(acc[t + 1], pa[s], b[2], b[3]);
-        }
-      }
-      __syncthreads();  // tile `cur` is no longer read
     }
+#pragma unroll
+    for (int t = 0; t < BN / 8; t += 2) {
+      // B fragments of key blocks t and t + 1
+      u32 b[4];
+      ptc_attn_ldsm(b, ks + (t * 8 * KS + s * 16) * 2);
+#pragma unroll
+      for (int mt = 0; mt < MT; mt++) {
+        ptc_attn_mma<BF>(sc[mt][t], qf[mt], b[0], b[1]);
+        ptc_attn_mma<BF>(sc[mt][t + 1], qf[mt], b[2], b[3]);
+      }
+    }
+  }
+}
+
+// Scores in the log2 domain are sc * f, f returned: a tile inside S,
+// wholly at or below the diagonal of the warp's rows (from w0), with no
+// mask keeps the raw products (f = scale * log2 e, folded into the
+// exponent's fma); other tiles are scaled, masked and tested per element
+// here (f = 1): keys past S and (causal) after the row give -inf.
+template <bool BF, int BN, int MT>
+PTC_D float ptc_attn_scale(float (&sc)[MT][BN / 8][4], const ptc_attn_args& a, const u16* mask,
+                           i64 mo, i64 n0, i64 w0, int qr, int qc) {
+  const float NEG_INF = -PTC_INF_F;
+  if (!a.mask && n0 + BN <= a.S && (!a.causal || n0 + BN - 1 <= w0) && a.scale_log2 > 0.f)
+    return a.scale_log2;
+  // key n0 + kr is dropped when kr >= kl or (causal) kr - rr > dg for row
+  // w0 + rr (32-bit tests; the bounds clamped, |kr - rr| < 2^20)
+  const i64 kl64 = a.S - n0, dg64 = a.causal ? w0 - n0 : (i64)1 << 20;
+  const int kl = kl64 < BN ? (int)kl64 : BN;
+  const int dg = dg64 > (1 << 20) ? 1 << 20 : dg64 < -(1 << 20) ? -(1 << 20) : (int)dg64;
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+    for (int t = 0; t < BN / 8; t++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        const int rr = mt * 16 + qr + (e >> 1) * 8, kr = t * 8 + qc + (e & 1);
+        float x = sc[mt][t][e] * a.scale_log2;
+        if (kr >= kl || kr - rr > dg) {
+          x = NEG_INF;
+        } else if (a.mask && w0 + rr < a.L) {
+          const i64 mi = mo + (w0 + rr) * a.m_sl + (n0 + kr) * a.m_ss;
+          if (a.mask == 2) {
+            if (!((const u8*)mask)[mi]) x = NEG_INF;
+          } else {
+            x += ptc_attn_tof<BF>(mask[mi]) * 1.4426950408889634f;
+          }
+        }
+        sc[mt][t][e] = x;
+      }
+  return 1.f;
+}
+
+// Online softmax step: running max mx and sum l per row (mx in the log2
+// domain), acc rescaled, P = 2^(sc * f - max) into A fragments pa (the C
+// fragments of key blocks 2j, 2j + 1 are the A fragment of keys
+// 16j..16j+15; P rounded to the input type like flash attention).
+template <bool BF, int D, int BN, int MT>
+PTC_D void ptc_attn_softmax(float (&sc)[MT][BN / 8][4], float f, float (&mx)[MT][2],
+                            float (&l)[MT][2], float (&acc)[MT][D / 8][4],
+                            u32 (&pa)[MT][BN / 16][4]) {
+  const float NEG_INF = -PTC_INF_F;
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++) {
+    float tm0 = NEG_INF, tm1 = NEG_INF;
+#pragma unroll
+    for (int t = 0; t < BN / 8; t++) {
+      tm0 = fmaxf(tm0, fmaxf(sc[mt][t][0], sc[mt][t][1]));
+      tm1 = fmaxf(tm1, fmaxf(sc[mt][t][2], sc[mt][t][3]));
+    }
+    tm0 = fmaxf(tm0, __shfl_xor_sync(0xffffffffu, tm0, 1));
+    tm0 = fmaxf(tm0, __shfl_xor_sync(0xffffffffu, tm0, 2));
+    tm1 = fmaxf(tm1, __shfl_xor_sync(0xffffffffu, tm1, 1));
+    tm1 = fmaxf(tm1, __shfl_xor_sync(0xffffffffu, tm1, 2));
+    const float nm0 = fmaxf(mx[mt][0], tm0 * f), nm1 = fmaxf(mx[mt][1], tm1 * f);
+    // a row with no finite score so far subtracts 0 (its P and sum stay 0)
+    const float u0 = nm0 == NEG_INF ? 0.f : nm0, u1 = nm1 == NEG_INF ? 0.f : nm1;
+    const float al0 = ptc_attn_ex2(mx[mt][0] - u0), al1 = ptc_attn_ex2(mx[mt][1] - u1);
+    mx[mt][0] = nm0;
+    mx[mt][1] = nm1;
+#pragma unroll
+    for (int t = 0; t < D / 8; t++) {
+      acc[mt][t][0] *= al0;
+      acc[mt][t][1] *= al0;
+      acc[mt][t][2] *= al1;
+      acc[mt][t][3] *= al1;
+    }
+    float s0 = 0.f, s1 = 0.f;
+#pragma unroll
+    for (int t = 0; t < BN / 8; t++) {
+      const float p0 = ptc_attn_ex2(fmaf(sc[mt][t][0], f, -u0));
+      const float p1 = ptc_attn_ex2(fmaf(sc[mt][t][1], f, -u0));
+      const float p2 = ptc_attn_ex2(fmaf(sc[mt][t][2], f, -u1));
+      const float p3 = ptc_attn_ex2(fmaf(sc[mt][t][3], f, -u1));
+      s0 += p0 + p1;
+      s1 += p2 + p3;
+      pa[mt][t / 2][(t & 1) * 2 + 0] = ptc_attn_pack<BF>(p0, p1);
+      pa[mt][t / 2][(t & 1) * 2 + 1] = ptc_attn_pack<BF>(p2, p3);
+    }
+    l[mt][0] = l[mt][0] * al0 + s0;
+    l[mt][1] = l[mt][1] * al1 + s1;
+  }
+}
+
+// acc += P v for the v tile at shared address vs (this lane's row included).
+template <bool BF, int D, int BN, int MT, int KS>
+PTC_D void ptc_attn_pv(float (&acc)[MT][D / 8][4], const u32 (&pa)[MT][BN / 16][4], u32 vs) {
+#pragma unroll
+  for (int s = 0; s < BN / 16; s++) {
+#pragma unroll
+    for (int t = 0; t < D / 8; t += 2) {
+      // B fragments of d blocks t and t + 1 (keys 16s..16s+15)
+      u32 b[4];
+      ptc_attn_ldsm_t(b, vs + (s * 16 * KS + t * 8) * 2);
+#pragma unroll
+      for (int mt = 0; mt < MT; mt++) {
+        ptc_attn_mma<BF>(acc[mt][t], pa[mt][s], b[0], b[1]);
+        ptc_attn_mma<BF>(acc[mt][t + 1], pa[mt][s], b[2], b[3]);
+      }
+    }
+  }
+}
+
+// out rows w0.. = acc / l (zeros for a row with no finite score).
+template <bool BF, int D, int MT>
+PTC_D void ptc_attn_store(u16* ob, const ptc_attn_args& a, float (&acc)[MT][D / 8][4],
+                          float (&l)[MT][2], i64 w0, int qr, int qc) {
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++) {
+    float l0 = l[mt][0], l1 = l[mt][1];
     l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
     l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
     l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
     l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
-    float i0 = l0 > 0.f ? 1.f / l0 : 0.f, i1 = l1 > 0.f ? 1.f / l1 : 0.f;
-    u16* ob = o + oo;
+    const float i0 = l0 > 0.f ? 1.f / l0 : 0.f, i1 = l1 > 0.f ? 1.f / l1 : 0.f;
+    const i64 r0 = w0 + mt * 16 + qr, r1 = r0 + 8;
 #pragma unroll
     for (int t = 0; t < D / 8; t++) {
-      int c = t * 8 + qc;
-      if (r0 < a.L) *(u32*)&ob[r0 * a.o_sl + c] = ptc_attn_pack<BF>(acc[t][0] * i0, acc[t][1] * i0);
-      if (r1 < a.L) *(u32*)&ob[r1 * a.o_sl + c] = ptc_attn_pack<BF>(acc[t][2] * i1, acc[t][3] * i1);
+      const int c = t * 8 + qc;
+      if (r0 < a.L) *(u32*)&ob[r0 * a.o_sl + c] = ptc_attn_pack<BF>(acc[mt][t][0] * i0, acc[mt][t][1] * i0);
+      if (r1 < a.L) *(u32*)&ob[r1 * a.o_sl + c] = ptc_attn_pack<BF>(acc[mt][t][2] * i1, acc[mt][t][3] * i1);
     }
   }
 }
 
-#define PTC_ATTN_KERNEL(name, BF, D)                                                        \
+// The block's shared memory (dynamic, sized by the host as cuda_attn.c's
+// attn_smem_bytes): [q tile BM x KS unless QREG][2 k tiles BN x KS][2 v
+// tiles], KS = D + 8 halves (a 16-byte pad: ldmatrix rows hit distinct
+// banks).
+extern __shared__ __align__(16) u16 ptc_attn_sm[];
+
+// The kernel body: a block of 4 warps owns BM = 64 * MT query rows of one
+// batch entry, warp w rows w * 16 * MT .. + 16 * MT - 1. Key/value tiles
+// of BN rows; vec layouts double-buffer them with cp.async (tile it + 1
+// copied while tile it is computed), others load each tile through
+// registers.
+template <bool BF, int D, int BN, int MT, bool QREG>
+PTC_D void ptc_attn_body(const u16* __restrict__ q, const u16* __restrict__ k,
+                         const u16* __restrict__ v, const u16* __restrict__ mask, u16* __restrict__ o,
+                         const ptc_attn_args& a) {
+  constexpr int BM = 64 * MT, WR = 16 * MT;  // rows per block, per warp
+  constexpr int KS = D + 8;
+  u16* const qsm = ptc_attn_sm;
+  u16* const ksm = ptc_attn_sm + (QREG ? 0 : BM * KS);
+  u16* const vsm = ksm + 2 * BN * KS;
+  const u32 sq = ptc_attn_smem(qsm), sk = ptc_attn_smem(ksm), sv = ptc_attn_smem(vsm);
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int qr = lane >> 2, qc = (lane & 3) * 2;
+  // this lane's ldmatrix row addresses (bytes) in the q, k and v tiles
+  const u32 lq = sq + ((warp * WR + (lane & 15)) * KS + (lane >> 4) * 8) * 2;
+  const u32 lk = (((lane >> 4) * 8 + (lane & 7)) * KS + ((lane >> 3) & 1) * 8) * 2;
+  const u32 lv = ((lane & 15) * KS + (lane >> 4) * 8) * 2;
+  const float NEG_INF = -PTC_INF_F;
+  // causal: the row tiles with the most key tiles first
+  const i64 m0 = (i64)(a.causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x) * BM;
+  const i64 w0 = m0 + warp * WR;  // this warp's first row
+  const bool pipe = a.vec != 0;
+  for (i64 bi = blockIdx.y; bi < a.nbatch; bi += gridDim.y) {
+    i64 off[5];
+    ptc_attn_offsets(a, bi, off);
+    const u16* qb = q + off[0];
+    const u16* kb = k + off[1];
+    const u16* vb = v + off[2];
+    u32 qa[QREG ? MT : 1][QREG ? D / 16 : 1][4];
+    if constexpr (QREG) ptc_attn_qfrag<D, MT>(qa, qb, a, w0, qr, qc);
+    float acc[MT][D / 8][4];
+    float mx[MT][2], l[MT][2];
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+#pragma unroll
+      for (int t = 0; t < D / 8; t++) acc[mt][t][0] = acc[mt][t][1] = acc[mt][t][2] = acc[mt][t][3] = 0.f;
+      mx[mt][0] = mx[mt][1] = NEG_INF;
+      l[mt][0] = l[mt][1] = 0.f;
+    }
+    i64 nend = a.S;
+    if (a.causal && m0 + BM < nend) nend = m0 + BM;
+    const int ntiles = (int)((nend + BN - 1) / BN);  // the host keeps S < 2^31
+    if (pipe && ntiles > 0) {
+      if (!QREG) ptc_attn_tile<D, BM, KS>(qsm, sq, qb, m0, a.L, a.q_sl, a.q_se, a.vec, true, tid);
+      ptc_attn_tile<D, BN, KS>(ksm, sk, kb, 0, a.S, a.k_ss, a.k_se, a.vec, true, tid);
+      ptc_attn_tile<D, BN, KS>(vsm, sv, vb, 0, a.S, a.v_ss, a.v_se, a.vec, true, tid);
+      asm volatile("cp.async.commit_group;");
+    }
+    for (int it = 0; it < ntiles; it++) {
+      const i64 n0 = (i64)it * BN;
+      const int cur = pipe ? (it & 1) : 0;
+      if (pipe) {
+        asm volatile("cp.async.wait_group 0;" ::: "memory");
+        __syncthreads();  // tile it landed; tile it - 1 is no longer read
+        if (it + 1 < ntiles) {
+          const u32 nb = (cur ^ 1) * BN * KS;
+          ptc_attn_tile<D, BN, KS>(ksm, sk + nb * 2, kb, n0 + BN, a.S, a.k_ss, a.k_se, a.vec, true, tid);
+          ptc_attn_tile<D, BN, KS>(vsm, sv + nb * 2, vb, n0 + BN, a.S, a.v_ss, a.v_se, a.vec, true, tid);
+          asm volatile("cp.async.commit_group;");
+        }
+      } else {
+        __syncthreads();  // tile it - 1 is no longer read
+        if (!QREG && it == 0)
+          ptc_attn_tile<D, BM, KS>(qsm, sq, qb, m0, a.L, a.q_sl, a.q_se, a.vec, false, tid);
+        ptc_attn_tile<D, BN, KS>(ksm, sk, kb, n0, a.S, a.k_ss, a.k_se, a.vec, false, tid);
+        ptc_attn_tile<D, BN, KS>(vsm, sv, vb, n0, a.S, a.v_ss, a.v_se, a.vec, false, tid);
+        __syncthreads();
+      }
+      // a warp whose rows are all past L, or (causal) all before the tile's
+      // first key, has nothing to add (warp-uniform)
+      if (w0 >= a.L || (a.causal && n0 > w0 + WR - 1)) continue;
+      float sc[MT][BN / 8][4];
+      u32 pa[MT][BN / 16][4];
+      ptc_attn_qk<BF, D, BN, MT, QREG, KS>(sc, qa, lq, sk + cur * BN * KS * 2 + lk);
+      const float f = ptc_attn_scale<BF, BN, MT>(sc, a, mask, off[3], n0, w0, qr, qc);
+      ptc_attn_softmax<BF, D, BN, MT>(sc, f, mx, l, acc, pa);
+      ptc_attn_pv<BF, D, BN, MT, KS>(acc, pa, sv + cur * BN * KS * 2 + lv);
+    }
+    ptc_attn_store<BF, D, MT>(o + off[4], a, acc, l, w0, qr, qc);
+    __syncthreads();  // the next batch entry's tiles reuse the buffers
+  }
+}
+
+#define PTC_ATTN_KERNEL(name, BF, D, BN, MT, QREG)                                          \
   extern "C" __global__ void __launch_bounds__(128)                                         \
       name(const u16* q, const u16* k, const u16* v, const u16* m, u16* o, ptc_attn_args a) { \
-    ptc_attn_body<BF, D>(q, k, v, m, o, a);                                                 \
+    ptc_attn_body<BF, D, BN, MT, QREG>(q, k, v, m, o, a);                                   \
   }
 // The host appends one instantiation per module (cuda_attn.c), e.g.
-// PTC_ATTN_KERNEL(ptc_attn, true, 64) for bfloat16 with head dim 64.
+// PTC_ATTN_KERNEL(ptc_attn_bf16_d64, true, 64, 64, 2, true) for bfloat16,
+// head dim 64, key tiles of 64 rows, 128 query rows per block, q in
+// registers; launched with 128 threads, grid (ceil(L / (64 * MT)),
+// min(batch, 65535)) and the shared memory above.

@@ -9,11 +9,16 @@
  *    "cuda" and "ref" run on the same random inputs and compared: f16 and
  *    bf16, causal or not, additive and boolean masks (broadcast), odd
  *    sequence lengths (1, 17, 1000, L != S, S = 0), head dims 32/64/128,
- *    batch * heads, q/k/v as transposed views ([B, L, H, E] -> [B, H, L,
- *    E]), rank-3 q with k/v broadcast over the batch, a given scale; plus
- *    f32 (cuda_attn_f32.c) for the dispatch.
+ *    batch * heads (more than 65535 too), q/k/v as transposed views ([B,
+ *    L, H, E] -> [B, H, L, E]) and as views with last stride L (element
+ *    loads), rank-3 q with k/v broadcast over the batch, a given scale,
+ *    causal row tiles with ragged ends and L > S; plus f32 (cuda_attn_f32.c)
+ *    for the dispatch.
  *  --bench: b8 h16 s1024 d64 (f16, bf16; causal or not) with the fused
- *    kernel and with the decomposition (PTC_CUDA_ATTN=0), ms per call.
+ *    kernel and with the decomposition (PTC_CUDA_ATTN=0), bf16 d32 and
+ *    d128 fused, ms per call and TFLOP/s; --bench-fused: the fused rows
+ *    only. PTC_CUDA_ATTN_CFG="bn,mt,qreg" picks another kernel shape (for
+ *    the GPU cases too: run them once per shape to cover it).
  * Exit status: 0 passed, 1 a failure, 77 skipped.
  */
 #include "backends/cuda/cuda.h"
@@ -34,7 +39,9 @@ typedef struct acase {
   int64_t B, H, L, S, E;
   int causal;
   int mask;       /* 0 none, 1 additive [L, S], 2 bool [B, 1, L, S] */
-  int transposed; /* inputs [B, L, H, E], transposed into [B, H, L, E] */
+  int transposed; /* 1: inputs [B, L, H, E], transposed into [B, H, L, E];
+                     2: inputs [B, H, E, L] transposed into [B, H, L, E]
+                     (last stride L: the kernel's element loads) */
                   /* H == 0: rank-3 q [B, L, E], k and v [1, S, E] (broadcast) */
   double scale;   /* 0: default */
 } acase;
@@ -51,9 +58,12 @@ static ptc_status build(const acase* c, ptc_graph** out) {
   for (int i = 0; i < 3 && !s; i++) {
     int64_t rows = i == 0 ? c->L : c->S;
     ptc_dim sh[4] = {{c->B, 0, 0}, {c->H, 0, 0}, {rows, 0, 0}, {c->E, 0, 0}};
-    if (c->transposed) {
+    if (c->transposed == 1) {
       sh[1].value = rows;
       sh[2].value = c->H;
+    } else if (c->transposed == 2) {
+      sh[2].value = c->E;
+      sh[3].value = rows;
     }
     if (c->H == 0) { /* rank 3 [B, rows, E]; k and v broadcast over B (batch 1) */
       sh[0].value = i == 0 ? c->B : 1;
@@ -63,7 +73,8 @@ static ptc_status build(const acase* c, ptc_graph** out) {
     s = ptc_graph_add_input(g, names[i], c->dtype, sh, c->H == 0 ? 3 : 4, NULL, &x[i]);
     in[i] = x[i];
     if (!s && c->transposed) {
-      ptc_attr t[2] = {ptc_attr_int("dim0", 1), ptc_attr_int("dim1", 2)};
+      int d0 = c->transposed == 1 ? 1 : 2;
+      ptc_attr t[2] = {ptc_attr_int("dim0", d0), ptc_attr_int("dim1", d0 + 1)};
       s = ptc_graph_add_node(g, "transpose", &x[i], 1, t, 2, &in[i], 1, NULL);
     }
   }
@@ -125,11 +136,18 @@ static int compile_only(void) {
     printf("SKIP: NVRTC is not available here: %s\n", why);
     return 77;
   }
-  static const int archs[2] = {80, 90};
-  for (int i = 0; i < 2; i++) {
+  /* the default kernel shapes for sm_80 and sm_90, then the other shapes
+   * PTC_CUDA_ATTN_CFG can pick (q from shared memory, one m tile per
+   * warp, key tiles of 32 / 128) */
+  static const int archs[5] = {80, 90, 90, 90, 80};
+  static const char* cfgs[5] = {NULL, NULL, "64,2,0", "128,1,1", "32,1,0"};
+  for (int i = 0; i < 5; i++) {
+    if (cfgs[i]) setenv("PTC_CUDA_ATTN_CFG", cfgs[i], 1);
     ptc_status s = cuda_attn_check_compile(ctx, archs[i]);
-    char what[64];
-    snprintf(what, sizeof what, "attention module for sm_%d", archs[i]);
+    unsetenv("PTC_CUDA_ATTN_CFG");
+    char what[80];
+    snprintf(what, sizeof what, "attention module for sm_%d (shape %s)", archs[i],
+             cfgs[i] ? cfgs[i] : "default");
     if (s) {
       const char* log = ptc_status_detail(s, "compiler_log");
       if (log) printf("%s\n", log);
@@ -281,7 +299,7 @@ static void check_case(const acase* c) {
   snprintf(what, sizeof what, "%s B%lld H%lld L%lld S%lld E%lld%s%s%s", dname(c->dtype),
            (long long)c->B, (long long)c->H, (long long)c->L, (long long)c->S, (long long)c->E,
            c->causal ? " causal" : "", c->mask == 1 ? " add-mask" : c->mask == 2 ? " bool-mask" : "",
-           c->transposed ? " transposed" : "");
+           c->transposed == 1 ? " transposed" : c->transposed == 2 ? " e-major" : "");
   ptc_graph* g = NULL;
   ptc_executable *ec = NULL, *er = NULL;
   ptc_status s = build(c, &g);
@@ -365,7 +383,7 @@ static double time_case(const acase* c, bool fused) {
     ok = make_input(g, i, &h[i]);
     din[i] = on_device(&h[i]);
   }
-  for (int it = 0, iters = 5; ok && it < 2; it++, iters = 30) {
+  for (int it = 0, iters = 10; ok && it < 2; it++, iters = 100) {
     double t0 = now_s();
     for (int r = 0; ok && r < iters; r++) {
       ptc_results* res = NULL;
@@ -385,10 +403,11 @@ static double time_case(const acase* c, bool fused) {
 }
 
 int main(int argc, char** argv) {
-  bool compile_check = false, bench = false;
+  bool compile_check = false, bench = false, bench_fused = false;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--compile-only")) compile_check = true;
     if (!strcmp(argv[i], "--bench")) bench = true;
+    if (!strcmp(argv[i], "--bench-fused")) bench = bench_fused = true;
   }
   if (ptc_context_create(NULL, &ctx)) return 1;
   if (compile_check) {
@@ -407,17 +426,28 @@ int main(int argc, char** argv) {
   ptc_status_destroy(cuda_ctx_enter(dev, &prev));
   printf("device: %s (sm_%d%d)\n", dev->name, dev->cc_major, dev->cc_minor);
   if (bench) {
-    static const int32_t dts[2] = {PTC_BF16, PTC_F16};
-    for (int d = 0; d < 2; d++)
+    /* b8 h16 s1024: d64 f16/bf16, causal or not, fused and (unless
+     * --bench-fused) decomposed; bf16 d32 and d128 fused */
+    const char* cfg = getenv("PTC_CUDA_ATTN_CFG");
+    printf("kernel shape: %s\n", cfg ? cfg : "default");
+    static const struct {
+      int32_t dt;
+      int64_t e;
+    } rows[4] = {{PTC_BF16, 64}, {PTC_F16, 64}, {PTC_BF16, 32}, {PTC_BF16, 128}};
+    for (int r = 0; r < 4; r++)
       for (int causal = 0; causal < 2; causal++) {
-        acase c = {dts[d], 8, 16, 1024, 1024, 64, causal, 0, 0, 0};
-        double tf = time_case(&c, true), td = time_case(&c, false);
-        double flops = 4.0 * 8 * 16 * 1024.0 * 1024 * 64 / (causal ? 2 : 1);
-        printf("bench sdpa %s b8 h16 s1024 d64%s: fused %.4f ms (%.0f TFLOP/s), decomposed %.4f ms\n",
-               dname(dts[d]), causal ? " causal" : "", tf, flops / (tf * 1e-3) / 1e12, td);
+        acase c = {rows[r].dt, 8, 16, 1024, 1024, rows[r].e, causal, 0, 0, 0};
+        double tf = time_case(&c, true), td = bench_fused || r >= 2 ? -1 : time_case(&c, false);
+        double flops = 4.0 * 8 * 16 * 1024.0 * 1024 * (double)rows[r].e / (causal ? 2 : 1);
+        printf("bench sdpa %s b8 h16 s1024 d%lld%s: fused %.4f ms (%.0f TFLOP/s)", dname(rows[r].dt),
+               (long long)rows[r].e, causal ? " causal" : "", tf, flops / (tf * 1e-3) / 1e12);
+        if (td > 0) printf(", decomposed %.4f ms", td);
+        printf("\n");
       }
-    acase c32 = {PTC_F32, 8, 16, 1024, 1024, 64, 0, 0, 0, 0};
-    printf("bench sdpa f32 b8 h16 s1024 d64 (fused, cuda_attn_f32.c): %.4f ms\n", time_case(&c32, true));
+    if (!bench_fused) {
+      acase c32 = {PTC_F32, 8, 16, 1024, 1024, 64, 0, 0, 0, 0};
+      printf("bench sdpa f32 b8 h16 s1024 d64 (fused, cuda_attn_f32.c): %.4f ms\n", time_case(&c32, true));
+    }
     ptc_context_release(ctx);
     return 0;
   }
@@ -441,6 +471,20 @@ int main(int argc, char** argv) {
       {PTC_BF16, 1, 2, 64, 0, 64, 0, 0, 0, 0},
       {PTC_F16, 3, 0, 40, 50, 64, 0, 0, 0, 0},
       {PTC_BF16, 3, 0, 40, 50, 128, 1, 0, 0, 0},
+      /* row tiles of 128 with ragged ends; causal row tiles past the
+       * diagonal, L > S, warps with no keys; masks on every tile */
+      {PTC_F16, 1, 3, 300, 300, 128, 1, 0, 0, 0},
+      {PTC_F16, 2, 2, 257, 257, 32, 1, 0, 0, 0},
+      {PTC_BF16, 1, 2, 300, 130, 64, 1, 0, 0, 0},
+      {PTC_BF16, 1, 2, 200, 200, 64, 0, 1, 0, 0},
+      {PTC_F16, 1, 2, 300, 20, 64, 0, 2, 0, 0},
+      /* last stride != 1: element loads, no cp.async */
+      {PTC_F16, 2, 2, 33, 47, 64, 0, 0, 2, 0},
+      {PTC_BF16, 1, 2, 130, 70, 128, 1, 0, 2, 0},
+      {PTC_F16, 1, 2, 130, 70, 64, 0, 1, 2, 0},
+      {PTC_BF16, 1, 2, 150, 150, 32, 0, 2, 2, 0},
+      /* more than 65535 batch entries: blocks loop over the batch */
+      {PTC_F16, 70000, 1, 3, 5, 32, 0, 0, 0, 0},
       {PTC_F32, 2, 2, 100, 90, 64, 1, 0, 0, 0},
       {PTC_F32, 2, 2, 100, 90, 64, 0, 1, 1, 0},
   };
