@@ -16,10 +16,12 @@
 #include "cuda_graph.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define I32_LIMIT ((int64_t)1 << 30)
+#define FRAME_SMALL 8 /* buffers / inputs a frame holds without allocating */
 
 typedef struct buf_rt {
   runtime_tensor view;   /* data = device address of storage element `offset` */
@@ -48,6 +50,10 @@ typedef struct run_frame {
   ptc_tensor* own_out;       /* own_io: the static outputs (contiguous) */
   int64_t* own_out_shape;    /* their shapes, PTC_MAX_RANK each */
   runtime_tensor* in_views;  /* own_io: the static inputs in the compiled layout */
+  /* b / in_base / in_temp of small plans (no heap allocation per run) */
+  buf_rt small_b[FRAME_SMALL];
+  cu_deviceptr small_in_base[FRAME_SMALL];
+  bool small_in_temp[FRAME_SMALL];
 } run_frame;
 
 static size_t esize(const ir_buffer* b) { return ptc_dtype_size(b->dtype); }
@@ -183,15 +189,17 @@ static void bind_outputs_in_place(run_frame* f, const ptc_tensor* out, size_t n_
 
 static ptc_status bind_workspace(run_frame* f) {
   const sched_plan* s = f->plan->s;
-  size_t* off = calloc(s->n_slots + 1, sizeof *off);
+  size_t small[FRAME_SMALL + 1];
+  size_t* off = s->n_slots <= FRAME_SMALL ? small : calloc(s->n_slots + 1, sizeof *off);
   if (!off) return ptc_status_oom();
+  if (off == small) memset(small, 0, sizeof small);
   size_t total = 0;
   ptc_status st = sched_slot_offsets(s, f->syms, f->n_syms, 256, off, &total);
   if (!st && total) st = cuda_alloc(total, f->stream, &f->ws);
   for (size_t i = 0; !st && i < f->plan->n_bufs; i++)
     if (s->buf_home[i] == SCHED_HOME_SLOT)
       set_base(&f->b[i], f->ws + off[s->buf_slot[i]], esize(ir_buf(f->plan->p, (int32_t)i)));
-  free(off);
+  if (off != small) free(off);
   return st;
 }
 
@@ -266,9 +274,9 @@ static void frame_free(run_frame* f) {
   cuda_free(f->kerr);
   for (size_t j = 0; f->own_out && j < f->n_out; j++)
     cuda_free((cu_deviceptr)(uintptr_t)f->own_out[j].data);
-  free(f->b);
-  free(f->in_base);
-  free(f->in_temp);
+  if (f->b != f->small_b) free(f->b);
+  if (f->in_base != f->small_in_base) free(f->in_base);
+  if (f->in_temp != f->small_in_temp) free(f->in_temp);
   free(f->own_out);
   free(f->own_out_shape);
   free(f->in_views);
@@ -296,9 +304,17 @@ static ptc_status eval_product(const run_frame* f, const sym_expr* const* r, uin
  * orders replays on a changed stream). */
 static pthread_mutex_t split_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* The error of a failed launch of kernel `name` (the message is only
+ * formatted on failure: launches are on every run's host path). */
+static ptc_status launch_error(cu_result r, const char* name) {
+  char what[96];
+  snprintf(what, sizeof what, "launching kernel %s", name);
+  return cuda_error(r, what);
+}
+
 static ptc_status launch_split(const cuda_plan* plan, cu_function fn, int64_t blocks,
                                const cuda_launch_cfg* cfg, const run_frame* f, void** params,
-                               const char* what) {
+                               const char* name) {
   const cu_api* cu = &cuda_libs_get()->cu;
   int capturing = 0;
   if (cu->StreamIsCapturing && cu->StreamIsCapturing(f->stream, &capturing) != CU_SUCCESS)
@@ -315,7 +331,7 @@ static ptc_status launch_split(const cuda_plan* plan, cu_function fn, int64_t bl
     o->used = true;
   }
   pthread_mutex_unlock(&split_lock);
-  return r == CU_SUCCESS ? PTC_OK : cuda_error(r, what);
+  return r == CU_SUCCESS ? PTC_OK : launch_error(r, name);
 }
 
 static ptc_status run_kernel(run_frame* f, const cuda_step* st) {
@@ -365,13 +381,11 @@ static ptc_status run_kernel(run_frame* f, const cuda_step* st) {
     int64_t want = units > cap / (int64_t)st->split ? cap : units * (int64_t)st->split;
     if (want > blocks) blocks = want;
   }
-  char what[96];
-  snprintf(what, sizeof what, "launching kernel %s", st->name);
-  if (st->split > 1 && plan->split_order) return launch_split(plan, fn, blocks, &cfg, f, small, what);
-  CUDA_TRY(cuda_libs_get()->cu.LaunchKernel(fn, (unsigned)blocks, 1, 1, cfg.block_x, cfg.block_y, 1,
-                                            0, f->stream, small, NULL),
-           what);
-  return PTC_OK;
+  if (st->split > 1 && plan->split_order)
+    return launch_split(plan, fn, blocks, &cfg, f, small, st->name);
+  cu_result r = cuda_libs_get()->cu.LaunchKernel(fn, (unsigned)blocks, 1, 1, cfg.block_x,
+                                                 cfg.block_y, 1, 0, f->stream, small, NULL);
+  return r == CU_SUCCESS ? PTC_OK : launch_error(r, st->name);
 }
 
 static ptc_status run_extern(run_frame* f, const cuda_step* st) {
@@ -438,7 +452,7 @@ static ptc_status frame_init(run_frame* f, const cuda_plan* plan, bool own_io,
                              const ptc_tensor* inputs, size_t n_in, const ptc_tensor* outputs,
                              size_t n_out, const int64_t* sym_values, size_t n_syms, uint64_t seed,
                              cu_stream stream) {
-  memset(f, 0, sizeof *f);
+  memset(f, 0, offsetof(run_frame, small_b)); /* the small arrays: only the part used */
   f->plan = plan;
   f->stream = stream;
   f->syms = sym_values;
@@ -449,9 +463,21 @@ static ptc_status frame_init(run_frame* f, const cuda_plan* plan, bool own_io,
     return PTC_ERR(INVALID_ARGUMENT, "cuda backend: expected %zu outputs, got %zu",
                    plan->p->n_outputs, n_out);
   size_t n_gin = plan->p->graph->inputs.len;
-  f->b = calloc(plan->n_bufs + 1, sizeof *f->b);
-  f->in_base = calloc(n_gin + 1, sizeof *f->in_base);
-  f->in_temp = calloc(n_gin + 1, sizeof *f->in_temp);
+  if (plan->n_bufs <= FRAME_SMALL) {
+    f->b = f->small_b;
+    memset(f->b, 0, plan->n_bufs * sizeof *f->b);
+  } else {
+    f->b = calloc(plan->n_bufs + 1, sizeof *f->b);
+  }
+  if (n_gin <= FRAME_SMALL) {
+    f->in_base = f->small_in_base;
+    f->in_temp = f->small_in_temp;
+    memset(f->in_base, 0, n_gin * sizeof *f->in_base);
+    memset(f->in_temp, 0, n_gin * sizeof *f->in_temp);
+  } else {
+    f->in_base = calloc(n_gin + 1, sizeof *f->in_base);
+    f->in_temp = calloc(n_gin + 1, sizeof *f->in_temp);
+  }
   if (own_io) f->in_views = calloc(n_gin + 1, sizeof *f->in_views);
   if (!f->b || !f->in_base || !f->in_temp || (own_io && !f->in_views)) return ptc_status_oom();
   for (size_t i = 0; i < plan->n_bufs; i++) f->b[i].direct_output = -1;
