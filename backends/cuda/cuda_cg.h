@@ -28,13 +28,18 @@
  *    spares writing an intermediate (softmax's exp) or re-reading 4-byte
  *    rows, the row persists: its loops are unrolled and the buffers they
  *    share stay in registers (cuda_cg_kernel.c, persist_plan;
- *    PTC_CUDA_PERSIST* tune it).
+ *    PTC_CUDA_PERSIST* tune it). Persistent kernels carry
+ *    __launch_bounds__ for 1024 resident threads per SM; 2-byte rows of >=
+ *    2048 elements load the next tile's row during the current one's
+ *    combines (prefetch_plan; the grid is capped at the resident blocks).
  *  - COL: a reduction over a strided dim whose last outer dim is contiguous
  *    (column sums): threadIdx.x walks the outer points (coalesced),
  *    threadIdx.y splits the reduction (32 x 32 threads, fewer lanes when
  *    many reductions share the kernel; PTC_CUDA_COL="X,Y" tunes it); shared
  *    memory combines (rows padded against bank conflicts). Tiny rows
  *    (rnumel <= CUDA_CG_TINY_ROW) use COL with one lane: a thread per row.
+ *    Few column tiles (<= 16) over many rows: the rows are split over
+ *    blocks as below, per (tile, chunk), with a per-tile counter.
  *  - ROW, split: few huge rows (x.sum() over everything, a [4, 2^24] row
  *    sum): each row is cut into `split` contiguous chunks, one 512-thread
  *    block each (the grid is xnumel * split blocks); each block publishes
