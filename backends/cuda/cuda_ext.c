@@ -6,9 +6,13 @@
  *    allowed, sm_80+), else by the support GEMM: one launch, blockIdx.z
  *    over the batch entries, bias and activation in its epilogue.
  *    Activations cuBLASLt has no epilogue for run as an in-place pass.
- *  - IR_EXT_CONV of floating types on the device: im2col into a workspace
- *    (chunks of images up to 1 GiB), one batched GEMM per group with the
- *    weight broadcast over the images, then bias + activation in place.
+ *  - IR_EXT_CONV of floating types on the device: on sm_80+ in f16/bf16
+ *    (f32 as TF32 when conv_precision allows) the implicit-GEMM tensor-core
+ *    kernel (cuda_conv_igemm.c: no patch matrix, bias + activation in its
+ *    epilogue); else (and for 1x1 stride-1 ones cuBLASLt runs on the input
+ *    as it is) im2col into a workspace (chunks of images up to 1 GiB), one
+ *    batched GEMM per group with the weight broadcast over the images, then
+ *    bias + activation in place.
  *  - max_pool2d, avg_pool2d, adaptive_avg_pool2d (fallback nodes: no IR
  *    lowering) of floating types by a support kernel on the device.
  *  - Everything else (ops without a CUDA lowering, host custom ops,
@@ -19,6 +23,7 @@
  *    exact; the plan logs which ops take this path.
  */
 #include "cuda_attn.h"
+#include "cuda_conv_igemm.h"
 #include "cuda_gemm_tc.h"
 #include "cuda_plan.h"
 #include "cuda_welford.h"
@@ -221,6 +226,20 @@ static void read_wide(void) {
   if (v && *v) wide_below = strtoll(v, NULL, 10);
 }
 
+/* Which convolutions take the implicit GEMM (cuda_conv_igemm.c):
+ * PTC_CUDA_CONV_IGEMM=0 none (im2col / 1x1 GEMMs as before), 1 (default)
+ * all it takes except 1x1 stride-1 ones when cuBLASLt is present, 2 all it
+ * takes, 3 as 1 but also not those whose output tiles (before any K split)
+ * are fewer than the SMs when cuBLASLt is present (small late layers:
+ * im2col + cuBLASLt's split-K GEMM). Read per call (cheap next to a
+ * convolution; benchmarks switch it). */
+static int conv_igemm_policy(void) {
+  const char* v = getenv("PTC_CUDA_CONV_IGEMM");
+  if (!v || !*v) return 1;
+  int p = atoi(v);
+  return p < 0 ? 0 : p > 3 ? 3 : p;
+}
+
 /* Output planes of fewer pixels than this (PTC_CUDA_CONV_WIDE, default
  * 256; 0 = never) run the images of a batch side by side as one wide GEMM:
  * the per-image batched GEMM of a 7x7 plane leaves most of each tile idle. */
@@ -243,7 +262,8 @@ static ptc_status launch_im2col(const cuda_ext_call* c, int gi, cu_deviceptr xi,
   return PTC_OK;
 }
 
-/* The convolution as GEMMs, one per group (W[oc][ck] @ B), B being:
+/* The convolution: the implicit GEMM when it takes it (conv_igemm_policy),
+ * else as GEMMs, one per group (W[oc][ck] @ B), B being:
  *  - for 1x1 kernels of stride 1 without padding, the input itself: x[n]
  *    seen as [C, H*W] (any channel stride; the pixels one uniform stride),
  *    one GEMM batched over the images, no workspace;
@@ -299,10 +319,11 @@ static ptc_status ext_conv_device(const cuda_ext_call* c0, bool* done) {
   int64_t OHW = OH * OW;
   if (groups < 1 || C % groups || OC % groups || ws[1] * groups != C || os[1] != OC) return PTC_OK;
   int64_t Cg = C / groups, OCg = OC / groups, KK = KH * KW, CK = C * KK, CKg = Cg * KK;
-  /* weight rows [OC][Cg*KH*KW] with unit stride inside a row; out NCHW-contiguous */
+  /* the GEMM paths: weight rows [OC][Cg*KH*KW] with unit stride inside a
+   * row (the implicit GEMM copies weights of any strides); out NCHW-contiguous */
+  bool w_rows = !(OCg > 1 && wst[0] < CKg);
   for (int32_t d = 3, expect = 1; d >= 1; expect *= (int32_t)ws[d], d--)
-    if (ws[d] != 1 && wst[d] != expect) return PTC_OK;
-  if (OCg > 1 && wst[0] < CKg) return PTC_OK;
+    if (ws[d] != 1 && wst[d] != expect) w_rows = false;
   if (!view_contiguous(out)) return PTC_OK;
   if (N == 0 || OC == 0 || OHW == 0) {
     *done = true;
@@ -320,12 +341,43 @@ static ptc_status ext_conv_device(const cuda_ext_call* c0, bool* done) {
     else
       direct = false;
   }
-  if (!direct && C * OHW > INT32_MAX) return PTC_OK; /* im2col's 32-bit index math */
   int32_t act = e->activation;
-  bool act_in_gemm = !bias && act != IR_ACT_NONE && (act == IR_ACT_RELU || groups == 1);
-  int32_t gemm_act = act_in_gemm ? act : IR_ACT_NONE;
   cu_deviceptr px = (cu_deviceptr)(uintptr_t)x->data, pw = (cu_deviceptr)(uintptr_t)w->data;
   cu_deviceptr pc = (cu_deviceptr)(uintptr_t)out->data;
+  /* tensor cores (f16/bf16, f32 as TF32 when conv_precision allows, sm_80+):
+   * the implicit GEMM, except (policy "auto") 1x1 stride-1 convolutions
+   * cuBLASLt runs on the input as it is */
+  int policy = conv_igemm_policy();
+  bool have_lt = cuda_libs_get()->have_lt;
+  if (policy == 2 || (policy != 0 && !(direct && have_lt && w_rows))) {
+    cuda_conv_desc d;
+    memset(&d, 0, sizeof d);
+    d.dtype = out->dtype;
+    d.act = act;
+    d.n = N, d.c = C, d.h = xs[2], d.w = xs[3], d.oc = OC, d.oh = OH, d.ow = OW;
+    d.kh = KH, d.kw = KW, d.sh = st[0], d.sw = st[1], d.ph = pad[0], d.pw = pad[1];
+    d.dh = dil[0], d.dw = dil[1], d.groups = groups;
+    memcpy(d.xs, xst, sizeof d.xs);
+    memcpy(d.ws, wst, sizeof d.ws);
+    d.bias_st = bias ? bias->strides[0] : 0;
+    d.beta = e->beta;
+    bool ok = false, small = false;
+    if (policy == 3 && have_lt) {
+      cuda_conv_shape sh;
+      cuda_conv_igemm_shape(&d, c->plan->dev->sm_count, c->plan->dev->max_smem_optin, &sh);
+      small = sh.gx * sh.gy * groups < c->plan->dev->sm_count;
+    }
+    if (!small)
+      PTC_TRY(cuda_conv_igemm(c->plan->ctx, c->plan->dev, c->stream, &d, c->tf32, px, pw,
+                              bias ? (cu_deviceptr)(uintptr_t)bias->data : 0, pc, &ok));
+    if (ok) {
+      *done = true;
+      return PTC_OK;
+    }
+  }
+  if (!w_rows || (!direct && C * OHW > INT32_MAX)) return PTC_OK; /* im2col's 32-bit index math */
+  bool act_in_gemm = !bias && act != IR_ACT_NONE && (act == IR_ACT_RELU || groups == 1);
+  int32_t gemm_act = act_in_gemm ? act : IR_ACT_NONE;
   ptc_status s = PTC_OK;
   cu_deviceptr wsp = 0;
   if (direct) {

@@ -1,11 +1,15 @@
 """test_cuda_conv.py - the cuda backend's convolution paths (issue 5) against
-eager on the GPU: 1x1 stride-1 convolutions read straight from the input
-(no im2col), im2col with one matrix per image (large output planes) and with
-the images side by side in one wide GEMM (output planes under 256 pixels),
-strides, dilation, padding, groups, bias or none, activations in the GEMM
-(no bias) or in the bias pass, f32 / bf16, and TF32 when
-torch.backends.cudnn.allow_tf32 allows it (conv_precision "high"). Skipped
-where torch has no GPU or ptc's cuda backend is unavailable (CI)."""
+eager on the GPU: the implicit-GEMM tensor-core kernel (bf16/f16, and f32
+as TF32 when torch.backends.cudnn.allow_tf32 allows it: conv_precision
+"high"), 1x1 stride-1 convolutions read straight from the input (no
+im2col), im2col with one matrix per image (large output planes) and with
+the images side by side in one wide GEMM (output planes under 256 pixels;
+full f32, or PTC_CUDA_CONV_IGEMM=0), strides, dilation, padding, groups,
+bias or none, activations in the GEMM (no bias) or in the bias pass.
+Skipped where torch has no GPU or ptc's cuda backend is unavailable (CI)."""
+import copy
+import os
+
 import pytest
 import torch
 import torch.nn as nn
@@ -129,3 +133,63 @@ def test_conv_tf32_when_allowed():
     assert e_tf32 <= 5e-3, e_tf32
     if torch.cuda.get_device_capability() >= (8, 0):
         assert e_tf32 > 4 * e_full, (e_tf32, e_full)
+
+
+# resnet-like layers and odd ones, for the implicit GEMM: (cin, cout, k,
+# stride, padding, dilation, groups, bias, act, n, h, w)
+IGEMM_CASES = [
+    (3, 64, 7, 2, 3, 1, 1, False, "relu", 2, 64, 60),    # stem: K 147, weight copy
+    (64, 64, 3, 1, 1, 1, 1, False, None, 4, 28, 28),     # BM 64, paired stores
+    (64, 128, 3, 2, 1, 1, 1, True, "relu", 3, 28, 27),   # BM 128, ragged plane
+    (64, 128, 1, 2, 0, 1, 1, False, None, 4, 28, 28),    # downsample
+    (256, 512, 3, 1, 1, 1, 1, False, "relu", 8, 7, 7),   # split K
+    (24, 40, (5, 3), (2, 1), (2, 1), (1, 2), 2, True, "silu", 2, 19, 17),
+    (32, 32, 3, 1, 1, 1, 32, True, None, 2, 12, 12),     # depthwise
+]
+
+
+@pytest.mark.parametrize("case", IGEMM_CASES, ids=[f"c{i}" for i in range(len(IGEMM_CASES))])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16],
+                         ids=["tf32", "bf16", "f16"])
+def test_conv_igemm(case, dtype):
+    """The implicit GEMM against eager in float64 (f32 with TF32 allowed, as
+    torch's default conv settings give)."""
+    cin, cout, k, stride, padding, dilation, groups, bias, act, n, h, w = case
+    torch.manual_seed(14)
+    conv = nn.Conv2d(cin, cout, k, stride=stride, padding=padding, dilation=dilation,
+                     groups=groups, bias=bias)
+    m = ConvAct(conv, act).cuda().eval().to(dtype)
+    x = torch.randn(n, cin, h, w, device="cuda", dtype=dtype)
+    if dtype == torch.float32:
+        torch.backends.cudnn.allow_tf32 = True
+    fn = _compile(m, [x])
+    with torch.no_grad():
+        ref = copy.deepcopy(m).double()(x.double()).to(dtype)
+        err = _err(fn(x), ref)
+    tol = {torch.float32: 5e-3, torch.bfloat16: 3e-2, torch.float16: 5e-3}[dtype]
+    assert err <= tol, err
+
+
+def test_conv_igemm_matches_im2col():
+    """PTC_CUDA_CONV_IGEMM=0 (im2col + GEMM) and the default (implicit GEMM)
+    agree on a bf16 resnet block; the policy is read per call."""
+    torch.manual_seed(15)
+    m = nn.Sequential(nn.Conv2d(32, 64, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(64),
+                      nn.ReLU(), nn.Conv2d(64, 64, 3, padding=1)).cuda().eval().to(torch.bfloat16)
+    x = torch.randn(4, 32, 30, 30, device="cuda", dtype=torch.bfloat16)
+    fn = _compile(m, [x])
+    old = os.environ.get("PTC_CUDA_CONV_IGEMM")
+    try:
+        with torch.no_grad():
+            os.environ["PTC_CUDA_CONV_IGEMM"] = "0"
+            a = fn(x).clone()
+            os.environ["PTC_CUDA_CONV_IGEMM"] = "2"
+            b = fn(x).clone()
+            ref = copy.deepcopy(m).double()(x.double()).to(torch.bfloat16)
+    finally:
+        if old is None:
+            os.environ.pop("PTC_CUDA_CONV_IGEMM", None)
+        else:
+            os.environ["PTC_CUDA_CONV_IGEMM"] = old
+    assert _err(a, ref) <= 3e-2
+    assert _err(b, ref) <= 3e-2

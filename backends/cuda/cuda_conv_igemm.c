@@ -1,0 +1,323 @@
+/* cuda_conv_igemm.c - the host side of the implicit-GEMM convolution
+ * (device code in cuda_conv_igemm.cuh): one module per element type (the
+ * prelude and the kernel text with PTC_CIG_TYPE defined), built through the
+ * kernel cache and loaded on first use; which convolutions it takes; the
+ * launch shape (block rows, K splits) from a small cost model; the
+ * launches (the weight copy when needed, the counters of split K, the
+ * convolution). */
+#include "cuda_conv_igemm.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CIG_BN 128
+#define CIG_KROW 80
+#define CIG_STAGES 3 /* PTC_CIG_STAGES */
+#define CIG_FUNC_MAX_DYNAMIC_SMEM 8 /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
+#define CIG_TABLE_MAX_K 8192        /* most K entries of one block's table */
+#define CIG_MAX_SPLITS 16
+
+/* Device layout of ptc_cig_args (cuda_conv_igemm.cuh). */
+typedef struct cuda_cig_args {
+  int64_t xs_n, xs_c, xs_h, xs_w;
+  int64_t w_row;
+  int64_t bias_st;
+  int32_t h, w;
+  int32_t oc, oh, ow, ohw;
+  int32_t kh, kw, sh, sw, ph, pw, dh, dw;
+  int32_t cg, ocg;
+  int32_t kdim;
+  int32_t ncols;
+  int32_t kps;
+  int32_t splits;
+  int32_t act, has_bias;
+  int32_t pair;
+  int32_t nchunk;
+  float beta;
+  int32_t pad2_;
+} cuda_cig_args;
+
+typedef struct cig_module {
+  cu_module module[4]; /* one per convolution kernel (PTC_CIG_VARIANT) */
+  cu_function conv[2][2]; /* [channel-major, tap-major][BM 64, 128] */
+  cu_function wcopy;
+  int64_t smem_max;    /* dynamic shared memory the conv kernels may use */
+} cig_module;
+
+static pthread_mutex_t cig_lock = PTHREAD_MUTEX_INITIALIZER;
+static cig_module cig_mod[3]; /* f16, bf16, tf32 */
+static bool cig_ready[3];
+static bool cig_broken[3];    /* the module failed to build or load: not tried again */
+
+static int type_index(int32_t dtype) {
+  return dtype == PTC_F16 ? 0 : dtype == PTC_BF16 ? 1 : dtype == PTC_F32 ? 2 : -1;
+}
+
+static const char* const cig_types[3] = {"f16", "bf16", "tf32"};
+
+static int64_t k_step(int32_t dtype) { return 64 / (int64_t)ptc_dtype_size(dtype); }
+
+static int64_t stage_bytes(int bm) { return CIG_STAGES * (int64_t)(bm + CIG_BN) * CIG_KROW; }
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* ---- which convolutions ----------------------------------------------------------------- */
+
+const char* cuda_conv_igemm_refusal(int cc_major, const cuda_conv_desc* d, bool tf32) {
+  if (cc_major < 8) return "the implicit-GEMM convolution needs sm_80";
+  if (d->dtype != PTC_F16 && d->dtype != PTC_BF16 && !(d->dtype == PTC_F32 && tf32))
+    return "dtype (f16, bf16, or f32 with TF32 allowed)";
+  if (d->groups < 1 || d->c % d->groups || d->oc % d->groups) return "groups";
+  int64_t cg = d->c / d->groups, ocg = d->oc / d->groups, kdim = cg * d->kh * d->kw;
+  if (d->n < 1 || cg < 1 || ocg < 1 || d->kh < 1 || d->kw < 1 || d->oh < 1 || d->ow < 1)
+    return "empty sizes";
+  if (d->sh < 1 || d->sw < 1 || d->dh < 1 || d->dw < 1 || d->ph < 0 || d->pw < 0)
+    return "strides, dilation or padding";
+  for (int i = 0; i < 4; i++)
+    if (d->xs[i] < 0 || d->ws[i] < 0) return "negative strides";
+  if (d->n * d->oh * d->ow > INT32_MAX - 4096 || kdim > INT32_MAX / 2 || d->oc > INT32_MAX / 2)
+    return "sizes beyond 32-bit indices";
+  if (d->h + d->ph > 32000 || d->w + d->pw > 32000 || (d->kh - 1) * d->dh > 32000 ||
+      (d->kw - 1) * d->dw > 32000 || (d->oh - 1) * d->sh > 32000 || (d->ow - 1) * d->sw > 32000)
+    return "planes or windows beyond the packed 16-bit offsets";
+  /* the largest window offset of one column: 32-bit */
+  double span = (double)(cg - 1) * (double)d->xs[1] + (double)((d->kh - 1) * d->dh) * (double)d->xs[2] +
+                (double)((d->kw - 1) * d->dw) * (double)d->xs[3];
+  if (span > 2147483000.0) return "window offsets beyond 32 bits";
+  return NULL;
+}
+
+/* The table limit on a device opting into smem_optin bytes per block. */
+static int64_t table_max_k(int bm, int64_t kt, int64_t smem_optin) {
+  int64_t room = (smem_optin > 0 ? smem_optin : 48 * 1024) - stage_bytes(bm);
+  int64_t k = room / 8;
+  if (k > CIG_TABLE_MAX_K) k = CIG_TABLE_MAX_K;
+  return k / kt * kt;
+}
+
+void cuda_conv_igemm_shape(const cuda_conv_desc* d, int sm_count, int64_t smem_optin,
+                           cuda_conv_shape* o) {
+  memset(o, 0, sizeof *o);
+  int64_t cg = d->c / d->groups, ocg = d->oc / d->groups, kk = d->kh * d->kw;
+  int64_t kt = k_step(d->dtype);
+  int64_t ncols = d->n * d->oh * d->ow;
+  const char* tv = getenv("PTC_CUDA_CONV_TAP"); /* read per call: tests switch it */
+  o->tap = tv && *tv ? atoi(tv) != 0 : 2 * cg >= kt;
+  /* K steps: tap-major kk taps x channel chunks, else the K range in steps */
+  int64_t nk = o->tap ? kk * cdiv(cg, kt) : cdiv(cg * kk, kt);
+  o->bm = ocg <= 64 ? 64 : 128;
+  o->gx = cdiv(ncols, CIG_BN);
+  o->gy = cdiv(ocg, o->bm);
+  int64_t blocks = o->gx * o->gy * d->groups;
+  int64_t tmax = o->tap ? nk * kt : table_max_k(o->bm, kt, smem_optin);
+  int64_t smin = tmax > 0 ? cdiv(nk * kt, tmax) : nk;
+  int64_t best = 1;
+  const char* force = getenv("PTC_CUDA_CONV_SPLIT"); /* read per call: benchmarks set it */
+  if (force && atoi(force) > 0) {
+    best = atoi(force);
+  } else {
+    /* time ~ K steps per split x blocks per SM (a lone block runs below the
+     * SM's throughput) + the partial sums written and read again and the
+     * counters' memset */
+    double flops_step = 2.0 * (double)o->bm * CIG_BN * (double)kt;
+    double rate = d->dtype == PTC_F32 ? 1.0e12 : 2.0e12; /* per SM and s, mma.sync */
+    double t_step = flops_step / rate, bw = 2.5e12;
+    double best_t = 0;
+    int sms = sm_count > 0 ? sm_count : 1;
+    for (int64_t s = 1; s <= CIG_MAX_SPLITS && s <= nk; s++) {
+      int64_t steps = cdiv(nk, s), load = cdiv(blocks * s, sms);
+      double t = (double)steps * t_step * (load == 1 ? 1.2 : (double)load);
+      if (s > 1) t += (double)(s + 1) * (double)d->oc * (double)ncols * 4.0 / bw + 1.5e-6;
+      if (s == 1 || t < best_t) best_t = t, best = s;
+    }
+  }
+  if (best < smin) best = smin;
+  if (best > nk) best = nk;
+  if (best < 1) best = 1;
+  o->kps = cdiv(nk, best) * kt;
+  o->splits = (int)cdiv(nk * kt, o->kps); /* no empty split */
+  o->gz = d->groups * o->splits;
+  o->smem = stage_bytes(o->bm) + (o->tap ? 0 : 8 * (o->kps < nk * kt ? o->kps : nk * kt));
+}
+
+/* ---- the module ------------------------------------------------------------------------- */
+
+/* The module text: type ti (-1 all), convolution variant v (-1 all). */
+static ptc_status module_source(ptc_strbuf* src, int ti, int v) {
+  ptc_sb_init(src);
+  ptc_sb_printf(src, "// libptc implicit-GEMM convolution, %s (%s)\n", ti >= 0 ? cig_types[ti] : "all",
+                PTC_CUDA_CODEGEN_VERSION);
+  if (ti >= 0) ptc_sb_printf(src, "#define PTC_CIG_TYPE %d\n", ti);
+  if (v >= 0) ptc_sb_printf(src, "#define PTC_CIG_VARIANT %d\n", v);
+  ptc_sb_append(src, ptc_cuda_prelude_text);
+  ptc_sb_append(src, ptc_cuda_conv_igemm_text);
+  if (src->oom) {
+    ptc_sb_free(src);
+    return ptc_status_oom();
+  }
+  return PTC_OK;
+}
+
+/* Builds the four variant modules of type ti (in parallel, through the
+ * cache) and loads them. */
+static ptc_status load_module(ptc_context* ctx, const cuda_device* d, int ti) {
+  const cu_api* cu = &cuda_libs_get()->cu;
+  cig_module* m = &cig_mod[ti];
+  ptc_strbuf src[4];
+  cuda_build_job jobs[4];
+  memset(jobs, 0, sizeof jobs);
+  ptc_status s = PTC_OK;
+  int made = 0;
+  for (; made < 4 && !s; made++) {
+    s = module_source(&src[made], ti, made);
+    if (s) break;
+    jobs[made].source = src[made].data;
+    jobs[made].name = "ptc_conv_igemm";
+  }
+  if (!s) s = cuda_build_all(ctx, jobs, 4, d->cc_major * 10 + d->cc_minor);
+  for (int v = 0; v < made; v++) ptc_sb_free(&src[v]);
+  if (s) return s;
+  static const char* const conv[4] = {"m64", "m128", "t64", "t128"};
+  cu_result r = CU_SUCCESS;
+  int loaded = 0;
+  for (; loaded < 4 && r == CU_SUCCESS; loaded++) {
+    r = cu->ModuleLoadData(&m->module[loaded], jobs[loaded].cubin.data);
+    if (r != CU_SUCCESS) break;
+    char name[48];
+    snprintf(name, sizeof name, "ptc_cig_%s_%s", cig_types[ti], conv[loaded]);
+    r = cu->ModuleGetFunction(&m->conv[loaded / 2][loaded % 2], m->module[loaded], name);
+  }
+  for (int v = 0; v < 4; v++) cuda_cubin_free(&jobs[v].cubin);
+  char name[48];
+  snprintf(name, sizeof name, "ptc_cig_%s_wcopy", cig_types[ti]);
+  if (r == CU_SUCCESS) r = cu->ModuleGetFunction(&m->wcopy, m->module[0], name);
+  /* the largest dynamic shared memory a launch may ask for: the opt-in
+   * limit less the kernels' static shared memory (the split-K flag) */
+  m->smem_max = (d->max_smem_optin > 48 * 1024 ? d->max_smem_optin : 48 * 1024) - 1024;
+  for (int i = 0; i < 4 && r == CU_SUCCESS; i++)
+    r = cu->FuncSetAttribute(m->conv[i / 2][i % 2], CIG_FUNC_MAX_DYNAMIC_SMEM, (int)m->smem_max);
+  if (r != CU_SUCCESS) {
+    for (int v = 0; v < 4; v++)
+      if (m->module[v]) cu->ModuleUnload(m->module[v]);
+    memset(m, 0, sizeof *m);
+    return cuda_error(r, "loading the implicit-GEMM convolution kernels");
+  }
+  return PTC_OK;
+}
+
+ptc_status cuda_conv_igemm_check_compile(int arch) {
+  ptc_strbuf src;
+  PTC_TRY(module_source(&src, -1, -1));
+  cuda_cubin c;
+  memset(&c, 0, sizeof c);
+  /* --Ofast-compile=max: the same front end and code generation with fewer
+   * optimisation passes (the check is about compiling, and CI is slow) */
+  ptc_status s = cuda_nvrtc_compile_ex(src.data, "ptc_conv_igemm", arch, "--Ofast-compile=max", &c);
+  cuda_cubin_free(&c);
+  ptc_sb_free(&src);
+  return s;
+}
+
+/* ---- launches ---------------------------------------------------------------------------- */
+
+static unsigned grid_1d(int64_t total, int64_t cap) {
+  int64_t b = cdiv(total, 256);
+  if (b > cap) b = cap;
+  return (unsigned)(b < 1 ? 1 : b);
+}
+
+ptc_status cuda_conv_igemm(ptc_context* ctx, const cuda_device* d, cu_stream stream,
+                           const cuda_conv_desc* desc, bool tf32, cu_deviceptr x, cu_deviceptr w,
+                           cu_deviceptr pbias, cu_deviceptr out, bool* done) {
+  *done = false;
+  int ti = type_index(desc->dtype);
+  if (ti < 0 || cuda_conv_igemm_refusal(d->cc_major, desc, tf32)) return PTC_OK;
+  pthread_mutex_lock(&cig_lock);
+  ptc_status s = cig_ready[ti] || cig_broken[ti] ? PTC_OK : load_module(ctx, d, ti);
+  if (!s && !cig_broken[ti]) cig_ready[ti] = true;
+  if (s) {
+    /* a module that does not build or load leaves convolutions to the
+     * im2col + GEMM path (the caller's fallback), with a warning */
+    ptc_log(ctx, PTC_LOG_WARN, "cuda backend: implicit-GEMM convolution unavailable (%s); "
+            "using im2col + GEMM", ptc_status_message(s));
+    ptc_status_destroy(s);
+    s = PTC_OK;
+    cig_broken[ti] = true;
+  }
+  bool ready = cig_ready[ti];
+  pthread_mutex_unlock(&cig_lock);
+  if (!ready) return PTC_OK;
+  const cig_module* m = &cig_mod[ti];
+  const cu_api* cu = &cuda_libs_get()->cu;
+  cuda_conv_shape sh;
+  cuda_conv_igemm_shape(desc, d->sm_count, m->smem_max, &sh);
+  if (sh.smem > m->smem_max || sh.gy > 65535 || sh.gz > 65535 || sh.gx > INT32_MAX) return PTC_OK;
+  int64_t es = (int64_t)ptc_dtype_size(desc->dtype);
+  int64_t cg = desc->c / desc->groups, ocg = desc->oc / desc->groups, kdim = cg * desc->kh * desc->kw;
+  int64_t ncols = desc->n * desc->oh * desc->ow;
+  cuda_cig_args a;
+  memset(&a, 0, sizeof a);
+  a.xs_n = desc->xs[0], a.xs_c = desc->xs[1], a.xs_h = desc->xs[2], a.xs_w = desc->xs[3];
+  a.w_row = desc->ws[0];
+  a.bias_st = desc->bias_st;
+  a.h = (int32_t)desc->h, a.w = (int32_t)desc->w;
+  a.oc = (int32_t)desc->oc, a.oh = (int32_t)desc->oh, a.ow = (int32_t)desc->ow;
+  a.ohw = (int32_t)(desc->oh * desc->ow);
+  a.kh = (int32_t)desc->kh, a.kw = (int32_t)desc->kw, a.sh = (int32_t)desc->sh, a.sw = (int32_t)desc->sw;
+  a.ph = (int32_t)desc->ph, a.pw = (int32_t)desc->pw, a.dh = (int32_t)desc->dh, a.dw = (int32_t)desc->dw;
+  a.cg = (int32_t)cg, a.ocg = (int32_t)ocg, a.kdim = (int32_t)kdim, a.ncols = (int32_t)ncols;
+  a.kps = (int32_t)sh.kps, a.splits = sh.splits;
+  a.act = desc->act;
+  a.has_bias = pbias != 0;
+  a.beta = (float)desc->beta;
+  a.pair = (a.ohw % 2) == 0 && out % (cu_deviceptr)(2 * es) == 0;
+  cu_deviceptr wsp = 0, part = 0;
+  int64_t kt = k_step(desc->dtype), kk = desc->kh * desc->kw;
+  bool w_plain = (desc->ws[3] == 1 || desc->kw == 1) && (desc->ws[2] == desc->kw || desc->kh == 1) &&
+                 (desc->ws[1] == kk || cg == 1) && (desc->ws[0] * es) % 16 == 0 && w % 16 == 0;
+  if (sh.tap || !w_plain) {
+    /* the A operand: tap-major [OC][KH*KW][cpad], or channel-major rows
+     * [Cg*KH*KW] 16-byte aligned */
+    int64_t nchunk = cdiv(cg, kt), cpad = nchunk * kt;
+    int64_t ld = sh.tap ? kk * cpad : cdiv(kdim, 8) * 8;
+    int32_t tap_major = sh.tap;
+    if (sh.tap) {
+      a.nchunk = (int32_t)nchunk;
+      a.kdim = (int32_t)ld;
+    }
+    PTC_TRY(cuda_alloc((size_t)(desc->oc * ld * es), stream, &wsp));
+    int64_t rows = desc->oc, kw = desc->kw;
+    int64_t w0 = desc->ws[0], w1 = desc->ws[1], w2 = desc->ws[2], w3 = desc->ws[3];
+    void* pp[] = {&w, &wsp, &rows, &ld, &cg, &kw, &kk, &cpad, &w0, &w1, &w2, &w3, &tap_major};
+    cu_result r = cu->LaunchKernel(m->wcopy, grid_1d(rows * ld, (int64_t)d->sm_count * 8), 1, 1, 256,
+                                   1, 1, 0, stream, pp, NULL);
+    if (r != CU_SUCCESS) {
+      cuda_free(wsp);
+      return cuda_error(r, "launching the convolution's weight copy");
+    }
+    w = wsp;
+    a.w_row = ld;
+  }
+  cu_result r = CU_SUCCESS;
+  if (sh.splits > 1) {
+    /* partial sums [splits][OC][N] f32, then one zeroed counter per tile */
+    int64_t pbytes = (int64_t)sh.splits * desc->oc * ncols * 4, tiles = sh.gx * sh.gy * desc->groups;
+    s = cuda_alloc((size_t)(pbytes + tiles * 4), stream, &part);
+    if (s) {
+      cuda_free(wsp);
+      return s;
+    }
+    r = cu->MemsetD8Async(part + (cu_deviceptr)pbytes, 0, (size_t)tiles * 4, stream);
+  }
+  void* params[] = {&x, &w, &pbias, &out, &part, &a};
+  if (r == CU_SUCCESS)
+    r = cu->LaunchKernel(m->conv[sh.tap][sh.bm == 128], (unsigned)sh.gx, (unsigned)sh.gy,
+                         (unsigned)sh.gz, 256, 1, 1, (unsigned)sh.smem, stream, params, NULL);
+  cuda_free(part);
+  cuda_free(wsp);
+  if (r != CU_SUCCESS) return cuda_error(r, "launching the implicit-GEMM convolution");
+  *done = true;
+  return PTC_OK;
+}

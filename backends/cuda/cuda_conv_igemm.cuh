@@ -1,0 +1,569 @@
+// cuda_conv_igemm.cuh - implicit-GEMM convolution on tensor cores (embedded
+// as ptc_cuda_conv_igemm_text, compiled after the prelude once per process,
+// architecture and element type, sm_80+; host side in cuda_conv_igemm.c).
+//
+// NCHW input and output (any input strides, contiguous output). Per group
+// the GEMM C[m][n] = sum_k W[m][k] * B[k][n], m = output channel, n =
+// (image, oh, ow), where B[k][n] = x[img][c][oh*sh - ph + kh*dh][ow*sw - pw
+// + kw*dw] (zero outside the image) is never materialised: each K step
+// gathers its B tile straight from x. Types: f16 / bf16 (mma.sync
+// m16n8k16) and f32 as TF32 (m16n8k8, inputs rounded with cvt.rna), f32
+// accumulation. Two K orders:
+//  - tap-major (t64 / t128 kernels), k = (kh, kw, c): weights copied first
+//    to [OC][KH*KW][channels padded to the K step] (ptc_cig_wcopy); a
+//    thread gathers KT/2 consecutive channels of one tap of its column:
+//    one bounds test, then loads a channel stride apart;
+//  - channel-major (m64 / m128), k = (c, kh, kw): weights as they are
+//    (rows 16-byte aligned, else copied); the k -> (offset, kh*dh, kw*dw)
+//    decomposition is a table in shared memory built once per block for
+//    its K range, so an element costs a table read (a warp-wide
+//    broadcast), two bounds tests and a load. For few channels per group
+//    (the 3-channel stem), where tap-major would pad most of each step.
+//
+// Block: 256 threads (8 warps, 2 along M x 4 along N), BM (64 or 128) x 128
+// output tile, K steps of 64 bytes (32 halves / 16 floats). A (weights)
+// comes by cp.async two steps ahead, zero-filled past M and the K range; B
+// is gathered through registers: the loads of step k+2 are issued before
+// the MMAs of step k and stored to shared memory after those of step k+1
+// (three stages). Each thread gathers one column n of B (fixed for the
+// block: its image, ih0 = oh*sh - ph, iw0 = ow*sw - pw computed once), so
+// warps read x coalesced along n. Tiles are K-major in shared memory
+// (80-byte rows: conflict-free ldmatrix and 16-byte stores); fragments
+// come by ldmatrix (also for TF32: an 8x8 b16 matrix is 8 rows of 4
+// floats).
+//
+// Split K: blockIdx.z = group * splits + split; with splits > 1 each block
+// writes f32 partial sums to a workspace [split][OC][N] (L2-resident for
+// the small layers that split) and counts itself done in a per-tile counter
+// after it; the last block of a tile adds the partials up in split order
+// (deterministic) and runs the epilogue. The
+// epilogue: + beta * bias[oc], the activation (ir_activation codes), one
+// store per element (pairs of columns as one store when OH*OW is even and
+// the output aligned).
+
+struct ptc_cig_args {  // layout = cuda_cig_args (cuda_conv_igemm.c)
+  i64 xs_n, xs_c, xs_h, xs_w;  // input strides (elements)
+  i64 w_row;                   // weight row stride (elements; 16-byte multiple)
+  i64 bias_st;                 // bias stride
+  i32 h, w;                    // input plane
+  i32 oc, oh, ow, ohw;         // output channels (all groups), output plane
+  i32 kh, kw, sh, sw, ph, pw, dh, dw;
+  i32 cg, ocg;                 // channels per group (in, out)
+  i32 kdim;                    // GEMM K per group: cg * kh * kw
+  i32 ncols;                   // GEMM N: images * oh * ow
+  i32 kps;                     // K per split (a multiple of the K step)
+  i32 splits;
+  i32 act, has_bias;
+  i32 pair;                    // column pairs stored together
+  i32 nchunk;                  // tap-major: channel chunks (of the K step) per tap
+  float beta;
+  i32 pad2_;
+};
+
+template <int K> struct ptc_cig_kind;
+template <> struct ptc_cig_kind<0> {  // f16
+  typedef u16 S;
+  enum { ES = 2 };
+  static PTC_D float load(S v) { return ptc_h2f(v); }
+  static PTC_D S store(float v) { return ptc_f2h(v); }
+};
+template <> struct ptc_cig_kind<1> {  // bf16
+  typedef u16 S;
+  enum { ES = 2 };
+  static PTC_D float load(S v) { return ptc_bf2f(v); }
+  static PTC_D S store(float v) { return ptc_f2bf(v); }
+};
+template <> struct ptc_cig_kind<2> {  // f32 as tf32
+  typedef float S;
+  enum { ES = 4 };
+  static PTC_D float load(S v) { return v; }
+  static PTC_D S store(float v) { return v; }
+};
+
+// The transcendental activations out of line: inlined into every epilogue
+// element they would multiply the code (and NVRTC's time) many times.
+__device__ __noinline__ float ptc_cig_act_slow(int act, float x) {
+  switch (act) {
+    case 2: return 0.5f * x * (1.f + erff(x * 0.70710678118654752440f));
+    case 3: return 0.5f * x * (1.f + tanhf(0.79788456080286535588f * (x + 0.044715f * x * x * x)));
+    case 4: return x / (1.f + expf(-x));
+    case 5: return 1.f / (1.f + expf(-x));
+    case 6: return tanhf(x);
+    default: return x;
+  }
+}
+PTC_D float ptc_cig_act(int act, float x) {
+  return act == 0 ? x : act == 1 ? (x < 0.f ? 0.f : x) : ptc_cig_act_slow(act, x);
+}
+
+#define PTC_CIG_BN 128
+#define PTC_CIG_KROW 80   // bytes per K-major tile row: 64 bytes of K + 16 pad
+#define PTC_CIG_BAD 0x7fff7fff  // table entry of a k past the range: never in bounds
+#define PTC_CIG_STAGES 3        // shared-memory stages (= CIG_STAGES in cuda_conv_igemm.c)
+
+PTC_D u32 ptc_cig_smem(const void* p) { return (u32)__cvta_generic_to_shared(p); }
+PTC_D void ptc_cig_cp16(u32 dst, const void* src, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
+}
+PTC_D void ptc_cig_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+PTC_D void ptc_cig_wait1() { asm volatile("cp.async.wait_group 1;\n" ::); }
+PTC_D void ptc_cig_ldm4(u32 addr, u32& r0, u32& r1, u32& r2, u32& r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
+}
+PTC_D u32 ptc_cig_tf32(float x) {
+  u32 r;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+  return r;
+}
+
+template <int K> PTC_D void ptc_cig_mma(float* c, const u32* a, u32 b0, u32 b1);
+template <> PTC_D void ptc_cig_mma<0>(float* c, const u32* a, u32 b0, u32 b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+               "{%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+template <> PTC_D void ptc_cig_mma<1>(float* c, const u32* a, u32 b0, u32 b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+               "{%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+template <> PTC_D void ptc_cig_mma<2>(float* c, const u32* a, u32 b0, u32 b1) {
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+               "{%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Shared-memory layout: [stage 0: A (BM rows) | B (128 rows)] [stage 1: ...]
+// [table: int2 per k of the block's K range, padded to the K step].
+template <int K, int BM> struct ptc_cig_cfg {
+  enum {
+    ES = ptc_cig_kind<K>::ES,
+    KT = 64 / ES,                        // K per step
+    KPT = KT / 2,                        // B elements gathered per thread and step
+    MI = BM / 32,                        // m16 tiles per warp (warp tile BM/2 x 32)
+    A_BYTES = BM * PTC_CIG_KROW,
+    STAGE = (BM + PTC_CIG_BN) * PTC_CIG_KROW,
+  };
+};
+
+// The warp's MMAs over one K step.
+template <int K, int BM> PTC_D void ptc_cig_compute(u32 sa, u32 sb, float (*acc)[4][4], int wm,
+                                                    int wn, int lane) {
+  typedef ptc_cig_cfg<K, BM> C;
+  if constexpr (K == 2) {
+#pragma unroll
+    for (int ks = 0; ks < C::KT; ks += 8) {  // 8 floats = two 16-byte halves of a row
+      u32 af[C::MI][4];
+#pragma unroll
+      for (int i = 0; i < C::MI; i++) {
+        const int r = wm * (BM / 2) + i * 16 + (lane & 7) + 8 * ((lane >> 3) & 1);
+        const int kw = ks + 4 * (lane >> 4);
+        ptc_cig_ldm4(sa + r * PTC_CIG_KROW + kw * 4, af[i][0], af[i][1], af[i][2], af[i][3]);
+#pragma unroll
+        for (int q = 0; q < 4; q++) af[i][q] = ptc_cig_tf32(__uint_as_float(af[i][q]));
+      }
+      u32 bf[4][2];
+#pragma unroll
+      for (int jj = 0; jj < 2; jj++) {
+        const int n = wn * 32 + jj * 16 + (lane & 7) + 8 * (lane >> 4);
+        const int kw = ks + 4 * ((lane >> 3) & 1);
+        ptc_cig_ldm4(sb + n * PTC_CIG_KROW + kw * 4, bf[2 * jj][0], bf[2 * jj][1], bf[2 * jj + 1][0],
+                     bf[2 * jj + 1][1]);
+      }
+#pragma unroll
+      for (int i = 0; i < C::MI; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) ptc_cig_mma<K>(acc[i][j], af[i], bf[j][0], bf[j][1]);
+    }
+  } else {
+#pragma unroll
+    for (int ks = 0; ks < C::KT; ks += 16) {
+      u32 af[C::MI][4];
+#pragma unroll
+      for (int i = 0; i < C::MI; i++) {
+        const int r = wm * (BM / 2) + i * 16 + (lane & 15), k = ks + 8 * (lane >> 4);
+        ptc_cig_ldm4(sa + r * PTC_CIG_KROW + k * 2, af[i][0], af[i][1], af[i][2], af[i][3]);
+      }
+      u32 bf[4][2];
+#pragma unroll
+      for (int jj = 0; jj < 2; jj++) {
+        const int n = wn * 32 + jj * 16 + (lane & 7) + 8 * (lane >> 4), k = ks + 8 * ((lane >> 3) & 1);
+        ptc_cig_ldm4(sb + n * PTC_CIG_KROW + k * 2, bf[2 * jj][0], bf[2 * jj][1], bf[2 * jj + 1][0],
+                     bf[2 * jj + 1][1]);
+      }
+#pragma unroll
+      for (int i = 0; i < C::MI; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) ptc_cig_mma<K>(acc[i][j], af[i], bf[j][0], bf[j][1]);
+    }
+  }
+}
+
+// cp.async of one A (weights) tile: rows row0.. of the group's weights,
+// K [k0, k0 + KT), zero past ocg rows and past kend.
+template <int K, int BM> PTC_D void ptc_cig_load_a(const typename ptc_cig_kind<K>::S* w,
+                                                   unsigned char* sa, const ptc_cig_args& g,
+                                                   int row0, int k0, int kend) {
+  typedef ptc_cig_cfg<K, BM> C;
+  const int EPC = 16 / C::ES;
+#pragma unroll
+  for (int i = 0; i < BM * 4 / 256; i++) {
+    const int q = threadIdx.x + 256 * i, r = q >> 2, kc = q & 3;
+    const int row = row0 + r, kq = k0 + kc * EPC;
+    int bytes = 0;
+    const void* src = w;
+    if (row < g.ocg && kq < kend) {
+      const int left = (kend - kq) * C::ES;
+      bytes = left < 16 ? left : 16;
+      src = w + (i64)row * g.w_row + kq;
+    }
+    ptc_cig_cp16(ptc_cig_smem(sa + r * PTC_CIG_KROW + kc * 16), src, bytes);
+  }
+}
+
+// The gathered B elements of one thread for one K step, packed as stored.
+template <int K> struct ptc_cig_breg {
+  u32 v[8];
+};
+
+template <int K, int BM> PTC_D void ptc_cig_gather(const typename ptc_cig_kind<K>::S* __restrict__ xb,
+                                                   const int2* tab, int ih0, int iw0, int h, int w,
+                                                   ptc_cig_breg<K>& r) {
+  typedef ptc_cig_cfg<K, BM> C;
+  typedef typename ptc_cig_kind<K>::S S;
+  S v[C::KPT];
+#pragma unroll
+  for (int i = 0; i < C::KPT; i++) {
+    const int2 e = tab[i];
+    const int ih = ih0 + (e.y >> 16), iw = iw0 + (e.y & 0xffff);
+    v[i] = ((unsigned)ih < (unsigned)h && (unsigned)iw < (unsigned)w) ? __ldg(xb + e.x) : (S)0;
+  }
+  if constexpr (K == 2) {
+#pragma unroll
+    for (int i = 0; i < 8; i++) r.v[i] = ptc_cig_tf32(v[i]);
+  } else {
+#pragma unroll
+    for (int i = 0; i < 8; i++) r.v[i] = (u32)(u16)v[2 * i] | ((u32)(u16)v[2 * i + 1] << 16);
+  }
+}
+
+// Tap-major K (k = (kh, kw, c)): one thread's KPT consecutive channels of
+// one tap: one bounds test, then loads a channel stride apart.
+template <int K, int BM> PTC_D void ptc_cig_gather_tap(const typename ptc_cig_kind<K>::S* __restrict__ xb,
+                                                       int ih, int iw, int c, const ptc_cig_args& g,
+                                                       ptc_cig_breg<K>& r) {
+  typedef ptc_cig_cfg<K, BM> C;
+  typedef typename ptc_cig_kind<K>::S S;
+  S v[C::KPT];
+  const bool in = (unsigned)ih < (unsigned)g.h && (unsigned)iw < (unsigned)g.w;
+  const S* p = xb + c * g.xs_c + (i64)ih * g.xs_h + (i64)iw * g.xs_w;
+  if (in && c + C::KPT <= g.cg) {
+#pragma unroll
+    for (int i = 0; i < C::KPT; i++) v[i] = __ldg(p + i * g.xs_c);
+  } else {
+#pragma unroll
+    for (int i = 0; i < C::KPT; i++) v[i] = in && c + i < g.cg ? __ldg(p + i * g.xs_c) : (S)0;
+  }
+  if constexpr (K == 2) {
+#pragma unroll
+    for (int i = 0; i < 8; i++) r.v[i] = ptc_cig_tf32(v[i]);
+  } else {
+#pragma unroll
+    for (int i = 0; i < 8; i++) r.v[i] = (u32)(u16)v[2 * i] | ((u32)(u16)v[2 * i + 1] << 16);
+  }
+}
+
+// The tap-major K walk of one thread: the tap (kh, kw) and channel chunk of
+// the next K step to gather.
+struct ptc_cig_walk {
+  int kh, kw, chunk;
+  PTC_D void start(int step, const ptc_cig_args& g) {
+    const int tap = step / g.nchunk;
+    chunk = step - tap * g.nchunk;
+    kh = tap / g.kw;
+    kw = tap - kh * g.kw;
+  }
+  PTC_D void next(const ptc_cig_args& g) {
+    if (++chunk == g.nchunk) {
+      chunk = 0;
+      if (++kw == g.kw) {
+        kw = 0;
+        ++kh;
+      }
+    }
+  }
+};
+
+template <int K, int BM> PTC_D void ptc_cig_store_b(unsigned char* sb, const ptc_cig_breg<K>& r) {
+  const int lc = threadIdx.x & (PTC_CIG_BN - 1), kg = threadIdx.x >> 7;
+  uint4* dst = (uint4*)(sb + lc * PTC_CIG_KROW + kg * 32);
+  dst[0] = make_uint4(r.v[0], r.v[1], r.v[2], r.v[3]);
+  dst[1] = make_uint4(r.v[4], r.v[5], r.v[6], r.v[7]);
+}
+
+// TAP: tap-major K over weights transformed to [OC][KH*KW][nchunk * KT]
+// (ptc_cig_wcopy; kdim = KH*KW*nchunk*KT); else channel-major K over the
+// weights as they are (rows 16-byte aligned) through the offset table.
+template <int K, int BM, bool TAP> PTC_D void ptc_cig_body(const typename ptc_cig_kind<K>::S* __restrict__ x,
+                                                 const typename ptc_cig_kind<K>::S* __restrict__ w,
+                                                 const typename ptc_cig_kind<K>::S* __restrict__ bias,
+                                                 typename ptc_cig_kind<K>::S* __restrict__ out,
+                                                 float* __restrict__ ws, const ptc_cig_args& g) {
+  typedef ptc_cig_kind<K> KD;
+  typedef typename KD::S S;
+  typedef ptc_cig_cfg<K, BM> C;
+  extern __shared__ __align__(128) unsigned char smem[];
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, wm = warp & 1, wn = warp >> 1;
+  const int grp = blockIdx.z / g.splits, split = blockIdx.z - grp * g.splits;
+  const int row0 = blockIdx.y * BM, col0 = blockIdx.x * PTC_CIG_BN;
+  const int kbeg = split * g.kps;
+  const int kend = min(g.kdim, kbeg + g.kps);
+  const int nk = (kend - kbeg + C::KT - 1) / C::KT;
+  int2* tab = (int2*)(smem + PTC_CIG_STAGES * C::STAGE);
+  // the k -> (offset, kh*dh << 16 | kw*dw) table of this block's K range
+  const int kk = g.kh * g.kw;
+  for (int i = tid; !TAP && i < nk * C::KT; i += 256) {
+    const int k = kbeg + i;
+    int2 e = make_int2(0, PTC_CIG_BAD);
+    if (k < kend) {
+      const int c = k / kk, rr = k - c * kk, ky = rr / g.kw, kx = rr - ky * g.kw;
+      e.x = (int)(c * g.xs_c + (i64)ky * g.dh * g.xs_h + (i64)kx * g.dw * g.xs_w);
+      e.y = ((ky * g.dh) << 16) | (kx * g.dw);
+    }
+    tab[i] = e;
+  }
+  // this thread's B column
+  const int lc = tid & (PTC_CIG_BN - 1), kg = tid >> 7;
+  const int nn = col0 + lc;
+  int ih0 = -(1 << 30), iw0 = 0;
+  const S* xb = x;
+  if (nn < g.ncols) {
+    const int img = nn / g.ohw, p = nn - img * g.ohw, oh = p / g.ow, ow = p - oh * g.ow;
+    ih0 = oh * g.sh - g.ph;
+    iw0 = ow * g.sw - g.pw;
+    xb = x + img * g.xs_n + (i64)grp * g.cg * g.xs_c;
+    if constexpr (!TAP) xb += (i64)ih0 * g.xs_h + (i64)iw0 * g.xs_w;
+  }
+  ptc_cig_walk wk;
+  if constexpr (TAP) wk.start(kbeg / C::KT, g);
+  const S* wg = w + (i64)grp * g.ocg * g.w_row;
+  float acc[C::MI][4][4];
+#pragma unroll
+  for (int i = 0; i < C::MI; i++)
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) acc[i][j][e] = 0.f;
+  __syncthreads();  // the table
+  const u32 s0 = ptc_cig_smem(smem);
+  // Pipeline over K steps: A (weights) by cp.async two steps ahead into
+  // three stages; B gathered into registers two steps ahead (two register
+  // sets, b0 / b1 alternating: the loop body is unrolled by two so that
+  // they stay registers) and stored to its stage one step ahead.
+  ptc_cig_breg<K> b0, b1;
+  auto gather = [&](int kstep, ptc_cig_breg<K>& r) {
+    if constexpr (TAP) {
+      ptc_cig_gather_tap<K, BM>(xb, ih0 + wk.kh * g.dh, iw0 + wk.kw * g.dw,
+                                wk.chunk * C::KT + kg * C::KPT, g, r);
+      wk.next(g);
+    } else {
+      ptc_cig_gather<K, BM>(xb, tab + kstep * C::KT + kg * C::KPT, ih0, iw0, g.h, g.w, r);
+    }
+  };
+  if (nk > 0) {
+    ptc_cig_load_a<K, BM>(wg, smem, g, row0, kbeg, kend);
+    ptc_cig_commit();
+    if (nk > 1) ptc_cig_load_a<K, BM>(wg, smem + C::STAGE, g, row0, kbeg + C::KT, kend);
+    ptc_cig_commit();
+    gather(0, b0);
+    ptc_cig_store_b<K, BM>(smem + C::A_BYTES, b0);
+    if (nk > 1) gather(1, b1);
+  }
+  // one K step: bnext holds step kt+1 (stored at the end), bnew receives kt+2
+  auto step = [&](int kt, ptc_cig_breg<K>& bnext, ptc_cig_breg<K>& bnew) {
+    const int cur = kt % PTC_CIG_STAGES;
+    ptc_cig_wait1();  // A of step kt (one group, step kt+1's, may stay in flight)
+    __syncthreads();  // stage cur complete; stage (kt+2) % 3 free
+    if (kt + 2 < nk) {
+      const int st2 = cur == 0 ? 2 : cur - 1;
+      ptc_cig_load_a<K, BM>(wg, smem + st2 * C::STAGE, g, row0, kbeg + (kt + 2) * C::KT, kend);
+    }
+    ptc_cig_commit();  // possibly empty: the group count stays uniform
+    if (kt + 2 < nk) gather(kt + 2, bnew);
+    ptc_cig_compute<K, BM>(s0 + cur * C::STAGE, s0 + cur * C::STAGE + C::A_BYTES, acc, wm, wn, lane);
+    if (kt + 1 < nk) {
+      const int st1 = cur == PTC_CIG_STAGES - 1 ? 0 : cur + 1;
+      ptc_cig_store_b<K, BM>(smem + st1 * C::STAGE + C::A_BYTES, bnext);
+    }
+  };
+  for (int kt = 0; kt < nk; kt += 2) {
+    step(kt, b1, b0);
+    if (kt + 1 < nk) step(kt + 1, b0, b1);
+  }
+  // epilogue
+  const int gq = lane >> 2, t = lane & 3;
+  const int ocb = grp * g.ocg;
+  const float beta = g.beta;
+  if (g.splits > 1) {
+    // split K: every block stores its partial tile; the last one of the
+    // tile to finish (a counter per tile, zeroed by the host) adds all
+    // partials up in split order (deterministic) and runs the epilogue
+    __shared__ int last;
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+      const int n0 = col0 + wn * 32 + j * 8 + 2 * t;
+      if (n0 >= g.ncols) continue;
+      float* wsp = ws + ((i64)split * g.oc + ocb) * g.ncols + n0;
+#pragma unroll
+      for (int i = 0; i < C::MI; i++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+          const int m = row0 + wm * (BM / 2) + i * 16 + gq + h * 8;
+          if (m >= g.ocg) continue;
+          wsp[(i64)m * g.ncols] = acc[i][j][2 * h];
+          if (n0 + 1 < g.ncols) wsp[(i64)m * g.ncols + 1] = acc[i][j][2 * h + 1];
+        }
+    }
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) {
+      int* cnt = (int*)(ws + (i64)g.splits * g.oc * g.ncols);
+      const int tile = (grp * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+      last = atomicAdd(cnt + tile, 1) == g.splits - 1;
+    }
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+      const int n0 = col0 + wn * 32 + j * 8 + 2 * t;
+      if (n0 >= g.ncols) continue;
+#pragma unroll
+      for (int i = 0; i < C::MI; i++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+          const int m = row0 + wm * (BM / 2) + i * 16 + gq + h * 8;
+          if (m >= g.ocg) continue;
+          const float* wsp = ws + (i64)(ocb + m) * g.ncols + n0;
+          float v0 = 0.f, v1 = 0.f;
+          for (int sp = 0; sp < g.splits; sp++, wsp += (i64)g.oc * g.ncols) {
+            v0 += __ldcg(wsp);
+            if (n0 + 1 < g.ncols) v1 += __ldcg(wsp + 1);
+          }
+          acc[i][j][2 * h] = v0;
+          acc[i][j][2 * h + 1] = v1;
+        }
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < 4; j++) {
+    const int n0 = col0 + wn * 32 + j * 8 + 2 * t;
+    if (n0 >= g.ncols) continue;
+    const bool two = n0 + 1 < g.ncols;
+    const int img0 = n0 / g.ohw, p0 = n0 - img0 * g.ohw;
+    const i64 ob0 = (i64)img0 * g.oc * g.ohw + p0;
+    i64 ob1 = ob0 + 1;
+    if (two && p0 + 1 == g.ohw) ob1 = ob0 + 1 + (i64)(g.oc - 1) * g.ohw;  // the next image
+#pragma unroll
+    for (int i = 0; i < C::MI; i++)
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        const int m = row0 + wm * (BM / 2) + i * 16 + gq + h * 8;
+        if (m >= g.ocg) continue;
+        const int oc = ocb + m;
+        const float bv = g.has_bias ? beta * KD::load(bias[(i64)oc * g.bias_st]) : 0.f;
+        const float v0 = ptc_cig_act(g.act, acc[i][j][2 * h] + bv);
+        const float v1 = ptc_cig_act(g.act, acc[i][j][2 * h + 1] + bv);
+        S* o = out + (i64)oc * g.ohw;
+        if (two && g.pair) {
+          if constexpr (K == 2) {
+            *(float2*)(o + ob0) = make_float2(v0, v1);
+          } else {
+            *(u32*)(o + ob0) = (u32)KD::store(v0) | ((u32)KD::store(v1) << 16);
+          }
+        } else {
+          o[ob0] = KD::store(v0);
+          if (two) o[ob1] = KD::store(v1);
+        }
+      }
+  }
+}
+
+// Weights [OC][Cg][KH][KW] (any strides) -> [OC][ld] rows in the GEMM's K
+// order: tap-major (k = tap * cpad + c, channels zero-padded to cpad) or
+// channel-major (k = c * KH*KW + tap, zero from cg * KH*KW to ld): the A
+// operand with 16-byte aligned rows for the cp.async loads.
+template <int K> PTC_D void ptc_cig_wcopy(const typename ptc_cig_kind<K>::S* __restrict__ w,
+                                          typename ptc_cig_kind<K>::S* __restrict__ dst, i64 rows,
+                                          i64 ld, i64 cg, i64 kw, i64 kk, i64 cpad, i64 ws0, i64 ws1,
+                                          i64 ws2, i64 ws3, i32 tap_major) {
+  typedef typename ptc_cig_kind<K>::S S;
+  const i64 total = rows * ld;
+  for (i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
+       idx += (i64)gridDim.x * blockDim.x) {
+    const i64 r = idx / ld, k = idx - r * ld;
+    i64 tap, c;
+    if (tap_major) {
+      tap = k / cpad;
+      c = k - tap * cpad;
+    } else {
+      c = k / kk;
+      tap = k - c * kk;
+    }
+    const i64 ky = tap / kw, kx = tap - ky * kw;
+    dst[idx] = c < cg ? w[r * ws0 + c * ws1 + ky * ws2 + kx * ws3] : (S)0;
+  }
+}
+
+#define PTC_CIG_CONV(T, K, S, NAME, BM, TAP)                                                       \
+  extern "C" __global__ void __launch_bounds__(256, 2)                                             \
+      ptc_cig_##T##_##NAME(const S* x, const S* w, const S* bias, S* out, float* ws, ptc_cig_args g) { \
+    ptc_cig_body<K, BM, TAP>(x, w, bias, out, ws, g);                                              \
+  }
+// PTC_CIG_VARIANT (defined before this text): only that convolution kernel
+// (0 m64, 1 m128, 2 t64, 3 t128: the library builds the four as separate
+// modules in parallel); undefined: all four.
+#if !defined(PTC_CIG_VARIANT) || PTC_CIG_VARIANT == 0
+#define PTC_CIG_V0(T, K, S) PTC_CIG_CONV(T, K, S, m64, 64, false)
+#else
+#define PTC_CIG_V0(T, K, S)
+#endif
+#if !defined(PTC_CIG_VARIANT) || PTC_CIG_VARIANT == 1
+#define PTC_CIG_V1(T, K, S) PTC_CIG_CONV(T, K, S, m128, 128, false)
+#else
+#define PTC_CIG_V1(T, K, S)
+#endif
+#if !defined(PTC_CIG_VARIANT) || PTC_CIG_VARIANT == 2
+#define PTC_CIG_V2(T, K, S) PTC_CIG_CONV(T, K, S, t64, 64, true)
+#else
+#define PTC_CIG_V2(T, K, S)
+#endif
+#if !defined(PTC_CIG_VARIANT) || PTC_CIG_VARIANT == 3
+#define PTC_CIG_V3(T, K, S) PTC_CIG_CONV(T, K, S, t128, 128, true)
+#else
+#define PTC_CIG_V3(T, K, S)
+#endif
+#define PTC_CIG_KERNELS(T, K, S)                                                                   \
+  PTC_CIG_V0(T, K, S)                                                                              \
+  PTC_CIG_V1(T, K, S)                                                                              \
+  PTC_CIG_V2(T, K, S)                                                                              \
+  PTC_CIG_V3(T, K, S)                                                                              \
+  extern "C" __global__ void __launch_bounds__(256)                                                \
+      ptc_cig_##T##_wcopy(const S* w, S* dst, i64 rows, i64 ld, i64 cg, i64 kw, i64 kk, i64 cpad,  \
+                          i64 ws0, i64 ws1, i64 ws2, i64 ws3, i32 tap_major) {                     \
+    ptc_cig_wcopy<K>(w, dst, rows, ld, cg, kw, kk, cpad, ws0, ws1, ws2, ws3, tap_major);           \
+  }
+// PTC_CIG_TYPE (defined before this text): only that type's kernels; undefined: all.
+#if !defined(PTC_CIG_TYPE) || PTC_CIG_TYPE == 0
+PTC_CIG_KERNELS(f16, 0, u16)
+#endif
+#if !defined(PTC_CIG_TYPE) || PTC_CIG_TYPE == 1
+PTC_CIG_KERNELS(bf16, 1, u16)
+#endif
+#if !defined(PTC_CIG_TYPE) || PTC_CIG_TYPE == 2
+PTC_CIG_KERNELS(tf32, 2, float)
+#endif

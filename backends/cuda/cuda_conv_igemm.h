@@ -1,0 +1,88 @@
+/* cuda_conv_igemm.h - implicit-GEMM convolution on tensor cores (internal):
+ * the host side (cuda_conv_igemm.c) of the kernels in cuda_conv_igemm.cuh.
+ * conv1d/conv2d of NCHW tensors, f16 / bf16 and f32 as TF32, sm_80+, the
+ * B operand gathered from the input inside the kernel (no im2col matrix),
+ * bias + activation in its epilogue, split K for grids too small to fill
+ * the device. Used by the convolution extern (cuda_ext.c). */
+#ifndef PTC_BACKENDS_CUDA_CONV_IGEMM_H
+#define PTC_BACKENDS_CUDA_CONV_IGEMM_H
+
+#include "cuda_plan.h"
+
+extern const char ptc_cuda_conv_igemm_text[];
+
+/** One convolution, 2-D (a 1-D one as H = 1): input x [N, C, H, W] (any
+ * strides, elements), weights [OC, C/groups, KH, KW] (ws: strides; the
+ * inner three dims must be contiguous, rows any stride), output [N, OC,
+ * OH, OW] contiguous; bias (optional) one value per output channel. */
+typedef struct cuda_conv_desc {
+  int32_t dtype;  /* PTC_F16, PTC_BF16, or PTC_F32 (run as TF32) */
+  int32_t act;    /* ir_activation applied last */
+  int64_t n, c, h, w;
+  int64_t oc, oh, ow;
+  int64_t kh, kw, sh, sw, ph, pw, dh, dw, groups;
+  int64_t xs[4];  /* input strides n, c, h, w */
+  int64_t ws[4];  /* weight strides oc, c, kh, kw */
+  int64_t bias_st;
+  double beta;    /* the bias is scaled by beta */
+} cuda_conv_desc;
+
+/** The launch shape chosen for a convolution: block rows (64 or 128 output
+ * channels), K splits, dynamic shared memory and grid. */
+typedef struct cuda_conv_shape {
+  bool tap;          /* tap-major K over transformed weights (else channel-major) */
+  int bm;
+  int splits;
+  int64_t kps;       /* GEMM K per split */
+  int64_t smem;      /* dynamic shared memory per block, bytes */
+  int64_t gx, gy, gz;
+} cuda_conv_shape;
+
+/** Why the kernel cannot take d on a device of compute capability
+ * cc_major.x (NULL when it can): dtype (f16/bf16; f32 only when `tf32`),
+ * sm_80+, sizes that overflow its 32-bit index math or its 16-bit packed
+ * window offsets. Pure; thread-safe. */
+const char* cuda_conv_igemm_refusal(int cc_major, const cuda_conv_desc* d, bool tf32);
+
+/** The launch shape for d on `sm_count` SMs whose blocks may opt into
+ * `smem_optin` bytes of shared memory (d accepted by
+ * cuda_conv_igemm_refusal). K order: tap-major (k = (kh, kw, c): a thread
+ * gathers consecutive channels of one tap with one bounds test; weights
+ * copied to [OC][KH*KW][channels padded to the K step]) when a group has at
+ * least half a K step of channels, else channel-major (k = (c, kh, kw)
+ * through a per-block offset table, weights as they are: the 3-channel
+ * stem). BM 64 when a group has <= 64 output channels, else 128. K splits
+ * from a small cost model (K steps per split x blocks per SM + the partial
+ * sums written and read again), at most 16, more when a channel-major
+ * block's K range would not fit its shared-memory table. Environment:
+ * PTC_CUDA_CONV_SPLIT=N forces N splits (clamped to the K steps),
+ * PTC_CUDA_CONV_TAP=0/1 forces the K order. Pure apart from reading the
+ * environment; thread-safe. */
+void cuda_conv_igemm_shape(const cuda_conv_desc* d, int sm_count, int64_t smem_optin,
+                           cuda_conv_shape* out);
+
+/** Runs the convolution on `stream`: out = act(conv(x, w) + beta * bias)
+ * (pbias 0 = none). Tap-major shapes first copy the weights into their
+ * layout, channel-major ones when the weight rows are not 16-byte aligned
+ * or not contiguous; split K adds an f32 workspace of partial sums and
+ * per-tile counters (zeroed by a memset; the last block of a tile adds the
+ * partials up). The modules of the dtype (one per kernel variant, built
+ * in parallel through the kernel cache) are loaded on first use
+ * (thread-safe; the primary context must be current). *done false (PTC_OK)
+ * when it does not take the call (cuda_conv_igemm_refusal, a launch shape
+ * beyond the grid or shared-memory limits) or when the modules failed to
+ * build or load (logged once as a warning; not tried again): the caller
+ * then runs the convolution another way. Errors: workspace allocation
+ * (RESOURCE_EXHAUSTED), the launches. */
+ptc_status cuda_conv_igemm(ptc_context* ctx, const cuda_device* d, cu_stream stream,
+                           const cuda_conv_desc* desc, bool tf32, cu_deviceptr x, cu_deviceptr w,
+                           cu_deviceptr pbias, cu_deviceptr out, bool* done);
+
+/** Compiles the module (every type and variant) for sm_<arch> with NVRTC
+ * (--Ofast-compile=max), nothing loaded and no device needed: the
+ * compile-only check of tests/cuda.
+ * Errors: UNAVAILABLE without NVRTC, INTERNAL with the log
+ * ("compiler_log") when NVRTC rejects it. */
+ptc_status cuda_conv_igemm_check_compile(int arch);
+
+#endif /* PTC_BACKENDS_CUDA_CONV_IGEMM_H */

@@ -1,0 +1,562 @@
+/* test_cuda_conv.c - the implicit-GEMM convolution (backends/cuda/cuda_conv_igemm.c).
+ *
+ *  --compile-only (needs NVRTC only; exit 77 without it): the launch-shape
+ *    choice and the refusals (pure), and the module (cuda_conv_igemm.cuh,
+ *    every type) compiles for sm_80 and sm_90.
+ *  default (needs an sm_80+ GPU; exit 77 without one): cuda_conv_igemm
+ *    against a float64 host convolution of the same (dtype-rounded) inputs:
+ *    f16, bf16 and f32 as TF32; 1x1 / 3x3 / 5x3 / 7x7 windows, strides 1 and
+ *    2, padding, dilation, groups (depthwise too), ragged channel counts and
+ *    planes, odd and even output planes (single and paired stores), bias
+ *    with beta and every activation, split K (forced and chosen), weights
+ *    whose rows are not 16-byte aligned (the aligned copy), input views
+ *    with a channel slice and with transposed H/W strides, 1-D (H = 1).
+ *    Tolerance per element relative to sum |w x| (+ |beta bias| + 1):
+ *    f16 2e-3, bf16 1e-2, TF32 3e-3. Every output element is checked (the
+ *    output starts as NaN).
+ *  --bench: resnet18 batch-32 convolutions (bf16, f32 as TF32): the
+ *    implicit GEMM with the chosen split and with splits 1/2/4/8, and the
+ *    whole convolution extern through a one-node graph with
+ *    PTC_CUDA_CONV_IGEMM=0 (im2col + GEMM) and 2, ms and TFLOP/s.
+ * Exit status: 0 passed, 1 a failure, 77 skipped.
+ */
+#include "backends/cuda/cuda.h"
+#include "backends/cuda/cuda_conv_igemm.h"
+#include "backends/cuda/cuda_rt.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static ptc_context* ctx;
+static const cuda_device* dev;
+static int failed, passed;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static double urand(void) { /* [-1, 1) */
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return (double)(rng >> 11) / (double)(1ull << 52) - 1.0;
+}
+
+static double put(void* h, int32_t dt, int64_t i, double x) {
+  if (dt == PTC_F32) {
+    ((float*)h)[i] = (float)x;
+    return (float)x;
+  }
+  uint16_t v = dt == PTC_F16 ? ptc_f32_to_f16((float)x) : ptc_f32_to_bf16((float)x);
+  ((uint16_t*)h)[i] = v;
+  return dt == PTC_F16 ? ptc_f16_to_f32(v) : ptc_bf16_to_f32(v);
+}
+
+static double get(const void* h, int32_t dt, int64_t i) {
+  if (dt == PTC_F32) return ((const float*)h)[i];
+  uint16_t v = ((const uint16_t*)h)[i];
+  return dt == PTC_F16 ? ptc_f16_to_f32(v) : ptc_bf16_to_f32(v);
+}
+
+static double act_ref(int act, double x) {
+  switch (act) {
+    case IR_ACT_RELU: return x < 0 ? 0 : x;
+    case IR_ACT_GELU: return 0.5 * x * (1 + erf(x * 0.70710678118654752440));
+    case IR_ACT_GELU_TANH: return 0.5 * x * (1 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
+    case IR_ACT_SILU: return x / (1 + exp(-x));
+    case IR_ACT_SIGMOID: return 1 / (1 + exp(-x));
+    case IR_ACT_TANH: return tanh(x);
+    default: return x;
+  }
+}
+
+static const char* dname(int32_t dt) { return dt == PTC_F32 ? "tf32" : ptc_dtype_name(dt); }
+
+/* One case: sizes, window, and how x / w are laid out in memory. */
+typedef struct ccase {
+  int64_t n, c, h, w, oc, kh, kw, sh, sw, ph, pw, dh, dw, groups;
+  int bias, act;
+  int x_layout;  /* 0 contiguous, 1 channel slice of a 2C tensor, 2 H/W transposed */
+  int w_pad;     /* extra elements after each weight row (unaligned rows) */
+  int split;     /* PTC_CUDA_CONV_SPLIT for this case (0: chosen) */
+  int w_tr;      /* weights stored [OC][Cg][KW][KH] (strides, not a copy) */
+  int order;     /* PTC_CUDA_CONV_TAP: 0 chosen, 1 channel-major, 2 tap-major */
+} ccase;
+
+static void fill_desc(const ccase* c, int32_t dt, cuda_conv_desc* d, int64_t* x_elems, int64_t* w_elems) {
+  memset(d, 0, sizeof *d);
+  d->dtype = dt;
+  d->act = c->act;
+  d->n = c->n, d->c = c->c, d->h = c->h, d->w = c->w, d->oc = c->oc;
+  d->kh = c->kh, d->kw = c->kw, d->sh = c->sh, d->sw = c->sw, d->ph = c->ph, d->pw = c->pw;
+  d->dh = c->dh, d->dw = c->dw, d->groups = c->groups;
+  d->oh = (c->h + 2 * c->ph - c->dh * (c->kh - 1) - 1) / c->sh + 1;
+  d->ow = (c->w + 2 * c->pw - c->dw * (c->kw - 1) - 1) / c->sw + 1;
+  int64_t hw = c->h * c->w;
+  if (c->x_layout == 1) { /* x = big[:, C:2C] of a [N, 2C, H, W] tensor */
+    d->xs[0] = 2 * c->c * hw, d->xs[1] = hw, d->xs[2] = c->w, d->xs[3] = 1;
+    *x_elems = c->n * 2 * c->c * hw;
+  } else if (c->x_layout == 2) { /* x = t.transpose(2, 3) of a [N, C, W, H] tensor */
+    d->xs[0] = c->c * hw, d->xs[1] = hw, d->xs[2] = 1, d->xs[3] = c->h;
+    *x_elems = c->n * c->c * hw;
+  } else {
+    d->xs[0] = c->c * hw, d->xs[1] = hw, d->xs[2] = c->w, d->xs[3] = 1;
+    *x_elems = c->n * c->c * hw;
+  }
+  int64_t cg = c->c / c->groups, kdim = cg * c->kh * c->kw;
+  d->ws[0] = kdim + c->w_pad, d->ws[1] = c->kh * c->kw, d->ws[2] = c->kw, d->ws[3] = 1;
+  if (c->w_tr) d->ws[2] = 1, d->ws[3] = c->kh;
+  *w_elems = c->oc * d->ws[0];
+  d->bias_st = 1;
+  d->beta = c->bias ? 0.75 : 0.0;
+}
+
+static void run_case(const ccase* c, int32_t dt) {
+  const cu_api* cu = &cuda_libs_get()->cu;
+  cuda_conv_desc d;
+  int64_t xe = 0, we = 0;
+  fill_desc(c, dt, &d, &xe, &we);
+  size_t es = ptc_dtype_size(dt);
+  int64_t cg = c->c / c->groups, ocg = c->oc / c->groups;
+  int64_t ohw = d.oh * d.ow, oe = c->n * c->oc * ohw;
+  char what[256];
+  snprintf(what, sizeof what,
+           "%s n%lld c%lld %lldx%lld oc%lld k%lldx%lld s%lld,%lld p%lld,%lld d%lld,%lld g%lld%s act%d "
+           "x%d wpad%d split%d wtr%d order%d",
+           dname(dt), (long long)c->n, (long long)c->c, (long long)c->h, (long long)c->w,
+           (long long)c->oc, (long long)c->kh, (long long)c->kw, (long long)c->sh, (long long)c->sw,
+           (long long)c->ph, (long long)c->pw, (long long)c->dh, (long long)c->dw,
+           (long long)c->groups, c->bias ? " bias" : "", c->act, c->x_layout, c->w_pad, c->split,
+           c->w_tr, c->order);
+  void* hx = calloc((size_t)xe + 8, es);
+  void* hw = calloc((size_t)we + 8, es);
+  void* hb = calloc((size_t)c->oc + 8, es);
+  void* ho = calloc((size_t)oe + 8, es);
+  double* xd = calloc((size_t)xe + 1, sizeof(double));
+  double* wd = calloc((size_t)we + 1, sizeof(double));
+  double* bd = calloc((size_t)c->oc + 1, sizeof(double));
+  cu_deviceptr px = 0, pw = 0, pb = 0, po = 0;
+  if (!hx || !hw || !hb || !ho || !xd || !wd || !bd) {
+    printf("FAIL %s: out of host memory\n", what);
+    failed++;
+    goto out;
+  }
+  for (int64_t i = 0; i < xe; i++) xd[i] = put(hx, dt, i, urand());
+  for (int64_t i = 0; i < we; i++) wd[i] = put(hw, dt, i, urand());
+  for (int64_t i = 0; i < c->oc; i++) bd[i] = put(hb, dt, i, urand());
+  int64_t x_off = c->x_layout == 1 ? c->c * c->h * c->w : 0; /* the slice's first channel */
+  if (cuda_alloc((size_t)xe * es + 16, NULL, &px) || cuda_alloc((size_t)we * es + 16, NULL, &pw) ||
+      cuda_alloc((size_t)c->oc * es + 16, NULL, &pb) || cuda_alloc((size_t)oe * es + 16, NULL, &po) ||
+      cu->MemcpyHtoDAsync(px, hx, (size_t)xe * es, NULL) ||
+      cu->MemcpyHtoDAsync(pw, hw, (size_t)we * es, NULL) ||
+      cu->MemcpyHtoDAsync(pb, hb, (size_t)c->oc * es, NULL) ||
+      cu->MemsetD8Async(po, 0xff, (size_t)oe * es, NULL)) {
+    printf("FAIL %s: device memory\n", what);
+    failed++;
+    goto out;
+  }
+  char sv[16];
+  snprintf(sv, sizeof sv, "%d", c->split);
+  if (c->split) setenv("PTC_CUDA_CONV_SPLIT", sv, 1);
+  if (c->order) setenv("PTC_CUDA_CONV_TAP", c->order == 2 ? "1" : "0", 1);
+  bool done = false;
+  ptc_status s = cuda_conv_igemm(ctx, dev, NULL, &d, true, px + (cu_deviceptr)(x_off * (int64_t)es), pw,
+                                 c->bias ? pb : 0, po, &done);
+  unsetenv("PTC_CUDA_CONV_SPLIT");
+  unsetenv("PTC_CUDA_CONV_TAP");
+  if (!s && cu->StreamSynchronize(NULL) != CU_SUCCESS) s = PTC_ERR(INTERNAL, "synchronize failed");
+  if (!s && cu->MemcpyDtoHAsync(ho, po, (size_t)oe * es, NULL) != CU_SUCCESS)
+    s = PTC_ERR(INTERNAL, "copy back failed");
+  if (!s) cu->StreamSynchronize(NULL);
+  if (s || !done) {
+    printf("FAIL %s: %s\n", what, s ? ptc_status_message(s) : "not taken");
+    ptc_status_destroy(s);
+    failed++;
+    goto out;
+  }
+  double tol = dt == PTC_F16 ? 2e-3 : dt == PTC_BF16 ? 1e-2 : 3e-3, worst = 0;
+  bool bad = false;
+  for (int64_t img = 0; img < c->n && !bad; img++)
+    for (int64_t o = 0; o < c->oc && !bad; o++) {
+      int64_t g = o / ocg;
+      for (int64_t oy = 0; oy < d.oh && !bad; oy++)
+        for (int64_t ox = 0; ox < d.ow; ox++) {
+          double acc = 0, mag = 0;
+          for (int64_t q = 0; q < cg; q++)
+            for (int64_t ky = 0; ky < c->kh; ky++)
+              for (int64_t kx = 0; kx < c->kw; kx++) {
+                int64_t iy = oy * c->sh - c->ph + ky * c->dh, ix = ox * c->sw - c->pw + kx * c->dw;
+                if (iy < 0 || iy >= c->h || ix < 0 || ix >= c->w) continue;
+                double xv = xd[x_off + img * d.xs[0] + (g * cg + q) * d.xs[1] + iy * d.xs[2] + ix * d.xs[3]];
+                double wv = wd[o * d.ws[0] + q * d.ws[1] + ky * d.ws[2] + kx * d.ws[3]];
+                acc += xv * wv;
+                mag += fabs(xv * wv);
+              }
+          double scale = mag + 1;
+          if (c->bias) {
+            acc += d.beta * bd[o];
+            scale += fabs(d.beta * bd[o]);
+          }
+          double want = act_ref(c->act, acc);
+          double got = get(ho, dt, ((img * c->oc + o) * d.oh + oy) * d.ow + ox);
+          double err = fabs(got - want) / scale;
+          if (!(err <= tol)) {
+            printf("FAIL %s: [%lld, %lld, %lld, %lld] = %g, expected %g\n", what, (long long)img,
+                   (long long)o, (long long)oy, (long long)ox, got, want);
+            bad = true;
+            break;
+          }
+          if (err > worst) worst = err;
+        }
+    }
+  if (bad) {
+    failed++;
+  } else {
+    passed++;
+    if (getenv("PTC_TEST_VERBOSE")) printf("ok %s: max rel err %.2e\n", what, worst);
+  }
+out:
+  cuda_free(px);
+  cuda_free(pw);
+  cuda_free(pb);
+  cuda_free(po);
+  free(hx);
+  free(hw);
+  free(hb);
+  free(ho);
+  free(xd);
+  free(wd);
+  free(bd);
+}
+
+static const ccase cases[] = {
+    /* n  c   h   w   oc  kh kw sh sw ph pw dh dw g  bias act              x  wpad split */
+    {4, 64, 14, 14, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, IR_ACT_NONE, 0, 0, 0, 0, 0},     /* BM 64, paired */
+    {3, 32, 15, 13, 96, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, IR_ACT_RELU, 0, 0, 0, 0, 0},     /* BM 128 ragged */
+    {2, 40, 9, 7, 24, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0, IR_ACT_NONE, 0, 0, 0, 0, 0},       /* 1x1 s1 */
+    {2, 64, 14, 14, 128, 1, 1, 2, 2, 0, 0, 1, 1, 1, 0, IR_ACT_NONE, 0, 0, 0, 0, 0},    /* 1x1 s2 */
+    {2, 3, 33, 31, 64, 7, 7, 2, 2, 3, 3, 1, 1, 1, 0, IR_ACT_RELU, 0, 0, 0, 0, 0},      /* 7x7, K 147 */
+    {2, 6, 17, 19, 10, 5, 3, 2, 1, 2, 1, 1, 2, 1, 1, IR_ACT_SILU, 0, 0, 0, 0, 0},      /* 5x3 dil */
+    {2, 32, 10, 10, 48, 3, 3, 1, 1, 1, 1, 1, 1, 4, 1, IR_ACT_RELU, 0, 0, 0, 0, 0},     /* groups */
+    {3, 16, 9, 8, 16, 3, 3, 1, 1, 2, 2, 2, 2, 16, 1, IR_ACT_GELU, 0, 0, 0, 0, 0},      /* depthwise */
+    {2, 128, 7, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, IR_ACT_RELU, 0, 0, 3, 0, 0},      /* split 3 */
+    {1, 256, 6, 6, 130, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, IR_ACT_NONE, 0, 0, 0, 0, 0},     /* K 2304 */
+    {2, 256, 7, 7, 512, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, IR_ACT_NONE, 0, 0, 0, 0, 0},     /* chosen split */
+    {2, 24, 12, 11, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, IR_ACT_TANH, 1, 0, 0, 0, 0},     /* channel slice */
+    {2, 24, 12, 11, 40, 3, 3, 2, 1, 1, 0, 1, 1, 1, 1, IR_ACT_SIGMOID, 2, 3, 0, 0, 0},  /* H/W transposed, wpad */
+    {3, 8, 1, 50, 16, 1, 5, 1, 1, 0, 2, 1, 1, 1, 1, IR_ACT_GELU_TANH, 0, 0, 0, 0, 0},  /* 1-D */
+    {1, 5, 3, 3, 7, 3, 3, 1, 1, 0, 0, 1, 1, 1, 0, IR_ACT_NONE, 0, 0, 0, 0, 0},         /* one pixel out */
+    {2, 64, 20, 20, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, IR_ACT_NONE, 0, 0, 16, 0, 0},    /* split 16 */
+    {2, 48, 9, 10, 72, 3, 2, 1, 2, 1, 0, 1, 1, 1, 1, IR_ACT_RELU, 0, 0, 0, 1, 0},   /* weights KW/KH swapped */
+    {2, 40, 8, 8, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, IR_ACT_NONE, 0, 0, 2, 0, 0},       /* channel tail, split */
+};
+
+/* Every case in each type with the chosen K order, and in bf16 and TF32
+ * with the other order forced. */
+static void run_all(void) {
+  static const int32_t dts[3] = {PTC_BF16, PTC_F16, PTC_F32};
+  for (int di = 0; di < 3; di++)
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+      run_case(&cases[i], dts[di]);
+      if (dts[di] == PTC_F16) continue;
+      cuda_conv_desc d;
+      int64_t xe, we;
+      fill_desc(&cases[i], dts[di], &d, &xe, &we);
+      cuda_conv_shape sh;
+      cuda_conv_igemm_shape(&d, dev->sm_count, dev->max_smem_optin, &sh);
+      ccase c = cases[i];
+      c.order = sh.tap ? 1 : 2;
+      run_case(&c, dts[di]);
+    }
+}
+
+/* ---- pure checks (no device) ---------------------------------------------------------- */
+
+static int check_shapes(void) {
+  int bad = 0;
+  cuda_conv_desc d;
+  int64_t xe, we;
+  /* resnet18 b32 layer1 (64 channels, 56x56): BM 64, no split */
+  ccase l1 = {32, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0};
+  fill_desc(&l1, PTC_BF16, &d, &xe, &we);
+  cuda_conv_shape s;
+  cuda_conv_igemm_shape(&d, 132, 227 * 1024, &s);
+  if (s.bm != 64 || s.splits != 1 || s.gx != (32 * 56 * 56 + 127) / 128 || s.gy != 1) {
+    printf("FAIL: layer1 shape bm %d splits %d gx %lld\n", s.bm, s.splits, (long long)s.gx);
+    bad++;
+  }
+  /* layer4 (512 channels, 7x7): BM 128, split K (52 blocks on 132 SMs) */
+  ccase l4 = {32, 512, 7, 7, 512, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0};
+  fill_desc(&l4, PTC_BF16, &d, &xe, &we);
+  cuda_conv_igemm_shape(&d, 132, 227 * 1024, &s);
+  if (s.bm != 128 || s.splits < 2 || s.gz != s.splits || s.kps % 32 || s.kps * s.splits < 4608 ||
+      s.kps * (s.splits - 1) >= 4608) {
+    printf("FAIL: layer4 shape bm %d splits %d kps %lld\n", s.bm, s.splits, (long long)s.kps);
+    bad++;
+  }
+  /* a channel-major K range beyond the table (C 4096 x 3x3) forces splits */
+  ccase big = {1, 4096, 8, 8, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0};
+  fill_desc(&big, PTC_F32, &d, &xe, &we);
+  setenv("PTC_CUDA_CONV_TAP", "0", 1); /* channel-major: its offset table limits K */
+  cuda_conv_igemm_shape(&d, 132, 227 * 1024, &s);
+  unsetenv("PTC_CUDA_CONV_TAP");
+  if (s.kps > 8192 || s.smem > 227 * 1024 || s.kps * s.splits < 4096 * 9) {
+    printf("FAIL: large K shape splits %d kps %lld smem %lld\n", s.splits, (long long)s.kps,
+           (long long)s.smem);
+    bad++;
+  }
+  /* refusals */
+  fill_desc(&l1, PTC_F32, &d, &xe, &we);
+  if (!cuda_conv_igemm_refusal(9, &d, false) || cuda_conv_igemm_refusal(9, &d, true)) {
+    printf("FAIL: f32 must need TF32\n");
+    bad++;
+  }
+  fill_desc(&l1, PTC_BF16, &d, &xe, &we);
+  if (!cuda_conv_igemm_refusal(7, &d, true)) {
+    printf("FAIL: sm_75 must be refused\n");
+    bad++;
+  }
+  d.ws[3] = 2;
+  if (cuda_conv_igemm_refusal(9, &d, true)) {
+    printf("FAIL: weights of any strides are taken (copied)\n");
+    bad++;
+  }
+  /* K order: tap-major for 64 channels, channel-major for the 3-channel stem */
+  fill_desc(&l1, PTC_F32, &d, &xe, &we);
+  cuda_conv_igemm_shape(&d, 132, 227 * 1024, &s);
+  bool tap64 = s.tap;
+  ccase stem = {32, 3, 224, 224, 64, 7, 7, 2, 2, 3, 3, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0};
+  fill_desc(&stem, PTC_BF16, &d, &xe, &we);
+  cuda_conv_igemm_shape(&d, 132, 227 * 1024, &s);
+  if (!tap64 || s.tap || s.bm != 64) {
+    printf("FAIL: K order: 64 channels tap-major %d, stem channel-major %d\n", tap64, !s.tap);
+    bad++;
+  }
+  fill_desc(&l1, PTC_F64, &d, &xe, &we);
+  if (!cuda_conv_igemm_refusal(9, &d, true)) {
+    printf("FAIL: f64 must be refused\n");
+    bad++;
+  }
+  return bad;
+}
+
+/* ---- bench -------------------------------------------------------------------------------- */
+
+typedef struct lcase {
+  const char* name;
+  int64_t c, hw, oc, k, s, p, count;
+} lcase;
+
+static const lcase resnet[] = {
+    {"conv1", 3, 224, 64, 7, 2, 3, 1},      {"l1", 64, 56, 64, 3, 1, 1, 4},
+    {"l2.0", 64, 56, 128, 3, 2, 1, 1},      {"l2", 128, 28, 128, 3, 1, 1, 3},
+    {"l2.ds", 64, 56, 128, 1, 2, 0, 1},     {"l3.0", 128, 28, 256, 3, 2, 1, 1},
+    {"l3", 256, 14, 256, 3, 1, 1, 3},       {"l3.ds", 128, 28, 256, 1, 2, 0, 1},
+    {"l4.0", 256, 14, 512, 3, 2, 1, 1},     {"l4", 512, 7, 512, 3, 1, 1, 3},
+    {"l4.ds", 256, 14, 512, 1, 2, 0, 1},    {"1x1s1", 256, 14, 1024, 1, 1, 0, 0},
+};
+
+static double time_igemm(const cuda_conv_desc* d, cu_deviceptr px, cu_deviceptr pw, cu_deviceptr po,
+                         int split) {
+  const cu_api* cu = &cuda_libs_get()->cu;
+  char sv[16];
+  snprintf(sv, sizeof sv, "%d", split);
+  if (split) setenv("PTC_CUDA_CONV_SPLIT", sv, 1);
+  double ms = -1;
+  int reps = 10;
+  for (int round = 0; round < 2; round++) {
+    double t0 = now_s();
+    bool ok = true;
+    for (int r = 0; r < reps && ok; r++) {
+      bool done = false;
+      ptc_status s = cuda_conv_igemm(ctx, dev, NULL, d, true, px, pw, 0, po, &done);
+      ok = !s && done;
+      ptc_status_destroy(s);
+    }
+    ok = ok && cu->StreamSynchronize(NULL) == CU_SUCCESS;
+    if (!ok) break;
+    ms = (now_s() - t0) * 1e3 / reps;
+    reps = ms > 0 ? (int)(3.0 / ms) + 5 : 50; /* about 3 ms */
+    if (reps > 200) reps = 200;
+  }
+  unsetenv("PTC_CUDA_CONV_SPLIT");
+  return ms;
+}
+
+/* The convolution extern of a one-node graph, ms per call (inputs on the device). */
+static double time_graph(const cuda_conv_desc* d, cu_deviceptr px, cu_deviceptr pw, const char* policy) {
+  const cu_api* cu = &cuda_libs_get()->cu;
+  ptc_graph* g = NULL;
+  ptc_executable* e = NULL;
+  ptc_value in[2], out = 0;
+  int32_t dt = d->dtype;
+  ptc_dim xs[4] = {{d->n, 0, 0}, {d->c, 0, 0}, {d->h, 0, 0}, {d->w, 0, 0}};
+  ptc_dim wsd[4] = {{d->oc, 0, 0}, {d->c / d->groups, 0, 0}, {d->kh, 0, 0}, {d->kw, 0, 0}};
+  int64_t st[2] = {d->sh, d->sw}, pd[2] = {d->ph, d->pw};
+  ptc_attr at[2] = {ptc_attr_ints("stride", st, 2), ptc_attr_ints("padding", pd, 2)};
+  ptc_status s = ptc_graph_create(ctx, &g);
+  if (!s) s = ptc_graph_add_input(g, "x", dt, xs, 4, NULL, &in[0]);
+  if (!s) s = ptc_graph_add_input(g, "w", dt, wsd, 4, NULL, &in[1]);
+  if (!s) s = ptc_graph_add_node(g, "conv2d", in, 2, at, 2, &out, 1, NULL);
+  if (!s) s = ptc_graph_add_output(g, out);
+  ptc_compile_options o;
+  ptc_compile_options_init(&o);
+  o.backend = "cuda";
+  o.conv_precision = "high";
+  if (!s) s = ptc_compile(ctx, g, &o, &e);
+  double ms = -1;
+  if (!s) {
+    setenv("PTC_CUDA_CONV_IGEMM", policy, 1);
+    int64_t xshape[4] = {d->n, d->c, d->h, d->w}, wshape[4] = {d->oc, d->c / d->groups, d->kh, d->kw};
+    ptc_tensor t[2];
+    memset(t, 0, sizeof t);
+    t[0].data = (void*)(uintptr_t)px;
+    t[1].data = (void*)(uintptr_t)pw;
+    for (int i = 0; i < 2; i++) {
+      t[i].device.device_type = PTC_DEVICE_CUDA;
+      t[i].ndim = 4;
+      t[i].dtype = ptc_dtype_to_dl(dt);
+    }
+    t[0].shape = xshape;
+    t[1].shape = wshape;
+    int reps = 5;
+    for (int round = 0; round < 2 && !s; round++) {
+      double t0 = now_s();
+      for (int r = 0; r < reps && !s; r++) {
+        ptc_results* res = NULL;
+        s = ptc_executable_run_alloc(e, t, 2, NULL, &res);
+        ptc_results_destroy(res);
+      }
+      if (!s && cu->CtxSynchronize() != CU_SUCCESS) s = PTC_ERR(INTERNAL, "synchronize failed");
+      ms = (now_s() - t0) * 1e3 / reps;
+      reps = ms > 0 ? (int)(3.0 / ms) + 5 : 50;
+      if (reps > 200) reps = 200;
+    }
+    unsetenv("PTC_CUDA_CONV_IGEMM");
+  }
+  if (s) {
+    printf("  graph (policy %s): %s\n", policy, ptc_status_message(s));
+    ptc_status_destroy(s);
+    ms = -1;
+  }
+  ptc_executable_release(e);
+  ptc_graph_destroy(g);
+  return ms;
+}
+
+static void bench(void) {
+  const cu_api* cu = &cuda_libs_get()->cu;
+  static const int32_t dts[2] = {PTC_BF16, PTC_F32};
+  for (int di = 0; di < 2; di++) {
+    double tot[3] = {0, 0, 0};
+    for (size_t li = 0; li < sizeof resnet / sizeof resnet[0]; li++) {
+      const lcase* l = &resnet[li];
+      ccase c = {32, l->c, l->hw, l->hw, l->oc, l->k, l->k, l->s, l->s, l->p, l->p, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0};
+      cuda_conv_desc d;
+      int64_t xe, we;
+      fill_desc(&c, dts[di], &d, &xe, &we);
+      size_t es = ptc_dtype_size(dts[di]);
+      int64_t oe = d.n * d.oc * d.oh * d.ow;
+      cu_deviceptr px = 0, pw = 0, po = 0;
+      if (cuda_alloc((size_t)xe * es, NULL, &px) || cuda_alloc((size_t)we * es, NULL, &pw) ||
+          cuda_alloc((size_t)oe * es, NULL, &po)) {
+        printf("bench: out of device memory\n");
+        return;
+      }
+      cu->MemsetD8Async(px, 0x3c, (size_t)xe * es, NULL);
+      cu->MemsetD8Async(pw, 0x3c, (size_t)we * es, NULL);
+      cuda_conv_shape sh;
+      cuda_conv_igemm_shape(&d, dev->sm_count, dev->max_smem_optin, &sh);
+      double t_auto = time_igemm(&d, px, pw, po, 0);
+      double t_s[4];
+      static const int splits[4] = {1, 2, 4, 8};
+      for (int i = 0; i < 4; i++) t_s[i] = time_igemm(&d, px, pw, po, splits[i]);
+      double t_col = time_graph(&d, px, pw, "0"), t_ig = time_graph(&d, px, pw, "2");
+      double fl = 2.0 * (double)oe * (double)(d.c * d.kh * d.kw);
+      printf("bench %s %-6s c%-3lld %3lldx%-3lld oc%-4lld k%lld s%lld: igemm %.4f ms (%.0f TFLOP/s; "
+             "%s bm %d split %d) | split 1/2/4/8: %.4f %.4f %.4f %.4f | extern im2col %.4f, igemm %.4f\n",
+             dname(dts[di]), l->name, (long long)l->c, (long long)l->hw, (long long)l->hw,
+             (long long)l->oc, (long long)l->k, (long long)l->s, t_auto,
+             t_auto > 0 ? fl / t_auto / 1e9 : 0, sh.tap ? "tap-major" : "channel-major", sh.bm,
+             sh.splits, t_s[0], t_s[1], t_s[2], t_s[3],
+             t_col, t_ig);
+      fflush(stdout);
+      tot[0] += (double)l->count * t_auto;
+      tot[1] += (double)l->count * t_col;
+      tot[2] += (double)l->count * t_ig;
+      cuda_free(px);
+      cuda_free(pw);
+      cuda_free(po);
+    }
+    printf("bench %s resnet18 b32 convolutions (sum over its 20 layers): igemm kernel %.3f ms, "
+           "extern im2col %.3f ms, extern igemm %.3f ms\n",
+           dname(dts[di]), tot[0], tot[1], tot[2]);
+  }
+}
+
+int main(int argc, char** argv) {
+  bool compile_only = argc > 1 && !strcmp(argv[1], "--compile-only");
+  bool do_bench = argc > 1 && !strcmp(argv[1], "--bench");
+  if (compile_only) {
+    int bad = check_shapes();
+    if (bad) return 1;
+    printf("shape choice and refusals: ok\n");
+    const char* why = cuda_nvrtc_unavailable();
+    if (why) {
+      printf("skipped: %s\n", why);
+      return 77;
+    }
+    static const int archs[2] = {80, 90};
+    for (int i = 0; i < 2; i++) {
+      double t0 = now_s();
+      ptc_status s = cuda_conv_igemm_check_compile(archs[i]);
+      if (s) {
+        printf("FAIL: the implicit-GEMM convolution module for sm_%d: %s\n", archs[i],
+               ptc_status_message(s));
+        const char* log = ptc_status_detail(s, "compiler_log");
+        if (log) printf("%s\n", log);
+        ptc_status_destroy(s);
+        return 1;
+      }
+      printf("implicit-GEMM convolution module: compiled for sm_%d (%.0f ms)\n", archs[i],
+             (now_s() - t0) * 1e3);
+    }
+    return 0;
+  }
+  if (check_shapes()) return 1;
+  dev = cuda_device_get();
+  if (!dev) {
+    printf("skipped: %s\n", cuda_unavailable_reason());
+    return 77;
+  }
+  if (dev->cc_major < 8) {
+    printf("skipped: %s is sm_%d%d (the implicit-GEMM convolution needs sm_80)\n", dev->name,
+           dev->cc_major, dev->cc_minor);
+    return 77;
+  }
+  ptc_status s = ptc_context_create(NULL, &ctx);
+  cu_context prev;
+  if (!s) s = cuda_ctx_enter(dev, &prev);
+  if (s) {
+    printf("FAIL: setup: %s\n", ptc_status_message(s));
+    ptc_status_destroy(s);
+    return 1;
+  }
+  printf("device: %s (sm_%d%d, %d SMs)\n", dev->name, dev->cc_major, dev->cc_minor, dev->sm_count);
+  if (do_bench) {
+    bench();
+  } else {
+    double t0 = now_s();
+    run_all();
+    printf("test_cuda_conv: %d passed, %d failed (%.1f s)\n", passed, failed, now_s() - t0);
+  }
+  cuda_ctx_leave(dev, prev);
+  ptc_context_release(ctx);
+  return failed ? 1 : 0;
+}
