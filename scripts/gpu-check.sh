@@ -17,7 +17,8 @@
 #               (mode reduce-overhead: random graphs, shape changes, the
 #               graph cap, streams, output buffers, the error flag, and the
 #               per-call host time of plain vs graph runs)), then the GPU
-#               runs of test_cuda_gemm / _attn / _split / _tune
+#               runs of test_cuda_gemm / _attn / _attn_match / _split /
+#               _rows / _tune / _welford / _lowp / _conv
 #   --py        the meson suite 'python' (pytest) on the GPU machine: the CPU
 #               tests and tests/python/test_cuda_tensors.py (CUDA tensors,
 #               torch's current stream, from_fx/backend on cuda, device
@@ -129,9 +130,10 @@ if [ "$C" = 1 ]; then
   while IFS= read -r l; do note "  $l"; done < <(grep -E '^graph mode|^  graph api' "$LOGS/gpu.log")
   note "  $(grep -E '^test_cuda_gpu:' "$LOGS/gpu.log")"
   # the GPU halves of the kernel-family tests (tensor-core GEMM, fused
-  # attention, split reductions, autotuning), one log for all four
+  # attention and its rewrite, split and row reductions, autotuning,
+  # welford, f16/bf16 math, implicit-GEMM convolution), one log for all
   : >"$LOGS/kernels.log"
-  for t in gemm attn split tune welford; do
+  for t in gemm attn attn_match split rows tune welford lowp conv; do
     t5=$(date +%s)
     echo "==== test_cuda_$t" >>"$LOGS/kernels.log"
     "$BUILD/tests/cuda/test_cuda_$t" >>"$LOGS/kernels.log" 2>&1
