@@ -133,9 +133,9 @@ static ptc_status build_pattern(const pcase* c, ptc_graph** out) {
   PTC_TRY(ptc_graph_create(ctx, &g));
   ptc_status s = PTC_OK;
   int32_t dt = c->dtype;
-  ptc_value q, k, v, kt, z, y, x, p, o;
+  ptc_value q = 0, k = 0, v = 0, kt = 0, z = 0, y = 0, x = 0, p = 0, o = 0;
   if (c->views) {
-    ptc_value q0, v0;
+    ptc_value q0 = 0, v0 = 0;
     s = input4(g, "q", dt, c->B, c->L, c->H, c->E, &q0);
     if (!s) s = transpose(g, q0, 1, 2, &q);
     if (!s) s = input4(g, "v", dt, c->B, c->S, c->H, c->E, &v0);
@@ -170,7 +170,7 @@ static ptc_status build_pattern(const pcase* c, ptc_graph** out) {
   }
   x = y;
   if (!s && (c->mask == PM_CAUSAL || c->mask == PM_FINITE || c->mask == PM_KEEPC)) {
-    ptc_value keep, drop;
+    ptc_value keep = 0, drop = 0;
     s = bool_const(g, c->L, c->S, c->mask == PM_KEEPC, &keep);
     if (!s) s = node1(g, "logical_not", &keep, 1, NULL, 0, &drop);
     ptc_value in[2] = {y, drop};
