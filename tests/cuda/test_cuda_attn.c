@@ -24,6 +24,7 @@
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/cuda_attn.h"
 #include "backends/cuda/cuda_rt.h"
+#include "cuda_test_dev.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -207,14 +208,6 @@ static int compile_only(void) {
 
 static const cu_api* cu(void) { return &cuda_libs_get()->cu; }
 
-typedef struct htensor {
-  ptc_tensor t;
-  int64_t shape[4];
-  void* host;
-  size_t bytes;
-  cu_deviceptr dev;
-} htensor;
-
 static uint64_t rng_state = 88172645463325252ull;
 static double urand(void) {
   rng_state ^= rng_state << 13;
@@ -223,75 +216,15 @@ static double urand(void) {
   return (double)(rng_state >> 11) / 9007199254740992.0;
 }
 
-static bool make_input(const ptc_graph* g, size_t i, htensor* h) {
-  memset(h, 0, sizeof *h);
-  ptc_value_info info;
-  memset(&info, 0, sizeof info);
-  info.struct_size = sizeof info;
-  ptc_status st = ptc_graph_value_info(g, ptc_graph_input(g, i), &info);
-  if (st) {
-    ptc_status_destroy(st);
-    return false;
-  }
-  int64_t n = 1;
-  for (int32_t d = 0; d < (int32_t)info.rank; d++) {
-    h->shape[d] = info.shape[d].value;
-    n *= h->shape[d];
-  }
-  size_t es = ptc_dtype_size(info.dtype);
-  h->bytes = (size_t)n * es;
-  h->host = malloc(h->bytes ? h->bytes : 1);
-  if (!h->host) return false;
-  for (int64_t k = 0; k < n; k++) {
-    double x = urand() * 4.0 - 2.0;
-    switch (info.dtype) {
-      case PTC_F32: ((float*)h->host)[k] = (float)x; break;
-      case PTC_F16: ((uint16_t*)h->host)[k] = ptc_f32_to_f16((float)x); break;
-      case PTC_BF16: ((uint16_t*)h->host)[k] = ptc_f32_to_bf16((float)x); break;
-      case PTC_BOOL: ((uint8_t*)h->host)[k] = urand() < 0.8; break;
-      default: return false;
-    }
-  }
-  h->t.data = h->host;
-  h->t.device.device_type = PTC_DEVICE_CPU;
-  h->t.ndim = (int32_t)info.rank;
-  h->t.dtype = ptc_dtype_to_dl(info.dtype);
-  h->t.shape = h->shape;
-  ptc_status st2 = cuda_alloc(h->bytes ? h->bytes : 16, NULL, &h->dev);
-  if (st2) {
-    ptc_status_destroy(st2);
-    return false;
-  }
-  return !h->bytes || (cu()->MemcpyHtoDAsync(h->dev, h->host, h->bytes, NULL) == CU_SUCCESS &&
-                       cu()->StreamSynchronize(NULL) == CU_SUCCESS);
+/* Values uniform in [-2, 2); bool inputs true with probability 0.8 (a second draw). */
+static double fill(void* user, const ptc_value_info* info) {
+  (void)user;
+  double x = urand() * 4.0 - 2.0;
+  return info->dtype == PTC_BOOL ? (double)(urand() < 0.8) : x;
 }
 
-static void free_input(htensor* h) {
-  free(h->host);
-  if (h->dev) cuda_free(h->dev);
-}
-
-static ptc_tensor on_device(const htensor* h) {
-  ptc_tensor t = h->t;
-  t.data = (void*)(uintptr_t)h->dev;
-  t.device.device_type = PTC_DEVICE_CUDA;
-  t.device.device_id = 0;
-  return t;
-}
-
-static double load_f(const void* p, int32_t dt, int64_t k) {
-  switch (dt) {
-    case PTC_F32: return ((const float*)p)[k];
-    case PTC_F16: return ptc_f16_to_f32(((const uint16_t*)p)[k]);
-    default: return ptc_bf16_to_f32(((const uint16_t*)p)[k]);
-  }
-}
-
-static ptc_status compile(const ptc_graph* g, const char* backend, ptc_executable** e) {
-  ptc_compile_options o;
-  ptc_compile_options_init(&o);
-  o.backend = backend;
-  return ptc_compile(ctx, g, &o, e);
+static bool make_input(const ptc_graph* g, size_t i, ctd_tensor* h) {
+  return ctd_make_input(g, i, fill, NULL, h);
 }
 
 static void check_case(const acase* c) {
@@ -303,8 +236,8 @@ static void check_case(const acase* c) {
   ptc_graph* g = NULL;
   ptc_executable *ec = NULL, *er = NULL;
   ptc_status s = build(c, &g);
-  if (!s) s = compile(g, "cuda", &ec);
-  if (!s) s = compile(g, "ref", &er);
+  if (!s) s = ctd_compile(ctx, g, "cuda", &ec);
+  if (!s) s = ctd_compile(ctx, g, "ref", &er);
   if (s) {
     report_status(what, s);
     ptc_executable_release(ec);
@@ -313,13 +246,13 @@ static void check_case(const acase* c) {
     return;
   }
   size_t n_in = c->mask ? 4 : 3;
-  htensor h[4];
+  ctd_tensor h[4];
   ptc_tensor hin[4], din[4];
   bool ok = true;
   for (size_t i = 0; i < n_in; i++) {
     ok = ok && make_input(g, i, &h[i]);
     hin[i] = h[i].t;
-    din[i] = on_device(&h[i]);
+    din[i] = ctd_on_device(&h[i]);
   }
   ptc_results *rr = NULL, *rc = NULL;
   if (!ok) s = PTC_ERR(INTERNAL, "input setup failed");
@@ -341,7 +274,7 @@ static void check_case(const acase* c) {
     double tol = c->dtype == PTC_BF16 ? 2e-2 : c->dtype == PTC_F16 ? 4e-3 : 1e-4, worst = 0;
     int64_t bad = -1;
     for (int64_t k = 0; dl && k < n; k++) {
-      double a = load_f(got, c->dtype, k), b = load_f((const char*)tr->data + tr->byte_offset,
+      double a = ctd_load(got, c->dtype, k), b = ctd_load((const char*)tr->data + tr->byte_offset,
                                                       c->dtype, k);
       double err = fabs(a - b) / (1.0 + fabs(b));
       if (!(err <= tol) && bad < 0) bad = k;
@@ -355,7 +288,7 @@ static void check_case(const acase* c) {
   }
   ptc_results_destroy(rr);
   ptc_results_destroy(rc);
-  for (size_t i = 0; i < n_in; i++) free_input(&h[i]);
+  for (size_t i = 0; i < n_in; i++) ctd_free(&h[i]);
   ptc_executable_release(ec);
   ptc_executable_release(er);
   ptc_graph_destroy(g);
@@ -373,15 +306,15 @@ static double time_case(const acase* c, bool fused) {
   ptc_graph* g = NULL;
   ptc_executable* e = NULL;
   ptc_status s = build(c, &g);
-  if (!s) s = compile(g, "cuda", &e);
+  if (!s) s = ctd_compile(ctx, g, "cuda", &e);
   unsetenv("PTC_CUDA_ATTN");
   double ms = -1;
-  htensor h[3];
+  ctd_tensor h[3];
   ptc_tensor din[3];
   bool ok = !s;
   for (size_t i = 0; ok && i < 3; i++) {
     ok = make_input(g, i, &h[i]);
-    din[i] = on_device(&h[i]);
+    din[i] = ctd_on_device(&h[i]);
   }
   for (int it = 0, iters = 10; ok && it < 2; it++, iters = 100) {
     double t0 = now_s();
@@ -396,7 +329,7 @@ static double time_case(const acase* c, bool fused) {
     ms = (now_s() - t0) * 1e3 / iters;
   }
   if (s) ptc_status_destroy(s);
-  for (size_t i = 0; i < 3 && !s; i++) free_input(&h[i]);
+  for (size_t i = 0; i < 3 && !s; i++) ctd_free(&h[i]);
   ptc_executable_release(e);
   ptc_graph_destroy(g);
   return ok ? ms : -1;

@@ -32,6 +32,7 @@
 #include "backends/cuda/cuda_attn_f32.h"
 #include "backends/cuda/cuda_attn_match.h"
 #include "backends/cuda/cuda_rt.h"
+#include "cuda_test_dev.h"
 #include "lib/graph/op.h"
 
 #include <math.h>
@@ -367,14 +368,6 @@ static int cpu_checks(void) {
 
 static const cu_api* cu(void) { return &cuda_libs_get()->cu; }
 
-typedef struct htensor {
-  ptc_tensor t;
-  int64_t shape[8];
-  void* host;
-  size_t bytes;
-  cu_deviceptr dev;
-} htensor;
-
 static uint64_t rng_state = 88172645463325252ull;
 static double urand(void) {
   rng_state ^= rng_state << 13;
@@ -383,85 +376,25 @@ static double urand(void) {
   return (double)(rng_state >> 11) / 9007199254740992.0;
 }
 
-/* Graph input i with random values (bool inputs named "drop" are true with
- * probability 0.2, other bool inputs 0.8). */
-static bool make_input(const ptc_graph* g, size_t i, htensor* h) {
-  memset(h, 0, sizeof *h);
-  ptc_value_info info;
-  memset(&info, 0, sizeof info);
-  info.struct_size = sizeof info;
-  ptc_status st = ptc_graph_value_info(g, ptc_graph_input(g, i), &info);
-  if (st) {
-    ptc_status_destroy(st);
-    return false;
-  }
-  bool drop = info.name && strcmp(info.name, "drop") == 0;
-  int64_t n = 1;
-  for (int32_t d = 0; d < (int32_t)info.rank; d++) {
-    h->shape[d] = info.shape[d].value;
-    n *= h->shape[d];
-  }
-  size_t es = ptc_dtype_size(info.dtype);
-  h->bytes = (size_t)n * es;
-  h->host = malloc(h->bytes ? h->bytes : 1);
-  if (!h->host) return false;
-  for (int64_t k = 0; k < n; k++) {
-    double x = urand() * 4.0 - 2.0;
-    switch (info.dtype) {
-      case PTC_F32: ((float*)h->host)[k] = (float)x; break;
-      case PTC_F16: ((uint16_t*)h->host)[k] = ptc_f32_to_f16((float)x); break;
-      case PTC_BF16: ((uint16_t*)h->host)[k] = ptc_f32_to_bf16((float)x); break;
-      case PTC_BOOL: ((uint8_t*)h->host)[k] = urand() < (drop ? 0.2 : 0.8); break;
-      default: return false;
-    }
-  }
-  h->t.data = h->host;
-  h->t.device.device_type = PTC_DEVICE_CPU;
-  h->t.ndim = (int32_t)info.rank;
-  h->t.dtype = ptc_dtype_to_dl(info.dtype);
-  h->t.shape = h->shape;
-  ptc_status st2 = cuda_alloc(h->bytes ? h->bytes : 16, NULL, &h->dev);
-  if (st2) {
-    ptc_status_destroy(st2);
-    return false;
-  }
-  return !h->bytes || (cu()->MemcpyHtoDAsync(h->dev, h->host, h->bytes, NULL) == CU_SUCCESS &&
-                       cu()->StreamSynchronize(NULL) == CU_SUCCESS);
+/* Values uniform in [-2, 2); bool inputs named "drop" true with probability
+ * 0.2, other bool inputs 0.8 (a second draw). */
+static double fill(void* user, const ptc_value_info* info) {
+  (void)user;
+  double x = urand() * 4.0 - 2.0;
+  if (info->dtype != PTC_BOOL) return x;
+  bool drop = info->name && strcmp(info->name, "drop") == 0;
+  return (double)(urand() < (drop ? 0.2 : 0.8));
 }
 
-static void free_input(htensor* h) {
-  free(h->host);
-  if (h->dev) cuda_free(h->dev);
-}
-
-static ptc_tensor on_device(const htensor* h) {
-  ptc_tensor t = h->t;
-  t.data = (void*)(uintptr_t)h->dev;
-  t.device.device_type = PTC_DEVICE_CUDA;
-  t.device.device_id = 0;
-  return t;
-}
-
-static double load_f(const void* p, int32_t dt, int64_t k) {
-  switch (dt) {
-    case PTC_F32: return ((const float*)p)[k];
-    case PTC_F16: return ptc_f16_to_f32(((const uint16_t*)p)[k]);
-    default: return ptc_bf16_to_f32(((const uint16_t*)p)[k]);
-  }
-}
-
-static ptc_status compile(const ptc_graph* g, const char* backend, ptc_executable** e) {
-  ptc_compile_options o;
-  ptc_compile_options_init(&o);
-  o.backend = backend;
-  return ptc_compile(ctx, g, &o, e);
+static bool make_input(const ptc_graph* g, size_t i, ctd_tensor* h) {
+  return ctd_make_input(g, i, fill, NULL, h);
 }
 
 /* Runs g on "cuda" and "ref" with the same inputs and compares output 0. */
 static void compare(const char* what, const ptc_graph* g, int32_t dt, double tol) {
   ptc_executable *ec = NULL, *er = NULL;
-  ptc_status s = compile(g, "cuda", &ec);
-  if (!s) s = compile(g, "ref", &er);
+  ptc_status s = ctd_compile(ctx, g, "cuda", &ec);
+  if (!s) s = ctd_compile(ctx, g, "ref", &er);
   if (s) {
     report_status(what, s);
     ptc_executable_release(ec);
@@ -469,13 +402,13 @@ static void compare(const char* what, const ptc_graph* g, int32_t dt, double tol
     return;
   }
   size_t n_in = ptc_graph_num_inputs(g);
-  htensor h[8];
+  ctd_tensor h[8];
   ptc_tensor hin[8], din[8];
   bool ok = n_in <= 8;
   for (size_t i = 0; ok && i < n_in; i++) {
     ok = make_input(g, i, &h[i]);
     hin[i] = h[i].t;
-    din[i] = on_device(&h[i]);
+    din[i] = ctd_on_device(&h[i]);
   }
   ptc_results *rr = NULL, *rc = NULL;
   if (!ok) s = PTC_ERR(INTERNAL, "input setup failed");
@@ -498,8 +431,8 @@ static void compare(const char* what, const ptc_graph* g, int32_t dt, double tol
     double worst = 0;
     int64_t bad = -1;
     for (int64_t k = 0; dl && k < n; k++) {
-      double a = load_f(got, dt, k),
-             b = load_f((const char*)tr->data + tr->byte_offset, dt, k);
+      double a = ctd_load(got, dt, k),
+             b = ctd_load((const char*)tr->data + tr->byte_offset, dt, k);
       double err = fabs(a - b) / (1.0 + fabs(b));
       if (!(err <= tol) && bad < 0) bad = k;
       if (err > worst || err != err) worst = err;
@@ -513,7 +446,7 @@ static void compare(const char* what, const ptc_graph* g, int32_t dt, double tol
   }
   ptc_results_destroy(rr);
   ptc_results_destroy(rc);
-  for (size_t i = 0; ok && i < n_in; i++) free_input(&h[i]);
+  for (size_t i = 0; ok && i < n_in; i++) ctd_free(&h[i]);
   ptc_executable_release(ec);
   ptc_executable_release(er);
 }
@@ -636,20 +569,20 @@ static double now_s(void) {
 static double time_graph(const ptc_graph* g, const char* env) {
   if (env) setenv(env, "0", 1);
   ptc_executable* e = NULL;
-  ptc_status s = compile(g, "cuda", &e);
+  ptc_status s = ctd_compile(ctx, g, "cuda", &e);
   if (env) unsetenv(env);
   if (s) {
     report_status("bench compile", s);
     return -1;
   }
   size_t n_in = ptc_graph_num_inputs(g);
-  htensor h[8];
+  ctd_tensor h[8];
   ptc_tensor din[8];
   bool ok = n_in <= 8;
   size_t made = 0;
   for (size_t i = 0; ok && i < n_in; i++, made++) {
     ok = make_input(g, i, &h[i]);
-    din[i] = on_device(&h[i]);
+    din[i] = ctd_on_device(&h[i]);
   }
   double ms = -1;
   for (int it = 0, iters = 3; ok && it < 2; it++, iters = 20) {
@@ -664,7 +597,7 @@ static double time_graph(const ptc_graph* g, const char* env) {
     ok = ok && cu()->CtxSynchronize() == CU_SUCCESS;
     ms = (now_s() - t0) * 1e3 / iters;
   }
-  for (size_t i = 0; i < made; i++) free_input(&h[i]);
+  for (size_t i = 0; i < made; i++) ctd_free(&h[i]);
   ptc_executable_release(e);
   return ok ? ms : -1;
 }

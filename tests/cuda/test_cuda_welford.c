@@ -26,6 +26,7 @@
  */
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/cuda_rt.h"
+#include "cuda_test_dev.h"
 #include "backends/cuda/cuda_welford.h"
 
 #include <math.h>
@@ -230,84 +231,15 @@ static double noise(void) {
 
 static bool fast_fill; /* --bench: uniform values, one draw each */
 
-typedef struct hin {
-  ptc_tensor t;
-  int64_t shape[4];
-  void* host;
-  size_t bytes;
-  cu_deviceptr dev;
-} hin;
-
-static bool make_input(const ptc_graph* g, double offset, hin* h) {
-  memset(h, 0, sizeof *h);
-  ptc_value_info info;
-  memset(&info, 0, sizeof info);
-  info.struct_size = sizeof info;
-  ptc_status st = ptc_graph_value_info(g, ptc_graph_input(g, 0), &info);
-  if (st) {
-    ptc_status_destroy(st);
-    return false;
-  }
-  int64_t n = 1;
-  for (uint32_t d = 0; d < info.rank; d++) {
-    h->shape[d] = info.shape[d].value;
-    n *= h->shape[d];
-  }
-  size_t es = ptc_dtype_size(info.dtype);
-  h->bytes = (size_t)n * es;
-  h->host = malloc(h->bytes ? h->bytes : 1);
-  if (!h->host) return false;
-  for (int64_t k = 0; k < n; k++) {
-    double x = fast_fill ? urand() - 0.5 : offset + noise();
-    switch (info.dtype) {
-      case PTC_F32: ((float*)h->host)[k] = (float)x; break;
-      case PTC_F64: ((double*)h->host)[k] = x; break;
-      case PTC_F16: ((uint16_t*)h->host)[k] = ptc_f32_to_f16((float)x); break;
-      case PTC_BF16: ((uint16_t*)h->host)[k] = ptc_f32_to_bf16((float)x); break;
-      default: return false;
-    }
-  }
-  h->t.data = h->host;
-  h->t.device.device_type = PTC_DEVICE_CPU;
-  h->t.ndim = (int32_t)info.rank;
-  h->t.dtype = ptc_dtype_to_dl(info.dtype);
-  h->t.shape = h->shape;
-  ptc_status s2 = cuda_alloc(h->bytes ? h->bytes : 16, NULL, &h->dev);
-  if (s2) {
-    ptc_status_destroy(s2);
-    return false;
-  }
-  return !h->bytes || (cu()->MemcpyHtoDAsync(h->dev, h->host, h->bytes, NULL) == CU_SUCCESS &&
-                       cu()->StreamSynchronize(NULL) == CU_SUCCESS);
+/* offset + noise, or (--bench) one uniform draw. */
+static double fill(void* user, const ptc_value_info* info) {
+  (void)info;
+  return fast_fill ? urand() - 0.5 : *(const double*)user + noise();
 }
 
-static void free_input(hin* h) {
-  free(h->host);
-  if (h->dev) cuda_free(h->dev);
-}
-
-static ptc_tensor on_device(const hin* h) {
-  ptc_tensor t = h->t;
-  t.data = (void*)(uintptr_t)h->dev;
-  t.device.device_type = PTC_DEVICE_CUDA;
-  t.device.device_id = 0;
-  return t;
-}
-
-static double load_f(const void* p, int32_t dt, int64_t k) {
-  switch (dt) {
-    case PTC_F32: return ((const float*)p)[k];
-    case PTC_F64: return ((const double*)p)[k];
-    case PTC_F16: return ptc_f16_to_f32(((const uint16_t*)p)[k]);
-    default: return ptc_bf16_to_f32(((const uint16_t*)p)[k]);
-  }
-}
-
-static ptc_status compile(const ptc_graph* g, const char* backend, ptc_executable** e) {
-  ptc_compile_options o;
-  ptc_compile_options_init(&o);
-  o.backend = backend;
-  return ptc_compile(ctx, g, &o, e);
+/* Graph input 0 of g with values offset + noise. */
+static bool make_input(const ptc_graph* g, double offset, ctd_tensor* h) {
+  return ctd_make_input(g, 0, fill, &offset, h);
 }
 
 static int64_t numel(const ptc_tensor* t) {
@@ -362,13 +294,13 @@ static void check_case(const wcase* c, const char* env, bool twice) {
   ptc_graph* g = NULL;
   ptc_executable *ec = NULL, *er = NULL;
   ptc_status s = build(c, &g);
-  if (!s) s = compile(g, "cuda", &ec);
-  if (!s) s = compile(g, "ref", &er);
-  hin h;
+  if (!s) s = ctd_compile(ctx, g, "cuda", &ec);
+  if (!s) s = ctd_compile(ctx, g, "ref", &er);
+  ctd_tensor h;
   memset(&h, 0, sizeof h);
   if (!s && !make_input(g, c->offset, &h)) s = PTC_ERR(INTERNAL, "input setup failed");
   ptc_results *rr = NULL, *rc = NULL, *rc2 = NULL;
-  ptc_tensor din = on_device(&h);
+  ptc_tensor din = ctd_on_device(&h);
   if (!s) s = ptc_executable_run_alloc(er, &h.t, 1, NULL, &rr);
   if (!s) s = ptc_executable_run_alloc(ec, &din, 1, NULL, &rc);
   if (!s && twice) s = ptc_executable_run_alloc(ec, &din, 1, NULL, &rc2);
@@ -405,7 +337,7 @@ static void check_case(const wcase* c, const char* env, bool twice) {
       double atol = dt == PTC_F64 ? 1e-12 : 1e-5;
       const void* ref = (const char*)tr->data + tr->byte_offset;
       for (int64_t i = 0; i < numel(tr); i++) {
-        double a = load_f(got, dt, i), b = load_f(ref, dt, i);
+        double a = ctd_load(got, dt, i), b = ctd_load(ref, dt, i);
         bool same = (isnan(a) && isnan(b)) || (isinf(a) && isinf(b) && (a > 0) == (b > 0));
         double err = same ? 0 : fabs(a - b) / (atol + fabs(b));
         if (!same && !(fabs(a - b) <= tol * fabs(b) + atol)) {
@@ -425,7 +357,7 @@ static void check_case(const wcase* c, const char* env, bool twice) {
   ptc_results_destroy(rr);
   ptc_results_destroy(rc);
   ptc_results_destroy(rc2);
-  free_input(&h);
+  ctd_free(&h);
   ptc_executable_release(ec);
   ptc_executable_release(er);
   ptc_graph_destroy(g);
@@ -449,13 +381,13 @@ static double time_case(const wcase* c, const char* env) {
   ptc_graph* g = NULL;
   ptc_executable* e = NULL;
   ptc_status s = build(c, &g);
-  if (!s) s = compile(g, "cuda", &e);
+  if (!s) s = ctd_compile(ctx, g, "cuda", &e);
   if (env) unsetenv(ename);
   double ms = -1;
-  hin h;
+  ctd_tensor h;
   memset(&h, 0, sizeof h);
   bool ok = !s && make_input(g, 0, &h);
-  ptc_tensor din = on_device(&h);
+  ptc_tensor din = ctd_on_device(&h);
   for (int it = 0, iters = 3; ok && it < 2; it++, iters = 20) {
     double t0 = now_s();
     for (int r = 0; ok && r < iters; r++) {
@@ -469,7 +401,7 @@ static double time_case(const wcase* c, const char* env) {
     ms = (now_s() - t0) * 1e3 / iters;
   }
   ptc_status_destroy(s);
-  free_input(&h);
+  ctd_free(&h);
   ptc_executable_release(e);
   ptc_graph_destroy(g);
   return ok ? ms : -1;

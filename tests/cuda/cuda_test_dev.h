@@ -1,0 +1,45 @@
+/* cuda_test_dev.h - device tensors for the cuda kernel tests (attention,
+ * the attention rewrite, welford): a graph input filled on the host by the
+ * test's own value generator, copied to the device and seen as a CUDA
+ * ptc_tensor; the element reader and the compile call those tests share.
+ * Test code only: not thread-safe (uses the NULL stream synchronously). */
+#ifndef PTC_TESTS_CUDA_TEST_DEV_H
+#define PTC_TESTS_CUDA_TEST_DEV_H
+
+#include "ptc/ptc.h"
+#include "backends/cuda/cuda_rt.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ctd_tensor {
+  ptc_tensor t;      /* the host tensor (t.data = host) */
+  int64_t shape[8];
+  void* host;        /* owned; freed by ctd_free */
+  size_t bytes;
+  cu_deviceptr dev;  /* owned device copy (cuda_alloc); freed by ctd_free */
+} ctd_tensor;
+
+/* One element's value for input `info` (a bool input stores value != 0);
+ * called once per element in order, so a test's random stream is its own. */
+typedef double (*ctd_fill_fn)(void* user, const ptc_value_info* info);
+
+/* Graph input i of g as a ctd_tensor: shape from the graph, values from
+ * fill (f32, f64, f16, bf16, bool), copied to the device. False on any
+ * failure (h is then safe to ctd_free). */
+bool ctd_make_input(const ptc_graph* g, size_t i, ctd_fill_fn fill, void* user, ctd_tensor* h);
+
+/* Frees what ctd_make_input allocated. */
+void ctd_free(ctd_tensor* h);
+
+/* h's device copy as a CUDA tensor (device 0); h keeps ownership. */
+ptc_tensor ctd_on_device(const ctd_tensor* h);
+
+/* Element k of a host array of dtype dt (f32, f64, f16, else bf16) as a double. */
+double ctd_load(const void* p, int32_t dt, int64_t k);
+
+/* ptc_compile of g with default options on `backend`. */
+ptc_status ctd_compile(ptc_context* ctx, const ptc_graph* g, const char* backend, ptc_executable** e);
+
+#endif
