@@ -5,6 +5,7 @@
 #include "backends/cuda/cuda.h"
 #include "lib/core/core.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,4 +84,17 @@ ptc_status ctd_compile(ptc_context* ctx, const ptc_graph* g, const char* backend
   ptc_compile_options_init(&o);
   o.backend = backend;
   return ptc_compile(ctx, g, &o, e);
+}
+
+bool ctd_gpu_enter(void) {
+  const char* why = NULL;
+  if (!ptc_backend_available("cuda", &why)) {
+    printf("SKIP: the cuda backend is not available here: %s\n", why ? why : "?");
+    return false;
+  }
+  const cuda_device* dev = cuda_device_get();
+  cu_context prev;
+  ptc_status_destroy(cuda_ctx_enter(dev, &prev));
+  printf("device: %s (sm_%d%d, %d SMs)\n", dev->name, dev->cc_major, dev->cc_minor, dev->sm_count);
+  return true;
 }

@@ -39,6 +39,11 @@ ptc_tensor ctd_on_device(const ctd_tensor* h);
 /* Element k of a host array of dtype dt (f32, f64, f16, else bf16) as a double. */
 double ctd_load(const void* p, int32_t dt, int64_t k);
 
+/* The GPU half's start: without a usable cuda backend prints a SKIP line
+ * and returns false; else makes the primary context current, prints the
+ * device ("device: name (sm_XY, N SMs)") and returns true. */
+bool ctd_gpu_enter(void);
+
 /* ptc_compile of g with default options on `backend`. */
 ptc_status ctd_compile(ptc_context* ctx, const ptc_graph* g, const char* backend, ptc_executable** e);
 

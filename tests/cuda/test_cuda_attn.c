@@ -348,16 +348,10 @@ int main(int argc, char** argv) {
     ptc_context_release(ctx);
     return rc;
   }
-  const char* why = NULL;
-  if (!ptc_backend_available("cuda", &why)) {
-    printf("SKIP: the cuda backend is not available here: %s\n", why ? why : "?");
+  if (!ctd_gpu_enter()) {
     ptc_context_release(ctx);
     return 77;
   }
-  const cuda_device* dev = cuda_device_get();
-  cu_context prev;
-  ptc_status_destroy(cuda_ctx_enter(dev, &prev));
-  printf("device: %s (sm_%d%d)\n", dev->name, dev->cc_major, dev->cc_minor);
   if (bench) {
     /* b8 h16 s1024: d64 f16/bf16, causal or not, fused and (unless
      * --bench-fused) decomposed; bf16 d32 and d128 fused */

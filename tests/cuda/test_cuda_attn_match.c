@@ -669,16 +669,10 @@ int main(int argc, char** argv) {
     ptc_context_release(ctx);
     return rc;
   }
-  const char* why = NULL;
-  if (!ptc_backend_available("cuda", &why)) {
-    printf("SKIP: the cuda backend is not available here: %s\n", why ? why : "?");
+  if (!ctd_gpu_enter()) {
     ptc_context_release(ctx);
     return 77;
   }
-  const cuda_device* dev = cuda_device_get();
-  cu_context prev;
-  ptc_status_destroy(cuda_ctx_enter(dev, &prev));
-  printf("device: %s (sm_%d%d)\n", dev->name, dev->cc_major, dev->cc_minor);
   if (do_bench) {
     const char* cfg = getenv("PTC_CUDA_ATTN_F32_CFG");
     printf("f32 kernel shape: %s\n", cfg ? cfg : "default");
