@@ -109,6 +109,33 @@ def _wrap_function(fn, config):
     return ptc_compiled
 
 
+# _module_call(m, *args, **kwargs) calls module m. Its code gets a file name
+# the capture's file rules do not skip ("<ptc.compile module call>"), so an
+# OptimizedModule of a torch module (nn.LayerNorm, nn.Sequential, ...: frames
+# of torch's own files are never captured) runs its forward through it: the
+# call of `m` is traced as a module call in user code would be, instead of
+# the whole forward running eagerly. Used by OptimizedModule.forward and the
+# C call path (dyn_hook.c run_module).
+_MODULE_CALL_NS = {}
+exec(compile("def _module_call(m, *args, **kwargs):\n    return m(*args, **kwargs)\n",
+             "<ptc.compile module call>", "exec"), _MODULE_CALL_NS)
+_module_call = _MODULE_CALL_NS["_module_call"]
+
+
+def _library_module(mod):
+    """Whether mod's forward is a function of a file the capture skips
+    (torch's own modules): it then runs through _module_call."""
+    fwd = getattr(type(mod), "forward", None)
+    code = getattr(fwd, "__code__", None)
+    skipped = getattr(_C, "_dyn_skipped", None)
+    if code is None or skipped is None:
+        return False
+    try:
+        return skipped(code) == 1
+    except Exception:  # noqa: BLE001 - the rules could not be read: as before
+        return False
+
+
 def _module_base():
     import torch
     return torch.nn.Module
@@ -137,7 +164,10 @@ def _optimized_module_class():
             object.__setattr__(self, "_ptc_config", config)
 
         def forward(self, *args, **kwargs):
-            return _C.dyn_run(self._ptc_config, self._modules["_orig_mod"], *args, **kwargs)
+            mod = self._modules["_orig_mod"]
+            if _library_module(mod):
+                return _C.dyn_run(self._ptc_config, _module_call, mod, *args, **kwargs)
+            return _C.dyn_run(self._ptc_config, mod, *args, **kwargs)
 
 
         def __getattr__(self, name):

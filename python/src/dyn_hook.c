@@ -434,6 +434,44 @@ static PyObject* module_call_long(PyObject* outer, PyObject* const* args, size_t
   return r;
 }
 
+/* The frames of a library module's forward (nn.LayerNorm, nn.Sequential,
+ * ...: torch's files) are never captured, so ptc.compile(nn.LayerNorm(n))
+ * would run eagerly. Such a forward is called through
+ * ptc.dynamo._module_call(m, *args, **kwargs) instead, a function whose
+ * file rules capture it: its one call of `m` is then traced like a module
+ * call in user code. Returns the trampoline (borrowed) when bound method
+ * `fwd` is a function of a skipped library file, else NULL (an exception
+ * only on errors). */
+static PyObject* library_forward_call(PyObject* fwd) {
+  static PyObject* tramp;
+  if (!PyMethod_Check(fwd)) return NULL;
+  PyObject* fn = PyMethod_GET_FUNCTION(fwd);
+  if (!PyFunction_Check(fn)) return NULL;
+  int skip = dyn_code_skipped((PyCodeObject*)PyFunction_GET_CODE(fn));
+  if (skip < 0) return NULL;
+  if (skip != 1) return NULL;
+  if (!tramp) {
+    PyObject* m = PyImport_ImportModule("ptc.dynamo");
+    tramp = m ? PyObject_GetAttrString(m, "_module_call") : NULL;
+    Py_XDECREF(m);
+  }
+  return tramp;
+}
+
+/* tramp(first, *args, **kwargs) under `cfg`. */
+static PyObject* call_prepended(PyObject* cfg, PyObject* tramp, PyObject* first,
+                                PyObject* const* args, size_t nargs, PyObject* kwnames) {
+  size_t n_all = nargs + (kwnames ? (size_t)PyTuple_GET_SIZE(kwnames) : 0);
+  PyObject* small[16];
+  PyObject** full = n_all + 1 <= 16 ? small : PyMem_Malloc((n_all + 1) * sizeof *full);
+  if (!full) return PyErr_NoMemory();
+  full[0] = first;
+  for (size_t i = 0; i < n_all; i++) full[i + 1] = args[i];
+  PyObject* r = run_with_config(cfg, tramp, full, nargs + 1, kwnames);
+  if (full != small) PyMem_Free(full);
+  return r;
+}
+
 /* An OptimizedModule's call: `outer` the wrapper, args/kwnames its call's. */
 static PyObject* run_module(PyObject* outer, PyObject* const* args, size_t nargs,
                             PyObject* kwnames) {
@@ -453,7 +491,12 @@ static PyObject* run_module(PyObject* outer, PyObject* const* args, size_t nargs
   if (od && id && cfg && plain_module_call() && plain_module(outer, od, 0) &&
       plain_module(inner, id, 1)) {
     PyObject* fwd = PyObject_GetAttr(inner, MC.s_forward);
-    if (fwd) r = run_with_config(cfg, fwd, args, nargs, kwnames);
+    PyObject* tramp = fwd ? library_forward_call(fwd) : NULL;
+    if (tramp) { /* a torch module's own forward: through ptc.dynamo._module_call */
+      r = call_prepended(cfg, tramp, inner, args, nargs, kwnames);
+    } else if (fwd && !PyErr_Occurred()) {
+      r = run_with_config(cfg, fwd, args, nargs, kwnames);
+    }
     Py_XDECREF(fwd);
   } else {
     r = module_call_long(outer, args, nargs, kwnames);

@@ -247,3 +247,29 @@ def test_module_attribute_guard_sees_monkeypatch():
         finally:
             torch.relu = orig
         torch.testing.assert_close(fn(x), tiny(x))
+
+
+@needs_dyn
+@pytest.mark.parametrize("make", [
+    lambda: torch.nn.LayerNorm(16),
+    lambda: torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.ReLU(), torch.nn.Linear(8, 4)),
+])
+def test_compile_of_a_torch_module_is_captured(make):
+    """ptc.compile(nn.LayerNorm(n)): torch's own forward frames are never
+    captured, so the module ran eagerly (the H100 layernorm row of ptc.compile
+    was torch's eager time); it now goes through ptc.dynamo._module_call and
+    runs as one ptc graph, through the C call path and through .forward."""
+    torch.manual_seed(0)
+    m = make().eval()
+    x = torch.randn(5, 16)
+    f = ptc.compile(m, backend="cpu")
+    s0 = ptc.compile_stats()
+    with torch.no_grad():
+        ref = m(x)
+        outs = [f(x), f(x), f.forward(x)]
+    s1 = ptc.compile_stats()
+    for y in outs:
+        torch.testing.assert_close(y, ref, rtol=1e-5, atol=1e-5)
+    assert s1["graphs"] - s0["graphs"] == 1
+    assert s1["cache_hits"] - s0["cache_hits"] >= 2
+    assert s1["fallbacks"] == s0["fallbacks"] and s1["breaks"] == s0["breaks"]
