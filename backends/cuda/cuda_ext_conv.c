@@ -1,0 +1,356 @@
+/* cuda_ext_conv.c - convolution and pooling on the device, the extern
+ * steps cuda_ext.c hands over (IR_EXT_CONV of floating types; max_pool2d,
+ * avg_pool2d, adaptive_avg_pool2d fallback nodes).
+ *  - Convolution: on sm_80+ in f16/bf16 (f32 as TF32 when conv_precision
+ *    allows) the implicit-GEMM tensor-core kernel (cuda_conv_igemm.c: no
+ *    patch matrix, bias + activation in its epilogue); else (and for 1x1
+ *    stride-1 ones cuBLASLt runs on the input as it is) im2col into a
+ *    workspace (chunks of images up to 1 GiB), one batched GEMM per group
+ *    with the weight broadcast over the images (cuda_ext_mm_launch), then
+ *    bias + activation in place.
+ *  - Pooling: a support kernel (cuda_support.cuh).
+ * A layout neither path takes comes back with *done false and cuda_ext.c
+ * runs the node on the host.
+ */
+#include "cuda_conv_igemm.h"
+#include "cuda_ext_internal.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- convolution on the device: im2col + GEMM ------------------------------------------ */
+
+/* Spatial attribute `name` of node n as (h, w) (runtime_conv_spatial_attr). */
+static ptc_status spatial_attr(const cuda_ext_call* c, const gnode* n, const char* name,
+                               int32_t nsp, int64_t dflt, int64_t* out) {
+  return runtime_conv_spatial_attr(n, name, c->syms, c->n_syms, nsp, dflt, out);
+}
+
+
+#define CONV_COL_BYTES ((int64_t)1 << 30) /* im2col workspace per chunk of images */
+
+static pthread_once_t wide_once = PTHREAD_ONCE_INIT;
+static int64_t wide_below = 256;
+
+static void read_wide(void) {
+  const char* v = getenv("PTC_CUDA_CONV_WIDE");
+  if (v && *v) wide_below = strtoll(v, NULL, 10);
+}
+
+/* Which convolutions take the implicit GEMM (cuda_conv_igemm.c):
+ * PTC_CUDA_CONV_IGEMM=0 none (im2col / 1x1 GEMMs as before), 1 (default)
+ * all it takes except, when cuBLASLt is present, 1x1 stride-1 ones and
+ * stride-1 ones with output planes of at most 64 (f32) / 196 (f16/bf16)
+ * pixels (the wide im2col GEMM wins there), 2 all it
+ * takes, 3 as 1 but also not those whose output tiles (before any K split)
+ * are fewer than the SMs when cuBLASLt is present (small late layers:
+ * im2col + cuBLASLt's split-K GEMM). Read per call (cheap next to a
+ * convolution; benchmarks switch it). */
+static int conv_igemm_policy(void) {
+  const char* v = getenv("PTC_CUDA_CONV_IGEMM");
+  if (!v || !*v) return 1;
+  int p = atoi(v);
+  return p < 0 ? 0 : p > 3 ? 3 : p;
+}
+
+/* Output planes of fewer pixels than this (PTC_CUDA_CONV_WIDE, default
+ * 256; 0 = never) run the images of a batch side by side as one wide GEMM:
+ * the per-image batched GEMM of a 7x7 plane leaves most of each tile idle. */
+static int64_t conv_wide_below(void) {
+  pthread_once(&wide_once, read_wide);
+  return wide_below;
+}
+
+static ptc_status launch_im2col(const cuda_ext_call* c, int gi, cu_deviceptr xi, cu_deviceptr col,
+                                cuda_im2col_args* a) {
+  void* params[] = {&xi, &col, a};
+  int64_t per = a->c * a->oh * a->ow;
+  int64_t bx = (per + 255) / 256, cap = (int64_t)c->plan->dev->sm_count * 32;
+  if (bx > cap) bx = cap;
+  int64_t by = a->nimg < 65535 ? a->nimg : 65535;
+  CUDA_TRY(cuda_libs_get()->cu.LaunchKernel(c->plan->sup->im2col[gi == 0 ? 2 : gi == 1 ? 3 : 1],
+                                            (unsigned)bx, (unsigned)by, 1, 256, 1, 1, 0, c->stream,
+                                            params, NULL),
+           "launching im2col");
+  return PTC_OK;
+}
+
+/* The convolution: the implicit GEMM when it takes it (conv_igemm_policy),
+ * else as GEMMs, one per group (W[oc][ck] @ B), B being:
+ *  - for 1x1 kernels of stride 1 without padding, the input itself: x[n]
+ *    seen as [C, H*W] (any channel stride; the pixels one uniform stride),
+ *    one GEMM batched over the images, no workspace;
+ *  - else an im2col matrix in a workspace (chunks of images up to 1 GiB):
+ *    one [CK, OHW] matrix per image and a batched GEMM, or, for small
+ *    output planes (conv_wide_below), the images side by side in one
+ *    [CK, N*OHW] matrix, one wide GEMM into a [OC, N, OHW] buffer and a
+ *    copy into the NCHW output.
+ * f32 products use TF32 when the plan allows it (conv_precision). Without
+ * a bias the activation runs in the GEMM (cuBLASLt's relu epilogue, or
+ * mm_launch's pass); a bias (per output channel: along the GEMM's rows,
+ * which cuBLASLt's bias epilogue does not take in this layout) and its
+ * activation run as one pass at the end. *done false when the layout is
+ * not one it takes (the caller runs it on the host). */
+ptc_status cuda_ext_conv_device(const cuda_ext_call* c0, bool* done) {
+  *done = false;
+  const ir_extern* e = &c0->node->ext;
+  const ptc_graph* gr = c0->plan->p->graph;
+  if (e->n_in < 2 || e->n_out != 1 || e->graph_node >= gr->nodes.len || !(e->alpha == 1.0))
+    return PTC_OK;
+  cuda_ext_call cc = *c0; /* f32: TF32 as conv_precision allows */
+  cc.tf32 = c0->plan->conv_tf32;
+  const cuda_ext_call* c = &cc;
+  const gnode* n = graph_node(gr, e->graph_node);
+  const runtime_tensor* x = &c->in[0];
+  const runtime_tensor* w = &c->in[1];
+  const runtime_tensor* bias = e->n_in > 2 && e->in[2] >= 0 ? &c->in[2] : NULL;
+  const runtime_tensor* out = &c->out[0];
+  int gi = cuda_ext_gemm_index(out->dtype);
+  int64_t es = (int64_t)ptc_dtype_size(out->dtype);
+  int32_t nsp = w->rank - 2;
+  if (gi < 0 || x->dtype != out->dtype || w->dtype != out->dtype ||
+      (bias && (bias->dtype != out->dtype || bias->rank != 1)) || nsp < 1 || nsp > 2 ||
+      (x->rank != nsp + 1 && x->rank != nsp + 2) || out->rank != x->rank)
+    return PTC_OK;
+  bool batched = x->rank == nsp + 2;
+  int64_t xs[4], xst[4], ws[4], wst[4], os[4], ost[4];
+  runtime_conv_as_4d(x, nsp, batched, xs, xst);
+  runtime_conv_as_4d(w, nsp, true, ws, wst);
+  runtime_conv_as_4d(out, nsp, batched, os, ost);
+  int64_t st[2], dil[2], pad[2];
+  PTC_TRY(spatial_attr(c, n, "stride", nsp, 1, st));
+  PTC_TRY(spatial_attr(c, n, "dilation", nsp, 1, dil));
+  PTC_TRY(spatial_attr(c, n, "padding", nsp, 0, pad));
+  const gattr* ps = gattrs_find(&n->attrs, "padding_str");
+  if (ps && ps->s && strcmp(ps->s, "same") == 0) {
+    pad[0] = dil[0] * (ws[2] - 1) / 2;
+    pad[1] = dil[1] * (ws[3] - 1) / 2;
+  }
+  const gattr* gp = gattrs_find(&n->attrs, "groups");
+  int64_t groups = gp ? gp->i : 1;
+  int64_t N = xs[0], C = xs[1], OC = ws[0], KH = ws[2], KW = ws[3], OH = os[2], OW = os[3];
+  int64_t OHW = OH * OW;
+  if (groups < 1 || C % groups || OC % groups || ws[1] * groups != C || os[1] != OC) return PTC_OK;
+  int64_t Cg = C / groups, OCg = OC / groups, KK = KH * KW, CK = C * KK, CKg = Cg * KK;
+  /* the GEMM paths: weight rows [OC][Cg*KH*KW] with unit stride inside a
+   * row (the implicit GEMM copies weights of any strides); out NCHW-contiguous */
+  bool w_rows = !(OCg > 1 && wst[0] < CKg);
+  for (int32_t d = 3, expect = 1; d >= 1; expect *= (int32_t)ws[d], d--)
+    if (ws[d] != 1 && wst[d] != expect) w_rows = false;
+  if (!cuda_ext_view_contiguous(out)) return PTC_OK;
+  if (N == 0 || OC == 0 || OHW == 0) {
+    *done = true;
+    return PTC_OK;
+  }
+  /* 1x1, stride 1, no padding: the pixels of a channel one uniform stride */
+  bool direct = KH == 1 && KW == 1 && st[0] == 1 && st[1] == 1 && pad[0] == 0 && pad[1] == 0 &&
+                OH == xs[2] && OW == xs[3];
+  int64_t sp = 1;
+  if (direct) {
+    if (OW == 1)
+      sp = OH == 1 ? 1 : xst[2];
+    else if (OH == 1 || xst[2] == OW * xst[3])
+      sp = xst[3];
+    else
+      direct = false;
+  }
+  int32_t act = e->activation;
+  cu_deviceptr px = (cu_deviceptr)(uintptr_t)x->data, pw = (cu_deviceptr)(uintptr_t)w->data;
+  cu_deviceptr pc = (cu_deviceptr)(uintptr_t)out->data;
+  /* tensor cores (f16/bf16, f32 as TF32 when conv_precision allows, sm_80+):
+   * the implicit GEMM, except (policy "auto") 1x1 stride-1 convolutions
+   * cuBLASLt runs on the input as it is */
+  int policy = conv_igemm_policy();
+  bool have_lt = cuda_libs_get()->have_lt;
+  if (policy == 2 || (policy != 0 && !(direct && have_lt && w_rows))) {
+    cuda_conv_desc d;
+    memset(&d, 0, sizeof d);
+    d.dtype = out->dtype;
+    d.act = act;
+    d.n = N, d.c = C, d.h = xs[2], d.w = xs[3], d.oc = OC, d.oh = OH, d.ow = OW;
+    d.kh = KH, d.kw = KW, d.sh = st[0], d.sw = st[1], d.ph = pad[0], d.pw = pad[1];
+    d.dh = dil[0], d.dw = dil[1], d.groups = groups;
+    memcpy(d.xs, xst, sizeof d.xs);
+    memcpy(d.ws, wst, sizeof d.ws);
+    d.bias_st = bias ? bias->strides[0] : 0;
+    d.beta = e->beta;
+    bool ok = false, small = false;
+    /* default policy: stride-1 convolutions on small output planes run
+     * faster as one wide im2col GEMM through cuBLASLt (H100, resnet18 b32:
+     * 7x7 planes 0.046 vs 0.124 ms bf16, 0.068 vs 0.168 ms TF32; 14x14
+     * planes 0.064 vs 0.126 ms bf16, but 0.267 vs 0.170 ms TF32) */
+    int64_t small_plane = out->dtype == PTC_F32 ? 64 : 196;
+    if (policy == 1 && have_lt && st[0] == 1 && st[1] == 1 && OH * OW <= small_plane &&
+        OH * OW < conv_wide_below())
+      small = true;
+    if (policy == 3 && have_lt) {
+      cuda_conv_shape sh;
+      cuda_conv_igemm_shape(&d, c->plan->dev->sm_count, c->plan->dev->max_smem_optin, &sh);
+      small = sh.gx * sh.gy * groups < c->plan->dev->sm_count;
+    }
+    if (!small)
+      PTC_TRY(cuda_conv_igemm(c->plan->ctx, c->plan->dev, c->stream, &d, c->tf32, px, pw,
+                              bias ? (cu_deviceptr)(uintptr_t)bias->data : 0, pc, &ok));
+    if (ok) {
+      *done = true;
+      return PTC_OK;
+    }
+  }
+  if (!w_rows || (!direct && C * OHW > INT32_MAX)) return PTC_OK; /* im2col's 32-bit index math */
+  bool act_in_gemm = !bias && act != IR_ACT_NONE && (act == IR_ACT_RELU || groups == 1);
+  int32_t gemm_act = act_in_gemm ? act : IR_ACT_NONE;
+  ptc_status s = PTC_OK;
+  cu_deviceptr wsp = 0;
+  if (direct) {
+    for (int64_t gidx = 0; !s && gidx < groups; gidx++) {
+      /* out[img][g*OCg + r][p] = sum_q W[g*OCg + r][q] * x[img][g*Cg + q][p] */
+      cuda_mm_args g;
+      memset(&g, 0, sizeof g);
+      g.m = OCg, g.n = OHW, g.k = Cg;
+      g.a_sm = wst[0], g.a_sk = 1;
+      g.b_sk = xst[1], g.b_sn = sp;
+      g.c_sm = OHW, g.c_sn = 1;
+      g.nb = 1;
+      g.batch[0] = N;
+      g.a_bs[0] = 0;
+      g.b_bs[0] = xst[0];
+      g.c_bs[0] = OC * OHW;
+      g.alpha = 1.0;
+      g.act = gemm_act;
+      cu_deviceptr pa = pw + (cu_deviceptr)(gidx * OCg * wst[0] * es);
+      cu_deviceptr pb = px + (cu_deviceptr)(gidx * Cg * xst[1] * es);
+      cu_deviceptr pcg = pc + (cu_deviceptr)(gidx * OCg * OHW * es);
+      s = cuda_ext_mm_launch(c, &g, N, out->dtype, pa, pb, 0, pcg, groups == 1);
+    }
+  } else {
+    bool wide = N > 1 && OHW < conv_wide_below() && OC * OHW <= INT32_MAX;
+    int64_t col_img = CK * OHW * es, per_img = col_img + (wide ? OC * OHW * es : 0);
+    int64_t chunk = CONV_COL_BYTES / per_img;
+    if (chunk < 1) chunk = 1;
+    if (chunk > N) chunk = N;
+    PTC_TRY(cuda_alloc((size_t)(chunk * per_img), c->stream, &wsp));
+    cu_deviceptr col = wsp, tmp = wsp + (cu_deviceptr)(chunk * col_img);
+    for (int64_t n0 = 0; !s && n0 < N; n0 += chunk) {
+      int64_t nimg = N - n0 < chunk ? N - n0 : chunk;
+      bool wd = wide && nimg > 1;
+      int64_t ldc = wd ? nimg * OHW : OHW; /* columns of one col / product row */
+      cuda_im2col_args a;
+      memset(&a, 0, sizeof a);
+      a.nimg = nimg;
+      a.c = C, a.h = xs[2], a.w = xs[3], a.kh = KH, a.kw = KW, a.oh = OH, a.ow = OW;
+      a.sh = st[0], a.sw = st[1], a.ph = pad[0], a.pw = pad[1], a.dh = dil[0], a.dw = dil[1];
+      a.xs_n = xst[0], a.xs_c = xst[1], a.xs_h = xst[2], a.xs_w = xst[3];
+      a.col_img = wd ? OHW : CK * OHW;
+      a.col_row = ldc;
+      s = launch_im2col(c, gi, px + (cu_deviceptr)(n0 * xst[0] * es), col, &a);
+      for (int64_t gidx = 0; !s && gidx < groups; gidx++) {
+        cuda_mm_args g;
+        memset(&g, 0, sizeof g);
+        g.m = OCg, g.n = ldc, g.k = CKg;
+        g.a_sm = wst[0], g.a_sk = 1;
+        g.b_sk = ldc, g.b_sn = 1;
+        g.c_sm = ldc, g.c_sn = 1;
+        g.alpha = 1.0;
+        g.act = gemm_act;
+        cu_deviceptr pa = pw + (cu_deviceptr)(gidx * OCg * wst[0] * es);
+        cu_deviceptr pb = col + (cu_deviceptr)(gidx * CKg * ldc * es);
+        if (wd) {
+          /* tmp[g*OCg + r][img*OHW + p] = sum_q W[g*OCg + r][q] * col[g*CKg + q][img*OHW + p] */
+          s = cuda_ext_mm_launch(c, &g, 1, out->dtype, pa, pb, 0,
+                                 tmp + (cu_deviceptr)(gidx * OCg * ldc * es), true);
+        } else {
+          /* out[img][g*OCg + r][p] = sum_q W[g*OCg + r][q] * col[img][g*CKg + q][p] */
+          g.nb = 1;
+          g.batch[0] = nimg;
+          g.a_bs[0] = 0;
+          g.b_bs[0] = CK * OHW;
+          g.c_bs[0] = OC * OHW;
+          cu_deviceptr pcg = pc + (cu_deviceptr)((n0 * OC + gidx * OCg) * OHW * es);
+          s = cuda_ext_mm_launch(c, &g, nimg, out->dtype, pa, pb, 0, pcg, groups == 1);
+        }
+      }
+      if (!s && wd) {
+        /* tmp [OC][nimg][OHW] -> out[n0 + img][OC][OHW]: the im2col kernel as a
+         * copy (a 1x1 window over OC planes of 1 x OHW pixels) */
+        cuda_im2col_args t;
+        memset(&t, 0, sizeof t);
+        t.nimg = nimg, t.c = OC, t.h = 1, t.w = OHW, t.kh = 1, t.kw = 1, t.oh = 1, t.ow = OHW;
+        t.sh = 1, t.sw = 1, t.dh = 1, t.dw = 1;
+        t.xs_n = OHW, t.xs_c = ldc, t.xs_h = 0, t.xs_w = 1;
+        t.col_img = OC * OHW, t.col_row = OHW;
+        s = launch_im2col(c, gi, tmp, pc + (cu_deviceptr)(n0 * OC * OHW * es), &t);
+      }
+    }
+  }
+  cuda_free(wsp);
+  if (!s && !act_in_gemm)
+    s = cuda_ext_run_epilogue(c, gi, pc, N * OC * OHW,
+                              bias ? (cu_deviceptr)(uintptr_t)bias->data : 0, OHW, OC,
+                              bias ? bias->strides[0] : 0, e->beta, act);
+  if (!s) *done = true;
+  return s;
+}
+
+/* ---- pooling on the device ------------------------------------------------------------- */
+
+/* kernel_size / stride: 1 or 2 values; stride defaults to the kernel. */
+static ptc_status pair_attr(const cuda_ext_call* c, const gnode* n, const char* name,
+                            const int64_t* dflt, int64_t* out) {
+  out[0] = dflt[0], out[1] = dflt[1];
+  const gattr* at = gattrs_find(&n->attrs, name);
+  if (!at || at->count == 0 || !at->exprs) return PTC_OK;
+  for (size_t i = 0; i < 2; i++)
+    PTC_TRY(sym_eval(at->exprs[at->count == 1 ? 0 : i], c->syms, c->n_syms, &out[i]));
+  return PTC_OK;
+}
+
+ptc_status cuda_ext_pool_device(const cuda_ext_call* c, int mode, bool* done) {
+  *done = false;
+  const ir_extern* e = &c->node->ext;
+  const gnode* n = graph_node(c->plan->p->graph, e->graph_node);
+  const runtime_tensor* x = &c->in[0];
+  const runtime_tensor* out = &c->out[0];
+  int gi = cuda_ext_gemm_index(out->dtype);
+  if (e->n_in < 1 || gi < 0 || x->dtype != out->dtype || (x->rank != 3 && x->rank != 4) ||
+      out->rank != x->rank || !cuda_ext_view_contiguous(out))
+    return PTC_OK;
+  int64_t xs[4], xst[4], os[4], ost[4];
+  runtime_conv_as_4d(x, 2, x->rank == 4, xs, xst);
+  runtime_conv_as_4d(out, 2, out->rank == 4, os, ost);
+  cuda_pool_args a;
+  memset(&a, 0, sizeof a);
+  a.total = os[0] * os[1] * os[2] * os[3];
+  if (a.total == 0) {
+    *done = true;
+    return PTC_OK;
+  }
+  a.c = xs[1], a.h = xs[2], a.w = xs[3], a.oh = os[2], a.ow = os[3];
+  a.xs_n = xst[0], a.xs_c = xst[1], a.xs_h = xst[2], a.xs_w = xst[3];
+  a.mode = mode;
+  if (mode != 2) {
+    int64_t one[2] = {1, 1}, k[2], st[2], pad[2], dil[2];
+    PTC_TRY(pair_attr(c, n, "kernel_size", one, k));
+    PTC_TRY(pair_attr(c, n, "stride", k, st));
+    PTC_TRY(spatial_attr(c, n, "padding", 2, 0, pad));
+    PTC_TRY(spatial_attr(c, n, "dilation", 2, 1, dil));
+    a.kh = k[0], a.kw = k[1], a.sh = st[0], a.sw = st[1];
+    a.ph = pad[0], a.pw = pad[1], a.dh = dil[0], a.dw = dil[1];
+    const gattr* cip = gattrs_find(&n->attrs, "count_include_pad");
+    a.include_pad = cip ? cip->i != 0 : 1;
+    const gattr* dv = gattrs_find(&n->attrs, "divisor_override");
+    if (dv) {
+      a.divisor = dv->i;
+      if (a.divisor <= 0) return PTC_OK; /* the host path reports it */
+    }
+  }
+  cu_deviceptr px = (cu_deviceptr)(uintptr_t)x->data, po = (cu_deviceptr)(uintptr_t)out->data;
+  void* params[] = {&px, &po, &a};
+  int64_t blocks = (a.total + 255) / 256, cap = (int64_t)c->plan->dev->sm_count * 32;
+  if (blocks > cap) blocks = cap;
+  CUDA_TRY(cuda_libs_get()->cu.LaunchKernel(c->plan->sup->pool[gi], (unsigned)blocks, 1, 1, 256, 1, 1,
+                                            0, c->stream, params, NULL),
+           "launching a pooling kernel");
+  *done = true;
+  return PTC_OK;
+}
