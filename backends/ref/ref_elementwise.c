@@ -40,6 +40,7 @@ struct pw_call {
   double ten;       /* round(decimals): 10^|decimals| */
   bool ten_neg;     /* decimals < 0 */
   bool has_lo, has_hi, nan_bounds; /* clamp */
+  bool pow_scalar;   /* pow with a scalar exponent (ATen's pow_tensor_scalar) */
   bool p_attr;      /* bernoulli: probability from attribute p */
   double p;
   uint64_t seed, stream;
@@ -355,7 +356,19 @@ static int64_t i_rem(int64_t a, int64_t b, pw_call* k) {
   return (m != 0 && (b < 0) != (m < 0)) ? m + b : m;
 }
 
-FBIN(f_pow, pow(a, b))
+/* ATen's pow_tensor_scalar: a tensor to the scalar power 0.5 / -0.5 / 2 / 3
+ * / -2 is sqrt / rsqrt / x*x / x*x*x / 1/(x*x) in the compute dtype
+ * (-inf ** 0.5 is NaN, -0 ** -0.5 is -inf, 1e20f ** -2 is 0, unlike pow). */
+static double f_pow(double a, double b, pw_call* k) {
+  if (k->pow_scalar) {
+    if (b == 0.5) return sqrt(a);
+    if (b == -0.5) return 1.0 / rnd(k, sqrt(a));
+    if (b == 2) return a * a;
+    if (b == 3) return rnd(k, a * a) * a;
+    if (b == -2) return 1.0 / rnd(k, a * a);
+  }
+  return pow(a, b);
+}
 
 /* ATen powi: negative exponents give 1, +-1 or 0 (integer truncation). */
 static int64_t i_pow(int64_t a, int64_t b, pw_call* k) {
@@ -414,6 +427,7 @@ static ptc_status run_binary(ref_call* c, bin_fn_f bf, bin_fn_i bi) {
   k.i = bi ? bin_i : NULL;
   k.alpha_f = ref_attr_float(c, "alpha", 1.0);
   k.alpha_i = ref_attr_int(c, "alpha", 1);
+  k.pow_scalar = bf == f_pow && ops[1] == &so.t;
   return run_pw(c, &k, 2, ops);
 }
 

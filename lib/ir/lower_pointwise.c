@@ -256,6 +256,46 @@ static ptc_status lower_round(lower_ctx* L, const gnode* n, lval* out) {
 enum { B_ALPHA = 1, B_BOOL = 2, B_DIV = 4 };
 enum { DIV_TRUE = 0, DIV_TRUNC = 8, DIV_FLOOR = 16 };
 
+/* pow(tensor, constant scalar) as ATen's pow_tensor_scalar computes it
+ * (Pow.cpp: exponent 0 fills 1, exponent 1 copies; PowKernel.cpp/.cu:
+ * 0.5 -> sqrt, -0.5 -> rsqrt, -1 -> reciprocal for floating dtypes, then
+ * 2 -> x*x, 3 -> x*x*x, -2 -> 1/(x*x)); integer dtypes keep their exact,
+ * wrapping integer semantics (x*x*x wraps like powi). Other exponents stay
+ * IR_POW. Stored in pw_data.flags above the binary flags. */
+enum {
+  PK_NONE = 0, PK_ZERO, PK_ONE, PK_SQUARE, PK_CUBE, PK_INV_SQUARE, PK_SQRT, PK_RSQRT, PK_RECIP
+};
+enum { PK_SHIFT = 8 };
+
+static uint32_t pow_kind(const pw_operand* e, int32_t cdt) {
+  if (e->v || e->absent) return PK_NONE;
+  bool fl = ptc_dtype_is_float(cdt);
+  double v = fl ? e->s.f : (double)e->s.i;
+  if (v == 0) return PK_ZERO;
+  if (v == 1) return PK_ONE;
+  if (v == 2) return PK_SQUARE;
+  if (v == 3) return PK_CUBE;
+  if (!fl) return PK_NONE; /* negative integer exponents of integers: an error (meta) */
+  if (v == -2) return PK_INV_SQUARE;
+  if (v == 0.5) return PK_SQRT;
+  if (v == -0.5) return PK_RSQRT;
+  if (v == -1) return PK_RECIP;
+  return PK_NONE;
+}
+
+static ir_val emit_pow_kind(lower_ctx* L, uint32_t pk, ir_val x, int32_t t) {
+  switch (pk) {
+    case PK_ZERO: return lower_emit_const(L, ir_scalar_of_i(1, t), t);
+    case PK_ONE: return x;
+    case PK_SQUARE: return bin(L, IR_MUL, x, x, t);
+    case PK_CUBE: return bin(L, IR_MUL, bin(L, IR_MUL, x, x, t), x, t);
+    case PK_INV_SQUARE: return bin(L, IR_DIV, cf(L, 1.0, t), bin(L, IR_MUL, x, x, t), t);
+    case PK_SQRT: return ir_ops_unary(L->body, IR_SQRT, x, t);
+    case PK_RSQRT: return ir_ops_unary(L->body, IR_RSQRT, x, t);
+    default: return ir_ops_unary(L->body, IR_RECIPROCAL, x, t);
+  }
+}
+
 typedef struct binary_row {
   const char* name;
   ir_opcode opc;
@@ -291,6 +331,7 @@ static ir_val emit_binary(lower_ctx* L, const pw_data* d, const ir_val* x) {
   if ((d->flags & DIV_TRUNC) && ptc_dtype_is_float(t))
     return ir_ops_unary(L->body, IR_TRUNC, bin(L, IR_DIV, x[0], y, t), t);
   if (d->flags & DIV_FLOOR) return bin(L, IR_FLOORDIV, x[0], y, t);
+  if (d->flags >> PK_SHIFT) return emit_pow_kind(L, d->flags >> PK_SHIFT, x[0], t);
   return bin(L, d->opc, x[0], y, t);
 }
 
@@ -311,6 +352,7 @@ static ptc_status lower_binary(lower_ctx* L, const gnode* n, lval* out) {
   d->flags = row->flags | ((row->flags & B_DIV) ? div_mode(n) : 0);
   tensor_op(&d->op[0], lower_in(L, n, 0), cdt, d->mdt);
   input_or_scalar(L, &d->op[1], n, 1, "other", cdt, d->mdt);
+  if (row->opc == IR_POW) d->flags |= pow_kind(&d->op[1], cdt) << PK_SHIFT;
   if (ptc_dtype_is_float(d->mdt))
     d->k.f = lower_attr_float(n, "alpha", 1.0);
   else
