@@ -1,9 +1,10 @@
 /* cuda_attn.c - scaled_dot_product_attention on the device: which graphs
- * keep sdpa whole (cuda_attn_graph_ok, asked by the pipeline), the
- * process-wide attention modules (cuda_attn.cuh after the prelude, one per
- * dtype and head dim, built through the kernel cache on first use) and the extern step: broadcast
- * batch dims and strides resolved into ptc_attn_args, one launch of the
- * flash-attention kernel for the dtype and head dim. */
+ * keep sdpa whole (cuda_attn_graph_ok, asked by the pipeline), the call
+ * geometry shared with the float32 kernels (cuda_attn_geometry: broadcast
+ * batch dims and strides), the process-wide attention modules (cuda_attn.cuh
+ * after the prelude, one instantiation per module: dtype, head dim, tile
+ * shape, mask kind, load path; built through the kernel cache on first
+ * use) and the extern step: one launch of the flash-attention kernel. */
 #include "cuda_attn.h"
 #include "cuda_attn_f32.h"
 
@@ -14,20 +15,17 @@
 
 extern const char ptc_cuda_attn_text[];
 
-#define ATTN_MAXB 6
+#define ATTN_MAXB CUDA_ATTN_MAXB
 #define ATTN_FUNC_MAX_DYN_SMEM 8 /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
+
+_Static_assert(sizeof(cuda_attn_geom) == 400, "cuda_attn_geom must match the device structs");
 
 /* Device layout of ptc_attn_args (cuda_attn.cuh). */
 typedef struct attn_args {
-  int64_t L, S, nbatch;
-  int64_t batch[ATTN_MAXB];
-  int64_t q_bs[ATTN_MAXB], k_bs[ATTN_MAXB], v_bs[ATTN_MAXB], m_bs[ATTN_MAXB], o_bs[ATTN_MAXB];
-  int64_t q_sl, q_se, k_ss, k_se, v_ss, v_se, m_sl, m_ss, o_sl;
-  int32_t nb, mask;
-  int32_t causal, vec;
-  float scale_log2;
-  int32_t pad;
+  cuda_attn_geom g;
+  int32_t vec, mvec;
 } attn_args;
+_Static_assert(sizeof(attn_args) == 408, "attn_args must match ptc_attn_args");
 
 static const char SDPA[] = "scaled_dot_product_attention";
 
@@ -80,12 +78,7 @@ bool cuda_attn_handles(const ir_program* p, const ir_node* n) {
   return kernel_type(ir_buf(p, e->out[0])->dtype);
 }
 
-/* ---- the module ------------------------------------------------------------------------ */
-
-static pthread_mutex_t attn_lock = PTHREAD_MUTEX_INITIALIZER;
-static cu_module attn_module[2][3]; /* [f16, bf16][E 32, 64, 128], built on first use */
-static cu_function attn_fn[2][3];
-static const int attn_dims[3] = {32, 64, 128};
+/* ---- the modules ----------------------------------------------------------------------- */
 
 /* The shape of a kernel instantiation (cuda_attn.cuh): key tile rows, m16
  * tiles per warp (a block of 4 warps owns 64 * mt query rows), q fragments
@@ -93,23 +86,63 @@ static const int attn_dims[3] = {32, 64, 128};
 typedef struct attn_cfg {
   int bn, mt, qreg;
 } attn_cfg;
-static attn_cfg attn_used[2][3]; /* the shape each loaded module was built with */
 
-/* The shape for head dim index hi: the defaults below, or
- * PTC_CUDA_ATTN_CFG="bn,mt,qreg" (bn 32/64/128, mt 1/2, qreg 0/1; a tuning
- * knob, read when a module is built). The defaults were the fastest of
- * the shapes measured on an H100 (bf16, b8 h16 s1024; test_cuda_attn
- * --bench-fused): d32/d64 64,2,1 (sm_90 ptxas: 208 / 252 registers, two
- * blocks per SM), d128 64,1,1 (212 registers; 2 m tiles per warp spill). */
-static attn_cfg attn_config(int hi) {
-  static const attn_cfg def[3] = {{64, 2, 1}, {64, 2, 1}, {64, 1, 1}};
-  attn_cfg c = def[hi];
-  const char* env = getenv("PTC_CUDA_ATTN_CFG");
+/* One instantiation: dtype, head dim index, mask kind, cp.async tiles,
+ * small-grid shape. */
+typedef struct attn_variant {
+  int bf, hi, mask, pipe, small;
+} attn_variant;
+
+typedef struct attn_mod {
+  cu_module mod;
+  cu_function fn;
+  attn_cfg cfg; /* the shape it was built with */
+} attn_mod;
+
+static pthread_mutex_t attn_lock = PTHREAD_MUTEX_INITIALIZER;
+static attn_mod attn_mods[2][3][3][2][2]; /* [bf][hi][mask][pipe][small], built on first use */
+static const int attn_dims[3] = {32, 64, 128};
+
+static bool parse_cfg(const char* env, attn_cfg* c) {
   int bn, mt, qreg;
-  if (env && sscanf(env, "%d,%d,%d", &bn, &mt, &qreg) == 3 && (bn == 32 || bn == 64 || bn == 128) &&
-      (mt == 1 || mt == 2) && (qreg == 0 || qreg == 1))
-    c = (attn_cfg){bn, mt, qreg};
+  if (!env || sscanf(env, "%d,%d,%d", &bn, &mt, &qreg) != 3 || (bn != 32 && bn != 64 && bn != 128) ||
+      (mt != 1 && mt != 2) || (qreg != 0 && qreg != 1))
+    return false;
+  *c = (attn_cfg){bn, mt, qreg};
+  return true;
+}
+
+/* The shape of variant v: the defaults below, or PTC_CUDA_ATTN_CFG=
+ * "bn,mt,qreg" for every call (bn 32/64/128, mt 1/2, qreg 0/1), or
+ * PTC_CUDA_ATTN_CFG_SMALL for the small-grid and boolean-mask calls only
+ * (tuning knobs, read when a module is built). The defaults were the
+ * fastest of the shapes measured on an H100 (bf16 d64, test_cuda_attn
+ * --bench-fused / --bench-small): large grids (b8 h16 s1024) d32/d64
+ * 64,2,1 (sm_90 ptxas: ~170 / 240 registers, two blocks per SM; 0.137 ms
+ * against 0.155 for 64,1,0), d128 64,1,1 (2 m tiles per warp spill);
+ * small grids (attn_small: GPT-2's b8 h12 s256, 0.013 ms against 0.014
+ * for 64,2,1) and boolean masks (s1024 causal mask 0.198 ms against
+ * 0.234) 64,1,0: one m16 tile per warp, q from shared memory, twice the
+ * blocks. Boolean masks take key tiles of at most 64 (a 64-bit keep set
+ * per row). */
+static attn_cfg attn_config(attn_variant v) {
+  static const attn_cfg def[3] = {{64, 2, 1}, {64, 2, 1}, {64, 1, 1}};
+  static const attn_cfg small[3] = {{64, 1, 0}, {64, 1, 0}, {64, 1, 1}};
+  bool sm = v.small || v.mask == 2;
+  attn_cfg c = sm ? small[v.hi] : def[v.hi];
+  if (!parse_cfg(getenv("PTC_CUDA_ATTN_CFG"), &c) && sm)
+    parse_cfg(getenv("PTC_CUDA_ATTN_CFG_SMALL"), &c);
+  if (v.mask == 2 && c.bn > 64) c.bn = 64;
   return c;
+}
+
+/* True when a call's grid at the large-grid shape of head dim index hi
+ * fills less than one wave of two blocks per SM. */
+static bool attn_small(int hi, int64_t L, int64_t nbatch, int sm_count) {
+  static const int def_mt[3] = {2, 2, 1};
+  if (def_mt[hi] == 1) return false;
+  int64_t bm = 64 * def_mt[hi], blocks = (L + bm - 1) / bm * nbatch;
+  return blocks < 2 * (int64_t)(sm_count > 0 ? sm_count : 132);
 }
 
 /* Dynamic shared memory of a kernel: [q tile unless qreg][2 k tiles][2 v
@@ -118,17 +151,27 @@ static int attn_smem_bytes(attn_cfg c, int e) {
   return ((c.qreg ? 0 : 64 * c.mt) + 4 * c.bn) * (e + 8) * 2;
 }
 
-/* The prelude, the kernel text and the instantiations of (bf, hi) pairs. */
-static ptc_status attn_source(ptc_strbuf* src, const int* bf, const int* hi, int n) {
+static void attn_kernel_name(attn_variant v, char* out, size_t cap) {
+  snprintf(out, cap, "ptc_attn_%s_d%d", v.bf ? "bf16" : "f16", attn_dims[v.hi]);
+}
+
+/* The prelude, the kernel text and the instantiations of variants v[0..n)
+ * (one per module; the compile check puts several in one program, named
+ * apart by a suffix). */
+static ptc_status attn_source(ptc_strbuf* src, const attn_variant* v, int n) {
   ptc_sb_init(src);
-  ptc_sb_printf(src, "// libptc attention kernels (%s)\n", PTC_CUDA_CODEGEN_VERSION);
+  ptc_sb_printf(src, "// libptc attention kernel (%s)\n", PTC_CUDA_CODEGEN_VERSION);
   ptc_sb_append(src, ptc_cuda_prelude_text);
   ptc_sb_append(src, ptc_cuda_attn_text);
   for (int i = 0; i < n; i++) {
-    attn_cfg c = attn_config(hi[i]);
-    ptc_sb_printf(src, "PTC_ATTN_KERNEL(ptc_attn_%s_d%d, %s, %d, %d, %d, %s)\n",
-                  bf[i] ? "bf16" : "f16", attn_dims[hi[i]], bf[i] ? "true" : "false",
-                  attn_dims[hi[i]], c.bn, c.mt, c.qreg ? "true" : "false");
+    attn_cfg c = attn_config(v[i]);
+    char name[48], suffix[16] = "";
+    attn_kernel_name(v[i], name, sizeof name);
+    if (n > 1) snprintf(suffix, sizeof suffix, "_%d", i);
+    ptc_sb_printf(src, "PTC_ATTN_KERNEL(%s%s, %s, %d, %d, %d, %s, %d, %s)\n", name, suffix,
+                  v[i].bf ? "true" : "false",
+                  attn_dims[v[i].hi], c.bn, c.mt, c.qreg ? "true" : "false", v[i].mask,
+                  v[i].pipe ? "true" : "false");
   }
   if (src->oom) {
     ptc_sb_free(src);
@@ -137,45 +180,46 @@ static ptc_status attn_source(ptc_strbuf* src, const int* bf, const int* hi, int
   return PTC_OK;
 }
 
-static ptc_status load_attn(ptc_context* ctx, const cuda_device* d, int bf, int hi) {
+static ptc_status load_attn(ptc_context* ctx, const cuda_device* d, attn_variant v, attn_mod* m) {
   const cu_api* cu = &cuda_libs_get()->cu;
   ptc_strbuf src;
-  PTC_TRY(attn_source(&src, &bf, &hi, 1));
+  PTC_TRY(attn_source(&src, &v, 1));
   PTC_TRY(cuda_build_module(ctx, d->cc_major * 10 + d->cc_minor, &src, "ptc_attention",
-                            "the attention kernel", &attn_module[bf][hi]));
-  cu_result r;
+                            "the attention kernel", &m->mod));
   char name[48];
-  snprintf(name, sizeof name, "ptc_attn_%s_d%d", bf ? "bf16" : "f16", attn_dims[hi]);
-  r = cu->ModuleGetFunction(&attn_fn[bf][hi], attn_module[bf][hi], name);
-  attn_cfg c = attn_config(hi);
-  int smem = attn_smem_bytes(c, attn_dims[hi]);
+  attn_kernel_name(v, name, sizeof name);
+  cu_result r = cu->ModuleGetFunction(&m->fn, m->mod, name);
+  attn_cfg c = attn_config(v);
+  int smem = attn_smem_bytes(c, attn_dims[v.hi]);
   const char* what = "finding the attention kernel";
+  ptc_status s = PTC_OK;
   if (r == CU_SUCCESS && smem > 48 * 1024 && smem > d->max_smem_optin) {
-    cu->ModuleUnload(attn_module[bf][hi]);
-    attn_module[bf][hi] = NULL;
-    attn_fn[bf][hi] = NULL;
-    return PTC_ERR(UNIMPLEMENTED, "cuda backend: the attention kernel needs %d bytes of shared "
-                   "memory, the device allows %d", smem, d->max_smem_optin);
-  }
-  if (r == CU_SUCCESS && smem > 48 * 1024) {
+    s = PTC_ERR(UNIMPLEMENTED, "cuda backend: the attention kernel needs %d bytes of shared "
+                "memory, the device allows %d", smem, d->max_smem_optin);
+  } else if (r == CU_SUCCESS && smem > 48 * 1024) {
     what = "allowing the attention kernel's shared memory";
-    r = cu->FuncSetAttribute(attn_fn[bf][hi], ATTN_FUNC_MAX_DYN_SMEM, smem);
+    r = cu->FuncSetAttribute(m->fn, ATTN_FUNC_MAX_DYN_SMEM, smem);
   }
-  if (r != CU_SUCCESS) {
-    cu->ModuleUnload(attn_module[bf][hi]);
-    attn_module[bf][hi] = NULL;
-    attn_fn[bf][hi] = NULL;
-    return cuda_error(r, what);
+  if (!s && r != CU_SUCCESS) s = cuda_error(r, what);
+  if (s) {
+    cu->ModuleUnload(m->mod);
+    memset(m, 0, sizeof *m);
+    return s;
   }
-  attn_used[bf][hi] = c;
+  m->cfg = c;
   return PTC_OK;
 }
 
 ptc_status cuda_attn_check_compile(ptc_context* ctx, int arch) {
   (void)ctx;
-  static const int bf[6] = {0, 0, 0, 1, 1, 1}, hi[6] = {0, 1, 2, 0, 1, 2};
+  /* every mask kind, load path, dtype, head dim and grid shape at least once */
+  static const attn_variant v[] = {
+      {1, 1, 0, 1, 0}, {0, 0, 0, 1, 0}, {1, 2, 0, 1, 0}, {1, 1, 0, 1, 1},
+      {0, 1, 1, 1, 0}, {1, 0, 1, 0, 1}, {1, 1, 2, 1, 1}, {0, 2, 2, 0, 0},
+      {0, 1, 2, 1, 0}, {1, 1, 0, 0, 0},
+  };
   ptc_strbuf src;
-  PTC_TRY(attn_source(&src, bf, hi, 6));
+  PTC_TRY(attn_source(&src, v, (int)(sizeof v / sizeof v[0])));
   cuda_cubin c;
   memset(&c, 0, sizeof c);
   ptc_status s = cuda_nvrtc_compile_ex(src.data, "ptc_attention", arch, NULL, &c);
@@ -184,7 +228,7 @@ ptc_status cuda_attn_check_compile(ptc_context* ctx, int arch) {
   return s;
 }
 
-/* ---- the extern step ---------------------------------------------------------------------- */
+/* ---- the call geometry (shared with cuda_attn_f32.c) -------------------------------------- */
 
 /* Stride of view t along output dim d of an output of rank r (0 where t
  * broadcasts). */
@@ -193,85 +237,107 @@ static int64_t bstride(const runtime_tensor* t, int32_t r, int32_t d) {
   return j >= 0 && t->shape[j] != 1 ? t->strides[j] : 0;
 }
 
+ptc_status cuda_attn_geometry(const cuda_ext_call* c, int32_t dt, const char* what,
+                              cuda_attn_geom* g, int* hi, const runtime_tensor** mp) {
+  const ir_extern* e = &c->node->ext;
+  if (e->n_in < 3 || e->n_out != 1)
+    return PTC_ERR(INTERNAL, "cuda backend: attention extern with %u inputs", e->n_in);
+  const gnode* n = graph_node(c->plan->p->graph, e->graph_node);
+  const runtime_tensor *q = &c->in[0], *k = &c->in[1], *v = &c->in[2], *o = &c->out[0];
+  const runtime_tensor* m = e->n_in > 3 && e->in[3] >= 0 && c->in[3].data ? &c->in[3] : NULL;
+  int32_t R = o->rank, nb = R - 2;
+  int64_t E = q->rank > 0 ? q->shape[q->rank - 1] : 0;
+  *hi = head_index(E);
+  if (o->dtype != dt || q->dtype != dt || k->dtype != dt || v->dtype != dt || *hi < 0 ||
+      q->rank < 2 || k->rank < 2 || v->rank < 2 || k->shape[k->rank - 1] != E ||
+      v->shape[v->rank - 1] != E || nb < 0 || nb > ATTN_MAXB ||
+      (m && ((m->dtype != PTC_BOOL && m->dtype != dt) || m->rank > R)) || o->strides[R - 1] != 1)
+    return PTC_ERR(UNIMPLEMENTED, "cuda backend: %s attention of this layout or dtype (%s, head "
+                   "dim %lld) has no device kernel", what, ptc_dtype_name(o->dtype), (long long)E);
+  memset(g, 0, sizeof *g);
+  g->L = q->shape[q->rank - 2];
+  g->S = k->shape[k->rank - 2];
+  g->nb = nb;
+  g->nbatch = 1;
+  for (int32_t d = 0; d < nb; d++) {
+    g->batch[d] = o->shape[d];
+    g->nbatch *= o->shape[d];
+    g->o_bs[d] = o->strides[d];
+    g->m_bs[d] = m ? bstride(m, R, d) : 0;
+    /* q/k/v batch dims align with the output's from the right */
+    int32_t jq = d - (nb - (q->rank - 2)), jk = d - (nb - (k->rank - 2)), jv = d - (nb - (v->rank - 2));
+    g->q_bs[d] = jq >= 0 && q->shape[jq] != 1 ? q->strides[jq] : 0;
+    g->k_bs[d] = jk >= 0 && k->shape[jk] != 1 ? k->strides[jk] : 0;
+    g->v_bs[d] = jv >= 0 && v->shape[jv] != 1 ? v->strides[jv] : 0;
+  }
+  g->q_sl = q->strides[q->rank - 2], g->q_se = q->strides[q->rank - 1];
+  g->k_ss = k->strides[k->rank - 2], g->k_se = k->strides[k->rank - 1];
+  g->v_ss = v->strides[v->rank - 2], g->v_se = v->strides[v->rank - 1];
+  g->o_sl = o->strides[R - 2];
+  if (m) {
+    g->mask = m->dtype == PTC_BOOL ? 2 : 1;
+    g->m_sl = bstride(m, R, R - 2);
+    g->m_ss = bstride(m, R, R - 1);
+  }
+  const gattr* ca = gattrs_find(&n->attrs, "is_causal");
+  g->causal = ca && ca->i != 0;
+  const gattr* sa = gattrs_find(&n->attrs, "scale");
+  double scale = sa ? (sa->type == PTC_ATTR_FLOAT ? sa->f : (double)sa->i) : 1.0 / sqrt((double)E);
+  g->scale_log2 = (float)(scale * 1.4426950408889634);
+  *mp = m;
+  return PTC_OK;
+}
+
+/* ---- the extern step ---------------------------------------------------------------------- */
+
 static bool aligned16(const void* p) { return ((uintptr_t)p & 15u) == 0; }
 
 ptc_status cuda_attn_run(const cuda_ext_call* c) {
   if (c->node->ext.n_out == 1 && c->out[0].dtype == PTC_F32) return cuda_attn_f32_run(c);
-  const ir_extern* e = &c->node->ext;
-  const gnode* n = graph_node(c->plan->p->graph, e->graph_node);
-  if (e->n_in < 3 || e->n_out != 1)
-    return PTC_ERR(INTERNAL, "cuda backend: attention extern with %u inputs", e->n_in);
   const runtime_tensor *q = &c->in[0], *k = &c->in[1], *v = &c->in[2], *o = &c->out[0];
-  const runtime_tensor* m = e->n_in > 3 && e->in[3] >= 0 && c->in[3].data ? &c->in[3] : NULL;
-  int32_t R = o->rank, nb = R - 2;
-  int64_t E = q->shape[q->rank - 1];
-  int hi = head_index(E);
-  if (!half_type(o->dtype) || q->dtype != o->dtype || k->dtype != o->dtype || v->dtype != o->dtype ||
-      hi < 0 || k->shape[k->rank - 1] != E || v->shape[v->rank - 1] != E || nb < 0 ||
-      nb > ATTN_MAXB || q->rank < 2 || k->rank < 2 || v->rank < 2 ||
-      (m && ((m->dtype != PTC_BOOL && m->dtype != o->dtype) || m->rank > R)) ||
-      o->strides[R - 1] != 1)
-    return PTC_ERR(UNIMPLEMENTED, "cuda backend: attention of this layout or dtype (%s, head dim "
-                   "%lld) has no device kernel", ptc_dtype_name(o->dtype), (long long)E);
+  if (c->node->ext.n_out != 1 || !half_type(o->dtype))
+    return PTC_ERR(UNIMPLEMENTED, "cuda backend: attention of dtype %s has no device kernel",
+                   ptc_dtype_name(c->node->ext.n_out ? o->dtype : PTC_F32));
   attn_args a;
   memset(&a, 0, sizeof a);
-  a.L = q->shape[q->rank - 2];
-  a.S = k->shape[k->rank - 2];
-  a.nb = nb;
-  a.nbatch = 1;
-  for (int32_t d = 0; d < nb; d++) {
-    a.batch[d] = o->shape[d];
-    a.nbatch *= o->shape[d];
-    a.o_bs[d] = o->strides[d];
-    a.m_bs[d] = m ? bstride(m, R, d) : 0;
-  }
-  /* batch strides of q/k/v: their batch dims align with the output's */
-  for (int32_t d = 0; d < nb; d++) {
-    int32_t jq = d - (nb - (q->rank - 2)), jk = d - (nb - (k->rank - 2)), jv = d - (nb - (v->rank - 2));
-    a.q_bs[d] = jq >= 0 && q->shape[jq] != 1 ? q->strides[jq] : 0;
-    a.k_bs[d] = jk >= 0 && k->shape[jk] != 1 ? k->strides[jk] : 0;
-    a.v_bs[d] = jv >= 0 && v->shape[jv] != 1 ? v->strides[jv] : 0;
-  }
-  a.q_sl = q->strides[q->rank - 2], a.q_se = q->strides[q->rank - 1];
-  a.k_ss = k->strides[k->rank - 2], a.k_se = k->strides[k->rank - 1];
-  a.v_ss = v->strides[v->rank - 2], a.v_se = v->strides[v->rank - 1];
-  a.o_sl = o->strides[R - 2];
-  if (m) {
-    a.mask = m->dtype == PTC_BOOL ? 2 : 1;
-    a.m_sl = bstride(m, R, R - 2);
-    a.m_ss = bstride(m, R, R - 1);
-  }
-  const gattr* ca = gattrs_find(&n->attrs, "is_causal");
-  a.causal = ca && ca->i != 0;
-  const gattr* sa = gattrs_find(&n->attrs, "scale");
-  double scale = sa ? (sa->type == PTC_ATTR_FLOAT ? sa->f : (double)sa->i) : 1.0 / sqrt((double)E);
-  a.scale_log2 = (float)(scale * 1.4426950408889634);
-  bool vec = a.q_se == 1 && a.k_se == 1 && a.v_se == 1 && aligned16(q->data) &&
-             aligned16(k->data) && aligned16(v->data) && a.q_sl % 8 == 0 && a.k_ss % 8 == 0 &&
-             a.v_ss % 8 == 0 && (o->strides[R - 2] % 2) == 0 && ((uintptr_t)o->data & 3u) == 0;
+  const runtime_tensor* m = NULL;
+  int hi;
+  PTC_TRY(cuda_attn_geometry(c, o->dtype, "half-precision", &a.g, &hi, &m));
+  const cuda_attn_geom* g = &a.g;
+  int32_t nb = g->nb;
+  bool vec = g->q_se == 1 && g->k_se == 1 && g->v_se == 1 && aligned16(q->data) &&
+             aligned16(k->data) && aligned16(v->data) && g->q_sl % 8 == 0 && g->k_ss % 8 == 0 &&
+             g->v_ss % 8 == 0;
   for (int32_t d = 0; d < nb; d++)
-    vec = vec && a.q_bs[d] % 8 == 0 && a.k_bs[d] % 8 == 0 && a.v_bs[d] % 8 == 0;
+    vec = vec && g->q_bs[d] % 8 == 0 && g->k_bs[d] % 8 == 0 && g->v_bs[d] % 8 == 0;
   a.vec = vec;
-  if ((o->strides[R - 2] % 2) != 0 || ((uintptr_t)o->data & 3u) != 0)
+  /* boolean mask rows by 16-byte loads: unit key stride, 16-byte aligned rows */
+  bool mvec = g->mask == 2 && g->m_ss == 1 && g->m_sl % 16 == 0 && aligned16(m->data);
+  for (int32_t d = 0; mvec && d < nb; d++) mvec = g->m_bs[d] % 16 == 0;
+  a.mvec = mvec;
+  if ((g->o_sl % 2) != 0 || ((uintptr_t)o->data & 3u) != 0)
     return PTC_ERR(UNIMPLEMENTED, "cuda backend: attention output rows not 4-byte aligned");
-  if (a.L == 0 || a.nbatch == 0) return PTC_OK;
-  int bf = o->dtype == PTC_BF16;
+  if (g->L == 0 || g->nbatch == 0) return PTC_OK;
+  const cuda_device* dev = c->plan->dev;
+  attn_variant var = {o->dtype == PTC_BF16, hi, g->mask, vec,
+                      attn_small(hi, g->L, g->nbatch, dev->sm_count)};
+  attn_mod* mod = &attn_mods[var.bf][var.hi][var.mask][var.pipe][var.small];
   pthread_mutex_lock(&attn_lock);
-  ptc_status s = attn_fn[bf][hi] ? PTC_OK : load_attn(c->plan->ctx, c->plan->dev, bf, hi);
-  cu_function fn = attn_fn[bf][hi];
-  attn_cfg cfg = attn_used[bf][hi];
+  ptc_status s = mod->fn ? PTC_OK : load_attn(c->plan->ctx, dev, var, mod);
+  cu_function fn = mod->fn;
+  attn_cfg cfg = mod->cfg;
   pthread_mutex_unlock(&attn_lock);
   PTC_TRY(s);
   cu_deviceptr pq = (cu_deviceptr)(uintptr_t)q->data, pk = (cu_deviceptr)(uintptr_t)k->data;
   cu_deviceptr pv = (cu_deviceptr)(uintptr_t)v->data, po = (cu_deviceptr)(uintptr_t)o->data;
   cu_deviceptr pm = m ? (cu_deviceptr)(uintptr_t)m->data : 0;
   void* params[] = {&pq, &pk, &pv, &pm, &po, &a};
-  int64_t bm = 64 * cfg.mt, gx = (a.L + bm - 1) / bm, gy = a.nbatch < 65535 ? a.nbatch : 65535;
-  if (gx > INT32_MAX || a.S > INT32_MAX)
+  int64_t bm = 64 * cfg.mt, gx = (g->L + bm - 1) / bm, gy = g->nbatch < 65535 ? g->nbatch : 65535;
+  if (gx > INT32_MAX || g->S > INT32_MAX)
     return PTC_ERR(UNIMPLEMENTED, "cuda backend: attention with too many queries or keys");
   CUDA_TRY(cuda_libs_get()->cu.LaunchKernel(fn, (unsigned)gx, (unsigned)gy, 1, 128, 1, 1,
-                                            (unsigned)attn_smem_bytes(cfg, (int)E), c->stream,
-                                            params, NULL),
+                                            (unsigned)attn_smem_bytes(cfg, attn_dims[hi]),
+                                            c->stream, params, NULL),
            "launching the attention kernel");
   return PTC_OK;
 }

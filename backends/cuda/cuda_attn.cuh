@@ -24,15 +24,25 @@
 //  - is_causal drops key j > query i (top-left aligned), skips tiles
 //    wholly above the diagonal (per block and per warp), tests elements
 //    only on diagonal tiles, and starts the row tiles with the most work
-//    first; an additive (same dtype) or boolean mask is read through its
-//    broadcast strides; keys past S are dropped, rows past L neither loaded
-//    nor stored.
-// Any strides: 16-byte vector loads when the host says the views allow
-// them (args.vec), element loads otherwise. The output is written with
-// its row stride and a unit last stride.
+//    first; an additive (same dtype) mask is read per element through its
+//    broadcast strides; a boolean mask is read per key tile into a bit set
+//    per row (16-byte loads when args.mvec), then a warp whose rows drop
+//    every key of the tile skips it and one whose rows keep every key runs
+//    the unmasked path; with args.mvec a block first finds the range of
+//    key tiles its rows keep and loads only those (a causal or padding
+//    mask given as a tensor, as Hugging Face models pass it, costs about
+//    what is_causal does); keys past S are dropped, rows past L neither
+//    loaded nor stored.
+// Any strides: 16-byte vector loads and cp.async when the host says the
+// views allow them (args.vec: the PIPE instantiation), element loads
+// otherwise. The output is written with its row stride and a unit last
+// stride. The host compiles only the instantiation a call needs (dtype,
+// head dim, tile shape, mask kind, PIPE): each is its own module.
 
 #define PTC_ATTN_MAXB 6
 
+// The first 400 bytes are the geometry shared with the float32 kernels
+// (cuda_attn_geom of cuda_attn.h).
 struct ptc_attn_args {
   i64 L, S, nbatch;
   i64 batch[PTC_ATTN_MAXB];
@@ -40,9 +50,10 @@ struct ptc_attn_args {
   i64 m_bs[PTC_ATTN_MAXB], o_bs[PTC_ATTN_MAXB];
   i64 q_sl, q_se, k_ss, k_se, v_ss, v_se, m_sl, m_ss, o_sl;
   i32 nb, mask;        // mask: 0 none, 1 additive, 2 boolean
-  i32 causal, vec;     // vec: q/k/v last stride 1, 16-byte aligned rows
+  i32 causal;
   float scale_log2;    // scale * log2(e)
-  i32 pad;
+  i32 vec;             // q/k/v last stride 1, 16-byte aligned rows
+  i32 mvec;            // boolean mask: last stride 1, rows and base 16-byte aligned
 };
 
 template <bool BF>
@@ -171,6 +182,97 @@ PTC_D void ptc_attn_offsets(const ptc_attn_args& a, i64 bi, i64* off) {
   }
 }
 
+// Bit k of the result = byte k of w is nonzero (k = 0..3).
+PTC_D u32 ptc_attn_b4(u32 w) {
+  w |= w >> 4;
+  w |= w >> 2;
+  w |= w >> 1;
+  return (((w & 0x01010101u) * 0x01020408u) >> 24) & 15u;
+}
+
+// The keep bits of a boolean mask for this lane's rows w0 + mt * 16 + h * 8
+// + qr and the BN keys from n0: bit j of ms[mt][h] = key n0 + j kept (0
+// past S and for rows past L). Each lane of a quad reads BN / 4 keys of
+// the row (one 16- or 8-byte load when mvec and inside S), then the quad
+// swaps its parts (warp-uniform: every lane runs the shuffles).
+template <int BN, int MT>
+PTC_D void ptc_attn_mbits(u64 (&ms)[MT][2], const u8* mb, const ptc_attn_args& a, i64 n0, i64 w0,
+                          int lane) {
+  static_assert(BN == 32 || BN == 64, "boolean masks: key tiles of 32 or 64");
+  constexpr int PB = BN / 4;
+  const int qr = lane >> 2, c = lane & 3;
+  const i64 k0 = n0 + c * PB;
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      const i64 r = w0 + mt * 16 + h * 8 + qr;
+      u32 p = 0;
+      if (r < a.L && k0 < a.S) {
+        const u8* row = mb + r * a.m_sl + k0 * a.m_ss;
+        if (a.mvec && k0 + PB <= a.S) {
+          if (PB == 16) {
+            const uint4 w = *(const uint4*)row;
+            p = ptc_attn_b4(w.x) | ptc_attn_b4(w.y) << 4 | ptc_attn_b4(w.z) << 8 | ptc_attn_b4(w.w) << 12;
+          } else {
+            const uint2 w = *(const uint2*)row;
+            p = ptc_attn_b4(w.x) | ptc_attn_b4(w.y) << 4;
+          }
+        } else {
+          const int n = a.S - k0 < PB ? (int)(a.S - k0) : PB;
+#pragma unroll 1
+          for (int j = 0; j < n; j++) p |= (u32)(row[j * a.m_ss] != 0) << j;
+        }
+      }
+      const u64 x1 = __shfl_xor_sync(0xffffffffu, p, 1), x2 = __shfl_xor_sync(0xffffffffu, p, 2);
+      const u64 x3 = __shfl_xor_sync(0xffffffffu, p, 3);
+      ms[mt][h] = (u64)p << (PB * c) | x1 << (PB * (c ^ 1)) | x2 << (PB * (c ^ 2)) | x3 << (PB * (c ^ 3));
+    }
+}
+
+// The key tiles [*lo, *hi) holding every key that some row m0 .. m0 + BM
+// - 1 (< L) of a boolean mask keeps (mvec layouts: 16-byte loads of the
+// block's rows, all independent, then a block-wide min / max; a chunk
+// crossing S counts as kept): a causal or padding mask then costs the
+// block only the key tiles it keeps, as is_causal does. Every thread of
+// the block calls it (two barriers).
+template <int BM, int BN>
+PTC_D void ptc_attn_mrange(const u8* mb, const ptc_attn_args& a, i64 m0, int ntiles, int tid,
+                           int* lo, int* hi) {
+  __shared__ int kr[2];
+  if (tid == 0) {
+    kr[0] = 0x7fffffff;
+    kr[1] = -1;
+  }
+  __syncthreads();
+  const i64 rows = a.L - m0 < BM ? a.L - m0 : BM, nch = (a.S + 15) / 16;
+  int klo = 0x7fffffff, khi = -1;
+  for (i64 ch = tid; ch < rows * nch; ch += 128) {
+    const i64 r = ch / nch, c = ch - r * nch;
+    bool any = true;
+    if (c * 16 + 16 <= a.S) {
+      const uint4 w = *(const uint4*)(mb + (m0 + r) * a.m_sl + c * 16);
+      any = (w.x | w.y | w.z | w.w) != 0u;
+    }
+    if (any) {
+      klo = min(klo, (int)(c * 16));
+      khi = max(khi, (int)(c * 16 + 15));
+    }
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    klo = min(klo, __shfl_xor_sync(0xffffffffu, klo, o));
+    khi = max(khi, __shfl_xor_sync(0xffffffffu, khi, o));
+  }
+  if ((tid & 31) == 0) {
+    atomicMin(&kr[0], klo);
+    atomicMax(&kr[1], khi);
+  }
+  __syncthreads();
+  *lo = kr[1] < 0 ? 0 : kr[0] / BN;
+  *hi = kr[1] < 0 ? 0 : min(ntiles, kr[1] / BN + 1);
+}
+
 // q rows w0 .. w0 + 16 * MT - 1 as A fragments (zeros past L).
 template <int D, int MT>
 PTC_D void ptc_attn_qfrag(u32 (&qa)[MT][D / 16][4], const u16* qb, const ptc_attn_args& a, i64 w0,
@@ -229,14 +331,18 @@ PTC_D void ptc_attn_qk(float (&sc)[MT][BN / 8][4], const u32 (&qa)[QA][QREG ? D 
 
 // Scores in the log2 domain are sc * f, f returned: a tile inside S,
 // wholly at or below the diagonal of the warp's rows (from w0), with no
-// mask keeps the raw products (f = scale * log2 e, folded into the
-// exponent's fma); other tiles are scaled, masked and tested per element
-// here (f = 1): keys past S and (causal) after the row give -inf.
-template <bool BF, int BN, int MT>
+// mask (or a boolean one keeping every key of the warp's rows: mfull)
+// keeps the raw products (f = scale * log2 e, folded into the exponent's
+// fma); other tiles are scaled, masked and tested per element here (f =
+// 1): keys past S, (causal) after the row or dropped by the boolean mask
+// (bits ms of ptc_attn_mbits) give -inf; MASK 1 adds the additive mask.
+template <bool BF, int BN, int MT, int MASK>
 PTC_D float ptc_attn_scale(float (&sc)[MT][BN / 8][4], const ptc_attn_args& a, const u16* mask,
-                           i64 mo, i64 n0, i64 w0, int qr, int qc) {
+                           i64 mo, const u64 (&ms)[MT][2], bool mfull, i64 n0, i64 w0, int qr,
+                           int qc) {
   const float NEG_INF = -PTC_INF_F;
-  if (!a.mask && n0 + BN <= a.S && (!a.causal || n0 + BN - 1 <= w0) && a.scale_log2 > 0.f)
+  if ((MASK == 0 || (MASK == 2 && mfull)) && n0 + BN <= a.S && (!a.causal || n0 + BN - 1 <= w0) &&
+      a.scale_log2 > 0.f)
     return a.scale_log2;
   // key n0 + kr is dropped when kr >= kl or (causal) kr - rr > dg for row
   // w0 + rr (32-bit tests; the bounds clamped, |kr - rr| < 2^20)
@@ -251,15 +357,11 @@ PTC_D float ptc_attn_scale(float (&sc)[MT][BN / 8][4], const ptc_attn_args& a, c
       for (int e = 0; e < 4; e++) {
         const int rr = mt * 16 + qr + (e >> 1) * 8, kr = t * 8 + qc + (e & 1);
         float x = sc[mt][t][e] * a.scale_log2;
-        if (kr >= kl || kr - rr > dg) {
+        if (kr >= kl || kr - rr > dg || (MASK == 2 && !((ms[mt][e >> 1] >> kr) & 1u))) {
           x = NEG_INF;
-        } else if (a.mask && w0 + rr < a.L) {
+        } else if (MASK == 1 && w0 + rr < a.L) {
           const i64 mi = mo + (w0 + rr) * a.m_sl + (n0 + kr) * a.m_ss;
-          if (a.mask == 2) {
-            if (!((const u8*)mask)[mi]) x = NEG_INF;
-          } else {
-            x += ptc_attn_tof<BF>(mask[mi]) * 1.4426950408889634f;
-          }
+          x += ptc_attn_tof<BF>(mask[mi]) * 1.4426950408889634f;
         }
         sc[mt][t][e] = x;
       }
@@ -366,10 +468,10 @@ extern __shared__ __align__(16) u16 ptc_attn_sm[];
 
 // The kernel body: a block of 4 warps owns BM = 64 * MT query rows of one
 // batch entry, warp w rows w * 16 * MT .. + 16 * MT - 1. Key/value tiles
-// of BN rows; vec layouts double-buffer them with cp.async (tile it + 1
-// copied while tile it is computed), others load each tile through
-// registers.
-template <bool BF, int D, int BN, int MT, bool QREG>
+// of BN rows; PIPE (vec layouts) double-buffers them with cp.async (tile
+// it + 1 copied while tile it is computed), else each tile goes through
+// registers. MASK: 0 none, 1 additive, 2 boolean (args.mask agrees).
+template <bool BF, int D, int BN, int MT, bool QREG, int MASK, bool PIPE>
 PTC_D void ptc_attn_body(const u16* __restrict__ q, const u16* __restrict__ k,
                          const u16* __restrict__ v, const u16* __restrict__ mask, u16* __restrict__ o,
                          const ptc_attn_args& a) {
@@ -389,7 +491,7 @@ PTC_D void ptc_attn_body(const u16* __restrict__ q, const u16* __restrict__ k,
   // causal: the row tiles with the most key tiles first
   const i64 m0 = (i64)(a.causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x) * BM;
   const i64 w0 = m0 + warp * WR;  // this warp's first row
-  const bool pipe = a.vec != 0;
+  constexpr bool pipe = PIPE;
   for (i64 bi = blockIdx.y; bi < a.nbatch; bi += gridDim.y) {
     i64 off[5];
     ptc_attn_offsets(a, bi, off);
@@ -409,16 +511,19 @@ PTC_D void ptc_attn_body(const u16* __restrict__ q, const u16* __restrict__ k,
     }
     i64 nend = a.S;
     if (a.causal && m0 + BM < nend) nend = m0 + BM;
-    const int ntiles = (int)((nend + BN - 1) / BN);  // the host keeps S < 2^31
-    if (pipe && ntiles > 0) {
+    int ntiles = (int)((nend + BN - 1) / BN);  // the host keeps S < 2^31
+    int t0 = 0;  // key tiles t0 .. ntiles - 1
+    if constexpr (MASK == 2)
+      if (a.mvec) ptc_attn_mrange<BM, BN>((const u8*)mask + off[3], a, m0, ntiles, tid, &t0, &ntiles);
+    if (pipe && ntiles > t0) {
       if (!QREG) ptc_attn_tile<D, BM, KS>(qsm, sq, qb, m0, a.L, a.q_sl, a.q_se, a.vec, true, tid);
-      ptc_attn_tile<D, BN, KS>(ksm, sk, kb, 0, a.S, a.k_ss, a.k_se, a.vec, true, tid);
-      ptc_attn_tile<D, BN, KS>(vsm, sv, vb, 0, a.S, a.v_ss, a.v_se, a.vec, true, tid);
+      ptc_attn_tile<D, BN, KS>(ksm, sk, kb, (i64)t0 * BN, a.S, a.k_ss, a.k_se, a.vec, true, tid);
+      ptc_attn_tile<D, BN, KS>(vsm, sv, vb, (i64)t0 * BN, a.S, a.v_ss, a.v_se, a.vec, true, tid);
       asm volatile("cp.async.commit_group;");
     }
-    for (int it = 0; it < ntiles; it++) {
+    for (int it = t0; it < ntiles; it++) {
       const i64 n0 = (i64)it * BN;
-      const int cur = pipe ? (it & 1) : 0;
+      const int cur = pipe ? ((it - t0) & 1) : 0;
       if (pipe) {
         asm volatile("cp.async.wait_group 0;" ::: "memory");
         __syncthreads();  // tile it landed; tile it - 1 is no longer read
@@ -430,7 +535,7 @@ PTC_D void ptc_attn_body(const u16* __restrict__ q, const u16* __restrict__ k,
         }
       } else {
         __syncthreads();  // tile it - 1 is no longer read
-        if (!QREG && it == 0)
+        if (!QREG && it == t0)
           ptc_attn_tile<D, BM, KS>(qsm, sq, qb, m0, a.L, a.q_sl, a.q_se, a.vec, false, tid);
         ptc_attn_tile<D, BN, KS>(ksm, sk, kb, n0, a.S, a.k_ss, a.k_se, a.vec, false, tid);
         ptc_attn_tile<D, BN, KS>(vsm, sv, vb, n0, a.S, a.v_ss, a.v_se, a.vec, false, tid);
@@ -439,10 +544,30 @@ PTC_D void ptc_attn_body(const u16* __restrict__ q, const u16* __restrict__ k,
       // a warp whose rows are all past L, or (causal) all before the tile's
       // first key, has nothing to add (warp-uniform)
       if (w0 >= a.L || (a.causal && n0 > w0 + WR - 1)) continue;
+      u64 ms[MT][2];
+      bool mfull = false;
+      if constexpr (MASK == 2) {
+        // skip a tile the mask drops for all the warp's rows; a tile it
+        // keeps whole (rows past L aside) needs no per-element test
+        ptc_attn_mbits<BN, MT>(ms, (const u8*)mask + off[3], a, n0, w0, lane);
+        const u64 all = ~0ull >> (64 - BN);
+        bool any = false;
+        mfull = true;
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+          for (int h = 0; h < 2; h++)
+            if (w0 + mt * 16 + h * 8 + qr < a.L) {
+              any = any || ms[mt][h] != 0;
+              mfull = mfull && ms[mt][h] == all;
+            }
+        mfull = __all_sync(0xffffffffu, mfull);
+        if (!__any_sync(0xffffffffu, any)) continue;
+      }
       float sc[MT][BN / 8][4];
       u32 pa[MT][BN / 16][4];
       ptc_attn_qk<BF, D, BN, MT, QREG, KS>(sc, qa, lq, sk + cur * BN * KS * 2 + lk);
-      const float f = ptc_attn_scale<BF, BN, MT>(sc, a, mask, off[3], n0, w0, qr, qc);
+      const float f = ptc_attn_scale<BF, BN, MT, MASK>(sc, a, mask, off[3], ms, mfull, n0, w0, qr, qc);
       ptc_attn_softmax<BF, D, BN, MT>(sc, f, mx, l, acc, pa);
       ptc_attn_pv<BF, D, BN, MT, KS>(acc, pa, sv + cur * BN * KS * 2 + lv);
     }
@@ -451,13 +576,13 @@ PTC_D void ptc_attn_body(const u16* __restrict__ q, const u16* __restrict__ k,
   }
 }
 
-#define PTC_ATTN_KERNEL(name, BF, D, BN, MT, QREG)                                          \
+#define PTC_ATTN_KERNEL(name, BF, D, BN, MT, QREG, MASK, PIPE)                              \
   extern "C" __global__ void __launch_bounds__(128)                                         \
       name(const u16* q, const u16* k, const u16* v, const u16* m, u16* o, ptc_attn_args a) { \
-    ptc_attn_body<BF, D, BN, MT, QREG>(q, k, v, m, o, a);                                   \
+    ptc_attn_body<BF, D, BN, MT, QREG, MASK, PIPE>(q, k, v, m, o, a);                       \
   }
 // The host appends one instantiation per module (cuda_attn.c), e.g.
-// PTC_ATTN_KERNEL(ptc_attn_bf16_d64, true, 64, 64, 2, true) for bfloat16,
-// head dim 64, key tiles of 64 rows, 128 query rows per block, q in
-// registers; launched with 128 threads, grid (ceil(L / (64 * MT)),
-// min(batch, 65535)) and the shared memory above.
+// PTC_ATTN_KERNEL(ptc_attn_bf16_d64, true, 64, 64, 2, true, 0, true) for
+// bfloat16, head dim 64, key tiles of 64 rows, 128 query rows per block, q
+// in registers, no mask, cp.async tiles; launched with 128 threads, grid
+// (ceil(L / (64 * MT)), min(batch, 65535)) and the shared memory above.

@@ -1,9 +1,11 @@
 /* cuda_attn_f32.c - the host side of the float32 attention kernels
  * (cuda_attn_f32.cuh): the process-wide modules (one per head dim, built
  * through the kernel cache on first use, dynamic shared memory opted in)
- * and the extern step: broadcast batch dims and strides resolved into
+ * and the extern step: the call geometry of cuda_attn_geometry (shared
+ * with the f16/bf16 kernels) plus the float32 load paths in
  * ptc_attn32_args, one launch. cuda_attn_run dispatches float32 here. */
 #include "cuda_attn_f32.h"
+#include "cuda_attn.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -13,20 +15,14 @@
 
 extern const char ptc_cuda_attn_f32_text[];
 
-#define A32_MAXB 6
 #define A32_BM 64
 #define A32_FUNC_MAX_DYNAMIC_SMEM 8 /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
 
-/* Device layout of ptc_attn32_args (cuda_attn_f32.cuh). */
+/* Device layout of ptc_attn32_args (cuda_attn_f32.cuh): the shared
+ * geometry, then the load paths. */
 typedef struct attn32_args {
-  int64_t L, S, nbatch;
-  int64_t batch[A32_MAXB];
-  int64_t q_bs[A32_MAXB], k_bs[A32_MAXB], v_bs[A32_MAXB], m_bs[A32_MAXB], o_bs[A32_MAXB];
-  int64_t q_sl, q_se, k_ss, k_se, v_ss, v_se, m_sl, m_ss, o_sl;
-  int32_t nb, mask;
-  int32_t causal, vec;
-  int32_t ovec;
-  float scale_log2;
+  cuda_attn_geom g;
+  int32_t vec, ovec;
 } attn32_args;
 _Static_assert(sizeof(attn32_args) == 408, "attn32_args must match ptc_attn32_args");
 
@@ -37,8 +33,6 @@ typedef struct a32_cfg {
 } a32_cfg;
 
 static const int a32_dims[3] = {32, 64, 128};
-
-static int a32_index(int64_t e) { return e == 32 ? 0 : e == 64 ? 1 : e == 128 ? 2 : -1; }
 
 /* The shape for head dim index hi: the defaults (sm_90 ptxas, no register
  * spills: d32 64 keys 3 blocks 161 registers, d64 32 keys 3 blocks 168,
@@ -126,88 +120,42 @@ ptc_status cuda_attn_f32_check_compile(int arch) {
   return s;
 }
 
-/* Stride of view t along output dim d of an output of rank r (0 where t
- * broadcasts). */
-static int64_t a32_bstride(const runtime_tensor* t, int32_t r, int32_t d) {
-  int32_t j = d - (r - t->rank);
-  return j >= 0 && t->shape[j] != 1 ? t->strides[j] : 0;
-}
-
 static bool a32_aligned(const void* p, uintptr_t n) { return ((uintptr_t)p & (n - 1)) == 0; }
 
 ptc_status cuda_attn_f32_run(const cuda_ext_call* c) {
-  const ir_extern* e = &c->node->ext;
-  const gnode* n = graph_node(c->plan->p->graph, e->graph_node);
-  if (e->n_in < 3 || e->n_out != 1)
-    return PTC_ERR(INTERNAL, "cuda backend: attention extern with %u inputs", e->n_in);
-  const runtime_tensor *q = &c->in[0], *k = &c->in[1], *v = &c->in[2], *o = &c->out[0];
-  const runtime_tensor* m = e->n_in > 3 && e->in[3] >= 0 && c->in[3].data ? &c->in[3] : NULL;
-  int32_t R = o->rank, nb = R - 2;
-  int64_t E = q->rank > 0 ? q->shape[q->rank - 1] : 0;
-  int hi = a32_index(E);
-  if (o->dtype != PTC_F32 || q->dtype != PTC_F32 || k->dtype != PTC_F32 || v->dtype != PTC_F32 ||
-      hi < 0 || q->rank < 2 || k->rank < 2 || v->rank < 2 || k->shape[k->rank - 1] != E ||
-      v->shape[v->rank - 1] != E || nb < 0 || nb > A32_MAXB ||
-      (m && ((m->dtype != PTC_BOOL && m->dtype != PTC_F32) || m->rank > R)) ||
-      o->strides[R - 1] != 1)
-    return PTC_ERR(UNIMPLEMENTED, "cuda backend: float32 attention of this layout or dtype (%s, "
-                   "head dim %lld) has no device kernel", ptc_dtype_name(o->dtype), (long long)E);
+  const runtime_tensor *k = &c->in[1], *v = &c->in[2], *o = &c->out[0];
   attn32_args a;
   memset(&a, 0, sizeof a);
-  a.L = q->shape[q->rank - 2];
-  a.S = k->shape[k->rank - 2];
-  a.nb = nb;
-  a.nbatch = 1;
-  for (int32_t d = 0; d < nb; d++) {
-    a.batch[d] = o->shape[d];
-    a.nbatch *= o->shape[d];
-    a.o_bs[d] = o->strides[d];
-    a.m_bs[d] = m ? a32_bstride(m, R, d) : 0;
-    /* q/k/v batch dims align with the output's from the right */
-    int32_t jq = d - (nb - (q->rank - 2)), jk = d - (nb - (k->rank - 2)), jv = d - (nb - (v->rank - 2));
-    a.q_bs[d] = jq >= 0 && q->shape[jq] != 1 ? q->strides[jq] : 0;
-    a.k_bs[d] = jk >= 0 && k->shape[jk] != 1 ? k->strides[jk] : 0;
-    a.v_bs[d] = jv >= 0 && v->shape[jv] != 1 ? v->strides[jv] : 0;
-  }
-  a.q_sl = q->strides[q->rank - 2], a.q_se = q->strides[q->rank - 1];
-  a.k_ss = k->strides[k->rank - 2], a.k_se = k->strides[k->rank - 1];
-  a.v_ss = v->strides[v->rank - 2], a.v_se = v->strides[v->rank - 1];
-  a.o_sl = o->strides[R - 2];
-  if (m) {
-    a.mask = m->dtype == PTC_BOOL ? 2 : 1;
-    a.m_sl = a32_bstride(m, R, R - 2);
-    a.m_ss = a32_bstride(m, R, R - 1);
-  }
-  const gattr* ca = gattrs_find(&n->attrs, "is_causal");
-  a.causal = ca && ca->i != 0;
-  const gattr* sa = gattrs_find(&n->attrs, "scale");
-  double scale = sa ? (sa->type == PTC_ATTR_FLOAT ? sa->f : (double)sa->i) : 1.0 / sqrt((double)E);
-  a.scale_log2 = (float)(scale * 1.4426950408889634);
+  const runtime_tensor* m = NULL;
+  int hi;
+  PTC_TRY(cuda_attn_geometry(c, PTC_F32, "float32", &a.g, &hi, &m));
+  const cuda_attn_geom* g = &a.g;
+  int32_t nb = g->nb;
   /* k / v tiles by 16-byte cp.async: unit last stride, rows and batches
    * multiples of 4 floats, 16-byte aligned bases */
-  bool vec = a.k_se == 1 && a.v_se == 1 && a32_aligned(k->data, 16) && a32_aligned(v->data, 16) &&
-             a.k_ss % 4 == 0 && a.v_ss % 4 == 0;
-  for (int32_t d = 0; d < nb; d++) vec = vec && a.k_bs[d] % 4 == 0 && a.v_bs[d] % 4 == 0;
+  bool vec = g->k_se == 1 && g->v_se == 1 && a32_aligned(k->data, 16) && a32_aligned(v->data, 16) &&
+             g->k_ss % 4 == 0 && g->v_ss % 4 == 0;
+  for (int32_t d = 0; d < nb; d++) vec = vec && g->k_bs[d] % 4 == 0 && g->v_bs[d] % 4 == 0;
   a.vec = vec;
-  bool ovec = a32_aligned(o->data, 8) && a.o_sl % 2 == 0;
-  for (int32_t d = 0; d < nb; d++) ovec = ovec && a.o_bs[d] % 2 == 0;
+  bool ovec = a32_aligned(o->data, 8) && g->o_sl % 2 == 0;
+  for (int32_t d = 0; d < nb; d++) ovec = ovec && g->o_bs[d] % 2 == 0;
   a.ovec = ovec;
-  if (a.L == 0 || a.nbatch == 0) return PTC_OK;
+  if (g->L == 0 || g->nbatch == 0) return PTC_OK;
   pthread_mutex_lock(&a32_lock);
   ptc_status s = a32_fn[hi] ? PTC_OK : a32_load(c->plan->ctx, c->plan->dev, hi);
   cu_function fn = a32_fn[hi];
   a32_cfg cfg = a32_used[hi];
   pthread_mutex_unlock(&a32_lock);
   PTC_TRY(s);
-  cu_deviceptr pq = (cu_deviceptr)(uintptr_t)q->data, pk = (cu_deviceptr)(uintptr_t)k->data;
+  cu_deviceptr pq = (cu_deviceptr)(uintptr_t)c->in[0].data, pk = (cu_deviceptr)(uintptr_t)k->data;
   cu_deviceptr pv = (cu_deviceptr)(uintptr_t)v->data, po = (cu_deviceptr)(uintptr_t)o->data;
   cu_deviceptr pm = m ? (cu_deviceptr)(uintptr_t)m->data : 0;
   void* params[] = {&pq, &pk, &pv, &pm, &po, &a};
-  int64_t gx = (a.L + A32_BM - 1) / A32_BM, gy = a.nbatch < 65535 ? a.nbatch : 65535;
+  int64_t gx = (g->L + A32_BM - 1) / A32_BM, gy = g->nbatch < 65535 ? g->nbatch : 65535;
   if (gx > INT32_MAX)
     return PTC_ERR(UNIMPLEMENTED, "cuda backend: attention with too many queries");
   CUDA_TRY(cuda_libs_get()->cu.LaunchKernel(fn, (unsigned)gx, (unsigned)gy, 1, 128, 1, 1,
-                                            (unsigned)a32_smem(cfg, (int)E), c->stream, params, NULL),
+                                            (unsigned)a32_smem(cfg, a32_dims[hi]), c->stream, params, NULL),
            "launching the float32 attention kernel");
   return PTC_OK;
 }

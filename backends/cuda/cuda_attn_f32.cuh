@@ -46,9 +46,12 @@ struct ptc_attn32_args {
   i64 m_bs[PTC_A32_MAXB], o_bs[PTC_A32_MAXB];
   i64 q_sl, q_se, k_ss, k_se, v_ss, v_se, m_sl, m_ss, o_sl;
   i32 nb, mask;       // mask: 0 none, 1 additive (f32), 2 boolean
-  i32 causal, vec;    // vec: k/v last stride 1, rows and batches 16-byte aligned
-  i32 ovec;           // output rows 8-byte aligned (float2 stores)
+  i32 causal;
   float scale_log2;   // scale * log2(e)
+  // (the 400 bytes above: cuda_attn_geom of cuda_attn.h, shared with the
+  // f16/bf16 kernels)
+  i32 vec;            // k/v last stride 1, rows and batches 16-byte aligned
+  i32 ovec;           // output rows 8-byte aligned (float2 stores)
 };
 
 PTC_D u32 ptc_a32_tf32(float x) {

@@ -12,8 +12,13 @@
  *    batch * heads (more than 65535 too), q/k/v as transposed views ([B,
  *    L, H, E] -> [B, H, L, E]) and as views with last stride L (element
  *    loads), rank-3 q with k/v broadcast over the batch, a given scale,
- *    causal row tiles with ragged ends and L > S; plus f32 (cuda_attn_f32.c)
- *    for the dispatch.
+ *    causal row tiles with ragged ends and L > S, boolean masks holding the
+ *    causal pattern (Hugging Face's) and causal with left padding (rows
+ *    keeping no key), GPT-2's shape (small-grid tile shape); plus f32
+ *    (cuda_attn_f32.c) for the dispatch.
+ *  --bench-small: GPT-2's attention shape (b8 h12 s256 d64 bf16:
+ *    is_causal, causal bool mask, causal + padding mask, no mask) and b8
+ *    h16 s1024, 12 chained sdpa per run, ms per sdpa.
  *  --bench: b8 h16 s1024 d64 (f16, bf16; causal or not) with the fused
  *    kernel and with the decomposition (PTC_CUDA_ATTN=0), bf16 d32 and
  *    d128 fused, ms per call and TFLOP/s; --bench-fused: the fused rows
@@ -39,7 +44,10 @@ typedef struct acase {
   int32_t dtype;
   int64_t B, H, L, S, E;
   int causal;
-  int mask;       /* 0 none, 1 additive [L, S], 2 bool [B, 1, L, S] */
+  int mask;       /* 0 none, 1 additive [L, S], 2 bool [B, 1, L, S] (random),
+                     3 bool [B, 1, L, S] causal (key <= query, as Hugging Face
+                     models pass it), 4 causal and left padding (batch entry
+                     b drops keys < 3 b: its first rows keep none) */
   int transposed; /* 1: inputs [B, L, H, E], transposed into [B, H, L, E];
                      2: inputs [B, H, E, L] transposed into [B, H, L, E]
                      (last stride L: the kernel's element loads) */
@@ -48,6 +56,10 @@ typedef struct acase {
 } acase;
 
 static const char* dname(int32_t dt) { return ptc_dtype_name(dt); }
+
+/* --bench: sdpa nodes per graph (each one's output is the next one's q,
+ * so that one run's host time is spread over many kernels) */
+static int chain = 1;
 
 /* The graph: sdpa(q, k, v[, mask]) with the case's attributes. */
 static ptc_status build(const acase* c, ptc_graph** out) {
@@ -82,7 +94,7 @@ static ptc_status build(const acase* c, ptc_graph** out) {
   if (!s && c->mask == 1) {
     ptc_dim sh[2] = {{c->L, 0, 0}, {c->S, 0, 0}};
     s = ptc_graph_add_input(g, "mask", c->dtype, sh, 2, NULL, &in[3]);
-  } else if (!s && c->mask == 2) {
+  } else if (!s && c->mask >= 2) {
     ptc_dim sh[4] = {{c->B, 0, 0}, {1, 0, 0}, {c->L, 0, 0}, {c->S, 0, 0}};
     s = ptc_graph_add_input(g, "mask", PTC_BOOL, sh, 4, NULL, &in[3]);
   }
@@ -91,9 +103,11 @@ static ptc_status build(const acase* c, ptc_graph** out) {
   if (c->causal) at[na++] = ptc_attr_bool("is_causal", 1);
   if (c->scale != 0.0) at[na++] = ptc_attr_float("scale", c->scale);
   ptc_value o = 0;
-  if (!s)
+  for (int r = 0; r < chain && !s; r++) {
+    if (r) in[0] = o;
     s = ptc_graph_add_node(g, "scaled_dot_product_attention", in, c->mask ? 4 : 3, at, na, &o, 1,
                            NULL);
+  }
   if (!s) s = ptc_graph_add_output(g, o);
   if (s) {
     ptc_graph_destroy(g);
@@ -216,22 +230,42 @@ static double urand(void) {
   return (double)(rng_state >> 11) / 9007199254740992.0;
 }
 
-/* Values uniform in [-2, 2); bool inputs true with probability 0.8 (a second draw). */
+/* A structured bool mask [B, 1, L, S] being filled (mask kinds 3, 4):
+ * the next element's index. */
+typedef struct mfill {
+  const struct acase* c;
+  int64_t k;
+} mfill;
+
+/* Values uniform in [-2, 2); bool inputs true with probability 0.8 (a
+ * second draw), or (user: an mfill) the causal / causal-and-padding
+ * pattern of the case. */
 static double fill(void* user, const ptc_value_info* info) {
-  (void)user;
   double x = urand() * 4.0 - 2.0;
+  mfill* mf = user;
+  if (info->dtype == PTC_BOOL && mf) {
+    int64_t k = mf->k++, S = mf->c->S, L = mf->c->L;
+    int64_t j = k % S, i = (k / S) % L, b = k / (S * L);
+    return (double)(j <= i && (mf->c->mask == 3 || j >= 3 * b));
+  }
   return info->dtype == PTC_BOOL ? (double)(urand() < 0.8) : x;
 }
 
+static const acase* fill_case; /* the case whose inputs make_input fills */
+
 static bool make_input(const ptc_graph* g, size_t i, ctd_tensor* h) {
-  return ctd_make_input(g, i, fill, NULL, h);
+  mfill mf = {fill_case, 0};
+  bool structured = i == 3 && fill_case && fill_case->mask >= 3;
+  return ctd_make_input(g, i, fill, structured ? &mf : NULL, h);
 }
 
 static void check_case(const acase* c) {
   char what[160];
+  static const char* const mname[5] = {"", " add-mask", " bool-mask", " causal-mask",
+                                       " causal-pad-mask"};
   snprintf(what, sizeof what, "%s B%lld H%lld L%lld S%lld E%lld%s%s%s", dname(c->dtype),
            (long long)c->B, (long long)c->H, (long long)c->L, (long long)c->S, (long long)c->E,
-           c->causal ? " causal" : "", c->mask == 1 ? " add-mask" : c->mask == 2 ? " bool-mask" : "",
+           c->causal ? " causal" : "", mname[c->mask],
            c->transposed == 1 ? " transposed" : c->transposed == 2 ? " e-major" : "");
   ptc_graph* g = NULL;
   ptc_executable *ec = NULL, *er = NULL;
@@ -249,6 +283,7 @@ static void check_case(const acase* c) {
   ctd_tensor h[4];
   ptc_tensor hin[4], din[4];
   bool ok = true;
+  fill_case = c;
   for (size_t i = 0; i < n_in; i++) {
     ok = ok && make_input(g, i, &h[i]);
     hin[i] = h[i].t;
@@ -309,10 +344,12 @@ static double time_case(const acase* c, bool fused) {
   if (!s) s = ctd_compile(ctx, g, "cuda", &e);
   unsetenv("PTC_CUDA_ATTN");
   double ms = -1;
-  ctd_tensor h[3];
-  ptc_tensor din[3];
+  size_t n_in = c->mask ? 4 : 3;
+  ctd_tensor h[4];
+  ptc_tensor din[4];
   bool ok = !s;
-  for (size_t i = 0; ok && i < 3; i++) {
+  fill_case = c;
+  for (size_t i = 0; ok && i < n_in; i++) {
     ok = make_input(g, i, &h[i]);
     din[i] = ctd_on_device(&h[i]);
   }
@@ -320,27 +357,28 @@ static double time_case(const acase* c, bool fused) {
     double t0 = now_s();
     for (int r = 0; ok && r < iters; r++) {
       ptc_results* res = NULL;
-      ptc_status rs = ptc_executable_run_alloc(e, din, 3, NULL, &res);
+      ptc_status rs = ptc_executable_run_alloc(e, din, n_in, NULL, &res);
       ok = !rs;
       ptc_status_destroy(rs);
       ptc_results_destroy(res);
     }
     ok = ok && cu()->CtxSynchronize() == CU_SUCCESS;
-    ms = (now_s() - t0) * 1e3 / iters;
+    ms = (now_s() - t0) * 1e3 / iters / chain;
   }
   if (s) ptc_status_destroy(s);
-  for (size_t i = 0; i < 3 && !s; i++) ctd_free(&h[i]);
+  for (size_t i = 0; i < n_in && !s; i++) ctd_free(&h[i]);
   ptc_executable_release(e);
   ptc_graph_destroy(g);
   return ok ? ms : -1;
 }
 
 int main(int argc, char** argv) {
-  bool compile_check = false, bench = false, bench_fused = false;
+  bool compile_check = false, bench = false, bench_fused = false, bench_small = false;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--compile-only")) compile_check = true;
     if (!strcmp(argv[i], "--bench")) bench = true;
     if (!strcmp(argv[i], "--bench-fused")) bench = bench_fused = true;
+    if (!strcmp(argv[i], "--bench-small")) bench_small = true;
   }
   if (ptc_context_create(NULL, &ctx)) return 1;
   if (compile_check) {
@@ -351,6 +389,29 @@ int main(int argc, char** argv) {
   if (!ctd_gpu_enter()) {
     ptc_context_release(ctx);
     return 77;
+  }
+  if (bench_small) {
+    /* GPT-2's attention (b8 h12 s256 d64 bf16) as is_causal, as a causal
+     * bool mask (Hugging Face), causal with padding, unmasked; then b8 h16
+     * s1024; 12 chained sdpa nodes per run (host time spread) */
+    const char* cfg = getenv("PTC_CUDA_ATTN_CFG");
+    printf("kernel shape: %s\n", cfg ? cfg : "default");
+    static const struct {
+      int64_t h, s;
+      int causal, mask;
+      const char* what;
+    } rows[] = {{12, 256, 1, 0, "is_causal"}, {12, 256, 0, 3, "causal bool mask"},
+                {12, 256, 0, 4, "causal+pad bool mask"}, {12, 256, 0, 0, "no mask"},
+                {16, 1024, 0, 0, "no mask"}, {16, 1024, 1, 0, "is_causal"},
+                {16, 1024, 0, 3, "causal bool mask"}};
+    chain = 12;
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+      acase c = {PTC_BF16, 8, rows[r].h, rows[r].s, rows[r].s, 64, rows[r].causal, rows[r].mask, 0, 0};
+      printf("bench-small bf16 b8 h%lld s%lld d64 %s: %.4f ms\n", (long long)rows[r].h,
+             (long long)rows[r].s, rows[r].what, time_case(&c, true));
+    }
+    ptc_context_release(ctx);
+    return 0;
   }
   if (bench) {
     /* b8 h16 s1024: d64 f16/bf16, causal or not, fused and (unless
@@ -414,6 +475,26 @@ int main(int argc, char** argv) {
       {PTC_F16, 70000, 1, 3, 5, 32, 0, 0, 0, 0},
       {PTC_F32, 2, 2, 100, 90, 64, 1, 0, 0, 0},
       {PTC_F32, 2, 2, 100, 90, 64, 0, 1, 1, 0},
+      /* boolean masks by keep bits per tile: causal patterns (tiles
+       * skipped, kept whole, tested per element) and causal with left
+       * padding (rows keeping no key give zeros), lengths not multiples of
+       * the tiles, 16-byte mask rows or not (S % 16), element loads, small
+       * grids (one m16 tile per warp), GPT-2's shape */
+      {PTC_BF16, 2, 3, 300, 300, 64, 0, 3, 0, 0},
+      {PTC_F16, 2, 3, 300, 300, 64, 0, 4, 0, 0},
+      {PTC_F16, 2, 2, 257, 257, 32, 0, 4, 0, 0},
+      {PTC_BF16, 2, 2, 257, 257, 32, 0, 3, 0, 0},
+      {PTC_BF16, 1, 3, 272, 272, 64, 0, 4, 0, 0},
+      {PTC_F16, 1, 2, 100, 90, 128, 0, 3, 0, 0},
+      {PTC_BF16, 1, 2, 130, 130, 128, 0, 4, 0, 0},
+      {PTC_BF16, 2, 2, 200, 200, 64, 0, 4, 2, 0},
+      {PTC_F16, 2, 2, 70, 150, 64, 0, 3, 1, 0},
+      {PTC_BF16, 8, 12, 256, 256, 64, 0, 4, 0, 0},
+      {PTC_F16, 8, 12, 256, 256, 64, 0, 3, 0, 0},
+      {PTC_BF16, 8, 12, 256, 256, 64, 1, 0, 0, 0},
+      {PTC_F16, 4, 12, 200, 200, 64, 1, 0, 0, 0},
+      {PTC_BF16, 4, 4, 96, 96, 32, 0, 2, 0, 0},
+      {PTC_F32, 2, 2, 100, 90, 64, 0, 4, 0, 0},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&cases[i]);
   printf("test_cuda_attn: %d passed, %d failed\n", passed, failed);
