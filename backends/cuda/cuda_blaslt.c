@@ -14,7 +14,8 @@
  * TF32, PyTorch's default "highest" precision), or CUBLAS_COMPUTE_32F_FAST_TF32
  * when the call allows TF32 (c->tf32: matmul_precision / conv_precision
  * "high" or "medium"), f16/bf16 accumulate in f32,
- * f64 in f64. */
+ * f64 in f64. The heuristic's algorithm choice is cached per descriptor and
+ * layouts (no cublasLtMatmulAlgoGetHeuristic call per run). */
 #include "cuda_plan.h"
 
 #include <pthread.h>
@@ -189,6 +190,69 @@ static bool make_layout(const cublaslt_api* lt, const lt_mat* m, int type, int64
          lt->MatrixLayoutSetAttribute(*out, LT_LAYOUT_BATCH_STRIDE, &stride, sizeof stride) == 0;
 }
 
+/* ---- heuristic cache -----------------------------------------------------------
+ * cublasLtMatmulAlgoGetHeuristic costs host time on every call (a model
+ * runs dozens of GEMMs per step); its answer depends only on the
+ * descriptor and layouts, so it is kept per (types, ops, epilogue, layouts,
+ * batch) in a small process-wide table (round-robin replacement). */
+typedef struct lt_key {
+  int32_t type, compute, ta, tb;
+  uint32_t epi, used;
+  uint64_t rows[3], cols[3];
+  int64_t ld[3], stride[3];
+  int64_t count;
+} lt_key;
+
+typedef struct lt_entry {
+  lt_key key;
+  cublaslt_heuristic h;
+} lt_entry;
+
+#define LT_CACHE 128
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static lt_entry cache[LT_CACHE];
+static size_t cache_next;
+
+static void key_of(const lt_plan* lp, int type, int compute, uint32_t epi, int64_t count,
+                   lt_key* k) {
+  memset(k, 0, sizeof *k);
+  k->type = type;
+  k->compute = compute;
+  k->ta = lp->x.op;
+  k->tb = lp->y.op;
+  k->epi = epi;
+  k->used = 1;
+  const lt_mat* m[3] = {&lp->x, &lp->y, &lp->d};
+  const int64_t st[3] = {lp->sx, lp->sy, lp->sd};
+  for (int i = 0; i < 3; i++) {
+    k->rows[i] = m[i]->lrows;
+    k->cols[i] = m[i]->lcols;
+    k->ld[i] = m[i]->ld;
+    k->stride[i] = count > 1 ? st[i] : 0;
+  }
+  k->count = count;
+}
+
+static bool cache_find(const lt_key* k, cublaslt_heuristic* h) {
+  bool hit = false;
+  pthread_mutex_lock(&cache_lock);
+  for (size_t i = 0; i < LT_CACHE && !hit; i++)
+    if (cache[i].key.used && memcmp(&cache[i].key, k, sizeof *k) == 0) {
+      *h = cache[i].h;
+      hit = true;
+    }
+  pthread_mutex_unlock(&cache_lock);
+  return hit;
+}
+
+static void cache_put(const lt_key* k, const cublaslt_heuristic* h) {
+  pthread_mutex_lock(&cache_lock);
+  lt_entry* e = &cache[cache_next++ % LT_CACHE];
+  e->key = *k;
+  e->h = *h;
+  pthread_mutex_unlock(&cache_lock);
+}
+
 ptc_status cuda_blaslt_matmul(const cuda_ext_call* c, const cuda_mm_args* g, int64_t count,
                               int32_t dtype, cu_deviceptr pa, cu_deviceptr pb, cu_deviceptr pbias,
                               cu_deviceptr pc, bool* done) {
@@ -226,14 +290,19 @@ ptc_status cuda_blaslt_matmul(const cuda_ext_call* c, const cuda_mm_args* g, int
   ok = ok && make_layout(lt, &lp.x, type, count, lp.sx, &o.lx) &&
        make_layout(lt, &lp.y, type, count, lp.sy, &o.ly) &&
        make_layout(lt, &lp.d, type, count, lp.sd, &o.ld);
-  size_t ws_max = LT_WORKSPACE;
-  ok = ok && lt->PreferenceCreate(&o.pref) == 0 &&
-       lt->PreferenceSetAttribute(o.pref, LT_PREF_MAX_WORKSPACE, &ws_max, sizeof ws_max) == 0;
   cublaslt_heuristic h;
   memset(&h, 0, sizeof h);
-  int n_ret = 0;
-  ok = ok && lt->AlgoGetHeuristic(handle, o.desc, o.lx, o.ly, o.ld, o.ld, o.pref, 1, &h, &n_ret) == 0 &&
-       n_ret > 0;
+  lt_key key;
+  key_of(&lp, type, compute, epi, count, &key);
+  if (ok && !cache_find(&key, &h)) {
+    size_t ws_max = LT_WORKSPACE;
+    int n_ret = 0;
+    ok = lt->PreferenceCreate(&o.pref) == 0 &&
+         lt->PreferenceSetAttribute(o.pref, LT_PREF_MAX_WORKSPACE, &ws_max, sizeof ws_max) == 0 &&
+         lt->AlgoGetHeuristic(handle, o.desc, o.lx, o.ly, o.ld, o.ld, o.pref, 1, &h, &n_ret) == 0 &&
+         n_ret > 0;
+    if (ok) cache_put(&key, &h);
+  }
   cu_deviceptr ws = 0;
   ptc_status s = PTC_OK;
   if (ok && h.workspace_size) s = cuda_alloc(h.workspace_size, c->stream, &ws);

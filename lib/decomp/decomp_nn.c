@@ -70,11 +70,22 @@ ptc_status decomp_sdpa(dctx* d) {
 
 /* ---- matrix products with a scaled add ------------------------------------------- */
 
-/* alpha * (in1 `mm` in2) + beta * in0; beta == 0 ignores in0 (NaN too). */
+/* alpha * (in1 `mm` in2) + beta * in0; beta == 0 ignores in0 (NaN too).
+ * With alpha == 1 the sum is one add(product, in0, alpha=beta) in the output
+ * dtype (an f16/bf16 add computes in f32 and rounds once, so the value is
+ * the upcast one's), which the lowering folds into the GEMM as its bias
+ * epilogue when in0 is a vector along the last dim (GPT-2's Conv1D
+ * addmm(bias, x, W)); the casts of the general form would hide it. */
 static ptc_status mm_plus(dctx* d, const char* mm) {
   int32_t od = dx_out_dtype(d, 0), cd = dx_acc(od);
   const gattr* alpha = dx_attr(d, "alpha");
   const gattr* beta = dx_attr(d, "beta");
+  if (dx_float(d, "alpha", 1.0) == 1.0 && dx_float(d, "beta", 1.0) != 0.0 &&
+      dx_dtype(d, dx_in(d, 0)) == od) {
+    ptc_value in[2] = {dx_binary(d, mm, dx_in(d, 1), dx_in(d, 2)), dx_in(d, 0)};
+    ptc_attr a = beta ? dx_number_attr("alpha", beta) : ptc_attr_float("alpha", 1.0);
+    return dx_finish(d, dx_op(d, "add", in, 2, &a, 1));
+  }
   ptc_value y = dx_cast(d, dx_binary(d, mm, dx_in(d, 1), dx_in(d, 2)), cd);
   if (alpha && dx_float(d, "alpha", 1.0) != 1.0) y = dx_scalar_attr(d, "mul", y, "other", alpha);
   if (dx_float(d, "beta", 1.0) != 0.0) {

@@ -12,6 +12,9 @@
  *    is checked against the expected one. Tolerance per element, relative
  *    to sum_k |a b| (+ |beta bias| + 1): f16 2e-3, bf16 1e-2, TF32 3e-3
  *    (PyTorch's matmul tolerances for these types are of the same order).
+ *    Then the matmul extern through the API (cuda backend): act(x @ w + b)
+ *    and act(addmm(b, x, w)) for f16, bf16, f32 and every activation, sizes
+ *    with and without a partial 16-byte chunk (the epilogue pass's tail).
  *  --bench: M=4096 K=1024 N=4096 (bf16, f16, f32 as TF32; B K-major and
  *    N-major) with the tensor-core GEMM and with cuBLASLt, ms and TFLOP/s.
  * Exit status: 0 passed, 1 a failure, 77 skipped.
@@ -257,6 +260,124 @@ static void run_all(void) {
   }
 }
 
+/* ---- the matmul extern through the API ------------------------------------------------- */
+
+/* act(x @ w + b) (addmm: act(addmm(b, x, w))) compiled for the cuda backend:
+ * the bias is the extern's (cuBLASLt's epilogue), the activation cuBLASLt
+ * has no epilogue for runs in the GEMM epilogue pass (ptc_epi_*: 16-byte
+ * chunks, a scalar tail when M*N is not a multiple of the chunk). Checked
+ * against a float64 host result with run_case's tolerance. */
+static void api_case(int32_t dt, int64_t M, int64_t K, int64_t N, const char* act, bool addmm) {
+  const cu_api* cu = &cuda_libs_get()->cu;
+  size_t es = ptc_dtype_size(dt);
+  char what[160];
+  snprintf(what, sizeof what, "api %s(%s) %s m%lld k%lld n%lld", act ? act : "none",
+           addmm ? "addmm" : "mm + add", ptc_dtype_name(dt), (long long)M, (long long)K,
+           (long long)N);
+  int64_t shapes[3][2] = {{M, K}, {K, N}, {N, 0}};
+  const int32_t ranks[3] = {2, 2, 1};
+  const int64_t counts[3] = {M * K, K * N, N};
+  void* h[3] = {NULL, NULL, NULL};
+  double* d[3] = {NULL, NULL, NULL};
+  cu_deviceptr p[3] = {0, 0, 0};
+  ptc_tensor in[3];
+  ptc_graph* g = NULL;
+  ptc_executable* e = NULL;
+  ptc_results* r = NULL;
+  void* hc = calloc((size_t)(M * N) + 8, es);
+  ptc_status s = hc ? ptc_graph_create(ctx, &g) : ptc_status_oom();
+  ptc_value v[3];
+  for (int i = 0; i < 3 && !s; i++) {
+    h[i] = calloc((size_t)counts[i] + 8, es);
+    d[i] = calloc((size_t)counts[i] + 8, sizeof(double));
+    if (!h[i] || !d[i]) s = ptc_status_oom();
+    for (int64_t j = 0; !s && j < counts[i]; j++) d[i][j] = put(h[i], dt, j, urand());
+    ptc_dim dims[2] = {{shapes[i][0], 0, 0}, {shapes[i][1], 0, 0}};
+    if (!s) s = ptc_graph_add_input(g, NULL, dt, dims, (size_t)ranks[i], NULL, &v[i]);
+    if (!s) s = cuda_alloc((size_t)counts[i] * es + 16, NULL, &p[i]);
+    if (!s && cu->MemcpyHtoDAsync(p[i], h[i], (size_t)counts[i] * es, NULL) != CU_SUCCESS)
+      s = PTC_ERR(INTERNAL, "copy to the device failed");
+    memset(&in[i], 0, sizeof in[i]);
+    in[i].data = (void*)(uintptr_t)p[i];
+    in[i].device.device_type = PTC_DEVICE_CUDA;
+    in[i].ndim = ranks[i];
+    in[i].dtype = ptc_dtype_to_dl(dt);
+    in[i].shape = shapes[i];
+  }
+  ptc_value y = PTC_VALUE_NONE, t = PTC_VALUE_NONE;
+  size_t n_out = 0;
+  if (!s && addmm) {
+    ptc_value a3[3] = {v[2], v[0], v[1]};
+    s = ptc_graph_add_node(g, "addmm", a3, 3, NULL, 0, &y, 1, &n_out);
+  } else if (!s) {
+    ptc_value a2[2] = {v[0], v[1]};
+    s = ptc_graph_add_node(g, "mm", a2, 2, NULL, 0, &t, 1, &n_out);
+    ptc_value b2[2] = {t, v[2]};
+    if (!s) s = ptc_graph_add_node(g, "add", b2, 2, NULL, 0, &y, 1, &n_out);
+  }
+  if (!s && act) {
+    t = y;
+    s = ptc_graph_add_node(g, act, &t, 1, NULL, 0, &y, 1, &n_out);
+  }
+  if (!s) s = ptc_graph_add_output(g, y);
+  ptc_compile_options o;
+  ptc_compile_options_init(&o);
+  o.backend = "cuda";
+  if (!s) s = ptc_compile(ctx, g, &o, &e);
+  if (!s) s = ptc_executable_run_alloc(e, in, 3, NULL, &r);
+  if (!s && cu->StreamSynchronize(NULL) != CU_SUCCESS) s = PTC_ERR(INTERNAL, "synchronize failed");
+  const ptc_tensor* out = s ? NULL : ptc_results_get(r, 0);
+  if (out && cu->MemcpyDtoHAsync(hc, (cu_deviceptr)(uintptr_t)out->data + out->byte_offset,
+                                 (size_t)(M * N) * es, NULL) != CU_SUCCESS)
+    s = PTC_ERR(INTERNAL, "copy back failed");
+  if (!s) cu->StreamSynchronize(NULL);
+  int code = !act ? IR_ACT_NONE : !strcmp(act, "gelu") ? IR_ACT_GELU : !strcmp(act, "relu") ? IR_ACT_RELU
+             : !strcmp(act, "tanh") ? IR_ACT_TANH : !strcmp(act, "sigmoid") ? IR_ACT_SIGMOID
+                                                  : IR_ACT_SILU;
+  double tol = dt == PTC_F16 ? 2e-3 : dt == PTC_BF16 ? 1e-2 : 1e-4;
+  int64_t bad = -1;
+  for (int64_t i = 0; !s && i < M && bad < 0; i++)
+    for (int64_t j = 0; j < N; j++) {
+      double acc = 0, mag = 0;
+      for (int64_t q = 0; q < K; q++) {
+        double pr = d[0][i * K + q] * d[1][q * N + j];
+        acc += pr;
+        mag += fabs(pr);
+      }
+      double want = act_ref(code, acc + d[2][j]), got = get(hc, dt, i * N + j);
+      if (!(fabs(got - want) / (mag + fabs(d[2][j]) + 1) <= tol)) {
+        printf("FAIL %s: [%lld, %lld] = %g, expected %g\n", what, (long long)i, (long long)j, got,
+               want);
+        bad = j;
+        break;
+      }
+    }
+  if (s) printf("FAIL %s: %s\n", what, ptc_status_message(s));
+  if (s || bad >= 0)
+    failed++;
+  else
+    passed++;
+  ptc_status_destroy(s);
+  ptc_results_destroy(r);
+  ptc_executable_release(e);
+  ptc_graph_destroy(g);
+  for (int i = 0; i < 3; i++) {
+    cuda_free(p[i]);
+    free(h[i]);
+    free(d[i]);
+  }
+  free(hc);
+}
+
+static void api_cases(void) {
+  static const int32_t dts[3] = {PTC_BF16, PTC_F16, PTC_F32};
+  static const int64_t sizes[][3] = {{64, 32, 96}, {33, 16, 13}, {7, 40, 24}};
+  static const char* const acts[6] = {NULL, "gelu", "relu", "tanh", "sigmoid", "silu"};
+  for (int di = 0; di < 3; di++)
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
+      for (int a = 0; a < 6; a++) api_case(dts[di], sizes[si][0], sizes[si][1], sizes[si][2], acts[a], a % 2);
+}
+
 /* ---- bench ------------------------------------------------------------------------------ */
 
 static void bench(void) {
@@ -407,8 +528,10 @@ int main(int argc, char** argv) {
   double t0 = now_s();
   if (do_bench)
     bench();
-  else
+  else {
     run_all();
+    api_cases();
+  }
   cuda_ctx_leave(dev, prev);
   ptc_context_release(ctx);
   if (!do_bench)
