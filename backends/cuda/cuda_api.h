@@ -48,6 +48,8 @@ enum { CU_CAPTURE_MODE_RELAXED = 2 };
 enum { CU_CAPTURE_STATUS_NONE = 0, CU_CAPTURE_STATUS_ACTIVE = 1 };
 /* cuStreamCreate flags */
 enum { CU_STREAM_NON_BLOCKING = 1 };
+/** cuEventCreate flag: no timing (cheaper record / query). */
+enum { CU_EVENT_DISABLE_TIMING = 2 };
 
 /* CUpointer_attribute values used */
 enum { CU_POINTER_ATTR_MEMORY_TYPE = 2, CU_POINTER_ATTR_DEVICE_ORDINAL = 9 };
@@ -119,6 +121,15 @@ typedef struct cu_api {
   cu_result (*GraphLaunch)(cu_graph_exec x, cu_stream s);
   cu_result (*GraphExecDestroy)(cu_graph_exec x);
   cu_result (*GraphDestroy)(cu_graph g);
+  /* ---- optional entries (deferred kernel-error checks, cuda_plan_run.c):
+   * NULL when absent; runs then wait for their error word as before. */
+  cu_result (*EventCreate)(cu_event* e, unsigned flags);
+  cu_result (*EventRecord)(cu_event e, cu_stream s);
+  cu_result (*EventQuery)(cu_event e);                           /* CU_ERROR_NOT_READY: pending */
+  cu_result (*EventSynchronize)(cu_event e);
+  cu_result (*EventDestroy)(cu_event e);                         /* _v2 */
+  cu_result (*MemAllocHost)(void** p, size_t bytes);             /* _v2: pinned host memory */
+  cu_result (*MemFreeHost)(void* p);
 } cu_api;
 
 /** The NVRTC entry points. */

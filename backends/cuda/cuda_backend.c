@@ -189,7 +189,7 @@ static ptc_status cuda_prepare(ptc_context* ctx, const ptc_graph* g,
 static ptc_status cuda_run_stream(void* state, const ptc_graph* g, const ptc_tensor* inputs,
                                   size_t n_in, const ptc_tensor* outputs, size_t n_out,
                                   const int64_t* sym_values, size_t n_syms, uint64_t seed,
-                                  void* stream) {
+                                  void* stream, uint32_t flags) {
   (void)g;
   const cuda_exec* x = state;
   const cuda_plan* plan = x->plan;
@@ -203,7 +203,7 @@ static ptc_status cuda_run_stream(void* state, const ptc_graph* g, const ptc_ten
                                  (cu_stream)stream, &done);
   if (!s && !done)
     s = cuda_plan_run(plan, inputs, n_in, outputs, n_out, sym_values, n_syms, seed,
-                      (cu_stream)stream);
+                      (cu_stream)stream, (flags & BACKEND_RUN_DEFERRED_ERRORS) != 0);
   cuda_ctx_leave(plan->dev, prev);
   return s;
 }
@@ -211,7 +211,8 @@ static ptc_status cuda_run_stream(void* state, const ptc_graph* g, const ptc_ten
 static ptc_status cuda_run(void* state, const ptc_graph* g, const ptc_tensor* inputs, size_t n_in,
                            const ptc_tensor* outputs, size_t n_out, const int64_t* sym_values,
                            size_t n_syms, uint64_t seed) {
-  return cuda_run_stream(state, g, inputs, n_in, outputs, n_out, sym_values, n_syms, seed, NULL);
+  return cuda_run_stream(state, g, inputs, n_in, outputs, n_out, sym_values, n_syms, seed, NULL,
+                         0);
 }
 
 static ptc_status cuda_dev_alloc(size_t bytes, void* stream, void** out) {

@@ -64,6 +64,13 @@ static const sym_row cu_optional_rows[] = {
     CU_ROW(GraphLaunch, "cuGraphLaunch"),
     CU_ROW(GraphExecDestroy, "cuGraphExecDestroy"),
     CU_ROW(GraphDestroy, "cuGraphDestroy"),
+    CU_ROW(EventCreate, "cuEventCreate"),
+    CU_ROW(EventRecord, "cuEventRecord"),
+    CU_ROW(EventQuery, "cuEventQuery"),
+    CU_ROW(EventSynchronize, "cuEventSynchronize"),
+    CU_ROW(EventDestroy, "cuEventDestroy_v2"),
+    CU_ROW(MemAllocHost, "cuMemAllocHost_v2"),
+    CU_ROW(MemFreeHost, "cuMemFreeHost"),
 };
 
 #define NV_ROW(field, name) {name, offsetof(nvrtc_api, field)}

@@ -117,7 +117,21 @@ typedef struct cuda_plan {
    * last such launch (mutable, guarded by a lock in cuda_plan_run.c; NULL
    * pointer when no step is split). */
   struct cuda_split_order* split_order;
+  /* Deferred kernel-error checks (cuda_plan_run.c; mutable, locked there):
+   * set when uses_err. */
+  struct cuda_deferred* deferred;
 } cuda_plan;
+
+/** The deferred error checks of a plan whose kernels can report errors:
+ * runs asked for deferred errors copy their error word back into a pinned
+ * slot after their work and record an event; the next run of the plan reads
+ * the finished slots (cuda_plan_run). Opaque; thread-safe. */
+typedef struct cuda_deferred cuda_deferred;
+/** A new, empty table (no device resources until the first deferred run). */
+ptc_status cuda_deferred_create(cuda_deferred** out);
+/** Waits for pending copies and frees everything (the plan's context
+ * current). NULL is a no-op. */
+void cuda_deferred_destroy(cuda_deferred* d);
 
 /** See cuda_plan.split_order. */
 typedef struct cuda_split_order {
@@ -131,10 +145,16 @@ typedef struct cuda_split_order {
 ptc_status cuda_plan_build(ptc_context* ctx, const cuda_device* d, ptc_graph* dg, ir_program* p,
                            sched_plan* s, cuda_plan** out);
 void cuda_plan_destroy(cuda_plan* plan);
-/** One run on `stream` (the primary context current). Reentrant. */
+/** One run on `stream` (the primary context current). Reentrant.
+ * deferred_errors: a plan whose kernels can report errors does not wait for
+ * its error word (ptc_run_options.deferred_errors; an error found in the
+ * word of an earlier run is returned instead, before any work); the
+ * environment PTC_CUDA_SYNC_ERRORS=1 turns this off. PTC_CUDA_HOSTPROF=1:
+ * host time per phase (bind, kernel launches, extern steps, output copies,
+ * error check) summed over runs and printed to stderr at exit. */
 ptc_status cuda_plan_run(const cuda_plan* plan, const ptc_tensor* inputs, size_t n_in,
                          const ptc_tensor* outputs, size_t n_out, const int64_t* sym_values,
-                         size_t n_syms, uint64_t seed, cu_stream stream);
+                         size_t n_syms, uint64_t seed, cu_stream stream, bool deferred_errors);
 
 /* ---- extern steps (cuda_ext.c) ---------------------------------------------------------- */
 /** What an extern step sees: its node and device views of its buffers. */

@@ -8,7 +8,11 @@
  * in place, and, when some kernel can report an error, reads the error word
  * back (which waits for the stream). All memory of the run is returned to
  * the cache on the run's stream, so the next user on that stream is ordered
- * after this run's kernels.
+ * after this run's kernels. With deferred errors (ptc_run_options), the
+ * error word is copied into a pinned slot behind the run's work instead of
+ * being waited for; the next run of the plan reports what finished slots
+ * hold. PTC_CUDA_HOSTPROF=1 sums the host time of each phase (printed at
+ * exit).
  * Static frames (cuda_frame_*, for cuda_graph.c): the same binding, but the
  * frame owns static inputs (compiled layout) and outputs (contiguous) and
  * keeps every allocation until it is closed, so a CUDA graph recorded from
@@ -16,9 +20,12 @@
 #include "cuda_graph.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define I32_LIMIT ((int64_t)1 << 30)
 #define FRAME_SMALL 8 /* buffers / inputs a frame holds without allocating */
@@ -418,6 +425,56 @@ static ptc_status copy_outputs(const run_frame* f, const ptc_tensor* out, size_t
   return PTC_OK;
 }
 
+/* ---- host-time profile (PTC_CUDA_HOSTPROF=1) ------------------------------------------ */
+
+enum { HP_RUNS, HP_TOTAL, HP_BIND, HP_KERNELS, HP_N_KERNELS, HP_EXTERNS, HP_N_EXTERNS,
+       HP_COPY_OUT, HP_ERRORS, HP_FREE, HP_COUNT };
+static atomic_llong hostprof[HP_COUNT];
+static int hostprof_on = -1; /* -1: not read yet */
+static pthread_once_t hostprof_once = PTHREAD_ONCE_INIT;
+
+static void hostprof_print(void) {
+  long long n = atomic_load(&hostprof[HP_RUNS]);
+  if (n <= 0) return;
+  double r = 1e3 * (double)n; /* ns -> us per run */
+  fprintf(stderr,
+          "ptc cuda hostprof: %lld runs; per run (us): total %.2f = bind %.2f + kernels %.2f "
+          "(%.1f launches) + externs %.2f (%.1f steps) + output copies %.2f + error check %.2f "
+          "+ free %.2f\n",
+          n, (double)atomic_load(&hostprof[HP_TOTAL]) / r, (double)atomic_load(&hostprof[HP_BIND]) / r,
+          (double)atomic_load(&hostprof[HP_KERNELS]) / r,
+          (double)atomic_load(&hostprof[HP_N_KERNELS]) / (double)n,
+          (double)atomic_load(&hostprof[HP_EXTERNS]) / r,
+          (double)atomic_load(&hostprof[HP_N_EXTERNS]) / (double)n,
+          (double)atomic_load(&hostprof[HP_COPY_OUT]) / r, (double)atomic_load(&hostprof[HP_ERRORS]) / r,
+          (double)atomic_load(&hostprof[HP_FREE]) / r);
+}
+
+static void hostprof_init(void) {
+  const char* v = getenv("PTC_CUDA_HOSTPROF");
+  hostprof_on = v && *v && strcmp(v, "0") != 0;
+  if (hostprof_on) atexit(hostprof_print);
+}
+
+static bool hostprof_enabled(void) {
+  pthread_once(&hostprof_once, hostprof_init);
+  return hostprof_on > 0;
+}
+
+static long long now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Adds the time since *t0 to counter `c` and restarts *t0 (only when on). */
+static void hp_lap(bool on, int c, long long* t0) {
+  if (!on) return;
+  long long t = now_ns();
+  atomic_fetch_add_explicit(&hostprof[c], t - *t0, memory_order_relaxed);
+  *t0 = t;
+}
+
 /* ---- errors --------------------------------------------------------------------------- */
 
 static ptc_status kernel_error(const cuda_plan* plan, const cuda_kerr* k) {
@@ -493,22 +550,195 @@ static ptc_status frame_exec(run_frame* f) {
   if (plan->uses_err &&
       cuda_libs_get()->cu.MemsetD8Async(f->kerr, 0, sizeof(cuda_kerr), f->stream) != CU_SUCCESS)
     return PTC_ERR(INTERNAL, "cuda backend: clearing the error word failed");
+  bool prof = hostprof_enabled();
+  long long t0 = prof ? now_ns() : 0;
   for (uint32_t i = 0; i < plan->n_steps; i++) {
     const cuda_step* st = &plan->steps[i];
     PTC_TRY(st->is_extern ? run_extern(f, st) : run_kernel(f, st));
+    if (prof) {
+      hp_lap(prof, st->is_extern ? HP_EXTERNS : HP_KERNELS, &t0);
+      atomic_fetch_add_explicit(&hostprof[st->is_extern ? HP_N_EXTERNS : HP_N_KERNELS], 1,
+                                memory_order_relaxed);
+    }
   }
-  return copy_outputs(f, f->out, f->n_out);
+  ptc_status s = copy_outputs(f, f->out, f->n_out);
+  hp_lap(prof, HP_COPY_OUT, &t0);
+  return s;
+}
+
+/* ---- deferred error checks --------------------------------------------------------------- */
+
+#define DEFER_SLOTS 8
+enum { SLOT_FREE, SLOT_RESERVED, SLOT_PENDING };
+
+struct cuda_deferred {
+  pthread_mutex_t lock;
+  bool ready, failed;      /* pinned words and events made / could not be (runs then wait) */
+  cuda_kerr* host;         /* DEFER_SLOTS words in pinned host memory */
+  cu_event ev[DEFER_SLOTS];
+  uint8_t state[DEFER_SLOTS];
+  uint32_t next;           /* where the search for a free slot starts */
+};
+
+ptc_status cuda_deferred_create(cuda_deferred** out) {
+  *out = calloc(1, sizeof **out);
+  if (!*out) return ptc_status_oom();
+  pthread_mutex_init(&(*out)->lock, NULL);
+  return PTC_OK;
+}
+
+void cuda_deferred_destroy(cuda_deferred* d) {
+  if (!d) return;
+  const cu_api* cu = &cuda_libs_get()->cu;
+  if (d->ready) {
+    for (int i = 0; i < DEFER_SLOTS; i++) {
+      if (d->state[i] == SLOT_PENDING) cu->EventSynchronize(d->ev[i]);
+      cu->EventDestroy(d->ev[i]);
+    }
+    cu->MemFreeHost(d->host);
+  }
+  pthread_mutex_destroy(&d->lock);
+  free(d);
+}
+
+/* PTC_CUDA_SYNC_ERRORS=1: every run waits for its error word. */
+static int sync_errors = -1;
+static pthread_once_t sync_errors_once = PTHREAD_ONCE_INIT;
+static void sync_errors_init(void) {
+  const char* v = getenv("PTC_CUDA_SYNC_ERRORS");
+  sync_errors = v && *v && strcmp(v, "0") != 0;
+}
+
+/* Makes the pinned words and events on first use (under d->lock); false
+ * when the driver lacks them or they cannot be made (runs then wait). */
+static bool deferred_ready(cuda_deferred* d) {
+  if (d->ready || d->failed) return d->ready;
+  const cu_api* cu = &cuda_libs_get()->cu;
+  d->failed = true;
+  if (!cu->EventCreate || !cu->EventRecord || !cu->EventQuery || !cu->EventSynchronize ||
+      !cu->EventDestroy || !cu->MemAllocHost || !cu->MemFreeHost)
+    return false;
+  void* host = NULL;
+  if (cu->MemAllocHost(&host, DEFER_SLOTS * sizeof(cuda_kerr)) != CU_SUCCESS) return false;
+  int made = 0;
+  for (; made < DEFER_SLOTS; made++)
+    if (cu->EventCreate(&d->ev[made], CU_EVENT_DISABLE_TIMING) != CU_SUCCESS) break;
+  if (made < DEFER_SLOTS) {
+    for (int i = 0; i < made; i++) cu->EventDestroy(d->ev[i]);
+    cu->MemFreeHost(host);
+    return false;
+  }
+  d->host = host;
+  memset(d->host, 0, DEFER_SLOTS * sizeof(cuda_kerr));
+  d->ready = true;
+  d->failed = false;
+  return true;
+}
+
+/* The error in finished slot i (an earlier run's), the slot freed. */
+static ptc_status deferred_take(const cuda_plan* plan, cuda_deferred* d, int i) {
+  d->state[i] = SLOT_FREE;
+  cuda_kerr k = d->host[i];
+  if (!k.error) return PTC_OK;
+  return ptc_status_prefix(kernel_error(plan, &k), "cuda backend: an earlier run of this "
+                           "executable failed (errors are reported by the next run)");
+}
+
+/* Before a deferred run: the first error of the earlier runs that have
+ * finished (their slots freed; later errors are dropped), else a reserved
+ * slot in *slot (-1: none free, this run waits for its own word). Waits
+ * for the oldest pending run only when every slot is pending. */
+static ptc_status deferred_begin(const cuda_plan* plan, cuda_deferred* d, int* slot) {
+  const cu_api* cu = &cuda_libs_get()->cu;
+  *slot = -1;
+  pthread_mutex_lock(&d->lock);
+  ptc_status err = PTC_OK;
+  if (!deferred_ready(d)) {
+    pthread_mutex_unlock(&d->lock);
+    return PTC_OK;
+  }
+  for (int i = 0; i < DEFER_SLOTS; i++) {
+    if (d->state[i] != SLOT_PENDING) continue;
+    cu_result r = cu->EventQuery(d->ev[i]);
+    if (r == CU_ERROR_NOT_READY) continue;
+    ptc_status e = r == CU_SUCCESS ? deferred_take(plan, d, i)
+                                   : cuda_error(r, "checking an earlier run's error word");
+    d->state[i] = SLOT_FREE;
+    if (e && !err) err = e;
+    else ptc_status_destroy(e);
+  }
+  for (int k = 0; !err && k < DEFER_SLOTS && *slot < 0; k++) {
+    int i = (int)((d->next + (uint32_t)k) % DEFER_SLOTS);
+    if (d->state[i] == SLOT_FREE) *slot = i;
+  }
+  if (!err && *slot < 0) { /* all in use: wait for the oldest pending one */
+    for (int k = 0; k < DEFER_SLOTS && *slot < 0; k++) {
+      int i = (int)((d->next + (uint32_t)k) % DEFER_SLOTS);
+      if (d->state[i] != SLOT_PENDING) continue;
+      cu_result r = cu->EventSynchronize(d->ev[i]);
+      err = r == CU_SUCCESS ? deferred_take(plan, d, i)
+                            : cuda_error(r, "waiting for an earlier run's error word");
+      d->state[i] = SLOT_FREE;
+      *slot = i;
+    }
+  }
+  if (err) {
+    *slot = -1;
+  } else if (*slot >= 0) {
+    d->state[*slot] = SLOT_RESERVED;
+    d->next = (uint32_t)(*slot + 1) % DEFER_SLOTS;
+  }
+  pthread_mutex_unlock(&d->lock);
+  return err;
+}
+
+/* After the run's work was queued (ok) or failed: the error word copied
+ * into the slot behind it and the event recorded (the slot then pending),
+ * else the slot freed. */
+static ptc_status deferred_end(cuda_deferred* d, int slot, run_frame* f, bool ok) {
+  const cu_api* cu = &cuda_libs_get()->cu;
+  ptc_status s = PTC_OK;
+  if (ok) {
+    cu_result r = cu->MemcpyDtoHAsync(&d->host[slot], f->kerr, sizeof(cuda_kerr), f->stream);
+    if (r == CU_SUCCESS) r = cu->EventRecord(d->ev[slot], f->stream);
+    if (r != CU_SUCCESS) s = cuda_error(r, "queueing the error word's copy");
+  }
+  pthread_mutex_lock(&d->lock);
+  d->state[slot] = ok && !s ? SLOT_PENDING : SLOT_FREE;
+  pthread_mutex_unlock(&d->lock);
+  return s;
 }
 
 ptc_status cuda_plan_run(const cuda_plan* plan, const ptc_tensor* inputs, size_t n_in,
                          const ptc_tensor* outputs, size_t n_out, const int64_t* sym_values,
-                         size_t n_syms, uint64_t seed, cu_stream stream) {
+                         size_t n_syms, uint64_t seed, cu_stream stream, bool deferred_errors) {
+  bool prof = hostprof_enabled();
+  long long t0 = prof ? now_ns() : 0, t_start = t0;
+  int slot = -1;
+  if (deferred_errors && plan->uses_err && plan->deferred) {
+    pthread_once(&sync_errors_once, sync_errors_init);
+    if (!sync_errors) PTC_TRY(deferred_begin(plan, plan->deferred, &slot));
+  }
   run_frame f;
   ptc_status s = frame_init(&f, plan, false, inputs, n_in, outputs, n_out, sym_values, n_syms,
                             seed, stream);
+  hp_lap(prof, HP_BIND, &t0);
   if (!s) s = frame_exec(&f);
-  if (!s && plan->uses_err) s = check_errors(&f);
+  if (prof) t0 = now_ns();
+  if (slot >= 0) {
+    ptc_status e = deferred_end(plan->deferred, slot, &f, !s);
+    if (!s) s = e;
+    else ptc_status_destroy(e);
+  } else if (!s && plan->uses_err) {
+    s = check_errors(&f);
+  }
+  hp_lap(prof, HP_ERRORS, &t0);
   frame_free(&f);
+  hp_lap(prof, HP_FREE, &t0);
+  if (prof) {
+    atomic_fetch_add_explicit(&hostprof[HP_TOTAL], now_ns() - t_start, memory_order_relaxed);
+    atomic_fetch_add_explicit(&hostprof[HP_RUNS], 1, memory_order_relaxed);
+  }
   return s;
 }
 

@@ -156,6 +156,17 @@ typedef struct ptc_run_options {
    * zero) or that executes ops on the host waits for the stream. The
    * library never destroys the stream. Ignored by host backends. */
   void* stream;
+  /** Device backends ("cuda"): nonzero = a run whose kernels can report
+   * errors does not wait for the stream to read them. Its error word is
+   * copied back asynchronously and an error found there is returned by a
+   * later run of the same executable (the first that finds the earlier run
+   * finished; the message says "an earlier run"), as PyTorch reports
+   * device-side asserts asynchronously; that later run does no work. An error
+   * of the last run before the executable is released is never reported.
+   * Default 0: the run waits and returns its own errors (see `stream`). The
+   * environment PTC_CUDA_SYNC_ERRORS=1 turns it off process-wide. The
+   * Python binding sets it. */
+  uint32_t deferred_errors;
 } ptc_run_options;
 /** Fills defaults. Never fails. */
 PTC_API void ptc_run_options_init(ptc_run_options* opts);

@@ -33,17 +33,21 @@ typedef struct backend_vtable {
   /** Like `run`, on the caller's stream (an opaque handle such as a
    * CUstream; NULL = the backend's default stream). The run is ordered on
    * that stream and may still be executing when this returns. When set,
-   * ptc_executable_run(_alloc) call it instead of `run`. */
+   * ptc_executable_run(_alloc) call it instead of `run`. flags:
+   * BACKEND_RUN_* (ptc_run_options). */
   ptc_status (*run_stream)(void* state, const ptc_graph* g, const ptc_tensor* inputs,
                            size_t n_in, const ptc_tensor* outputs, size_t n_out,
                            const int64_t* sym_values, size_t n_syms, uint64_t seed,
-                           void* stream);
+                           void* stream, uint32_t flags);
   /** Device memory of `bytes` bytes (> 0) for the outputs of
    * ptc_executable_run_alloc, usable in order on `stream`; freed with
    * `free`. Thread-safe. NULL for host backends (context allocator). */
   ptc_status (*alloc)(size_t bytes, void* stream, void** out);
   void (*free)(void* p);
 } backend_vtable;
+
+/** run_stream flags: ptc_run_options.deferred_errors. */
+#define BACKEND_RUN_DEFERRED_ERRORS 1u
 
 /** Built-in backends (NULL-terminated lookup). */
 const backend_vtable* backend_find(const char* name);

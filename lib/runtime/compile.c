@@ -165,6 +165,7 @@ size_t ptc_executable_num_outputs(const ptc_executable* e) { return e ? e->graph
 typedef struct run_opts {
   uint64_t seed;
   void* stream;
+  uint32_t flags; /* BACKEND_RUN_* */
 } run_opts;
 
 /* Reads the fields the caller's struct_size covers (older callers pass a
@@ -172,12 +173,16 @@ typedef struct run_opts {
 static ptc_status read_run_options(const ptc_run_options* opts, run_opts* r) {
   r->seed = 0;
   r->stream = NULL;
+  r->flags = 0;
   if (!opts) return PTC_OK;
   if (opts->struct_size < offsetof(ptc_run_options, seed) + sizeof(uint64_t))
     return PTC_ERR(INVALID_ARGUMENT, "run options struct_size too small");
   r->seed = opts->seed;
   if (opts->struct_size >= offsetof(ptc_run_options, stream) + sizeof(void*))
     r->stream = opts->stream;
+  if (opts->struct_size >= offsetof(ptc_run_options, deferred_errors) + sizeof(uint32_t) &&
+      opts->deferred_errors)
+    r->flags |= BACKEND_RUN_DEFERRED_ERRORS;
   return PTC_OK;
 }
 
@@ -187,7 +192,7 @@ static ptc_status backend_run(const ptc_executable* e, const ptc_tensor* in, siz
   const backend_vtable* b = e->backend;
   if (b->run_stream)
     return b->run_stream(e->state, e->graph, in, n_in, out, n_out, vals, n_syms, ro->seed,
-                         ro->stream);
+                         ro->stream, ro->flags);
   return b->run(e->state, e->graph, in, n_in, out, n_out, vals, n_syms, ro->seed);
 }
 

@@ -116,11 +116,14 @@ int ptcpy_exec_import(PtcExec* ex, PyObject* seq, const char* role, ptcpy_in* in
 }
 
 /* A cuda executable runs on torch's current stream of the device of its
- * first cuda tensor (device 0 when it has none). 0, or -1 with an
- * exception set. */
+ * first cuda tensor (device 0 when it has none), with deferred kernel-error
+ * checks (an out-of-range index is reported by the executable's next call,
+ * as PyTorch reports device-side asserts asynchronously; the call does not
+ * wait for the GPU). 0, or -1 with an exception set. */
 static int run_stream(const PtcExec* ex, const ptc_tensor* in, size_t n_in, const ptc_tensor* out,
                       size_t n_out, ptc_run_options* ro) {
   if (ex->device_type != PTC_DEVICE_CUDA) return 0;
+  ro->deferred_errors = 1;
   int32_t dev = 0;
   for (size_t i = 0; i < n_in + n_out; i++) {
     const ptc_tensor* t = i < n_in ? &in[i] : &out[i - n_in];
