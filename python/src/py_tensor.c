@@ -307,11 +307,30 @@ static void direct_init(void) {
  * descriptors (the type attribute cache makes these lookups cheap); a
  * subclass or a monkeypatch overriding one of them takes the exporter's
  * path. */
+/* The last few types found direct, with their version tags: a type whose
+ * tag is unchanged (CPython gives a type a new tag when it or a base class
+ * is modified) needs no lookups (a model call lends ~150 tensors of two
+ * types, Tensor and Parameter). Guarded by the GIL. */
+#define DIRECT_SEEN 4
+static struct {
+  PyTypeObject* tp;
+  unsigned int tag;
+} direct_seen[DIRECT_SEEN];
+static unsigned int direct_seen_next;
+
 static int direct_type(PyTypeObject* tp) {
   if (!D.tried) direct_init();
   if (!D.ok) return 0;
+  int tagged = PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG);
+  for (int i = 0; tagged && i < DIRECT_SEEN; i++)
+    if (direct_seen[i].tp == tp && direct_seen[i].tag == tp->tp_version_tag) return 1;
   for (int i = 0; i < A_COUNT; i++)
     if (_PyType_Lookup(tp, D.name[i]) != D.descr[i]) return 0;
+  if (PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG)) { /* the lookups tagged it */
+    unsigned int k = direct_seen_next++ % DIRECT_SEEN;
+    direct_seen[k].tp = tp;
+    direct_seen[k].tag = tp->tp_version_tag;
+  }
   return 1;
 }
 
