@@ -4,6 +4,8 @@
 #include "decomp_internal.h"
 
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* ---- attention --------------------------------------------------------------- */
 
@@ -75,12 +77,16 @@ ptc_status decomp_sdpa(dctx* d) {
  * dtype (an f16/bf16 add computes in f32 and rounds once, so the value is
  * the upcast one's), which the lowering folds into the GEMM as its bias
  * epilogue when in0 is a vector along the last dim (GPT-2's Conv1D
- * addmm(bias, x, W)); the casts of the general form would hide it. */
+ * addmm(bias, x, W)); the casts of the general form would hide it. The
+ * environment variable PTC_ADDMM_BIAS_EPILOGUE=0 keeps the general form
+ * (the bias then joins the pointwise consumers: for timing both). */
 static ptc_status mm_plus(dctx* d, const char* mm) {
   int32_t od = dx_out_dtype(d, 0), cd = dx_acc(od);
   const gattr* alpha = dx_attr(d, "alpha");
   const gattr* beta = dx_attr(d, "beta");
-  if (dx_float(d, "alpha", 1.0) == 1.0 && dx_float(d, "beta", 1.0) != 0.0 &&
+  const char* env = getenv("PTC_ADDMM_BIAS_EPILOGUE");
+  bool fold = !(env && strcmp(env, "0") == 0);
+  if (fold && dx_float(d, "alpha", 1.0) == 1.0 && dx_float(d, "beta", 1.0) != 0.0 &&
       dx_dtype(d, dx_in(d, 0)) == od) {
     ptc_value in[2] = {dx_binary(d, mm, dx_in(d, 1), dx_in(d, 2)), dx_in(d, 0)};
     ptc_attr a = beta ? dx_number_attr("alpha", beta) : ptc_attr_float("alpha", 1.0);
