@@ -38,6 +38,8 @@ if pp:
     sys.path.insert(0, pp)
 sys.path.insert(0, HERE)
 import torch  # noqa: E402
+if hasattr(torch, "compile"):
+    import torch._dynamo  # noqa: E402,F401  (torch._dynamo.reset between systems)
 
 import ptc  # noqa: E402
 import ptc.backend  # noqa: E402
@@ -90,7 +92,6 @@ def main():
         spec = W.build(name, ARGS.device, dtype, ARGS.quick)
         systems = ["ptc-backend"] + (["inductor"] if ARGS.inductor else [])
         for system in systems:
-            import torch._dynamo
             torch._dynamo.reset()
             b = None
             if system == "ptc-backend":

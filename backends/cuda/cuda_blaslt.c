@@ -194,7 +194,11 @@ static bool make_layout(const cublaslt_api* lt, const lt_mat* m, int type, int64
  * cublasLtMatmulAlgoGetHeuristic costs host time on every call (a model
  * runs dozens of GEMMs per step); its answer depends only on the
  * descriptor and layouts, so it is kept per (types, ops, epilogue, layouts,
- * batch) in a small process-wide table (round-robin replacement). */
+ * batch) in a small process-wide table (round-robin replacement). The
+ * descriptor and the three layouts are kept with it (about a dozen
+ * cuBLASLt create/set/destroy calls less per GEMM): a call finding its
+ * entry sets the bias pointer and calls cublasLtMatmul with the table's
+ * lock held (the descriptor is shared). */
 typedef struct lt_key {
   int32_t type, compute, ta, tb;
   uint32_t epi, used;
@@ -206,6 +210,7 @@ typedef struct lt_key {
 typedef struct lt_entry {
   lt_key key;
   cublaslt_heuristic h;
+  lt_objs o; /* descriptor and layouts, owned by the table (pref unused) */
 } lt_entry;
 
 #define LT_CACHE 128
@@ -233,23 +238,28 @@ static void key_of(const lt_plan* lp, int type, int compute, uint32_t epi, int64
   k->count = count;
 }
 
-static bool cache_find(const lt_key* k, cublaslt_heuristic* h) {
-  bool hit = false;
-  pthread_mutex_lock(&cache_lock);
-  for (size_t i = 0; i < LT_CACHE && !hit; i++)
-    if (cache[i].key.used && memcmp(&cache[i].key, k, sizeof *k) == 0) {
-      *h = cache[i].h;
-      hit = true;
-    }
-  pthread_mutex_unlock(&cache_lock);
-  return hit;
+/* The entry of key k or NULL; cache_lock held by the caller. */
+static lt_entry* cache_find_locked(const lt_key* k) {
+  for (size_t i = 0; i < LT_CACHE; i++)
+    if (cache[i].key.used && memcmp(&cache[i].key, k, sizeof *k) == 0) return &cache[i];
+  return NULL;
 }
 
-static void cache_put(const lt_key* k, const cublaslt_heuristic* h) {
+/* Keeps (k, h) and takes o's descriptor and layouts (o is emptied); the
+ * entry replaced frees its objects. */
+static void cache_put(const cublaslt_api* lt, const lt_key* k, const cublaslt_heuristic* h,
+                      lt_objs* o) {
   pthread_mutex_lock(&cache_lock);
-  lt_entry* e = &cache[cache_next++ % LT_CACHE];
-  e->key = *k;
-  e->h = *h;
+  if (!cache_find_locked(k)) { /* another thread may have put it meanwhile */
+    lt_entry* e = &cache[cache_next++ % LT_CACHE];
+    objs_free(lt, &e->o);
+    e->key = *k;
+    e->h = *h;
+    e->o = *o;
+    e->o.pref = NULL;
+    o->desc = NULL;
+    o->lx = o->ly = o->ld = NULL;
+  }
   pthread_mutex_unlock(&cache_lock);
 }
 
@@ -279,6 +289,36 @@ ptc_status cuda_blaslt_matmul(const cuda_ext_call* c, const cuda_mm_args* g, int
   uint32_t epi = (uint32_t)lp.epilogue;
   int compute = f64 ? LT_COMPUTE_64F
                 : dtype == PTC_F32 && c->tf32 ? LT_COMPUTE_32F_FAST_TF32 : LT_COMPUTE_32F;
+  float af = (float)g->alpha, bf = 0.0f;
+  double ad = g->alpha, bd = 0.0;
+  const void* alpha = f64 ? (const void*)&ad : (const void*)&af;
+  const void* beta = f64 ? (const void*)&bd : (const void*)&bf;
+  void* dp = (void*)(uintptr_t)pc;
+  lt_key key;
+  key_of(&lp, type, compute, epi, count, &key);
+  pthread_mutex_lock(&cache_lock);
+  const lt_entry* e = cache_find_locked(&key);
+  if (e) { /* the kept descriptor, layouts and algorithm: only the bias pointer changes */
+    const void* bp = (const void*)(uintptr_t)pbias;
+    bool set = !g->has_bias ||
+               lt->MatmulDescSetAttribute(e->o.desc, LT_DESC_BIAS_POINTER, &bp, sizeof bp) == 0;
+    cu_deviceptr ws = 0;
+    ptc_status s = set && e->h.workspace_size ? cuda_alloc(e->h.workspace_size, c->stream, &ws)
+                                              : PTC_OK;
+    if (set && !s) {
+      int r = lt->Matmul(handle, e->o.desc, alpha, (const void*)(uintptr_t)*lp.px, e->o.lx,
+                         (const void*)(uintptr_t)*lp.py, e->o.ly, beta, dp, e->o.ld, dp, e->o.ld,
+                         e->h.algo, (void*)(uintptr_t)ws, e->h.workspace_size, c->stream);
+      if (r != 0)
+        s = PTC_ERR(INTERNAL, "cuda backend: cublasLtMatmul failed with status %d", r);
+      else
+        *done = true;
+    }
+    pthread_mutex_unlock(&cache_lock);
+    cuda_free(ws);
+    return s;
+  }
+  pthread_mutex_unlock(&cache_lock);
   bool ok = lt->MatmulDescCreate(&o.desc, compute, f64 ? LT_R_64F : LT_R_32F) == 0 &&
             lt->MatmulDescSetAttribute(o.desc, LT_DESC_TRANSA, &ta, sizeof ta) == 0 &&
             lt->MatmulDescSetAttribute(o.desc, LT_DESC_TRANSB, &tb, sizeof tb) == 0 &&
@@ -292,26 +332,18 @@ ptc_status cuda_blaslt_matmul(const cuda_ext_call* c, const cuda_mm_args* g, int
        make_layout(lt, &lp.d, type, count, lp.sd, &o.ld);
   cublaslt_heuristic h;
   memset(&h, 0, sizeof h);
-  lt_key key;
-  key_of(&lp, type, compute, epi, count, &key);
-  if (ok && !cache_find(&key, &h)) {
+  if (ok) {
     size_t ws_max = LT_WORKSPACE;
     int n_ret = 0;
     ok = lt->PreferenceCreate(&o.pref) == 0 &&
          lt->PreferenceSetAttribute(o.pref, LT_PREF_MAX_WORKSPACE, &ws_max, sizeof ws_max) == 0 &&
          lt->AlgoGetHeuristic(handle, o.desc, o.lx, o.ly, o.ld, o.ld, o.pref, 1, &h, &n_ret) == 0 &&
          n_ret > 0;
-    if (ok) cache_put(&key, &h);
   }
   cu_deviceptr ws = 0;
   ptc_status s = PTC_OK;
   if (ok && h.workspace_size) s = cuda_alloc(h.workspace_size, c->stream, &ws);
   if (ok && !s) {
-    float af = (float)g->alpha, bf = 0.0f;
-    double ad = g->alpha, bd = 0.0;
-    const void* alpha = f64 ? (const void*)&ad : (const void*)&af;
-    const void* beta = f64 ? (const void*)&bd : (const void*)&bf;
-    void* dp = (void*)(uintptr_t)pc;
     int r = lt->Matmul(handle, o.desc, alpha, (const void*)(uintptr_t)*lp.px, o.lx,
                        (const void*)(uintptr_t)*lp.py, o.ly, beta, dp, o.ld, dp, o.ld, h.algo,
                        (void*)(uintptr_t)ws, h.workspace_size, c->stream);
@@ -321,6 +353,7 @@ ptc_status cuda_blaslt_matmul(const cuda_ext_call* c, const cuda_mm_args* g, int
       *done = true;
   }
   cuda_free(ws);
+  if (*done) cache_put(lt, &key, &h, &o); /* takes the descriptor and layouts */
   objs_free(lt, &o);
   return s;
 }

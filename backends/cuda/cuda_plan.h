@@ -120,7 +120,17 @@ typedef struct cuda_plan {
   /* Deferred kernel-error checks (cuda_plan_run.c; mutable, locked there):
    * set when uses_err. */
   struct cuda_deferred* deferred;
+  /* Every buffer's and input's layout, evaluated once when they hold no
+   * size symbol (cuda_plan_run.c; NULL otherwise): runs copy them instead of
+   * evaluating hundreds of size expressions. Immutable. */
+  struct cuda_static_layout* static_layout;
 } cuda_plan;
+
+/** Evaluates plan->static_layout when no layout depends on a size symbol
+ * (leaves it NULL otherwise). Errors: out of memory. */
+ptc_status cuda_plan_static_layout(cuda_plan* plan);
+/** Frees what cuda_plan_static_layout made (NULL: nothing). */
+void cuda_static_layout_free(struct cuda_static_layout* sl);
 
 /** The deferred error checks of a plan whose kernels can report errors:
  * runs asked for deferred errors copy their error word back into a pinned

@@ -63,6 +63,12 @@ typedef struct run_frame {
   bool small_in_temp[FRAME_SMALL];
 } run_frame;
 
+/* Layouts evaluated once for plans without size symbols (cuda_plan.h). */
+struct cuda_static_layout {
+  buf_rt* b;  /* per buffer, as eval_layout leaves it (unbound; LOCAL ones zero) */
+  buf_rt* in; /* per graph input, as input_layout leaves it */
+};
+
 static size_t esize(const ir_buffer* b) { return ptc_dtype_size(b->dtype); }
 
 static void* dptr(cu_deviceptr p) { return (void*)(uintptr_t)p; }
@@ -120,17 +126,29 @@ static ptc_status alloc_bytes(const run_frame* f, int64_t numel, size_t es, cu_d
 
 /* ---- binding ---------------------------------------------------------------------- */
 
+/* The compiled layout of graph input i with the run's sizes. */
+static ptc_status input_layout(const cuda_plan* plan, size_t i, const int64_t* syms, size_t n_syms,
+                               buf_rt* layout) {
+  const ptc_graph* g = plan->p->graph;
+  const gvalue* gv = graph_value(g, PTC_VEC_AT(&g->inputs, ptc_value, i));
+  memset(layout, 0, sizeof *layout);
+  layout->view.dtype = gv->dtype;
+  layout->view.rank = (int32_t)gv->rank;
+  for (uint32_t d = 0; d < gv->rank; d++) {
+    PTC_TRY(sym_eval(gv->shape[d], syms, n_syms, &layout->view.shape[d]));
+    PTC_TRY(sym_eval(gv->strides[d], syms, n_syms, &layout->view.strides[d]));
+  }
+  return PTC_OK;
+}
+
 static ptc_status bind_input_storage(run_frame* f, size_t i, const ptc_tensor* t) {
   const ptc_graph* g = f->plan->p->graph;
   const gvalue* gv = graph_value(g, PTC_VEC_AT(&g->inputs, ptc_value, i));
   buf_rt layout;
-  memset(&layout, 0, sizeof layout);
-  layout.view.dtype = gv->dtype;
-  layout.view.rank = (int32_t)gv->rank;
-  for (uint32_t d = 0; d < gv->rank; d++) {
-    PTC_TRY(sym_eval(gv->shape[d], f->syms, f->n_syms, &layout.view.shape[d]));
-    PTC_TRY(sym_eval(gv->strides[d], f->syms, f->n_syms, &layout.view.strides[d]));
-  }
+  if (f->plan->static_layout)
+    layout = f->plan->static_layout->in[i];
+  else
+    PTC_TRY(input_layout(f->plan, i, f->syms, f->n_syms, &layout));
   if (f->own_io) { /* a static input of the compiled layout, owned by the frame */
     PTC_TRY(alloc_bytes(f, extent_of(&layout.view, 0), ptc_dtype_size(gv->dtype), &f->in_base[i]));
     f->in_temp[i] = true;
@@ -251,10 +269,52 @@ static ptc_status alloc_own_outputs(run_frame* f, size_t n_out) {
   return PTC_OK;
 }
 
+/* ---- static layouts (cuda_plan.h) --------------------------------------------------- */
+
+void cuda_static_layout_free(struct cuda_static_layout* sl) {
+  if (!sl) return;
+  free(sl->b);
+  free(sl->in);
+  free(sl);
+}
+
+ptc_status cuda_plan_static_layout(cuda_plan* plan) {
+  plan->static_layout = NULL;
+  size_t n_in = plan->p->graph->inputs.len;
+  struct cuda_static_layout* sl = calloc(1, sizeof *sl);
+  if (sl) {
+    sl->b = calloc(plan->n_bufs + 1, sizeof *sl->b);
+    sl->in = calloc(n_in + 1, sizeof *sl->in);
+  }
+  if (!sl || !sl->b || !sl->in) {
+    cuda_static_layout_free(sl);
+    return ptc_status_oom();
+  }
+  run_frame f; /* no symbol values: a layout that needs one fails to evaluate */
+  memset(&f, 0, offsetof(run_frame, small_b));
+  f.plan = plan;
+  ptc_status s = PTC_OK;
+  for (size_t i = 0; !s && i < plan->n_bufs; i++) {
+    sl->b[i].direct_output = -1;
+    if (plan->s->buf_home[i] != SCHED_HOME_LOCAL)
+      s = eval_layout(&f, ir_buf(plan->p, (int32_t)i), &sl->b[i]);
+  }
+  for (size_t i = 0; !s && i < n_in; i++) s = input_layout(plan, i, NULL, 0, &sl->in[i]);
+  if (s) { /* sizes are symbolic: every run evaluates its layouts */
+    ptc_status_destroy(s);
+    cuda_static_layout_free(sl);
+    return PTC_OK;
+  }
+  plan->static_layout = sl;
+  return PTC_OK;
+}
+
 static ptc_status bind_all(run_frame* f, const ptc_tensor* in, size_t n_in, const ptc_tensor* out,
                            size_t n_out) {
   const cuda_plan* plan = f->plan;
-  for (size_t i = 0; i < plan->n_bufs; i++) {
+  if (plan->static_layout)
+    memcpy(f->b, plan->static_layout->b, plan->n_bufs * sizeof *f->b);
+  for (size_t i = 0; !plan->static_layout && i < plan->n_bufs; i++) {
     if (plan->s->buf_home[i] == SCHED_HOME_LOCAL) continue;
     ptc_status s = eval_layout(f, ir_buf(plan->p, (int32_t)i), &f->b[i]);
     if (s) return ptc_status_prefix(s, "cuda backend: buffer %s", ir_buf(plan->p, (int32_t)i)->name);
@@ -398,14 +458,17 @@ static ptc_status run_kernel(run_frame* f, const cuda_step* st) {
 static ptc_status run_extern(run_frame* f, const cuda_step* st) {
   const ir_node* n = ir_node_at(f->plan->p, st->node);
   const ir_extern* e = &n->ext;
-  runtime_tensor* v = calloc(e->n_in + e->n_out + 1, sizeof *v);
+  runtime_tensor small[8]; /* no heap allocation per GEMM call */
+  size_t nv = (size_t)e->n_in + e->n_out;
+  runtime_tensor* v = nv <= 8 ? small : calloc(nv + 1, sizeof *v);
   if (!v) return ptc_status_oom();
+  if (v == small) memset(small, 0, nv * sizeof *small);
   for (uint32_t k = 0; k < e->n_in; k++)
     if (e->in[k] >= 0) v[k] = f->b[e->in[k]].view;
   for (uint32_t k = 0; k < e->n_out; k++) v[e->n_in + k] = f->b[e->out[k]].view;
   cuda_ext_call c = {f->plan, n, v, v + e->n_in, f->syms, f->n_syms, f->seed, f->stream, false};
   ptc_status s = cuda_ext_run(&c);
-  free(v);
+  if (v != small) free(v);
   return s;
 }
 
