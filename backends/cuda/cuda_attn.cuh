@@ -28,11 +28,11 @@
 //    broadcast strides; a boolean mask is read per key tile into a bit set
 //    per row (16-byte loads when args.mvec), then a warp whose rows drop
 //    every key of the tile skips it and one whose rows keep every key runs
-//    the unmasked path; with args.mvec a block first finds the range of
-//    key tiles its rows keep and loads only those (a causal or padding
-//    mask given as a tensor, as Hugging Face models pass it, costs about
-//    what is_causal does); keys past S are dropped, rows past L neither
-//    loaded nor stored.
+//    the unmasked path (a causal mask given as a tensor, as Hugging Face
+//    models pass it, costs a load and a vote per dropped tile); with
+//    args.mvec bit 1 (PTC_CUDA_ATTN_MRANGE=1) a block first finds the
+//    range of key tiles its rows keep and loads only those; keys past S
+//    are dropped, rows past L neither loaded nor stored.
 // Any strides: 16-byte vector loads and cp.async when the host says the
 // views allow them (args.vec: the PIPE instantiation), element loads
 // otherwise. The output is written with its row stride and a unit last
@@ -53,7 +53,8 @@ struct ptc_attn_args {
   i32 causal;
   float scale_log2;    // scale * log2(e)
   i32 vec;             // q/k/v last stride 1, 16-byte aligned rows
-  i32 mvec;            // boolean mask: last stride 1, rows and base 16-byte aligned
+  i32 mvec;            // boolean mask: bit 0 last stride 1, rows and base 16-byte
+                       // aligned; bit 1 (with bit 0) find the block's kept key tiles
 };
 
 template <bool BF>
@@ -210,7 +211,7 @@ PTC_D void ptc_attn_mbits(u64 (&ms)[MT][2], const u8* mb, const ptc_attn_args& a
       u32 p = 0;
       if (r < a.L && k0 < a.S) {
         const u8* row = mb + r * a.m_sl + k0 * a.m_ss;
-        if (a.mvec && k0 + PB <= a.S) {
+        if ((a.mvec & 1) && k0 + PB <= a.S) {
           if (PB == 16) {
             const uint4 w = *(const uint4*)row;
             p = ptc_attn_b4(w.x) | ptc_attn_b4(w.y) << 4 | ptc_attn_b4(w.z) << 8 | ptc_attn_b4(w.w) << 12;
@@ -231,11 +232,12 @@ PTC_D void ptc_attn_mbits(u64 (&ms)[MT][2], const u8* mb, const ptc_attn_args& a
 }
 
 // The key tiles [*lo, *hi) holding every key that some row m0 .. m0 + BM
-// - 1 (< L) of a boolean mask keeps (mvec layouts: 16-byte loads of the
-// block's rows, all independent, then a block-wide min / max; a chunk
-// crossing S counts as kept): a causal or padding mask then costs the
-// block only the key tiles it keeps, as is_causal does. Every thread of
-// the block calls it (two barriers).
+// - 1 (< L) of a boolean mask keeps (mvec bit 0 layouts: 16-byte loads of
+// the block's rows, then a block-wide min / max; a chunk crossing S counts
+// as kept): a causal or padding mask then costs the block only the key
+// tiles it keeps. Every thread of the block calls it (two barriers). As
+// written each thread's loads wait one after another (H100: slower than
+// the per-tile votes alone), hence off by default (args.mvec bit 1).
 template <int BM, int BN>
 PTC_D void ptc_attn_mrange(const u8* mb, const ptc_attn_args& a, i64 m0, int ntiles, int tid,
                            int* lo, int* hi) {
@@ -514,7 +516,7 @@ PTC_D void ptc_attn_body(const u16* __restrict__ q, const u16* __restrict__ k,
     int ntiles = (int)((nend + BN - 1) / BN);  // the host keeps S < 2^31
     int t0 = 0;  // key tiles t0 .. ntiles - 1
     if constexpr (MASK == 2)
-      if (a.mvec) ptc_attn_mrange<BM, BN>((const u8*)mask + off[3], a, m0, ntiles, tid, &t0, &ntiles);
+      if (a.mvec & 2) ptc_attn_mrange<BM, BN>((const u8*)mask + off[3], a, m0, ntiles, tid, &t0, &ntiles);
     if (pipe && ntiles > t0) {
       if (!QREG) ptc_attn_tile<D, BM, KS>(qsm, sq, qb, m0, a.L, a.q_sl, a.q_se, a.vec, true, tid);
       ptc_attn_tile<D, BN, KS>(ksm, sk, kb, (i64)t0 * BN, a.S, a.k_ss, a.k_se, a.vec, true, tid);

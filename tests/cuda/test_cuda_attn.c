@@ -23,7 +23,9 @@
  *    kernel and with the decomposition (PTC_CUDA_ATTN=0), bf16 d32 and
  *    d128 fused, ms per call and TFLOP/s; --bench-fused: the fused rows
  *    only. PTC_CUDA_ATTN_CFG="bn,mt,qreg" picks another kernel shape (for
- *    the GPU cases too: run them once per shape to cover it).
+ *    the GPU cases too: run them once per shape to cover it), as do
+ *    PTC_CUDA_ATTN_CFG_SMALL and PTC_CUDA_ATTN_MRANGE=1 (the bool-mask
+ *    kept-tile range).
  * Exit status: 0 passed, 1 a failure, 77 skipped.
  */
 #include "backends/cuda/cuda.h"
