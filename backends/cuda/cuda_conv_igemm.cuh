@@ -10,7 +10,8 @@
 // m16n8k16) and f32 as TF32 (m16n8k8, inputs rounded with cvt.rna), f32
 // accumulation. Two K orders:
 //  - tap-major (t64 / t128 kernels), k = (kh, kw, c): weights copied first
-//    to [OC][KH*KW][channels padded to the K step] (ptc_cig_wcopy); a
+//    to [OC][KH*KW][channels padded to the K step] (ptc_cig_wcopy; f32
+//    weights are always copied, rounded to TF32 on the way); a
 //    thread gathers KT/2 consecutive channels of one tap of its column:
 //    one bounds test, then loads a channel stride apart;
 //  - channel-major (m64 / m128), k = (c, kh, kw): weights as they are
@@ -162,9 +163,8 @@ template <int K, int BM> PTC_D void ptc_cig_compute(u32 sa, u32 sb, float (*acc)
       for (int i = 0; i < C::MI; i++) {
         const int r = wm * (BM / 2) + i * 16 + (lane & 7) + 8 * ((lane >> 3) & 1);
         const int kw = ks + 4 * (lane >> 4);
+        // the weights are TF32-rounded already (ptc_cig_wcopy): no cvt here
         ptc_cig_ldm4(sa + r * PTC_CIG_KROW + kw * 4, af[i][0], af[i][1], af[i][2], af[i][3]);
-#pragma unroll
-        for (int q = 0; q < 4; q++) af[i][q] = ptc_cig_tf32(__uint_as_float(af[i][q]));
       }
       u32 bf[4][2];
 #pragma unroll
@@ -496,13 +496,43 @@ template <int K, int BM, bool TAP> PTC_D void ptc_cig_body(const typename ptc_ci
 // Weights [OC][Cg][KH][KW] (any strides) -> [OC][ld] rows in the GEMM's K
 // order: tap-major (k = tap * cpad + c, channels zero-padded to cpad) or
 // channel-major (k = c * KH*KW + tap, zero from cg * KH*KW to ld): the A
-// operand with 16-byte aligned rows for the cp.async loads.
+// operand with 16-byte aligned rows for the cp.async loads; f32 rounded to
+// TF32 here (cvt.rna, once per weight instead of once per use in the MMA
+// loop). 32-bit index math when the host says the sizes allow (small32),
+// else 64-bit.
+template <int K> PTC_D typename ptc_cig_kind<K>::S ptc_cig_wval(typename ptc_cig_kind<K>::S v) {
+  if constexpr (K == 2) {
+    return __uint_as_float(ptc_cig_tf32(v));
+  } else {
+    return v;
+  }
+}
 template <int K> PTC_D void ptc_cig_wcopy(const typename ptc_cig_kind<K>::S* __restrict__ w,
                                           typename ptc_cig_kind<K>::S* __restrict__ dst, i64 rows,
                                           i64 ld, i64 cg, i64 kw, i64 kk, i64 cpad, i64 ws0, i64 ws1,
-                                          i64 ws2, i64 ws3, i32 tap_major) {
+                                          i64 ws2, i64 ws3, i32 tap_major, i32 small32) {
   typedef typename ptc_cig_kind<K>::S S;
   const i64 total = rows * ld;
+  if (small32) {
+    const u32 n = (u32)total, uld = (u32)ld, ucpad = (u32)cpad, ukk = (u32)kk, ukw = (u32)kw;
+    const u32 ucg = (u32)cg;
+    const int s0 = (int)ws0, s1 = (int)ws1, s2 = (int)ws2, s3 = (int)ws3;
+    for (u32 idx = blockIdx.x * blockDim.x + threadIdx.x; idx < n; idx += gridDim.x * blockDim.x) {
+      const u32 r = idx / uld, k = idx - r * uld;
+      u32 tap, c;
+      if (tap_major) {
+        tap = k / ucpad;
+        c = k - tap * ucpad;
+      } else {
+        c = k / ukk;
+        tap = k - c * ukk;
+      }
+      const u32 ky = tap / ukw, kx = tap - ky * ukw;
+      dst[idx] = c < ucg ? ptc_cig_wval<K>(w[(int)r * s0 + (int)c * s1 + (int)ky * s2 + (int)kx * s3])
+                         : (S)0;
+    }
+    return;
+  }
   for (i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
        idx += (i64)gridDim.x * blockDim.x) {
     const i64 r = idx / ld, k = idx - r * ld;
@@ -515,7 +545,7 @@ template <int K> PTC_D void ptc_cig_wcopy(const typename ptc_cig_kind<K>::S* __r
       tap = k - c * kk;
     }
     const i64 ky = tap / kw, kx = tap - ky * kw;
-    dst[idx] = c < cg ? w[r * ws0 + c * ws1 + ky * ws2 + kx * ws3] : (S)0;
+    dst[idx] = c < cg ? ptc_cig_wval<K>(w[r * ws0 + c * ws1 + ky * ws2 + kx * ws3]) : (S)0;
   }
 }
 
@@ -554,8 +584,8 @@ template <int K> PTC_D void ptc_cig_wcopy(const typename ptc_cig_kind<K>::S* __r
   PTC_CIG_V3(T, K, S)                                                                              \
   extern "C" __global__ void __launch_bounds__(256)                                                \
       ptc_cig_##T##_wcopy(const S* w, S* dst, i64 rows, i64 ld, i64 cg, i64 kw, i64 kk, i64 cpad,  \
-                          i64 ws0, i64 ws1, i64 ws2, i64 ws3, i32 tap_major) {                     \
-    ptc_cig_wcopy<K>(w, dst, rows, ld, cg, kw, kk, cpad, ws0, ws1, ws2, ws3, tap_major);           \
+                          i64 ws0, i64 ws1, i64 ws2, i64 ws3, i32 tap_major, i32 small32) {        \
+    ptc_cig_wcopy<K>(w, dst, rows, ld, cg, kw, kk, cpad, ws0, ws1, ws2, ws3, tap_major, small32);  \
   }
 // PTC_CIG_TYPE (defined before this text): only that type's kernels; undefined: all.
 #if !defined(PTC_CIG_TYPE) || PTC_CIG_TYPE == 0

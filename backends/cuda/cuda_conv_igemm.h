@@ -64,7 +64,8 @@ void cuda_conv_igemm_shape(const cuda_conv_desc* d, int sm_count, int64_t smem_o
 /** Runs the convolution on `stream`: out = act(conv(x, w) + beta * bias)
  * (pbias 0 = none). Tap-major shapes first copy the weights into their
  * layout, channel-major ones when the weight rows are not 16-byte aligned
- * or not contiguous; split K adds an f32 workspace of partial sums and
+ * or not contiguous, f32 ones always (the copy rounds them to TF32 once,
+ * so the MMA loop converts only the gathered input); split K adds an f32 workspace of partial sums and
  * per-tile counters (zeroed by a memset; the last block of a tile adds the
  * partials up). The modules of the dtype (one per kernel variant, built
  * in parallel through the kernel cache) are loaded on first use

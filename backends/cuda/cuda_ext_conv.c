@@ -22,6 +22,14 @@
 /* ---- convolution on the device: im2col + GEMM ------------------------------------------ */
 
 /* Spatial attribute `name` of node n as (h, w) (runtime_conv_spatial_attr). */
+/* PTC_CUDA_POOL_FAST=0 turns the pooling kernel's fast paths off (the
+ * general per-output loop for every pooling): tests compare the two. Read
+ * per call. */
+static bool pool_fast(void) {
+  const char* v = getenv("PTC_CUDA_POOL_FAST");
+  return !(v && *v == '0');
+}
+
 static ptc_status spatial_attr(const cuda_ext_call* c, const gnode* n, const char* name,
                                int32_t nsp, int64_t dflt, int64_t* out) {
   return runtime_conv_spatial_attr(n, name, c->syms, c->n_syms, nsp, dflt, out);
@@ -41,8 +49,9 @@ static void read_wide(void) {
 /* Which convolutions take the implicit GEMM (cuda_conv_igemm.c):
  * PTC_CUDA_CONV_IGEMM=0 none (im2col / 1x1 GEMMs as before), 1 (default)
  * all it takes except, when cuBLASLt is present, 1x1 stride-1 ones and
- * stride-1 ones with output planes of at most 64 (f32) / 196 (f16/bf16)
- * pixels (the wide im2col GEMM wins there), 2 all it
+ * ungrouped ones with windows above 1x1 on output planes of at most 196
+ * pixels (1x1 windows: 64 pixels in f32; the wide im2col GEMM wins there),
+ * 2 all it
  * takes, 3 as 1 but also not those whose output tiles (before any K split)
  * are fewer than the SMs when cuBLASLt is present (small late layers:
  * im2col + cuBLASLt's split-K GEMM). Read per call (cheap next to a
@@ -176,13 +185,17 @@ ptc_status cuda_ext_conv_device(const cuda_ext_call* c0, bool* done) {
     d.bias_st = bias ? bias->strides[0] : 0;
     d.beta = e->beta;
     bool ok = false, small = false;
-    /* default policy: stride-1 convolutions on small output planes run
-     * faster as one wide im2col GEMM through cuBLASLt (H100, resnet18 b32:
-     * 7x7 planes 0.046 vs 0.124 ms bf16, 0.068 vs 0.168 ms TF32; 14x14
-     * planes 0.064 vs 0.126 ms bf16, but 0.267 vs 0.170 ms TF32) */
-    int64_t small_plane = out->dtype == PTC_F32 ? 64 : 196;
-    if (policy == 1 && have_lt && st[0] == 1 && st[1] == 1 && OH * OW <= small_plane &&
-        OH * OW < conv_wide_below())
+    /* default policy: convolutions of one group with windows larger than
+     * 1x1 on output planes of at most 196 pixels (1x1 ones: 64 in f32) run
+     * faster as one wide im2col GEMM through cuBLASLt (H100, resnet18 b32,
+     * test_cuda_conv --bench, ms im2col vs implicit GEMM: bf16 14x14 s1
+     * 0.064 vs 0.127, 28->14 s2 0.046 vs 0.049, 14->7 s2 0.030 vs 0.094,
+     * 7x7 s1 0.042 vs 0.116; TF32 0.087 vs 0.164, 0.058 vs 0.133, 0.044 vs
+     * 0.117, 0.068 vs 0.151, 1x1 14->7 s2 0.021 vs 0.026; 28x28 planes and
+     * larger stay on the implicit GEMM: bf16 3x3 s1 0.093 vs 0.066) */
+    int64_t ohw = OH * OW;
+    if (policy == 1 && have_lt && groups == 1 && ohw < conv_wide_below() &&
+        ((KK > 1 && ohw <= 196) || (out->dtype == PTC_F32 && ohw <= 64)))
       small = true;
     if (policy == 3 && have_lt) {
       cuda_conv_shape sh;
@@ -344,9 +357,27 @@ ptc_status cuda_ext_pool_device(const cuda_ext_call* c, int mode, bool* done) {
       if (a.divisor <= 0) return PTC_OK; /* the host path reports it */
     }
   }
+  /* the fast paths of the kernel: a whole-plane average (mode 4, a warp
+   * per plane), a max pool with 32-bit index math (mode 8) */
+  int64_t per_block = 256;
+  bool whole = mode == 2 ? a.oh == 1 && a.ow == 1
+                         : mode == 1 && a.kh == a.h && a.kw == a.w && a.ph == 0 && a.pw == 0 &&
+                               a.oh == 1 && a.ow == 1;
+  bool nonneg = a.xs_n >= 0 && a.xs_c >= 0 && a.xs_h >= 0 && a.xs_w >= 0;
+  if (whole && a.h * a.w > 0 && nonneg && pool_fast()) {
+    a.divisor = mode == 1 && a.divisor > 0 ? a.divisor : a.h * a.w;
+    a.mode = 4;
+    per_block = 8;
+  } else if (mode == 0 && nonneg && pool_fast() && a.total <= INT32_MAX &&
+             (xs[0] - 1) * a.xs_n + (a.c - 1) * a.xs_c + (a.h - 1) * a.xs_h + (a.w - 1) * a.xs_w <=
+                 INT32_MAX &&
+             a.oh * a.sh + a.kh * a.dh + a.ph < INT32_MAX / 2 &&
+             a.ow * a.sw + a.kw * a.dw + a.pw < INT32_MAX / 2) {
+    a.mode = 8;
+  }
   cu_deviceptr px = (cu_deviceptr)(uintptr_t)x->data, po = (cu_deviceptr)(uintptr_t)out->data;
   void* params[] = {&px, &po, &a};
-  int64_t blocks = (a.total + 255) / 256, cap = (int64_t)c->plan->dev->sm_count * 32;
+  int64_t blocks = (a.total + per_block - 1) / per_block, cap = (int64_t)c->plan->dev->sm_count * 64;
   if (blocks > cap) blocks = cap;
   CUDA_TRY(cuda_libs_get()->cu.LaunchKernel(c->plan->sup->pool[gi], (unsigned)blocks, 1, 1, 256, 1, 1,
                                             0, c->stream, params, NULL),

@@ -367,7 +367,90 @@ template <int K> PTC_D void ptc_pool_body(const typename ptc_mm_kind<K>::S* __re
     out[i] = KD::store(res);
   }
 }
-extern "C" __global__ void ptc_pool_f32(const float* x, float* o, ptc_pool_args a) { ptc_pool_body<0>(x, o, a); }
-extern "C" __global__ void ptc_pool_f64(const double* x, double* o, ptc_pool_args a) { ptc_pool_body<1>(x, o, a); }
-extern "C" __global__ void ptc_pool_f16(const u16* x, u16* o, ptc_pool_args a) { ptc_pool_body<2>(x, o, a); }
-extern "C" __global__ void ptc_pool_bf16(const u16* x, u16* o, ptc_pool_args a) { ptc_pool_body<3>(x, o, a); }
+// max_pool2d (mode 8: the host checked that the output count and every
+// input offset fit 32 bits): a thread per output, 32-bit index math, the
+// window's loops unrolled (KH, KW > 0: that window, 0: a.kh x a.kw),
+// bounds as unsigned compares; same NaN rule as ptc_pool_body.
+template <int K, int KH, int KW> PTC_D void ptc_pool_max32(const typename ptc_mm_kind<K>::S* __restrict__ x,
+                                                           typename ptc_mm_kind<K>::S* __restrict__ out,
+                                                           const ptc_pool_args& a) {
+  typedef ptc_mm_kind<K> KD;
+  typedef typename KD::A A;
+  const int kh = KH > 0 ? KH : (int)a.kh, kw = KW > 0 ? KW : (int)a.kw;
+  const u32 total = (u32)a.total, ow = (u32)a.ow, oh = (u32)a.oh, c = (u32)a.c;
+  const int h = (int)a.h, w = (int)a.w, sh = (int)a.sh, sw = (int)a.sw, ph = (int)a.ph, pw = (int)a.pw;
+  const int dh = (int)a.dh, dw = (int)a.dw, xs_h = (int)a.xs_h, xs_w = (int)a.xs_w;
+  const int xs_n = (int)a.xs_n, xs_c = (int)a.xs_c;
+  for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+    const u32 r = i / ow, plane = r / oh, img = plane / c;
+    const int ox = (int)(i - r * ow), oy = (int)(r - plane * oh), ch = (int)(plane - img * c);
+    const typename KD::S* xp = x + ((int)img * xs_n + ch * xs_c);
+    const int iy0 = oy * sh - ph, ix0 = ox * sw - pw;
+    A mx = -(A)__longlong_as_double(0x7ff0000000000000LL);
+#pragma unroll
+    for (int ki = 0; ki < kh; ki++) {
+      const int iy = iy0 + ki * dh;
+      if ((unsigned)iy >= (unsigned)h) continue;
+      const typename KD::S* xr = xp + iy * xs_h;
+#pragma unroll
+      for (int kj = 0; kj < kw; kj++) {
+        const int ix = ix0 + kj * dw;
+        if ((unsigned)ix >= (unsigned)w) continue;
+        const A v = KD::load(xr[ix * xs_w]);
+        if (v > mx || v != v) mx = v;
+      }
+    }
+    out[i] = KD::store(mx);
+  }
+}
+
+// A whole-plane average (mode 4: adaptive_avg_pool2d to 1x1, or an
+// avg_pool2d whose one window is the unpadded plane): a warp per [n, c]
+// plane (total planes), its lanes over the plane's pixels (coalesced for
+// contiguous planes), a shuffle sum, / a.divisor (the host's pixel count or
+// divisor_override).
+template <int K> PTC_D void ptc_pool_gavg(const typename ptc_mm_kind<K>::S* __restrict__ x,
+                                          typename ptc_mm_kind<K>::S* __restrict__ out,
+                                          const ptc_pool_args& a) {
+  typedef ptc_mm_kind<K> KD;
+  typedef typename KD::A A;
+  const int lane = threadIdx.x & 31, wpb = blockDim.x >> 5;
+  const i64 hw = a.h * a.w;
+  for (i64 pl = (i64)blockIdx.x * wpb + (threadIdx.x >> 5); pl < a.total; pl += (i64)gridDim.x * wpb) {
+    const i64 img = pl / a.c, ch = pl - img * a.c;
+    const typename KD::S* xp = x + img * a.xs_n + ch * a.xs_c;
+    A sum = (A)0;
+    if (a.xs_w == 1 && (a.xs_h == a.w || a.h == 1)) {
+      for (i64 p = lane; p < hw; p += 32) sum += KD::load(xp[p]);
+    } else {
+      for (i64 p = lane; p < hw; p += 32) {
+        const i64 iy = p / a.w, ix = p - iy * a.w;
+        sum += KD::load(xp[iy * a.xs_h + ix * a.xs_w]);
+      }
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    if (lane == 0) out[pl] = KD::store(sum / (A)a.divisor);
+  }
+}
+
+// The entry: mode 0..2 the general body; 8 the 32-bit max pool (3x3
+// windows unrolled); 4 the whole-plane average.
+template <int K> PTC_D void ptc_pool_entry(const typename ptc_mm_kind<K>::S* __restrict__ x,
+                                           typename ptc_mm_kind<K>::S* __restrict__ out,
+                                           const ptc_pool_args& a) {
+  if (a.mode == 8) {
+    if (a.kh == 3 && a.kw == 3)
+      ptc_pool_max32<K, 3, 3>(x, out, a);
+    else
+      ptc_pool_max32<K, 0, 0>(x, out, a);
+  } else if (a.mode == 4) {
+    ptc_pool_gavg<K>(x, out, a);
+  } else {
+    ptc_pool_body<K>(x, out, a);
+  }
+}
+extern "C" __global__ void ptc_pool_f32(const float* x, float* o, ptc_pool_args a) { ptc_pool_entry<0>(x, o, a); }
+extern "C" __global__ void ptc_pool_f64(const double* x, double* o, ptc_pool_args a) { ptc_pool_entry<1>(x, o, a); }
+extern "C" __global__ void ptc_pool_f16(const u16* x, u16* o, ptc_pool_args a) { ptc_pool_entry<2>(x, o, a); }
+extern "C" __global__ void ptc_pool_bf16(const u16* x, u16* o, ptc_pool_args a) { ptc_pool_entry<3>(x, o, a); }

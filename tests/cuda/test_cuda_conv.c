@@ -14,10 +14,17 @@
  *    Tolerance per element relative to sum |w x| (+ |beta bias| + 1):
  *    f16 2e-3, bf16 1e-2, TF32 3e-3. Every output element is checked (the
  *    output starts as NaN).
+ *    TF32 exactness: weights and inputs that round up to TF32 give exactly
+ *    the sum of the rounded products in both K orders.
+ *    Pooling (max_pool2d, avg_pool2d, adaptive_avg_pool2d through a one-node
+ *    graph) against the ref backend in f32, bf16, f16, f64, with the
+ *    kernel's fast paths (3x3 and other max windows, dilation, NaN; whole
+ *    plane averages, divisor_override) and without (PTC_CUDA_POOL_FAST=0).
  *  --bench: resnet18 batch-32 convolutions (bf16, f32 as TF32): the
  *    implicit GEMM with the chosen split and with splits 1/2/4/8, and the
  *    whole convolution extern through a one-node graph with
- *    PTC_CUDA_CONV_IGEMM=0 (im2col + GEMM) and 2, ms and TFLOP/s.
+ *    PTC_CUDA_CONV_IGEMM=0 (im2col + GEMM), 2 and 1 (the default policy),
+ *    ms and TFLOP/s.
  * Exit status: 0 passed, 1 a failure, 77 skipped.
  */
 #include "backends/cuda/cuda.h"
@@ -49,6 +56,7 @@ static double urand(void) { /* [-1, 1) */
 }
 
 static double put(void* h, int32_t dt, int64_t i, double x) {
+  if (dt == PTC_F64) return ((double*)h)[i] = x;
   if (dt == PTC_F32) {
     ((float*)h)[i] = (float)x;
     return (float)x;
@@ -59,6 +67,7 @@ static double put(void* h, int32_t dt, int64_t i, double x) {
 }
 
 static double get(const void* h, int32_t dt, int64_t i) {
+  if (dt == PTC_F64) return ((const double*)h)[i];
   if (dt == PTC_F32) return ((const float*)h)[i];
   uint16_t v = ((const uint16_t*)h)[i];
   return dt == PTC_F16 ? ptc_f16_to_f32(v) : ptc_bf16_to_f32(v);
@@ -276,6 +285,224 @@ static void run_all(void) {
     }
 }
 
+/* ---- TF32 rounding: exact values ------------------------------------------------------------ */
+
+/* f32 -> TF32 as cvt.rna: round to nearest on the 10-bit mantissa, ties away
+ * from zero. */
+static float tf32_rna(float v) {
+  uint32_t b;
+  memcpy(&b, &v, 4);
+  b = (b + 0x1000u) & ~0x1fffu;
+  memcpy(&v, &b, 4);
+  return v;
+}
+
+/* A 1x1 convolution whose weights and inputs need rounding to TF32 (1 +
+ * 0.75 * 2^-10 rounds up to 1 + 2^-10; truncation would give 1): the output
+ * must be the exact sum of the rounded products, in both K orders (the
+ * weight copy rounds the weights; the MMA loop no longer does). */
+static void run_tf32_exact(void) {
+  const cu_api* cu = &cuda_libs_get()->cu;
+  enum { C = 16, OC = 8, HW = 9 };
+  float hx[C * HW], hw[OC * C], ho[OC * HW];
+  for (int i = 0; i < C * HW; i++) hx[i] = (i % 3 ? 1.0f : -1.0f) * (1.0f + 0.75f / 1024.0f);
+  for (int i = 0; i < OC * C; i++) hw[i] = (i % 5 ? 1.0f : 2.0f) * (1.0f + 0.75f / 1024.0f);
+  for (int order = 1; order <= 2; order++) {
+    cuda_conv_desc d;
+    memset(&d, 0, sizeof d);
+    d.dtype = PTC_F32;
+    d.n = 1, d.c = C, d.h = 3, d.w = 3, d.oc = OC, d.oh = 3, d.ow = 3;
+    d.kh = d.kw = d.sh = d.sw = d.dh = d.dw = d.groups = 1;
+    d.xs[0] = C * HW, d.xs[1] = HW, d.xs[2] = 3, d.xs[3] = 1;
+    d.ws[0] = C, d.ws[1] = 1, d.ws[2] = 1, d.ws[3] = 1;
+    cu_deviceptr px = 0, pw = 0, po = 0;
+    bool done = false;
+    ptc_status s = PTC_OK;
+    if (cuda_alloc(sizeof hx, NULL, &px) || cuda_alloc(sizeof hw, NULL, &pw) ||
+        cuda_alloc(sizeof ho, NULL, &po) || cu->MemcpyHtoDAsync(px, hx, sizeof hx, NULL) ||
+        cu->MemcpyHtoDAsync(pw, hw, sizeof hw, NULL))
+      s = PTC_ERR(INTERNAL, "device memory");
+    setenv("PTC_CUDA_CONV_TAP", order == 2 ? "1" : "0", 1);
+    if (!s) s = cuda_conv_igemm(ctx, dev, NULL, &d, true, px, pw, 0, po, &done);
+    unsetenv("PTC_CUDA_CONV_TAP");
+    if (!s && (cu->MemcpyDtoHAsync(ho, po, sizeof ho, NULL) != CU_SUCCESS ||
+               cu->StreamSynchronize(NULL) != CU_SUCCESS))
+      s = PTC_ERR(INTERNAL, "copy back failed");
+    bool bad = s || !done;
+    if (bad) printf("FAIL tf32 exact order%d: %s\n", order, s ? ptc_status_message(s) : "not taken");
+    ptc_status_destroy(s);
+    for (int o = 0; o < OC && !bad; o++)
+      for (int p = 0; p < HW && !bad; p++) {
+        double want = 0;
+        for (int q = 0; q < C; q++) want += (double)tf32_rna(hw[o * C + q]) * tf32_rna(hx[q * HW + p]);
+        if (fabs(ho[o * HW + p] - want) > 1e-6 * fabs(want) + 1e-6) {
+          printf("FAIL tf32 exact order%d: [%d, %d] = %.9g, expected %.9g (sum of TF32-rounded "
+                 "products)\n", order, o, p, ho[o * HW + p], want);
+          bad = true;
+        }
+      }
+    if (bad)
+      failed++;
+    else
+      passed++;
+    cuda_free(px);
+    cuda_free(pw);
+    cuda_free(po);
+  }
+}
+
+/* ---- pooling through a one-node graph: cuda against ref ------------------------------------ */
+
+typedef struct pcase {
+  const char* op;  /* max_pool2d, avg_pool2d, adaptive_avg_pool2d */
+  int64_t n, c, h, w;
+  int64_t k[2], s[2], p[2], d[2]; /* window (adaptive: output size), stride, padding, dilation */
+  int include_pad, divisor;         /* avg_pool2d */
+  int nan;                          /* a NaN at element 7 of the input */
+} pcase;
+
+static const pcase pcases[] = {
+    {"max_pool2d", 2, 5, 17, 18, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, 0, 0},  /* resnet's stem pool */
+    {"max_pool2d", 2, 5, 17, 18, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, 0, 1},  /* NaN propagates */
+    {"max_pool2d", 2, 3, 9, 8, {2, 2}, {2, 2}, {0, 0}, {1, 1}, 1, 0, 0},    /* 2x2, other windows */
+    {"max_pool2d", 1, 4, 12, 11, {3, 2}, {1, 2}, {1, 1}, {2, 1}, 1, 0, 0},  /* dilation */
+    {"adaptive_avg_pool2d", 3, 70, 7, 7, {1, 1}, {1, 1}, {0, 0}, {1, 1}, 1, 0, 0}, /* resnet's head */
+    {"adaptive_avg_pool2d", 2, 3, 40, 37, {1, 1}, {1, 1}, {0, 0}, {1, 1}, 1, 0, 0}, /* big plane */
+    {"adaptive_avg_pool2d", 2, 4, 9, 10, {2, 3}, {1, 1}, {0, 0}, {1, 1}, 1, 0, 0},  /* general */
+    {"avg_pool2d", 2, 6, 7, 7, {7, 7}, {7, 7}, {0, 0}, {1, 1}, 1, 0, 0},    /* whole plane */
+    {"avg_pool2d", 2, 6, 7, 7, {7, 7}, {7, 7}, {0, 0}, {1, 1}, 1, 5, 0},    /* divisor_override */
+    {"avg_pool2d", 2, 3, 11, 9, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 0, 0, 0},   /* excluding padding */
+};
+
+static ptc_status pool_graph(const pcase* c, int32_t dt, ptc_graph** out) {
+  ptc_graph* g = NULL;
+  ptc_value in = 0, o = 0;
+  ptc_dim xs[4] = {{c->n, 0, 0}, {c->c, 0, 0}, {c->h, 0, 0}, {c->w, 0, 0}};
+  ptc_attr at[6];
+  size_t na = 0;
+  bool adaptive = !strcmp(c->op, "adaptive_avg_pool2d"), mx = !strcmp(c->op, "max_pool2d");
+  if (adaptive) {
+    at[na++] = ptc_attr_ints("output_size", c->k, 2);
+  } else {
+    at[na++] = ptc_attr_ints("kernel_size", c->k, 2);
+    at[na++] = ptc_attr_ints("stride", c->s, 2);
+    at[na++] = ptc_attr_ints("padding", c->p, 2);
+    if (mx) at[na++] = ptc_attr_ints("dilation", c->d, 2);
+    if (!mx) at[na++] = ptc_attr_bool("count_include_pad", c->include_pad);
+    if (!mx && c->divisor) at[na++] = ptc_attr_int("divisor_override", c->divisor);
+  }
+  ptc_status s = ptc_graph_create(ctx, &g);
+  if (!s) s = ptc_graph_add_input(g, "x", dt, xs, 4, NULL, &in);
+  if (!s) s = ptc_graph_add_node(g, c->op, &in, 1, at, na, &o, 1, NULL);
+  if (!s) s = ptc_graph_add_output(g, o);
+  if (s) {
+    ptc_graph_destroy(g);
+    g = NULL;
+  }
+  *out = g;
+  return s;
+}
+
+/* One pooling case in dtype dt: the cuda backend's pooling kernel (its fast
+ * paths, or with fast false the general loop: PTC_CUDA_POOL_FAST=0) against
+ * the ref backend on the same input. Max exact, averages to a relative
+ * 1e-5 (f32/f64) / 1e-2 (bf16) / 2e-3 (f16) plus an absolute floor. */
+static void run_pool_case(const pcase* c, int32_t dt, bool fast) {
+  const cu_api* cu = &cuda_libs_get()->cu;
+  char what[200];
+  snprintf(what, sizeof what, "%s %s [%lld, %lld, %lld, %lld] k%lldx%lld s%lld,%lld p%lld,%lld "
+           "d%lld,%lld pad%d div%d nan%d fast%d", c->op, ptc_dtype_name(dt), (long long)c->n,
+           (long long)c->c, (long long)c->h, (long long)c->w, (long long)c->k[0], (long long)c->k[1],
+           (long long)c->s[0], (long long)c->s[1], (long long)c->p[0], (long long)c->p[1],
+           (long long)c->d[0], (long long)c->d[1], c->include_pad, c->divisor, c->nan, fast);
+  size_t es = ptc_dtype_size(dt);
+  int64_t xe = c->n * c->c * c->h * c->w;
+  void* hx = calloc((size_t)xe + 1, es);
+  void* got = NULL;
+  cu_deviceptr px = 0;
+  ptc_graph* g = NULL;
+  ptc_executable *ec = NULL, *er = NULL;
+  ptc_results *rc = NULL, *rr = NULL;
+  ptc_status s = hx ? PTC_OK : ptc_status_oom();
+  for (int64_t i = 0; !s && i < xe; i++) put(hx, dt, i, c->nan && i == 7 ? NAN : 3 * urand());
+  if (!s && (cuda_alloc((size_t)xe * es, NULL, &px) ||
+             cu->MemcpyHtoDAsync(px, hx, (size_t)xe * es, NULL) != CU_SUCCESS))
+    s = PTC_ERR(INTERNAL, "device input");
+  if (!fast) setenv("PTC_CUDA_POOL_FAST", "0", 1);
+  if (!s) s = pool_graph(c, dt, &g);
+  ptc_compile_options o;
+  ptc_compile_options_init(&o);
+  o.backend = "cuda";
+  if (!s) s = ptc_compile(ctx, g, &o, &ec);
+  o.backend = "ref";
+  if (!s) s = ptc_compile(ctx, g, &o, &er);
+  int64_t shape[4] = {c->n, c->c, c->h, c->w};
+  ptc_tensor th, td;
+  memset(&th, 0, sizeof th);
+  th.data = hx;
+  th.device.device_type = PTC_DEVICE_CPU;
+  th.ndim = 4;
+  th.dtype = ptc_dtype_to_dl(dt);
+  th.shape = shape;
+  td = th;
+  td.data = (void*)(uintptr_t)px;
+  td.device.device_type = PTC_DEVICE_CUDA;
+  if (!s) s = ptc_executable_run_alloc(er, &th, 1, NULL, &rr);
+  if (!s) s = ptc_executable_run_alloc(ec, &td, 1, NULL, &rc);
+  unsetenv("PTC_CUDA_POOL_FAST");
+  const ptc_tensor* tr = s ? NULL : ptc_results_get(rr, 0);
+  const ptc_tensor* tc = s ? NULL : ptc_results_get(rc, 0);
+  int64_t oe = 1;
+  for (int i = 0; tr && i < tr->ndim; i++) oe *= tr->shape[i];
+  if (!s && (tc->device.device_type != PTC_DEVICE_CUDA || tc->ndim != tr->ndim))
+    s = PTC_ERR(INTERNAL, "output not on the device");
+  if (!s && !(got = malloc((size_t)oe * es + 1))) s = ptc_status_oom();
+  if (!s && (cu->MemcpyDtoHAsync(got, (cu_deviceptr)(uintptr_t)tc->data + tc->byte_offset,
+                                 (size_t)oe * es, NULL) != CU_SUCCESS ||
+             cu->StreamSynchronize(NULL) != CU_SUCCESS))
+    s = PTC_ERR(INTERNAL, "copy back failed");
+  if (s) {
+    printf("FAIL %s: %s\n", what, ptc_status_message(s));
+    ptc_status_destroy(s);
+    failed++;
+  } else {
+    bool mx = !strcmp(c->op, "max_pool2d");
+    /* averages: relative, with an absolute floor (a mean near 0 of values
+     * up to 3 cancels: f32 sums of 49 such values differ by ~1e-7 with order) */
+    double tol = mx ? 0 : dt == PTC_BF16 ? 1e-2 : dt == PTC_F16 ? 2e-3 : 1e-5;
+    double atol = mx ? 0 : dt == PTC_BF16 ? 1e-2 : dt == PTC_F16 ? 2e-3 : dt == PTC_F32 ? 2e-6 : 1e-12;
+    const void* ref = (const char*)tr->data + tr->byte_offset;
+    bool bad = false;
+    for (int64_t i = 0; i < oe && !bad; i++) {
+      double a = get(got, dt, i), b = get(ref, dt, i);
+      if ((isnan(a) && isnan(b)) || fabs(a - b) <= tol * fabs(b) + atol) continue;
+      printf("FAIL %s: output [%lld] = %.9g, ref %.9g\n", what, (long long)i, a, b);
+      bad = true;
+    }
+    if (bad) {
+      failed++;
+    } else {
+      passed++;
+      if (getenv("PTC_TEST_VERBOSE")) printf("ok %s\n", what);
+    }
+  }
+  ptc_results_destroy(rr);
+  ptc_results_destroy(rc);
+  ptc_executable_release(ec);
+  ptc_executable_release(er);
+  ptc_graph_destroy(g);
+  cuda_free(px);
+  free(hx);
+  free(got);
+}
+
+static void run_pools(void) {
+  static const int32_t dts[4] = {PTC_F32, PTC_BF16, PTC_F16, PTC_F64};
+  for (int di = 0; di < 4; di++)
+    for (size_t i = 0; i < sizeof pcases / sizeof pcases[0]; i++)
+      for (int fast = 1; fast >= 0; fast--) run_pool_case(&pcases[i], dts[di], fast != 0);
+}
+
 /* ---- pure checks (no device) ---------------------------------------------------------- */
 
 static int check_shapes(void) {
@@ -298,6 +525,15 @@ static int check_shapes(void) {
   if (s.bm != 128 || s.splits < 2 || s.gz != s.splits || s.kps % 32 || s.kps * s.splits < 4608 ||
       s.kps * (s.splits - 1) >= 4608) {
     printf("FAIL: layer4 shape bm %d splits %d kps %lld\n", s.bm, s.splits, (long long)s.kps);
+    bad++;
+  }
+  /* layer2 (128 channels, 28x28) in TF32: 196 blocks, not split (H100:
+   * split 2 0.136 ms vs 0.102 unsplit; the old cost model split it) */
+  ccase l2 = {32, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0};
+  fill_desc(&l2, PTC_F32, &d, &xe, &we);
+  cuda_conv_igemm_shape(&d, 132, 227 * 1024, &s);
+  if (s.splits != 1) {
+    printf("FAIL: layer2 TF32 shape splits %d (want 1)\n", s.splits);
     bad++;
   }
   /* a channel-major K range beyond the table (C 4096 x 3x3) forces splits */
@@ -454,7 +690,7 @@ static void bench(void) {
   const cu_api* cu = &cuda_libs_get()->cu;
   static const int32_t dts[2] = {PTC_BF16, PTC_F32};
   for (int di = 0; di < 2; di++) {
-    double tot[3] = {0, 0, 0};
+    double tot[4] = {0, 0, 0, 0};
     for (size_t li = 0; li < sizeof resnet / sizeof resnet[0]; li++) {
       const lcase* l = &resnet[li];
       ccase c = {32, l->c, l->hw, l->hw, l->oc, l->k, l->k, l->s, l->s, l->p, l->p, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0};
@@ -478,25 +714,28 @@ static void bench(void) {
       static const int splits[4] = {1, 2, 4, 8};
       for (int i = 0; i < 4; i++) t_s[i] = time_igemm(&d, px, pw, po, splits[i]);
       double t_col = time_graph(&d, px, pw, "0"), t_ig = time_graph(&d, px, pw, "2");
+      double t_def = time_graph(&d, px, pw, "1");
       double fl = 2.0 * (double)oe * (double)(d.c * d.kh * d.kw);
       printf("bench %s %-6s c%-3lld %3lldx%-3lld oc%-4lld k%lld s%lld: igemm %.4f ms (%.0f TFLOP/s; "
-             "%s bm %d split %d) | split 1/2/4/8: %.4f %.4f %.4f %.4f | extern im2col %.4f, igemm %.4f\n",
+             "%s bm %d split %d) | split 1/2/4/8: %.4f %.4f %.4f %.4f | extern im2col %.4f, igemm %.4f, "
+             "default %.4f\n",
              dname(dts[di]), l->name, (long long)l->c, (long long)l->hw, (long long)l->hw,
              (long long)l->oc, (long long)l->k, (long long)l->s, t_auto,
              t_auto > 0 ? fl / t_auto / 1e9 : 0, sh.tap ? "tap-major" : "channel-major", sh.bm,
              sh.splits, t_s[0], t_s[1], t_s[2], t_s[3],
-             t_col, t_ig);
+             t_col, t_ig, t_def);
       fflush(stdout);
       tot[0] += (double)l->count * t_auto;
       tot[1] += (double)l->count * t_col;
       tot[2] += (double)l->count * t_ig;
+      tot[3] += (double)l->count * t_def;
       cuda_free(px);
       cuda_free(pw);
       cuda_free(po);
     }
     printf("bench %s resnet18 b32 convolutions (sum over its 20 layers): igemm kernel %.3f ms, "
-           "extern im2col %.3f ms, extern igemm %.3f ms\n",
-           dname(dts[di]), tot[0], tot[1], tot[2]);
+           "extern im2col %.3f ms, extern igemm %.3f ms, extern default policy %.3f ms\n",
+           dname(dts[di]), tot[0], tot[1], tot[2], tot[3]);
   }
 }
 
@@ -554,6 +793,8 @@ int main(int argc, char** argv) {
   } else {
     double t0 = now_s();
     run_all();
+    run_pools();
+    run_tf32_exact();
     printf("test_cuda_conv: %d passed, %d failed (%.1f s)\n", passed, failed, now_s() - t0);
   }
   cuda_ctx_leave(dev, prev);
