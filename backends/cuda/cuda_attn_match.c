@@ -5,10 +5,15 @@
  * one scaled_dot_product_attention node, so the fused kernels run it
  * (cuda_attn.c). The analysis reads the source graph only; the rewrite is a
  * replay (lib/decomp/replay.h) whose hook emits the sdpa node at the final
- * matmul, followed by dead-code elimination of the old chain. */
+ * matmul, followed by dead-code elimination of the old chain. Then sdpa
+ * nodes whose boolean mask is computed from no graph input (Hugging Face's
+ * arange / le / bitwise_and causal mask under torch.compile) have that
+ * mask evaluated once with the ref backend; one that is exactly the causal
+ * pattern becomes is_causal (the mask's nodes then die). */
 #include "cuda_attn_match.h"
 
 #include "../../lib/decomp/replay.h"
+#include "../../lib/graph/op.h"
 #include "cuda_attn.h"
 
 #include <math.h>
@@ -16,6 +21,8 @@
 #include <string.h>
 
 enum { MASK_NONE, MASK_ADD, MASK_KEEP, MASK_DROP, MASK_CAUSAL };
+
+static const char SDPA_OP[] = "scaled_dot_product_attention";
 enum { K_SOURCE, K_PERMUTE, K_TRANSPOSE };
 
 /* One match, in source-graph values. */
@@ -376,6 +383,228 @@ static ptc_status find_matches(mstate* st) {
   return PTC_OK;
 }
 
+/* ---- sdpa masks that are the causal pattern ------------------------------------------------ */
+
+#define CM_MAX_NODES 1024               /* nodes computing one mask */
+#define CM_MAX_ELEMS ((int64_t)1 << 24) /* elements of one mask */
+
+/* True if t (bool, [..., L, S]) keeps exactly key j <= query i for every
+ * leading index. */
+static bool tensor_causal(const ptc_tensor* t, int64_t L, int64_t S) {
+  if (t->ndim < 2 || t->dtype.code != ptc_dtype_to_dl(PTC_BOOL).code ||
+      t->dtype.bits != 8 || t->shape[t->ndim - 2] != L || t->shape[t->ndim - 1] != S)
+    return false;
+  int64_t str[PTC_MAX_RANK + 1], lead = 1;
+  if (t->ndim > PTC_MAX_RANK) return false;
+  for (int32_t d = t->ndim - 1, c = 1; d >= 0; d--) {
+    str[d] = t->strides ? t->strides[d] : c;
+    c *= (int32_t)(t->shape[d] > 0 ? t->shape[d] : 1);
+  }
+  for (int32_t d = 0; d < t->ndim - 2; d++) lead *= t->shape[d];
+  const uint8_t* data = (const uint8_t*)t->data + t->byte_offset;
+  for (int64_t b = 0; b < lead; b++) {
+    int64_t rest = b, off = 0;
+    for (int32_t d = t->ndim - 3; d >= 0; d--) {
+      off += (rest % t->shape[d]) * str[d];
+      rest /= t->shape[d];
+    }
+    for (int64_t i = 0; i < L; i++)
+      for (int64_t j = 0; j < S; j++)
+        if ((data[off + i * str[t->ndim - 2] + j * str[t->ndim - 1]] != 0) != (j <= i)) return false;
+  }
+  return true;
+}
+
+/* The nodes computing value mv (need: per node, filled), false unless
+ * none reads a graph input or is random and every value has a static
+ * shape (constants contiguous). */
+static bool mask_nodes(const ptc_graph* g, ptc_value mv, bool* need_v, bool* need_n) {
+  need_v[mv] = true;
+  size_t count = 0;
+  for (size_t i = g->nodes.len; i-- > 0;) {
+    const gnode* n = graph_node(g, i);
+    for (uint32_t o = 0; o < n->n_out; o++) need_n[i] = need_n[i] || need_v[n->out[o]];
+    if (!need_n[i]) continue;
+    if ((n->op->flags & OP_RANDOM) || ++count > CM_MAX_NODES) return false;
+    for (size_t a = 0; a < n->attrs.n; a++) { /* static attributes only */
+      const gattr* at = &n->attrs.a[a];
+      int64_t c;
+      if (at->type == PTC_ATTR_SYM && at->sym && !sym_is_const(at->sym, &c)) return false;
+      for (size_t e = 0; at->type == PTC_ATTR_INTS && at->exprs && e < at->count; e++)
+        if (!sym_is_const(at->exprs[e], &c)) return false;
+    }
+    for (uint32_t k = 0; k < n->n_in; k++)
+      if (n->in[k] != PTC_VALUE_NONE) need_v[n->in[k]] = true;
+  }
+  for (size_t v = 0; v < g->values.len; v++) {
+    if (!need_v[v]) continue;
+    const gvalue* x = graph_value(g, (ptc_value)v);
+    int64_t numel;
+    if (x->kind == PTC_VALUE_INPUT || !graph_static_numel(x, &numel) || numel > CM_MAX_ELEMS)
+      return false;
+    if (x->kind == PTC_VALUE_CONSTANT) {
+      int64_t c = 1, sd, dim;
+      for (uint32_t d = x->rank; d-- > 0;) {
+        if (!x->data || !sym_is_const(x->strides[d], &sd) || !sym_is_const(x->shape[d], &dim) ||
+            (dim > 1 && sd != c))
+          return false;
+        c *= dim;
+      }
+    }
+  }
+  return true;
+}
+
+/* Evaluates mask value mv of g on the host (its nodes copied into a graph
+ * of their own, run by the ref backend) and tells whether it is the causal
+ * pattern of [L, S] scores; any failure says no. */
+static bool mask_is_causal(const ptc_graph* g, ptc_value mv, int64_t L, int64_t S) {
+  bool* need_v = calloc(g->values.len + 1, sizeof *need_v);
+  bool* need_n = calloc(g->nodes.len + 1, sizeof *need_n);
+  ptc_value* map = malloc((g->values.len + 1) * sizeof *map);
+  ptc_graph* sub = NULL;
+  ptc_executable* e = NULL;
+  ptc_results* res = NULL;
+  ptc_arena scratch;
+  ptc_arena_init(&scratch, 0);
+  bool ok = need_v && need_n && map && mask_nodes(g, mv, need_v, need_n);
+  ptc_status s = ok ? ptc_graph_create(g->ctx, &sub) : PTC_OK;
+  ok = ok && !s;
+  for (size_t v = 0; ok && v < g->values.len; v++) {
+    map[v] = PTC_VALUE_NONE;
+    const gvalue* x = graph_value(g, (ptc_value)v);
+    if (!need_v[v] || x->kind != PTC_VALUE_CONSTANT) continue;
+    int64_t shape[PTC_MAX_RANK + 1];
+    for (uint32_t d = 0; d < x->rank && d <= PTC_MAX_RANK; d++) sym_is_const(x->shape[d], &shape[d]);
+    s = x->rank > PTC_MAX_RANK ? PTC_ERR(UNIMPLEMENTED, "rank")
+                               : ptc_graph_add_constant(sub, NULL, x->dtype, shape, x->rank, x->data,
+                                                        PTC_CONSTANT_BORROW, &map[v]);
+    ok = !s;
+  }
+  for (size_t i = 0; ok && i < g->nodes.len; i++) {
+    if (!need_n[i]) continue;
+    const gnode* n = graph_node(g, i);
+    ptc_value* in = ptc_arena_alloc(&scratch, (n->n_in + 1) * sizeof *in);
+    ptc_value* out = ptc_arena_alloc(&scratch, (n->n_out + 1) * sizeof *out);
+    ptc_attr* at = ptc_arena_alloc(&scratch, (n->attrs.n + 1) * sizeof *at);
+    ok = in && out && at;
+    for (uint32_t k = 0; ok && k < n->n_in; k++) in[k] = n->in[k] == PTC_VALUE_NONE ? n->in[k] : map[n->in[k]];
+    if (ok) s = replay_attrs(sub, &n->attrs, &scratch, at);
+    size_t n_out = 0;
+    if (ok && !s) s = ptc_graph_add_node(sub, n->op->name, in, n->n_in, at, n->attrs.n, out, n->n_out, &n_out);
+    ok = ok && !s && n_out == n->n_out;
+    for (uint32_t o = 0; ok && o < n->n_out; o++) map[n->out[o]] = out[o];
+  }
+  if (ok) ok = !(s = ptc_graph_add_output(sub, map[mv]));
+  if (ok) {
+    ptc_compile_options o;
+    ptc_compile_options_init(&o);
+    o.backend = "ref";
+    o.debug_dir = ""; /* no PTC_DEBUG_DIR dump of this helper graph */
+    s = ptc_compile(g->ctx, sub, &o, &e);
+    if (!s) s = ptc_executable_run_alloc(e, NULL, 0, NULL, &res);
+    ok = !s && ptc_results_count(res) == 1 && tensor_causal(ptc_results_get(res, 0), L, S);
+  }
+  ptc_status_destroy(s);
+  ptc_results_destroy(res);
+  ptc_executable_release(e);
+  ptc_graph_destroy(sub);
+  ptc_arena_free(&scratch);
+  free(need_v);
+  free(need_n);
+  free(map);
+  return ok;
+}
+
+typedef struct cstate {
+  const ptc_graph* g;
+  bool* causal; /* per node: an sdpa node whose mask is the causal pattern */
+} cstate;
+
+static ptc_status causal_hook(void* user, replay* r, uint32_t node, bool* handled) {
+  cstate* st = user;
+  if (!st->causal[node]) return PTC_OK;
+  const gnode* n = graph_node(st->g, node);
+  ptc_graph* d = replay_dst(r);
+  ptc_arena scratch;
+  ptc_arena_init(&scratch, 0);
+  ptc_attr* at = ptc_arena_alloc(&scratch, (n->attrs.n + 2) * sizeof *at);
+  ptc_status s = at ? replay_attrs(d, &n->attrs, &scratch, at) : ptc_status_oom();
+  size_t na = 0;
+  for (size_t i = 0; !s && i < n->attrs.n; i++)
+    if (strcmp(at[i].name, "is_causal") != 0) at[na++] = at[i];
+  ptc_value in[3] = {replay_map(r, n->in[0]), replay_map(r, n->in[1]), replay_map(r, n->in[2])}, o;
+  if (!s) {
+    at[na++] = ptc_attr_bool("is_causal", 1);
+    s = add1(d, SDPA_OP, in, 3, at, na, &o);
+  }
+  ptc_arena_free(&scratch);
+  PTC_TRY(s);
+  replay_set(r, n->out[0], o);
+  *handled = true;
+  return PTC_OK;
+}
+
+/* sdpa nodes of g with a boolean mask computed from no graph input that is
+ * the causal pattern, rewritten to is_causal without it (*out: the new
+ * graph, NULL when none was). */
+static ptc_status causal_masks(const ptc_graph* g, ptc_graph** out, size_t* n_rewritten) {
+  *out = NULL;
+  *n_rewritten = 0;
+  cstate st = {g, calloc(g->nodes.len + 1, sizeof(bool))};
+  ptc_value* seen = malloc((g->nodes.len + 1) * sizeof *seen); /* masks evaluated */
+  bool* seen_ok = malloc((g->nodes.len + 1) * sizeof *seen_ok);
+  size_t n_seen = 0, n_causal = 0;
+  if (!st.causal || !seen || !seen_ok) {
+    free(st.causal);
+    free(seen);
+    free(seen_ok);
+    return ptc_status_oom();
+  }
+  for (size_t i = 0; i < g->nodes.len; i++) {
+    const gnode* n = graph_node(g, i);
+    if (strcmp(n->op->name, SDPA_OP) != 0 || n->n_in < 4 || n->in[3] == PTC_VALUE_NONE ||
+        n->n_out != 1)
+      continue;
+    const gattr* ca = gattrs_find(&n->attrs, "is_causal");
+    const gvalue* q = graph_value(g, n->in[0]);
+    const gvalue* k = graph_value(g, n->in[1]);
+    int64_t L, S;
+    if ((ca && ca->i != 0) || graph_value(g, n->in[3])->dtype != PTC_BOOL || q->rank < 2 ||
+        k->rank < 2 || !sym_is_const(q->shape[q->rank - 2], &L) ||
+        !sym_is_const(k->shape[k->rank - 2], &S))
+      continue;
+    size_t j = 0;
+    while (j < n_seen && seen[j] != n->in[3]) j++;
+    if (j == n_seen) {
+      seen[n_seen] = n->in[3];
+      seen_ok[n_seen++] = mask_is_causal(g, n->in[3], L, S);
+    }
+    st.causal[i] = seen_ok[j];
+    n_causal += st.causal[i];
+  }
+  free(seen);
+  free(seen_ok);
+  ptc_status s = PTC_OK;
+  if (n_causal) {
+    replay_hooks h;
+    memset(&h, 0, sizeof h);
+    h.user = &st;
+    h.borrow_constants = true;
+    h.rewrite = causal_hook;
+    s = replay_run(g, &h, out);
+    if (!s) s = ptc_graph_eliminate_dead_code(*out, NULL);
+    if (s) {
+      ptc_graph_destroy(*out);
+      *out = NULL;
+    } else {
+      *n_rewritten = n_causal;
+    }
+  }
+  free(st.causal);
+  return s;
+}
+
 ptc_status cuda_attn_match(const ptc_graph* g, ptc_graph** out, size_t* n_rewritten) {
   *out = NULL;
   if (n_rewritten) *n_rewritten = 0;
@@ -408,7 +637,26 @@ ptc_status cuda_attn_match(const ptc_graph* g, ptc_graph** out, size_t* n_rewrit
   free(st.uses);
   free(st.at);
   free(st.m);
+  size_t n_causal = 0;
+  if (!s) {
+    ptc_graph* cg = NULL;
+    s = causal_masks(rg ? rg : g, &cg, &n_causal);
+    if (!s && cg && !cuda_attn_graph_ok(cg)) {
+      ptc_graph_destroy(cg);
+      cg = NULL;
+      n_causal = 0;
+    }
+    if (cg) {
+      ptc_graph_destroy(rg);
+      rg = cg;
+    }
+  }
+  if (s) {
+    ptc_graph_destroy(rg);
+    rg = NULL;
+    st.rewritten = n_causal = 0;
+  }
   *out = rg;
-  if (n_rewritten) *n_rewritten = st.rewritten;
+  if (n_rewritten) *n_rewritten = st.rewritten + n_causal;
   return s ? ptc_status_prefix(s, "cuda attention rewrite") : PTC_OK;
 }

@@ -28,14 +28,23 @@
  * except for rows with every score masked by -inf: the pattern gives NaN
  * there, sdpa gives zeros (as Inductor's rewrite into sdpa does).
  *
+ * Then every scaled_dot_product_attention node (rewritten or not) whose
+ * mask is boolean, of static shape, and computed from no graph input (no
+ * random op: aranges, ones, constants, as Hugging Face's masking utilities
+ * build the causal mask under torch.compile) has its mask evaluated on the
+ * host once (the ref backend; at most 2^24 elements) and, when that is
+ * exactly key j kept iff j <= query i for every batch entry, the node
+ * becomes sdpa(q, k, v, is_causal) without the mask (the same result: a
+ * causal row always keeps key 0). A failed evaluation leaves the node.
+ *
  * The rewrite is only made when the result keeps its sdpa nodes whole on
  * this backend (cuda_attn_graph_ok) and `g` itself passes that check;
- * PTC_CUDA_ATTN_MATCH=0 in the environment turns it off.
+ * PTC_CUDA_ATTN_MATCH=0 in the environment turns both rewrites off.
  *
  * *out: a new graph (owned by the caller; its constants point at g's data,
  * so g must outlive it) with the matches rewritten and the dead nodes
  * removed, or NULL when nothing was rewritten (use g). *n_rewritten (may be
- * NULL) gets the number of matches rewritten.
+ * NULL) gets the number of patterns and causal masks rewritten.
  * Errors: RESOURCE_EXHAUSTED and graph-building errors (INTERNAL). Reads g
  * only; thread-safe. */
 ptc_status cuda_attn_match(const ptc_graph* g, ptc_graph** out, size_t* n_rewritten);

@@ -11,7 +11,10 @@
  *    gone, and graphs whose semantics differ are left alone (softmax over
  *    another dim, scores used twice, a finite fill value, a mask that grows
  *    the scores, head dim 96, PTC_CUDA_ATTN_MATCH=0). The rewritten graph
- *    lowers to one attention extern the device runs. With NVRTC, the
+ *    lowers to one attention extern the device runs. sdpa graphs whose
+ *    bool mask is built from aranges (Hugging Face: ones & le, & eq of
+ *    packed-sequence ids, expanded) become is_causal without the mask; an
+ *    lt mask or one that reads a graph input stays. With NVRTC, the
  *    float32 attention module compiles for sm_80 and sm_90 (else those
  *    checks are skipped).
  *  default (needs a GPU; exit 77 without one): the pattern graphs compiled
@@ -300,7 +303,107 @@ static void check_rewrite(const pcase* c) {
   free_consts();
 }
 
+/* ---- sdpa with a mask computed in the graph (Hugging Face under torch.compile) ---------- */
+
+enum {
+  HM_CAUSAL,    /* ones & le(arange(S)[None, :], arange(L)[:, None]), expanded: is_causal */
+  HM_CAUSAL_EQ, /* the same & eq(a, a) of another arange (packed-sequence ids): is_causal */
+  HM_STRICT,    /* lt instead of le (row 0 keeps nothing): the mask stays */
+  HM_INPUT      /* le & a bool graph input: the mask stays */
+};
+
+/* sdpa(q, k, v, mask) with q, k, v inputs [B, H, L|S, E] and the mask
+ * built from aranges as Hugging Face's masking utilities do. */
+static ptc_status build_hf(int kind, int32_t dt, int64_t B, int64_t H, int64_t L, int64_t S,
+                           int64_t E, ptc_graph** out) {
+  ptc_graph* g = NULL;
+  PTC_TRY(ptc_graph_create(ctx, &g));
+  ptc_value q = 0, k = 0, v = 0, extra = PTC_VALUE_NONE;
+  ptc_status s = input4(g, "q", dt, B, H, L, E, &q);
+  if (!s) s = input4(g, "k", dt, B, H, S, E, &k);
+  if (!s) s = input4(g, "v", dt, B, H, S, E, &v);
+  if (!s && kind == HM_INPUT) s = input4(g, "keep", PTC_BOOL, B, 1, L, S, &extra);
+  ptc_value kv = 0, qi = 0, kv1 = 0, qi1 = 0, cmp = 0, ones = 0, m = 0, m2 = 0, mx = 0, o = 0;
+  ptc_attr ak[2] = {ptc_attr_float("end", (double)S), ptc_attr_dtype("dtype", PTC_I64)};
+  ptc_attr aq[2] = {ptc_attr_float("end", (double)L), ptc_attr_dtype("dtype", PTC_I64)};
+  ptc_attr u0 = ptc_attr_int("dim", 0), u1 = ptc_attr_int("dim", 1);
+  int64_t ls[2] = {L, S}, full[4] = {B, 1, L, S};
+  ptc_attr ao[2] = {ptc_attr_ints("size", ls, 2), ptc_attr_dtype("dtype", PTC_BOOL)};
+  ptc_attr ae = ptc_attr_ints("size", full, 4);
+  if (!s) s = node1(g, "arange", NULL, 0, ak, 2, &kv);
+  if (!s) s = node1(g, "arange", NULL, 0, aq, 2, &qi);
+  if (!s) s = node1(g, "unsqueeze", &kv, 1, &u0, 1, &kv1);
+  if (!s) s = node1(g, "unsqueeze", &qi, 1, &u1, 1, &qi1);
+  ptc_value pair[2] = {kv1, qi1};
+  if (!s) s = node1(g, kind == HM_STRICT ? "lt" : "le", pair, 2, NULL, 0, &cmp);
+  if (!s) s = node1(g, "ones", NULL, 0, ao, 2, &ones);
+  ptc_value and1[2] = {ones, cmp};
+  if (!s) s = node1(g, "bitwise_and", and1, 2, NULL, 0, &m);
+  if (!s && kind == HM_CAUSAL_EQ) {
+    ptc_value ids = 0, ids1 = 0, e2[2];
+    if (!s) s = node1(g, "arange", NULL, 0, ak, 2, &ids);
+    if (!s) s = node1(g, "unsqueeze", &ids, 1, &u0, 1, &ids1);
+    e2[0] = e2[1] = ids1;
+    ptc_value eqv = 0;
+    if (!s) s = node1(g, "eq", e2, 2, NULL, 0, &eqv);
+    ptc_value and2[2] = {m, eqv};
+    if (!s) s = node1(g, "bitwise_and", and2, 2, NULL, 0, &m2);
+    m = m2;
+  }
+  if (!s) s = node1(g, "expand", &m, 1, &ae, 1, &mx);
+  if (!s && kind == HM_INPUT) {
+    ptc_value and3[2] = {mx, extra};
+    s = node1(g, "bitwise_and", and3, 2, NULL, 0, &mx);
+  }
+  ptc_value in[4] = {q, k, v, mx};
+  if (!s) s = node1(g, "scaled_dot_product_attention", in, 4, NULL, 0, &o);
+  if (!s) s = ptc_graph_add_output(g, o);
+  if (s) {
+    ptc_graph_destroy(g);
+    return s;
+  }
+  *out = g;
+  return PTC_OK;
+}
+
+static const struct {
+  const char* what;
+  int kind;
+  bool causal;
+} hcases[] = {{"HF causal mask (ones & le)", HM_CAUSAL, true},
+              {"HF causal mask & eq (packed-sequence ids)", HM_CAUSAL_EQ, true},
+              {"lt mask (row 0 keeps nothing)", HM_STRICT, false},
+              {"causal mask & a bool input", HM_INPUT, false}};
+
+/* The mask of a causal hcase is evaluated, found causal and replaced by
+ * is_causal (its nodes gone); the others keep their mask. */
+static void check_hf(void) {
+  for (size_t i = 0; i < sizeof hcases / sizeof hcases[0]; i++) {
+    ptc_graph *g = NULL, *rg = NULL;
+    size_t nr = 0;
+    ptc_status s = build_hf(hcases[i].kind, PTC_BF16, 2, 3, 70, 70, 64, &g);
+    if (!s) s = cuda_attn_match(g, &rg, &nr);
+    if (s) {
+      report_status(hcases[i].what, s);
+    } else if (!hcases[i].causal) {
+      report(!rg && nr == 0, hcases[i].what, "rewritten although it is not the causal pattern");
+    } else {
+      const gnode* sd = NULL;
+      bool ok = rg && nr == 1 && count_op(rg, "scaled_dot_product_attention", &sd) == 1 &&
+                count_op(rg, "arange", NULL) == 0 && count_op(rg, "bitwise_and", NULL) == 0;
+      if (ok) {
+        const gattr* ca = gattrs_find(&sd->attrs, "is_causal");
+        ok = ca && ca->i && (sd->n_in < 4 || sd->in[3] == PTC_VALUE_NONE);
+      }
+      report(ok, hcases[i].what, rg ? "not sdpa(q, k, v, is_causal) alone" : "not rewritten");
+    }
+    ptc_graph_destroy(rg);
+    ptc_graph_destroy(g);
+  }
+}
+
 static int cpu_checks(void) {
+  check_hf();
   for (size_t i = 0; i < N_PCASES; i++) check_rewrite(&pcases[i]);
   setenv("PTC_CUDA_ATTN_MATCH", "0", 1);
   {
@@ -452,6 +555,22 @@ static void compare(const char* what, const ptc_graph* g, int32_t dt, double tol
 }
 
 static double tol_of(int32_t dt) { return dt == PTC_BF16 ? 5e-2 : dt == PTC_F16 ? 1e-2 : 2e-5; }
+
+/* The mask graphs of check_hf on the device against ref (is_causal or the
+ * boolean-mask kernels), f16 and bf16, L = S not a multiple of the tiles. */
+static void gpu_hf(void) {
+  for (size_t i = 0; i < sizeof hcases / sizeof hcases[0]; i++)
+    for (int d = 0; d < 2; d++) {
+      int32_t dt = d ? PTC_F16 : PTC_BF16;
+      ptc_graph* g = NULL;
+      ptc_status s = build_hf(hcases[i].kind, dt, 2, 3, 150, 150, 64, &g);
+      char what[160];
+      snprintf(what, sizeof what, "sdpa %s (%s)", hcases[i].what, ptc_dtype_name(dt));
+      if (s) report_status(what, s);
+      else compare(what, g, dt, tol_of(dt));
+      ptc_graph_destroy(g);
+    }
+}
 
 static void gpu_patterns(void) {
   for (size_t i = 0; i < N_PCASES; i++) {
@@ -679,6 +798,7 @@ int main(int argc, char** argv) {
     bench(fused_only);
   } else {
     gpu_patterns();
+    gpu_hf();
     gpu_sdpa_f32();
   }
   printf("test_cuda_attn_match%s: %d passed, %d failed\n", do_bench ? " --bench" : "", passed,
