@@ -209,6 +209,18 @@ bool cug_rvec_hit(cug* g, const ir_op* op) {
   return hit;
 }
 
+/* A load of a vectorised pointwise kernel's body that reads vix_b<id>[e]
+ * (cug.vec_inner). */
+static bool vec_inner_hit(cug* g, const ir_op* op) {
+  if (!g->rvec_buf[op->buf] || !g->rvec_key[op->buf] || op->args[0] >= 0) return false;
+  ptc_strbuf idx;
+  ptc_sb_init(&idx);
+  cug_index(g, &idx, op->index);
+  bool hit = idx.data && strcmp(idx.data, g->rvec_key[op->buf]) == 0;
+  ptc_sb_free(&idx);
+  return hit;
+}
+
 /* The register of a persistent row's element in the current loop step. */
 static const char* cache_slot(const cug* g) { return g->rvec > 1 ? "it * VR + e" : "it"; }
 
@@ -242,6 +254,10 @@ static void load_value(cug* g, ptc_strbuf* sb, const ir_op* op) {
   } else if (g->vec_mode && g->vec_buf[op->buf] && op->index == g->flat) {
     char arr[40];
     snprintf(arr, sizeof arr, "vin_%s", name);
+    cu_load(&raw, b->dtype, arr, "e");
+  } else if (g->vec_mode && g->vec_inner && vec_inner_hit(g, op)) {
+    char arr[40];
+    snprintf(arr, sizeof arr, "vix_%s", name);
     cu_load(&raw, b->dtype, arr, "e");
   } else if (is_local(g, op->buf)) {
     cug_fail(g, PTC_ERR(INTERNAL, "cuda codegen: kernel-local %s is read before it is written",
@@ -433,6 +449,49 @@ static void emit_store(cug* g, ptc_strbuf* sb, const ir_op* op) {
   ptc_sb_free(&line);
 }
 
+/* Whether value v of the current member is the same for every element of
+ * the row (constants, values held in v_<buf> registers, math of those). */
+static bool row_invariant(cug* g, ir_val v, int depth) {
+  if (v < 0 || depth > 8) return false;
+  const ir_op* op = op_at(g, v);
+  if (op->opcode == IR_CONST) return true;
+  if (op->opcode == IR_LOAD) return op->args[0] < 0 && g->in_reg[op->buf];
+  if (op->opcode < IR_NEG || op->opcode > IR_TO_DTYPE) return false;
+  for (int a = 0; a < 3; a++)
+    if (op->args[a] >= 0 && !row_invariant(g, op->args[a], depth + 1)) return false;
+  return true;
+}
+
+static bool is_lowp(int32_t dt) { return dt == PTC_F16 || dt == PTC_BF16; }
+
+/* An f32 division x / d inside a row loop whose divisor is row-invariant
+ * and whose every use rounds it to f16/bf16 (a conversion, or a store into
+ * an f16/bf16 buffer) is emitted as x * (1 / d): the reciprocal is hoisted
+ * out of the loop, one multiply an element instead of a division (softmax's
+ * normalisation). The product is within 1.5 float ulp of the quotient, far
+ * below the 2^-9 / 2^-12 relative rounding of the stored value (results
+ * differ from the rounded quotient by one f16/bf16 ulp for a few elements
+ * in 10^4). PTC_CUDA_RCP=0 keeps the division (knob read at code
+ * generation). */
+static bool div_as_rcp(cug* g, ir_val i, const ir_op* op, const int32_t* dts) {
+  if (op->opcode != IR_DIV || op->dtype != PTC_F32 || dts[0] != PTC_F32 || dts[1] != PTC_F32)
+    return false;
+  if (!g->in_loop || !row_invariant(g, op->args[1], 0)) return false;
+  const char* e = getenv("PTC_CUDA_RCP");
+  if (e && !strcmp(e, "0")) return false;
+  const ir_body* b = &g->cur->node->body;
+  bool used = false;
+  for (uint32_t j = (uint32_t)i + 1; j < b->n; j++) {
+    const ir_op* u = &b->ops[j];
+    if (!g->cur->live[j] || (u->args[0] != i && u->args[1] != i && u->args[2] != i)) continue;
+    used = true;
+    if (u->opcode == IR_TO_DTYPE && is_lowp(u->dtype)) continue;
+    if (u->opcode == IR_STORE && u->args[0] == i && is_lowp(ir_buf(g->p, u->buf)->dtype)) continue;
+    return false;
+  }
+  return used;
+}
+
 static void emit_math(cug* g, ptc_strbuf* sb, ir_val i, const ir_op* op) {
   char names[3][32];
   const char* args[3] = {"", "", ""};
@@ -457,6 +516,8 @@ static void emit_math(cug* g, ptc_strbuf* sb, ir_val i, const ir_op* op) {
                      : cu_cls_of(ex->dtype) == CU_INT && ex->i == 2);
   if (op->opcode == IR_TO_DTYPE)
     cu_conv(&e, dts[0], op->dtype, args[0]);
+  else if (div_as_rcp(g, i, op, dts))
+    ptc_sb_printf(&e, "(%s * (1.0f / %s))", args[0], args[1]);
   else if (square && cu_cls_of(op->dtype) == CU_F32 && dts[0] == op->dtype)
     /* x ** 2 as x * x (PyTorch squares too; powf costs ~20 instructions) */
     ptc_sb_printf(&e, "(%s * %s)", args[0], args[0]);

@@ -76,6 +76,14 @@ typedef struct cug {
   bool* vec_buf;            /* buffer id -> accessed at the flat index (vin_/vout_ arrays) */
   bool vec_mode;            /* emitting the body of the vector path */
   const sym_expr* flat;     /* the flat index of the outer loops (vectorised kernels) */
+  /* vec_inner: the innermost loop's size is a static multiple of
+   * vec_width, so a chunk lies in one innermost row: its outer point is
+   * decomposed once (xb<d>) and a buffer read at another index with
+   * coefficient 1 on the innermost var (a broadcast bias, a transposed
+   * input) is read with one vector access into vix_b<id>[vec_width]; such
+   * buffers are marked in rvec_buf with their index in rvec_key (the ROW
+   * layouts' arrays, unused by pointwise kernels) */
+  bool vec_inner;
   /* persistent rows (ROW layout, static row length: cuda_cg_kernel.c,
    * persist_plan): each lane's elements of a row stay in registers
    * c_b<id>[it] between the reduction loops, which are unrolled */
@@ -95,7 +103,8 @@ typedef struct cug {
    * written through vout_b<id>[VR]) at its one in-loop index rvec_key */
   uint32_t rvec;            /* vector width in elements; 0/1 = scalar rows */
   bool* rvec_buf;           /* buffer id -> accessed as a vector in the row loops */
-  char** rvec_key;          /* buffer id -> its in-loop index, as printed */
+  char** rvec_key;          /* buffer id -> its in-loop index, as printed (pointwise: the
+                             * vec_inner index) */
   bool rvec_loop;           /* emitting the per-element body of a vector row loop */
   /* split reductions (ROW layout, cuda_cg_kernel.c, split_plan): a row is
    * cut into `split` chunks of one block each; rows up to split_rows use

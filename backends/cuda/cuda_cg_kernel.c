@@ -196,6 +196,38 @@ static size_t widest_loop_elem(const cug* g) {
   return w ? w : 4;
 }
 
+/* Threads per block of ROW kernels whose rows take fewer lanes (several
+ * rows per block): PTC_CUDA_ROW_BLOCK (64..1024, a power of two); by
+ * default 128 for a warp a row (short rows: more, smaller blocks spread
+ * over the SMs; H100, bf16 masked softmax of [8,12,256,256]: 11.6 -> 10.8
+ * us), else 256. A tuning knob read at code generation. */
+static uint32_t row_block_threads(uint32_t lanes) {
+  const char* e = getenv("PTC_CUDA_ROW_BLOCK");
+  long v = e && *e ? strtol(e, NULL, 10) : 0;
+  if (v >= 64 && v <= 1024 && !(v & (v - 1))) return (uint32_t)v;
+  return lanes <= 32 ? 128 : 256;
+}
+
+/* Whether a pointwise member of the row loops writes a row to memory
+ * (layer norm's output; var_mean and sums only read rows). */
+static bool stores_rows(const cug* g) {
+  for (uint32_t m = 0; m < g->k->n_nodes; m++) {
+    const cu_member* mb = &g->members[m];
+    if (mb->kind != CU_MEM_INNER) continue;
+    for (uint32_t i = 0; i < mb->node->body.n; i++) {
+      const ir_op* op = &mb->node->body.ops[i];
+      if (mb->live[i] && op->opcode == IR_STORE && g->s->buf_home[op->buf] != SCHED_HOME_LOCAL)
+        return true;
+    }
+  }
+  return false;
+}
+
+/* 2-byte rows above the short-row bound (PTC_CUDA_SHORT_ROW's default)
+ * up to this length that are written keep 4-byte rows' lanes */
+#define NARROW_FULL_LANES_MIN 2048
+#define NARROW_FULL_LANES_MAX 4096
+
 static void choose_layout(cug* g, cuda_kernel_src* out) {
   if (!has_reduction_loops(g)) {
     g->layout = CUDA_LAYOUT_POINTWISE;
@@ -232,14 +264,21 @@ static void choose_layout(cug* g, cuda_kernel_src* out) {
     g->layout = CUDA_LAYOUT_ROW;
     /* lanes by row bytes (4-byte elements as the unit): rows of 2-byte
      * elements get half the lanes, so more rows are in flight per SM (H100,
-     * bf16 16384x4096: var_mean 0.051 -> 0.050 ms, layer norm 0.056 -> 0.054) */
+     * bf16 16384x4096: var_mean 0.051 -> 0.050 ms, layer norm 0.056 -> 0.054),
+     * except looped rows of 2049..4096 that are also written, which keep
+     * the lanes of 4-byte rows (H100 GPU time, bf16 8192x4096: layer norm
+     * 51.2 -> 49.5 us, rms norm 52.8 -> 49.0 with 256 lanes; var_mean,
+     * which only reads, 48.2 -> 49.0) */
     int64_t rb = r;
-    if (widest_loop_elem(g) < 4) rb = (r + 1) / 2;
+    if (widest_loop_elem(g) < 4 &&
+        !(r > NARROW_FULL_LANES_MIN && r <= NARROW_FULL_LANES_MAX && stores_rows(g)))
+      rb = (r + 1) / 2;
     g->lanes = rb <= 512 ? 32 : rb <= 2048 ? 128 : rb <= 8192 ? 256 : 512;
     const char* e = getenv("PTC_CUDA_ROW_LANES"); /* tuning: lanes per row (32..512) */
     long lv = e && *e ? strtol(e, NULL, 10) : 0;
     if (lv >= 32 && lv <= 512 && !(lv & (lv - 1))) g->lanes = (uint32_t)lv;
-    g->slots = g->lanes >= 256 ? 1 : 256 / g->lanes;
+    uint32_t bt = row_block_threads(g->lanes);
+    g->slots = g->lanes >= bt ? 1 : bt / g->lanes;
     out->block_x = g->lanes;
     out->block_y = g->slots;
   }
@@ -269,6 +308,59 @@ static const sym_expr* flat_index(const cug* g) {
   return stride ? e : NULL;
 }
 
+static bool rvec_index_ok(const cug* g, const sym_expr* e, const sym_expr* rv, int64_t v);
+static bool index_text(cug* g, const sym_expr* index, ptc_strbuf* out);
+static long env_knob(const char* name, long dflt, long lo, long hi);
+
+/* See cug.vec_inner. PTC_CUDA_VEC_INNER=0 turns it off (knob read at code
+ * generation). Buffers loaded at one index that moves with the innermost
+ * var by 1 and by multiples of V with the others (static coefficients and
+ * offset), unmasked, 2..16 bytes a vector, not written by the kernel nor
+ * read at the flat index, are read as vectors. */
+static void vec_inner_plan(cug* g) {
+  const uint32_t V = g->vec_width, n = g->k->n_ranges;
+  int64_t S;
+  g->vec_inner = false;
+  if (!env_knob("PTC_CUDA_VEC_INNER", 1, 0, 1)) return;
+  if (!sym_is_const(g->k->ranges[n - 1], &S) || S <= 0 || S % V != 0) return;
+  g->vec_inner = true;
+  const sym_expr* xv = g->p->xvars[n - 1];
+  size_t nb = g->n_buffers;
+  bool* bad = calloc(nb ? nb : 1, sizeof *bad);
+  if (!bad) {
+    g->vec_inner = false;
+    return;
+  }
+  for (uint32_t m = 0; m < g->k->n_nodes; m++) {
+    cug_member_begin(g, m);
+    const cu_member* mb = &g->members[m];
+    for (uint32_t i = 0; i < mb->node->body.n; i++) {
+      const ir_op* op = &mb->node->body.ops[i];
+      if (!mb->live[i] || op->opcode != IR_LOAD) continue;
+      int32_t b = op->buf;
+      if (g->s->buf_home[b] == SCHED_HOME_LOCAL || bad[b] || op->index == g->flat) continue;
+      size_t bytes = ptc_dtype_size(ir_buf(g->p, b)->dtype) * V;
+      if (g->vec_buf[b] || g->stored[b] || op->args[0] >= 0 || bytes < 2 || bytes > 16 ||
+          (bytes & (bytes - 1)) || !rvec_index_ok(g, op->index, xv, V)) {
+        bad[b] = true;
+        continue;
+      }
+      ptc_strbuf idx;
+      if (!index_text(g, op->index, &idx)) {
+        bad[b] = true;
+      } else if (!g->rvec_key[b]) {
+        g->rvec_key[b] = idx.data;
+        idx.data = NULL;
+      } else if (strcmp(g->rvec_key[b], idx.data) != 0) {
+        bad[b] = true;
+      }
+      ptc_sb_free(&idx);
+    }
+  }
+  for (size_t b = 0; b < nb; b++) g->rvec_buf[b] = g->rvec_key[b] && !bad[b];
+  free(bad);
+}
+
 static void vec_plan(cug* g) {
   g->vec_width = 0;
   if (g->layout != CUDA_LAYOUT_POINTWISE || g->k->n_ranges == 0) return;
@@ -294,6 +386,7 @@ static void vec_plan(cug* g) {
     }
   }
   if (ok && max_es > 0 && 16 / max_es >= 2) g->vec_width = (uint32_t)(16 / max_es);
+  if (g->vec_width) vec_inner_plan(g);
 }
 
 /* The vector path's loads (before the points) or stores (after them). */
@@ -349,6 +442,12 @@ static ptc_status emit_pointwise_vec(cug* g, cuda_kernel_src* out) {
     size_t bytes = ptc_dtype_size(ir_buf(g->p, b)->dtype) * V;
     ptc_sb_printf(&al, " && ((u64)b%d & %zu) == 0", (int)b, bytes - 1);
   }
+  for (uint32_t j = 0; g->vec_inner && j < out->n_bufs; j++) {
+    int32_t b = out->bufs[j];
+    if (!g->rvec_buf[b]) continue;
+    size_t bytes = ptc_dtype_size(ir_buf(g->p, b)->dtype) * V;
+    ptc_sb_printf(&al, " && ((u64)b%d & %zu) == 0", (int)b, bytes - 1);
+  }
   cug_line(g, &g->body, "ptc_kerr* const ke = kerr;");
   cug_line(g, &g->body, "(void)ke;");
   cug_line(g, &g->body, "const bool aligned = true%s;", al.data ? al.data : "");
@@ -360,6 +459,23 @@ static ptc_status emit_pointwise_vec(cug* g, cuda_kernel_src* out) {
   cug_line(g, &g->body, "const IT base = c * (IT)%u;", V);
   cug_line(g, &g->body, "if (aligned && base + (IT)%u <= xn) {", V);
   g->indent++;
+  if (g->vec_inner) {
+    /* the chunk's outer point, once; the inner-vector loads at it */
+    emit_decompose(g, "base", "xb", g->k->ranges, g->k->n_ranges);
+    for (uint32_t j = 0; j < out->n_bufs; j++) {
+      int32_t b = out->bufs[j];
+      if (!g->rvec_buf[b]) continue;
+      const char* t = cu_storage_type(ir_buf(g->p, b)->dtype);
+      cug_line(g, &g->body, "%s vix_b%d[%u];", t, (int)b, V);
+      ptc_strbuf xs;
+      ptc_sb_init(&xs);
+      for (uint32_t d = 0; d < g->k->n_ranges; d++)
+        ptc_sb_printf(&xs, "const IT x%u = xb%u; (void)x%u; ", d, d, d);
+      cug_line(g, &g->body, "{ %sptc_vload<%s, %u>(b%d + (%s), vix_b%d); }", xs.data ? xs.data : "",
+               t, V, (int)b, g->rvec_key[b], (int)b);
+      ptc_sb_free(&xs);
+    }
+  }
   emit_vec_access(g, out, false);
   for (uint32_t j = 0; j < out->n_bufs; j++) {
     int32_t b = out->bufs[j];
@@ -369,8 +485,15 @@ static ptc_status emit_pointwise_vec(cug* g, cuda_kernel_src* out) {
   cug_line(g, &g->body, "#pragma unroll");
   cug_line(g, &g->body, "for (int e = 0; e < %u; e++) {", V);
   g->indent++;
-  cug_line(g, &g->body, "const IT lin = base + (IT)e;");
-  emit_decompose(g, "lin", "x", g->k->ranges, g->k->n_ranges);
+  if (g->vec_inner) {
+    for (uint32_t d = 0; d + 1 < g->k->n_ranges; d++)
+      cug_line(g, &g->body, "const IT x%u = xb%u;", d, d);
+    cug_line(g, &g->body, "const IT x%u = xb%u + (IT)e;", g->k->n_ranges - 1,
+             g->k->n_ranges - 1);
+  } else {
+    cug_line(g, &g->body, "const IT lin = base + (IT)e;");
+    emit_decompose(g, "lin", "x", g->k->ranges, g->k->n_ranges);
+  }
   g->vec_mode = true;
   memset(g->in_reg, 0, g->n_buffers * sizeof *g->in_reg);
   ptc_status s = emit_point_body(g);
@@ -482,6 +605,9 @@ static void emit_rvec_access(cug* g, group* gr, bool stores) {
         continue;
       if (!stores && (g->in_reg[op->buf] || (g->cache[op->buf] == 2 && cug_cache_hit(g, op))))
         continue;
+      /* a row written and read back in registers: its reads follow its
+       * store in the step (rvec_plan), so they hit the registers */
+      if (!stores && g->cache[op->buf] && g->stored[op->buf] && cug_cache_hit(g, op)) continue;
       if (stores && g->cache[op->buf] && g->no_store[op->buf]) continue;
       if (!cug_rvec_hit(g, op)) continue;
       done[op->buf] = true;
@@ -754,6 +880,17 @@ static int64_t persist_max_per_lane(void) {
   return v < 0 ? 0 : v > 32 ? 32 : v;
 }
 
+/* Rows of 2-byte elements up to this length persist even when that spares
+ * only re-reads, with up to SHORT_ROW_PER_LANE elements a lane (one warp a
+ * row of 768): PTC_CUDA_SHORT_ROW=N (0 = off; default 2048). */
+#define SHORT_ROW_PER_LANE 32
+static int64_t short_row_max(void) { return env_knob("PTC_CUDA_SHORT_ROW", 2048, 0, 1 << 20); }
+
+static bool getenv_set(const char* name) {
+  const char* e = getenv(name);
+  return e && *e;
+}
+
 static bool persist_wide(void) {
   const char* e = getenv("PTC_CUDA_PERSIST_WIDE");
   return !e || !*e || strcmp(e, "0") != 0;
@@ -812,6 +949,13 @@ static ptc_status persist_plan(cug* g, cuda_kernel_src* out) {
     r = sat_mul(r, v);
   }
   if (r <= 0 || max_pl <= 0) return PTC_OK;
+  /* short rows of 2-byte elements: a looped row walks memory three times
+   * (layer norm: mean, variance, output) one dependent load step after
+   * another, with few rows in flight (GPT-2/BERT: 2048 rows of 768); in
+   * registers the row is loaded once, every load of a lane issued at once */
+  const bool short_narrow = r <= short_row_max() && widest_loop_elem(g) < 4;
+  if (short_narrow && !getenv_set("PTC_CUDA_PERSIST") && max_pl < SHORT_ROW_PER_LANE)
+    max_pl = SHORT_ROW_PER_LANE;
   uint32_t lanes = g->lanes;
   while ((r + lanes - 1) / lanes > max_pl && persist_wide() && lanes < PERSIST_WIDE_LANES)
     lanes *= 2;
@@ -879,13 +1023,15 @@ static ptc_status persist_plan(cug* g, cuda_kernel_src* out) {
    * bf16 0.051 -> 0.061), which hit L2 cheaply. PTC_CUDA_PERSIST_ALL=1
    * persists every eligible row, =0 only those that spare a store. */
   const char* all = getenv("PTC_CUDA_PERSIST_ALL");
-  bool want = saves_store || (!narrow && !(all && !strcmp(all, "0"))) || (all && !strcmp(all, "1"));
+  bool want = saves_store || ((!narrow || short_narrow) && !(all && !strcmp(all, "0"))) ||
+              (all && !strcmp(all, "1"));
   if (!want) n_cached = 0;
   if (n_cached && (int64_t)n_cached * per_lane <= persist_max_regs()) {
     g->persist = (uint32_t)per_lane;
     if (lanes != g->lanes) { /* a row widened to fit: rows per block to keep 256+ threads */
       g->lanes = lanes;
-      g->slots = lanes >= 256 ? 1 : 256 / lanes;
+      uint32_t bt = row_block_threads(lanes);
+      g->slots = lanes >= bt ? 1 : bt / lanes;
       out->block_x = lanes;
       out->block_y = g->slots;
       out->slots = g->slots;
@@ -996,6 +1142,11 @@ static void emit_prefetch(cug* g, uint64_t bufs, const char* tile) {
  * (cuda_tune.c). */
 #define OCC_PERSIST 1024
 #define OCC_PREFETCH 768
+/* more than OCC_WIDE_REGS row elements a lane in registers (short 2-byte
+ * rows, 24-32 a buffer): a bound for OCC_WIDE threads, so 64 registers a
+ * thread do not force spills */
+#define OCC_WIDE_REGS 32
+#define OCC_WIDE 512
 
 static void occupancy_plan(cug* g, cuda_kernel_src* out) {
   g->min_blocks = 0;
@@ -1005,7 +1156,10 @@ static void occupancy_plan(cug* g, cuda_kernel_src* out) {
   bool pf = false;
   for (size_t b = 0; b < g->n_buffers; b++) pf |= g->prefetch[b];
   long occ = env_knob("PTC_CUDA_OCC", -1, 0, 2048);
-  if (occ < 0) occ = pf ? OCC_PREFETCH : g->persist ? OCC_PERSIST : 0;
+  uint32_t cached = 0; /* row elements a lane holds in registers */
+  for (size_t b = 0; b < g->n_buffers; b++) cached += g->cache[b] ? g->persist : 0;
+  if (occ < 0)
+    occ = pf ? OCC_PREFETCH : cached > OCC_WIDE_REGS ? OCC_WIDE : g->persist ? OCC_PERSIST : 0;
   uint32_t mb = (uint32_t)(occ / threads);
   if (mb > 1) g->min_blocks = mb > 32 ? 32 : mb;
   long grid = env_knob("PTC_CUDA_GRID", 0, 0, 64);
@@ -1067,7 +1221,7 @@ static ptc_status rvec_plan(cug* g) {
     return PTC_OK;
   size_t nb = g->n_buffers;
   bool* bad = calloc(nb ? nb : 1, sizeof *bad);
-  uint8_t* acc = calloc(nb ? nb : 1, 1); /* 1 loaded, 2 stored */
+  uint8_t* acc = calloc(nb ? nb : 1, 1); /* 1 loaded, 2 stored, 4 loaded before stored */
   if (!bad || !acc) {
     free(bad);
     free(acc);
@@ -1088,6 +1242,7 @@ static ptc_status rvec_plan(cug* g) {
         if (g->s->buf_home[b] == SCHED_HOME_LOCAL || bad[b]) continue;
         size_t es = ptc_dtype_size(ir_buf(g->p, b)->dtype);
         if (pass == 0) {
+          if (op->opcode == IR_LOAD && !(acc[b] & 2)) acc[b] |= 4; /* read before written */
           acc[b] |= op->opcode == IR_LOAD ? 1 : 2;
           if (mb->kind == CU_MEM_OUTER || mb->stage[i] != CU_LOOP || es < 2 || es > 8 ||
               (op->opcode == IR_LOAD && op->args[0] >= 0) || !rvec_index_ok(g, op->index, rv, 1)) {
@@ -1111,7 +1266,10 @@ static ptc_status rvec_plan(cug* g) {
     }
     if (pass == 0) {
       for (size_t b = 0; b < nb; b++) {
-        if (acc[b] == 3) bad[b] = true;
+        /* written, then read back: each lane reads the elements it wrote
+         * (one index, the same lane mapping in every loop); read first,
+         * then written: scalar */
+        if ((acc[b] & 3) == 3 && (acc[b] & 4)) bad[b] = true;
         if (acc[b] && !bad[b] && ptc_dtype_size(ir_buf(g->p, (int32_t)b)->dtype) > widest)
           widest = ptc_dtype_size(ir_buf(g->p, (int32_t)b)->dtype);
       }
@@ -1127,6 +1285,23 @@ static ptc_status rvec_plan(cug* g) {
   free(bad);
   free(acc);
   return PTC_OK;
+}
+
+/* A buffer the kernel writes and then reads back is a vector row buffer only
+ * when its row stays in registers (the reads hit them): a looped row would
+ * read it at the start of a step, before that step's vector store. */
+static void rvec_rw_fix(cug* g) {
+  if (g->rvec <= 1) return;
+  for (size_t b = 0; b < g->n_buffers; b++) {
+    if (!g->rvec_buf[b] || !g->stored[b] || g->cache[b]) continue;
+    for (uint32_t m = 0; m < g->k->n_nodes && g->rvec_buf[b]; m++) {
+      const cu_member* mb = &g->members[m];
+      for (uint32_t i = 0; i < mb->node->body.n; i++) {
+        const ir_op* op = &mb->node->body.ops[i];
+        if (mb->live[i] && op->opcode == IR_LOAD && op->buf == (int32_t)b) g->rvec_buf[b] = false;
+      }
+    }
+  }
 }
 
 /* ---- split reductions -------------------------------------------------------------------
@@ -1576,6 +1751,7 @@ ptc_status cuda_codegen_kernel_named(const ir_program* p, const sched_plan* s, u
     g.inplace_hazard = g.layout != CUDA_LAYOUT_POINTWISE && any_shared_slot(&g, out);
     if (!g.inplace_hazard) st = rvec_plan(&g);
     if (!st && !g.inplace_hazard) st = persist_plan(&g, out);
+    if (!st) rvec_rw_fix(&g);
     if (!st) split_plan(&g, out);
     if (!st) prefetch_plan(&g);
     if (!st) occupancy_plan(&g, out);

@@ -8,7 +8,11 @@
  * (BATCH graphs each); a batch that fails is retried graph by graph to name
  * the culprit, whose kernels and NVRTC log are printed.
  *
- * Usage: test_cuda_nvrtc [--seeds N] [--first N] [--batch N] [CASES.json...]
+ * Usage: test_cuda_nvrtc [--seeds N] [--first N] [--batch N] [--graph G.json]... [CASES.json...]
+ * --graph adds a saved graph (ptc_graph_save / Python Graph.to_json(), e.g.
+ * a model's): its kernels are generated and compiled like the others (with
+ * PTC_CUDA_SAVE_TU they can be read: that is how model kernels are looked at
+ * without a GPU).
  * Environment: PTC_CUDA_SAVE_TU=FILE appends every batch's source to FILE;
  * PTC_RANDGRAPH_COUNT / PTC_RANDGRAPH_FIRST override the seed
  * range (default 300 seeds from 1); PTC_CUDA_ARCHS="80,90" the targets.
@@ -177,6 +181,20 @@ static void check_cases(tester* t, const char* path) {
   cJSON_Delete(root);
 }
 
+static void check_graph(tester* t, const char* path) {
+  ptc_graph* g = NULL;
+  ptc_status s = ptc_graph_load(t->ctx, path, NULL, &g);
+  if (s) {
+    printf("FAIL %s: load: %s\n", path, ptc_status_message(s));
+    ptc_status_destroy(s);
+    t->failures++;
+    return;
+  }
+  t->owned[t->n_owned++] = g;
+  add(t, g, true, path);
+  flush(t);
+}
+
 static size_t parse_archs(const char* s, int* out) {
   size_t n = 0;
   while (s && *s && n < MAX_ARCHS) {
@@ -204,7 +222,8 @@ int main(int argc, char** argv) {
   if (ef && *ef) first = strtoull(ef, NULL, 10);
   t.batch_cap = DEFAULT_BATCH;
   const char* files[16];
-  size_t n_files = 0;
+  const char* graphs[16];
+  size_t n_files = 0, n_graphs = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--seeds") && i + 1 < argc)
       seeds = strtoull(argv[++i], NULL, 10);
@@ -212,7 +231,10 @@ int main(int argc, char** argv) {
       first = strtoull(argv[++i], NULL, 10);
     else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
       t.batch_cap = strtoull(argv[++i], NULL, 10);
-    else if (n_files < 16)
+    else if (!strcmp(argv[i], "--graph") && i + 1 < argc) {
+      if (n_graphs < 16) graphs[n_graphs++] = argv[i + 1];
+      i++;
+    } else if (n_files < 16)
       files[n_files++] = argv[i];
   }
   if (t.batch_cap < 2) t.batch_cap = 2;
@@ -247,6 +269,7 @@ int main(int argc, char** argv) {
   }
   check_seeds(&t, first, seeds);
   for (size_t f = 0; f < n_files; f++) check_cases(&t, files[f]);
+  for (size_t f = 0; f < n_graphs; f++) check_graph(&t, graphs[f]);
   printf("test_cuda_nvrtc: %zu graphs (%llu random seeds from %llu, %zu case files): %zu kernels "
          "+ %zu extern steps generated in %.1f s; %zu NVRTC programs for", t.graphs,
          (unsigned long long)seeds, (unsigned long long)first, n_files, t.st.kernels,

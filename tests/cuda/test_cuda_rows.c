@@ -11,14 +11,21 @@
  *    split their rows over blocks - by default: persistent rows are
  *    bounded, bf16 softmax rows of 4096 prefetch, the looped bf16 rows and
  *    the sums are neither, a column sum over 256 columns splits and one over
- *    4096 does not, and a scalar loaded in the loop (rms norm's eps) does
- *    not make bf16 rows take the lanes of f32 ones; with NVRTC every kernel
- *    compiles for sm_80 and sm_90.
+ *    4096 does not, and looped bf16 rows of 4096 take half the lanes of f32
+ *    rows when only read (var_mean) and as many when written (layer / rms
+ *    norm, with rms norm's eps a scalar the loop loads). The model shapes
+ *    (short_row_checks): bf16 add + layer norm over rows of 768 as a warp a
+ *    row in registers with vector stores of both outputs, softmax's
+ *    x * (1 / sum) for bf16 results only, a broadcast bias read as one
+ *    vector a chunk, and the knobs turning each off. With NVRTC every
+ *    kernel compiles for sm_80 and sm_90.
  *  default (GPU; exit 77 without one): the same ops at moderate sizes (rows
  *    divisible by the vector width and ragged ones, whose entry takes the
  *    scalar body) run on the device under every knob set - among them a grid
  *    of one or two blocks per SM, so that each block walks many tiles and
- *    the prefetched rows rotate - and are compared with the ref backend.
+ *    the prefetched rows rotate - and are compared with the ref backend;
+ *    also add + layer norm, short softmax rows and bias adds (model shapes,
+ *    ragged ones taking the scalar paths).
  */
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/cuda_cg.h"
@@ -42,7 +49,8 @@ static int failures, passes;
 
 typedef struct work {
   const char* op; /* softmax, layer_norm, rms_norm, rms_chain, var_mean, row_sum, col_sum,
-                   * col_mean, col_argmax (the col_ ones over dim 0) */
+                   * col_mean, col_argmax (the col_ ones over dim 0), add_ln (x + y, then
+                   * layer norm; both outputs), bias_add (x + b[n], pointwise) */
   int32_t dtype;
   int64_t m, n;
 } work;
@@ -54,10 +62,12 @@ static const char* const KNOBS[] = {
     "PREFETCH=1 GRID=1",
     "PREFETCH=1 PERSIST_ALL=1 GRID=2 OCC=1024",
     "ROW_UNROLL=4 COL_UNROLL=8 OCC=1536",
+    "ROW_BLOCK=128 SHORT_ROW=0 VEC_INNER=0 RCP=0",
 };
 #define N_KNOBS (sizeof KNOBS / sizeof KNOBS[0])
-static const char* const KNOB_NAMES[] = {"PREFETCH", "GRID", "PERSIST_ALL", "OCC", "ROW_UNROLL",
-                                         "COL_UNROLL", "SPLIT"};
+static const char* const KNOB_NAMES[] = {"PREFETCH",   "GRID",       "PERSIST_ALL", "OCC",
+                                         "ROW_UNROLL", "COL_UNROLL", "SPLIT",       "SHORT_ROW",
+                                         "VEC_INNER",  "RCP",        "ROW_BLOCK"};
 
 static void set_knobs(const char* set) {
   char name[64];
@@ -117,6 +127,21 @@ static ptc_status build(ptc_context* ctx, const work* w, ptc_graph** out) {
   ptc_status s = ptc_graph_add_input(g, "x", w->dtype, sh, 2, NULL, &in[0]);
   if (!strcmp(op, "softmax")) {
     a[na++] = ptc_attr_int("dim", -1);
+  } else if (!strcmp(op, "add_ln")) {
+    /* GPT-2's residual add and the next layer norm: h = x + y, ln(h) */
+    ptc_value h = 0;
+    if (!s) s = ptc_graph_add_input(g, "y", w->dtype, sh, 2, NULL, &in[1]);
+    if (!s) s = ptc_graph_add_node(g, "add", in, 2, NULL, 0, &h, 1, NULL);
+    if (!s) s = ptc_graph_add_output(g, h);
+    in[0] = h;
+    a[na++] = ptc_attr_ints("normalized_shape", &ns, 1);
+    if (!s) s = ptc_graph_add_input(g, "w", w->dtype, shw, 1, NULL, &in[1]);
+    if (!s) s = ptc_graph_add_input(g, "b", w->dtype, shw, 1, NULL, &in[2]);
+    n_in = 3;
+    op = "layer_norm";
+  } else if (!strcmp(op, "bias_add")) {
+    if (!s) s = ptc_graph_add_input(g, "b", w->dtype, shw, 1, NULL, &in[n_in++]);
+    op = "add";
   } else if (!strcmp(op, "rms_chain")) {
     if (!s) s = ptc_graph_add_input(g, "w", w->dtype, shw, 1, NULL, &in[n_in++]);
     if (!s) s = build_rms_chain(g, w, in[0], in[1], &y[0]);
@@ -193,6 +218,65 @@ static bool generate(ptc_context* ctx, const work* w, const char* knobs, kinfo* 
   return !st;
 }
 
+static size_t count_of(const char* s, const char* what) {
+  size_t n = 0;
+  for (const char* p = s ? strstr(s, what) : NULL; p; p = strstr(p + 1, what)) n++;
+  return n;
+}
+
+/* The model-shape kernels (GPT-2 / BERT: 2048 rows of 768) and the
+ * per-row reciprocal: what the generator emits by default and with the
+ * knobs that turn each part off. */
+static void short_row_checks(ptc_context* ctx, ptc_strbuf* tu) {
+  kinfo ki;
+  size_t at;
+  /* bf16 add + layer norm: a warp a row, the row in registers (24 a lane),
+   * the sum written with vector stores, an occupancy bound */
+  const work add_ln = {"add_ln", PTC_BF16, 2048, 768};
+  at = tu->len;
+  CHECK(generate(ctx, &add_ln, "", &ki, tu));
+  CHECK(ki.kernels == 1 && ki.persist == 1 && ki.bounded == 1 && ki.block_x == 32);
+  CHECK(strstr(tu->data + at, "c_b") && strstr(tu->data + at, "[24]"));
+  CHECK(count_of(tu->data + at, "ptc_vstore<u16, VR>") == 2); /* h and ln(h) */
+  at = tu->len;
+  CHECK(generate(ctx, &add_ln, "SHORT_ROW=0", &ki, tu));
+  CHECK(ki.kernels == 1 && ki.persist == 0);
+  CHECK(count_of(tu->data + at, "ptc_vstore<u16, VR>") == 1); /* h scalar: read back */
+  at = tu->len;
+  CHECK(generate(ctx, &add_ln, "ROW_BLOCK=128", &ki, tu));
+  CHECK(ki.persist == 1 && strstr(tu->data + at, "block 32x4"));
+  /* f32 rows of 768 persisted already; unchanged */
+  const work add_ln32 = {"add_ln", PTC_F32, 2048, 768};
+  CHECK(generate(ctx, &add_ln32, "", &ki, tu));
+  CHECK(ki.kernels == 1 && ki.persist == 1);
+  /* softmax: x * (1 / sum) where the result is stored as bf16, not f32 */
+  const work sm16 = {"softmax", PTC_BF16, 8192, 4096}, sm32 = {"softmax", PTC_F32, 8192, 4096};
+  at = tu->len;
+  CHECK(generate(ctx, &sm16, "", &ki, tu));
+  CHECK(strstr(tu->data + at, "* (1.0f / ") != NULL);
+  at = tu->len;
+  CHECK(generate(ctx, &sm16, "RCP=0", &ki, tu));
+  CHECK(strstr(tu->data + at, "* (1.0f / ") == NULL);
+  at = tu->len;
+  CHECK(generate(ctx, &sm32, "", &ki, tu));
+  CHECK(strstr(tu->data + at, "* (1.0f / ") == NULL);
+  /* a broadcast bias in a vectorised pointwise kernel: one vector load at
+   * the chunk's outer point, decomposed once */
+  const work bias = {"bias_add", PTC_BF16, 2048, 3072}, ragged = {"bias_add", PTC_BF16, 64, 772};
+  at = tu->len;
+  CHECK(generate(ctx, &bias, "", &ki, tu));
+  CHECK(strstr(tu->data + at, "ptc_vload<u16, 8>(b1 + (x1), vix_b1)") != NULL);
+  CHECK(strstr(tu->data + at, "const IT lin = base + (IT)e;") != NULL); /* the scalar tail only */
+  CHECK(count_of(tu->data + at, "const IT lin = base") == 1);
+  at = tu->len;
+  CHECK(generate(ctx, &bias, "VEC_INNER=0", &ki, tu));
+  CHECK(strstr(tu->data + at, "vix_b") == NULL);
+  at = tu->len;
+  CHECK(generate(ctx, &ragged, "", &ki, tu)); /* 772 % 8 != 0: per-element decomposition */
+  CHECK(strstr(tu->data + at, "vix_b") == NULL);
+  printf("short rows, reciprocal, inner vectors: checked\n");
+}
+
 static int cpu_tests(void) {
   setenv("PTC_CUDA_WELFORD", "0", 1); /* var_mean as the generated two-pass row kernel */
   ptc_context* ctx;
@@ -239,10 +323,14 @@ static int cpu_tests(void) {
       if (!KNOBS[k][0]) { /* the defaults */
         CHECK(ki.bounded == ki.persist);
         CHECK(ki.prefetch == (sm && w->dtype == PTC_BF16));
-        if (w->dtype == PTC_BF16 && !sm && !sum) CHECK(ki.persist == 0 && ki.block_x == 128);
+        /* looped bf16 rows of 4096: half the lanes of f32 rows when only
+         * read (var_mean), the same when written (layer / rms norm) */
+        if (w->dtype == PTC_BF16 && !sm && !sum)
+          CHECK(ki.persist == 0 && ki.block_x == (strcmp(w->op, "var_mean") ? 256u : 128u));
       }
     }
   }
+  short_row_checks(ctx, &tu);
   const char* why = cuda_nvrtc_unavailable();
   if (why) {
     printf("NVRTC not available (%s): kernels not compiled\n", why);
@@ -320,19 +408,21 @@ static int64_t numel(const ptc_tensor* t) {
 
 /* One workload under every knob set: the cuda results against ref's. */
 static void run_work(ptc_context* ctx, const work* w) {
-  host_in in[3];
+  host_in in[4];
   size_t n_in = 1;
+  bool ln = !strcmp(w->op, "layer_norm") || !strcmp(w->op, "add_ln");
   fill(&in[0], w->dtype, w->m, w->n, 2, 1, -3.0f, 3.0f);
-  if (!strcmp(w->op, "layer_norm") || !strcmp(w->op, "rms_norm") || !strcmp(w->op, "rms_chain"))
+  if (!strcmp(w->op, "add_ln")) fill(&in[n_in++], w->dtype, w->m, w->n, 2, 4, -1.0f, 1.0f);
+  if (ln || !strcmp(w->op, "rms_norm") || !strcmp(w->op, "rms_chain"))
     fill(&in[n_in++], w->dtype, 0, w->n, 1, 2, 0.5f, 1.5f);
-  if (!strcmp(w->op, "layer_norm")) fill(&in[n_in++], w->dtype, 0, w->n, 1, 3, -0.5f, 0.5f);
+  if (ln || !strcmp(w->op, "bias_add")) fill(&in[n_in++], w->dtype, 0, w->n, 1, 3, -0.5f, 0.5f);
   char what[160];
   snprintf(what, sizeof what, "%s %s [%lld, %lld]", w->op, ptc_dtype_name(w->dtype), (long long)w->m,
            (long long)w->n);
   ptc_graph* g = NULL;
   ptc_executable* eref = NULL;
   ptc_results* want = NULL;
-  ptc_tensor hin[3];
+  ptc_tensor hin[4];
   for (size_t i = 0; i < n_in; i++) hin[i] = view_of(&in[i], in[i].data, false);
   ptc_compile_options o;
   ptc_compile_options_init(&o);
@@ -340,7 +430,7 @@ static void run_work(ptc_context* ctx, const work* w) {
   ptc_status s = build(ctx, w, &g);
   if (!s) s = ptc_compile(ctx, g, &o, &eref);
   if (!s) s = ptc_executable_run_alloc(eref, hin, n_in, NULL, &want);
-  cu_deviceptr dptr[3] = {0, 0, 0};
+  cu_deviceptr dptr[4] = {0, 0, 0, 0};
   for (size_t i = 0; !s && i < n_in; i++) {
     s = cuda_alloc(in[i].bytes, NULL, &dptr[i]);
     if (!s && (cu()->MemcpyHtoDAsync(dptr[i], in[i].data, in[i].bytes, NULL) != CU_SUCCESS ||
@@ -355,7 +445,7 @@ static void run_work(ptc_context* ctx, const work* w) {
     set_knobs(KNOBS[k]);
     ptc_executable* e = NULL;
     ptc_results* got = NULL;
-    ptc_tensor din[3];
+    ptc_tensor din[4];
     for (size_t i = 0; i < n_in; i++) din[i] = view_of(&in[i], (void*)(uintptr_t)dptr[i], true);
     o.backend = "cuda";
     ptc_status st = ptc_compile(ctx, g, &o, &e);
@@ -432,6 +522,12 @@ static int gpu_tests(void) {
       {"row_sum", PTC_BF16, 1500, 1000},  {"col_sum", PTC_BF16, 1000, 1500},
       {"col_sum", PTC_F32, 3000, 200},    {"col_mean", PTC_F32, 2000, 300},
       {"col_argmax", PTC_F32, 2500, 70},
+      /* short rows (one warp a row, in registers) and pointwise broadcasts */
+      {"add_ln", PTC_BF16, 1500, 768},   {"add_ln", PTC_BF16, 700, 770},
+      {"add_ln", PTC_F32, 1500, 768},    {"layer_norm", PTC_BF16, 2048, 768},
+      {"softmax", PTC_BF16, 1000, 256},  {"softmax", PTC_BF16, 999, 128},
+      {"bias_add", PTC_BF16, 600, 3072}, {"bias_add", PTC_BF16, 50, 772},
+      {"bias_add", PTC_F32, 300, 1024},
   };
   for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) run_work(ctx, &ws[i]);
   ptc_context_release(ctx);
