@@ -71,6 +71,55 @@ static int64_t conv_wide_below(void) {
   return wide_below;
 }
 
+/* PTC_CUDA_CONV_VEC=0 turns off the vectorised kernels of the wide im2col
+ * path (ptc_im2colw_*: 16-byte stores, 32-bit index math; ptc_w2n_*: the
+ * product back into NCHW with the bias and activation in the same pass)
+ * and runs the general im2col, a copy and the epilogue pass instead. Read
+ * per call (tests and benchmarks switch it). */
+static bool conv_vec(void) {
+  const char* v = getenv("PTC_CUDA_CONV_VEC");
+  return !(v && *v == '0');
+}
+
+/* Device layout of ptc_w2n_args (cuda_support.cuh). */
+typedef struct conv_w2n_args {
+  int32_t nimg, oc, ohw, act;
+  int32_t has_bias, pad_;
+  int64_t bias_st;
+  float beta, pad2_;
+} conv_w2n_args;
+
+/* The vectorised kernels, looked up once in the process-wide support module
+ * (it is loaded once and never unloaded while the process runs). */
+static pthread_mutex_t vec_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool vec_ready;
+static cu_function vec_im2col[2]; /* element sizes 2, 4 */
+static cu_function vec_w2n[4];    /* f32, -, f16, bf16 (cuda_ext_gemm_index) */
+
+static ptc_status vec_kernels(const cuda_ext_call* c) {
+  pthread_mutex_lock(&vec_lock);
+  cu_result r = CU_SUCCESS;
+  if (!vec_ready) {
+    const cu_api* cu = &cuda_libs_get()->cu;
+    cu_module m = c->plan->sup->module;
+    r = cu->ModuleGetFunction(&vec_im2col[0], m, "ptc_im2colw_e2");
+    if (r == CU_SUCCESS) r = cu->ModuleGetFunction(&vec_im2col[1], m, "ptc_im2colw_e4");
+    if (r == CU_SUCCESS) r = cu->ModuleGetFunction(&vec_w2n[0], m, "ptc_w2n_f32");
+    if (r == CU_SUCCESS) r = cu->ModuleGetFunction(&vec_w2n[2], m, "ptc_w2n_f16");
+    if (r == CU_SUCCESS) r = cu->ModuleGetFunction(&vec_w2n[3], m, "ptc_w2n_bf16");
+    vec_ready = r == CU_SUCCESS;
+  }
+  pthread_mutex_unlock(&vec_lock);
+  if (r != CU_SUCCESS) return cuda_error(r, "finding the vectorised im2col kernels");
+  return PTC_OK;
+}
+
+static unsigned vec_grid(const cuda_ext_call* c, int64_t items) {
+  int64_t b = (items + 255) / 256, cap = (int64_t)c->plan->dev->sm_count * 32;
+  if (b > cap) b = cap;
+  return (unsigned)(b < 1 ? 1 : b);
+}
+
 static ptc_status launch_im2col(const cuda_ext_call* c, int gi, cu_deviceptr xi, cu_deviceptr col,
                                 cuda_im2col_args* a) {
   void* params[] = {&xi, &col, a};
@@ -94,7 +143,8 @@ static ptc_status launch_im2col(const cuda_ext_call* c, int gi, cu_deviceptr xi,
  *    one [CK, OHW] matrix per image and a batched GEMM, or, for small
  *    output planes (conv_wide_below), the images side by side in one
  *    [CK, N*OHW] matrix, one wide GEMM into a [OC, N, OHW] buffer and a
- *    copy into the NCHW output.
+ *    copy into the NCHW output (conv_vec: the im2col with 16-byte stores,
+ *    the copy applying the bias and activation, no epilogue pass).
  * f32 products use TF32 when the plan allows it (conv_precision). Without
  * a bias the activation runs in the GEMM (cuBLASLt's relu epilogue, or
  * mm_launch's pass); a bias (per output channel: along the GEMM's rows,
@@ -211,7 +261,19 @@ ptc_status cuda_ext_conv_device(const cuda_ext_call* c0, bool* done) {
     }
   }
   if (!w_rows || (!direct && C * OHW > INT32_MAX)) return PTC_OK; /* im2col's 32-bit index math */
-  bool act_in_gemm = !bias && act != IR_ACT_NONE && (act == IR_ACT_RELU || groups == 1);
+  bool wide = !direct && N > 1 && OHW < conv_wide_below() && OC * OHW <= INT32_MAX;
+  int64_t col_img = CK * OHW * es, per_img = col_img + (wide ? OC * OHW * es : 0);
+  int64_t chunk = CONV_COL_BYTES / per_img;
+  if (chunk < 1) chunk = 1;
+  if (chunk > N) chunk = N;
+  /* the vectorised wide path (conv_vec): the product back into NCHW with
+   * the bias and activation in one pass (ptc_w2n_*), when every chunk's
+   * output is whole 16-byte vectors; the wide im2col kernel per chunk below */
+  int64_t vw = es == 2 || es == 4 ? 16 / es : 0, last = N % chunk ? N % chunk : chunk;
+  bool fuse = wide && vw && conv_vec() && (chunk * OC * OHW) % vw == 0 &&
+              (last * OC * OHW) % vw == 0 && chunk * OC * OHW <= INT32_MAX && pc % 16 == 0;
+  if (fuse) PTC_TRY(vec_kernels(c));
+  bool act_in_gemm = !fuse && !bias && act != IR_ACT_NONE && (act == IR_ACT_RELU || groups == 1);
   int32_t gemm_act = act_in_gemm ? act : IR_ACT_NONE;
   ptc_status s = PTC_OK;
   cu_deviceptr wsp = 0;
@@ -237,16 +299,11 @@ ptc_status cuda_ext_conv_device(const cuda_ext_call* c0, bool* done) {
       s = cuda_ext_mm_launch(c, &g, N, out->dtype, pa, pb, 0, pcg, groups == 1);
     }
   } else {
-    bool wide = N > 1 && OHW < conv_wide_below() && OC * OHW <= INT32_MAX;
-    int64_t col_img = CK * OHW * es, per_img = col_img + (wide ? OC * OHW * es : 0);
-    int64_t chunk = CONV_COL_BYTES / per_img;
-    if (chunk < 1) chunk = 1;
-    if (chunk > N) chunk = N;
     PTC_TRY(cuda_alloc((size_t)(chunk * per_img), c->stream, &wsp));
     cu_deviceptr col = wsp, tmp = wsp + (cu_deviceptr)(chunk * col_img);
     for (int64_t n0 = 0; !s && n0 < N; n0 += chunk) {
       int64_t nimg = N - n0 < chunk ? N - n0 : chunk;
-      bool wd = wide && nimg > 1;
+      bool wd = wide && (nimg > 1 || fuse);
       int64_t ldc = wd ? nimg * OHW : OHW; /* columns of one col / product row */
       cuda_im2col_args a;
       memset(&a, 0, sizeof a);
@@ -256,7 +313,23 @@ ptc_status cuda_ext_conv_device(const cuda_ext_call* c0, bool* done) {
       a.xs_n = xst[0], a.xs_c = xst[1], a.xs_h = xst[2], a.xs_w = xst[3];
       a.col_img = wd ? OHW : CK * OHW;
       a.col_row = ldc;
-      s = launch_im2col(c, gi, px + (cu_deviceptr)(n0 * xst[0] * es), col, &a);
+      cu_deviceptr xc = px + (cu_deviceptr)(n0 * xst[0] * es);
+      /* the wide im2col kernel: 16-byte stores, 32-bit index math */
+      bool vcol = fuse && ldc % vw == 0 && CK * ldc <= INT32_MAX && col % 16 == 0 && xst[0] >= 0 &&
+                  xst[1] >= 0 && xst[2] >= 0 && xst[3] >= 0 && xs[2] < INT32_MAX / 4 &&
+                  xs[3] < INT32_MAX / 4 && OH * st[0] < INT32_MAX / 4 && OW * st[1] < INT32_MAX / 4 &&
+                  KH * dil[0] + pad[0] < INT32_MAX / 4 && KW * dil[1] + pad[1] < INT32_MAX / 4 &&
+                  (nimg - 1) * xst[0] + (C - 1) * xst[1] + (xs[2] - 1) * xst[2] +
+                          (xs[3] - 1) * xst[3] <= INT32_MAX;
+      if (vcol) {
+        void* params[] = {&xc, &col, &a};
+        cu_result r = cuda_libs_get()->cu.LaunchKernel(vec_im2col[es == 2 ? 0 : 1],
+                                                       vec_grid(c, CK * ldc / vw), 1, 1, 256, 1, 1,
+                                                       0, c->stream, params, NULL);
+        if (r != CU_SUCCESS) s = cuda_error(r, "launching the wide im2col");
+      } else {
+        s = launch_im2col(c, gi, xc, col, &a);
+      }
       for (int64_t gidx = 0; !s && gidx < groups; gidx++) {
         cuda_mm_args g;
         memset(&g, 0, sizeof g);
@@ -283,7 +356,21 @@ ptc_status cuda_ext_conv_device(const cuda_ext_call* c0, bool* done) {
           s = cuda_ext_mm_launch(c, &g, nimg, out->dtype, pa, pb, 0, pcg, groups == 1);
         }
       }
-      if (!s && wd) {
+      if (!s && wd && fuse) {
+        /* out[n0 + img][oc][p] = act(tmp[oc][img*OHW + p] + beta * bias[oc]) */
+        conv_w2n_args t;
+        memset(&t, 0, sizeof t);
+        t.nimg = (int32_t)nimg, t.oc = (int32_t)OC, t.ohw = (int32_t)OHW, t.act = act;
+        t.has_bias = bias != NULL;
+        t.bias_st = bias ? bias->strides[0] : 0;
+        t.beta = (float)e->beta;
+        cu_deviceptr po = pc + (cu_deviceptr)(n0 * OC * OHW * es);
+        cu_deviceptr pbias = bias ? (cu_deviceptr)(uintptr_t)bias->data : 0;
+        void* params[] = {&tmp, &po, &pbias, &t};
+        cu_result r = cuda_libs_get()->cu.LaunchKernel(vec_w2n[gi], vec_grid(c, nimg * OC * OHW / vw),
+                                                       1, 1, 256, 1, 1, 0, c->stream, params, NULL);
+        if (r != CU_SUCCESS) s = cuda_error(r, "launching the wide product's copy into NCHW");
+      } else if (!s && wd) {
         /* tmp [OC][nimg][OHW] -> out[n0 + img][OC][OHW]: the im2col kernel as a
          * copy (a 1x1 window over OC planes of 1 x OHW pixels) */
         cuda_im2col_args t;
@@ -297,7 +384,7 @@ ptc_status cuda_ext_conv_device(const cuda_ext_call* c0, bool* done) {
     }
   }
   cuda_free(wsp);
-  if (!s && !act_in_gemm)
+  if (!s && !act_in_gemm && !fuse)
     s = cuda_ext_run_epilogue(c, gi, pc, N * OC * OHW,
                               bias ? (cu_deviceptr)(uintptr_t)bias->data : 0, OHW, OC,
                               bias ? bias->strides[0] : 0, e->beta, act);

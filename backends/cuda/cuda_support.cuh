@@ -296,6 +296,106 @@ extern "C" __global__ void __launch_bounds__(256) ptc_im2col_e8(const u64* x, u6
   ptc_im2col_body(x, col, a);
 }
 
+// ---- wide im2col and its product back to NCHW (small output planes) ------------
+// The wide layout: col[r * col_row + j], r = (ch * kh + i) * kw + jw over
+// C * KH * KW rows, j = img * OHW + p over col_row = nimg * OHW columns
+// (the images side by side: one wide GEMM). ptc_im2colw_e{2,4}: a thread
+// writes V = 16 / sizeof(T) consecutive columns of one row as one 16-byte
+// store (the pixels decomposed once, then stepped), loads one element each
+// (the taps of a row overlap: they come from L1/L2). 32-bit index math: the
+// host keeps C*KH*KW * col_row and every input offset of the chunk below
+// 2^31, col_row a multiple of V and col 16-byte aligned (else the general
+// kernel above).
+template <typename T> PTC_D void ptc_im2colw_body(const T* __restrict__ x, T* __restrict__ col,
+                                                  const ptc_im2col_args& a) {
+  const int V = 16 / (int)sizeof(T);
+  const i32 ow = (i32)a.ow, oh = (i32)a.oh, ohw = ow * oh, kw = (i32)a.kw, kk = (i32)a.kh * kw;
+  const i32 sh = (i32)a.sh, sw = (i32)a.sw, ph = (i32)a.ph, pw = (i32)a.pw, dh = (i32)a.dh, dw = (i32)a.dw;
+  const i32 h = (i32)a.h, w = (i32)a.w, xn = (i32)a.xs_n, xc = (i32)a.xs_c, xh = (i32)a.xs_h, xw = (i32)a.xs_w;
+  const u32 nvec = (u32)(a.col_row / V), total = (u32)(a.c * kk) * nvec;
+  union chunk { uint4 v; T s[16 / sizeof(T)]; };
+  for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+    const u32 r = i / nvec, jv = i - r * nvec;
+    const i32 ch = (i32)(r / (u32)kk), q = (i32)r - ch * kk, ki = q / kw, kj = q - ki * kw;
+    const i32 j0 = (i32)jv * V;
+    i32 img = j0 / ohw, p = j0 - img * ohw, oy = p / ow, ox = p - oy * ow;
+    const i32 yoff = ki * dh - ph, xoff = kj * dw - pw;
+    const T* xb = x + ch * xc;
+    chunk u;
+#pragma unroll
+    for (int t = 0; t < V; t++) {
+      const i32 iy = oy * sh + yoff, ix = ox * sw + xoff;
+      T v = (T)0;
+      if ((unsigned)iy < (unsigned)h && (unsigned)ix < (unsigned)w) v = xb[img * xn + iy * xh + ix * xw];
+      u.s[t] = v;
+      if (++ox == ow) {
+        ox = 0;
+        if (++oy == oh) oy = 0, img++;
+      }
+    }
+    reinterpret_cast<uint4*>(col)[i] = u.v;
+  }
+}
+extern "C" __global__ void __launch_bounds__(256) ptc_im2colw_e2(const u16* x, u16* col, ptc_im2col_args a) {
+  ptc_im2colw_body(x, col, a);
+}
+extern "C" __global__ void __launch_bounds__(256) ptc_im2colw_e4(const u32* x, u32* col, ptc_im2col_args a) {
+  ptc_im2colw_body(x, col, a);
+}
+
+// out[img][oc][p] = act(tmp[oc][img * ohw + p] + beta * bias[oc * bias_st])
+// for the nimg * oc * ohw elements of out: the wide GEMM's product [OC,
+// nimg * OHW] back into NCHW with the convolution's bias and activation
+// (one pass instead of a copy and an epilogue). A thread writes V = 16 /
+// sizeof(S) consecutive outputs as one 16-byte store (the host keeps the
+// count a multiple of V, out 16-byte aligned, the count below 2^31).
+struct ptc_w2n_args {
+  i32 nimg, oc, ohw, act;
+  i32 has_bias, pad_;
+  i64 bias_st;
+  float beta, pad2_;
+};
+template <int K> PTC_D void ptc_w2n_body(const typename ptc_mm_kind<K>::S* __restrict__ tmp,
+                                         typename ptc_mm_kind<K>::S* __restrict__ out,
+                                         const typename ptc_mm_kind<K>::S* __restrict__ bias,
+                                         const ptc_w2n_args& g) {
+  typedef ptc_mm_kind<K> KD;
+  typedef typename KD::S S;
+  const int V = 16 / (int)sizeof(S);
+  union chunk { uint4 v; S s[16 / sizeof(S)]; };
+  const i32 ohw = g.ohw, oc = g.oc, ldc = g.nimg * ohw, plane = oc * ohw;
+  const u32 nv = (u32)(g.nimg * plane) / V;
+  for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < nv; i += gridDim.x * blockDim.x) {
+    const i32 o0 = (i32)i * V;
+    i32 img = o0 / plane, rem = o0 - img * plane, c = rem / ohw, p = rem - c * ohw;
+    chunk u;
+    float bv = g.has_bias ? g.beta * (float)KD::load(bias[c * g.bias_st]) : 0.f;
+#pragma unroll
+    for (int t = 0; t < V; t++) {
+      float v = (float)KD::load(tmp[c * ldc + img * ohw + p]) + bv;
+      u.s[t] = KD::store(ptc_activate<float>(g.act, v));
+      if (++p == ohw) {
+        p = 0;
+        if (++c == oc) c = 0, img++;
+        if (g.has_bias && t + 1 < V) bv = g.beta * (float)KD::load(bias[c * g.bias_st]);
+      }
+    }
+    reinterpret_cast<uint4*>(out)[i] = u.v;
+  }
+}
+extern "C" __global__ void __launch_bounds__(256) ptc_w2n_f32(const float* t, float* o, const float* b,
+                                                              ptc_w2n_args g) {
+  ptc_w2n_body<0>(t, o, b, g);
+}
+extern "C" __global__ void __launch_bounds__(256) ptc_w2n_f16(const u16* t, u16* o, const u16* b,
+                                                              ptc_w2n_args g) {
+  ptc_w2n_body<2>(t, o, b, g);
+}
+extern "C" __global__ void __launch_bounds__(256) ptc_w2n_bf16(const u16* t, u16* o, const u16* b,
+                                                               ptc_w2n_args g) {
+  ptc_w2n_body<3>(t, o, b, g);
+}
+
 // ---- pooling --------------------------------------------------------------------
 // max_pool2d (mode 0), avg_pool2d (1), adaptive_avg_pool2d (2) over [N, C]
 // planes of x (any strides) into a contiguous [N, C, OH, OW] output, with

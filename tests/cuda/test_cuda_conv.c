@@ -20,11 +20,18 @@
  *    graph) against the ref backend in f32, bf16, f16, f64, with the
  *    kernel's fast paths (3x3 and other max windows, dilation, NaN; whole
  *    plane averages, divisor_override) and without (PTC_CUDA_POOL_FAST=0).
+ *    The convolution extern (cuda_ext_conv.c) through a one-node graph
+ *    (conv2d [+ bias] [+ relu]) against the ref backend in f32, bf16, f16
+ *    with the default policy and PTC_CUDA_CONV_IGEMM=0, PTC_CUDA_CONV_VEC
+ *    on and off: small planes (the wide im2col GEMM: vector im2col, the
+ *    product back into NCHW with bias and relu fused, and the general
+ *    kernels where sizes are not whole vectors), 1x1 stride 2 and 1,
+ *    groups, batch 1, a plane of per-image GEMMs.
  *  --bench: resnet18 batch-32 convolutions (bf16, f32 as TF32): the
  *    implicit GEMM with the chosen split and with splits 1/2/4/8, and the
  *    whole convolution extern through a one-node graph with
- *    PTC_CUDA_CONV_IGEMM=0 (im2col + GEMM), 2 and 1 (the default policy),
- *    ms and TFLOP/s.
+ *    PTC_CUDA_CONV_IGEMM=0 (im2col + GEMM), 2 and 1 (the default policy,
+ *    also with PTC_CUDA_CONV_VEC=0), ms and TFLOP/s.
  * Exit status: 0 passed, 1 a failure, 77 skipped.
  */
 #include "backends/cuda/cuda.h"
@@ -503,6 +510,161 @@ static void run_pools(void) {
       for (int fast = 1; fast >= 0; fast--) run_pool_case(&pcases[i], dts[di], fast != 0);
 }
 
+/* ---- the convolution extern through a graph (cuda_ext_conv.c) --------------------------- */
+
+/* conv2d(x, w[, b]) (+ relu) through the cuda backend with a policy
+ * (PTC_CUDA_CONV_IGEMM) and the wide path's vector kernels on or off
+ * (PTC_CUDA_CONV_VEC), against the ref backend. */
+typedef struct gcase {
+  int64_t n, c, hw, oc, k, s, p, groups;
+  int bias, relu;
+  const char* note;
+} gcase;
+
+static const gcase gcases[] = {
+    {4, 16, 14, 24, 3, 1, 1, 1, 1, 1, "14x14 wide, vector im2col + fused bias/relu"},
+    {3, 8, 7, 12, 3, 1, 1, 1, 0, 0, "7x7: bf16/f16 outputs not whole vectors (old copy), f32 fused"},
+    {2, 16, 14, 16, 3, 2, 1, 1, 1, 0, "stride 2 to 7x7, bias"},
+    {4, 16, 14, 32, 1, 2, 0, 1, 0, 1, "1x1 stride 2 (a strided gather), relu"},
+    {2, 16, 8, 8, 1, 1, 0, 1, 1, 1, "1x1 stride 1 (no im2col), bias + relu"},
+    {2, 3, 5, 8, 3, 1, 1, 1, 1, 1, "fused copy, columns not whole vectors (general im2col)"},
+    {8, 3, 5, 8, 3, 1, 1, 1, 1, 0, "3 channels, 5x5, vector im2col"},
+    {4, 8, 6, 8, 3, 1, 1, 2, 1, 1, "groups 2"},
+    {1, 16, 14, 16, 3, 1, 1, 1, 1, 1, "batch 1"},
+    {2, 8, 20, 16, 3, 1, 1, 1, 1, 1, "20x20 (per-image GEMMs)"},
+};
+
+static ptc_status conv_graph(const gcase* c, int32_t dt, ptc_graph** out) {
+  ptc_graph* g = NULL;
+  ptc_value in[3] = {0, 0, 0}, o = 0, r = 0;
+  ptc_dim xs[4] = {{c->n, 0, 0}, {c->c, 0, 0}, {c->hw, 0, 0}, {c->hw, 0, 0}};
+  ptc_dim ws[4] = {{c->oc, 0, 0}, {c->c / c->groups, 0, 0}, {c->k, 0, 0}, {c->k, 0, 0}};
+  ptc_dim bs[1] = {{c->oc, 0, 0}};
+  int64_t st[2] = {c->s, c->s}, pd[2] = {c->p, c->p};
+  ptc_attr at[3] = {ptc_attr_ints("stride", st, 2), ptc_attr_ints("padding", pd, 2),
+                    ptc_attr_int("groups", c->groups)};
+  ptc_status s = ptc_graph_create(ctx, &g);
+  if (!s) s = ptc_graph_add_input(g, "x", dt, xs, 4, NULL, &in[0]);
+  if (!s) s = ptc_graph_add_input(g, "w", dt, ws, 4, NULL, &in[1]);
+  if (!s && c->bias) s = ptc_graph_add_input(g, "b", dt, bs, 1, NULL, &in[2]);
+  if (!s) s = ptc_graph_add_node(g, "conv2d", in, c->bias ? 3 : 2, at, 3, &o, 1, NULL);
+  if (!s && c->relu) s = ptc_graph_add_node(g, "relu", &o, 1, NULL, 0, &r, 1, NULL);
+  if (!s) s = ptc_graph_add_output(g, c->relu ? r : o);
+  if (s) {
+    ptc_graph_destroy(g);
+    g = NULL;
+  }
+  *out = g;
+  return s;
+}
+
+static void run_graph_case(const gcase* c, int32_t dt, const char* policy, bool vec) {
+  const cu_api* cu = &cuda_libs_get()->cu;
+  char what[256];
+  snprintf(what, sizeof what, "conv graph %s n%lld c%lld %lldx%lld oc%lld k%lld s%lld p%lld g%lld "
+           "bias%d relu%d policy %s vec%d (%s)", ptc_dtype_name(dt), (long long)c->n,
+           (long long)c->c, (long long)c->hw, (long long)c->hw, (long long)c->oc, (long long)c->k,
+           (long long)c->s, (long long)c->p, (long long)c->groups, c->bias, c->relu, policy, vec,
+           c->note);
+  size_t es = ptc_dtype_size(dt);
+  int64_t el[3] = {c->n * c->c * c->hw * c->hw, c->oc * (c->c / c->groups) * c->k * c->k, c->oc};
+  int64_t shp[3][4] = {{c->n, c->c, c->hw, c->hw}, {c->oc, c->c / c->groups, c->k, c->k}, {c->oc}};
+  int nin = c->bias ? 3 : 2;
+  void* h[3] = {NULL, NULL, NULL};
+  cu_deviceptr dp[3] = {0, 0, 0};
+  void* got = NULL;
+  ptc_graph* g = NULL;
+  ptc_executable *ec = NULL, *er = NULL;
+  ptc_results *rc = NULL, *rr = NULL;
+  ptc_status s = PTC_OK;
+  for (int i = 0; !s && i < nin; i++) {
+    if (!(h[i] = calloc((size_t)el[i] + 1, es))) s = ptc_status_oom();
+    for (int64_t j = 0; !s && j < el[i]; j++) put(h[i], dt, j, urand());
+    if (!s && (cuda_alloc((size_t)el[i] * es, NULL, &dp[i]) ||
+               cu->MemcpyHtoDAsync(dp[i], h[i], (size_t)el[i] * es, NULL) != CU_SUCCESS))
+      s = PTC_ERR(INTERNAL, "device input");
+  }
+  setenv("PTC_CUDA_CONV_IGEMM", policy, 1);
+  if (!vec) setenv("PTC_CUDA_CONV_VEC", "0", 1);
+  if (!s) s = conv_graph(c, dt, &g);
+  ptc_compile_options o;
+  ptc_compile_options_init(&o);
+  o.backend = "cuda";
+  if (!s) s = ptc_compile(ctx, g, &o, &ec);
+  o.backend = "ref";
+  if (!s) s = ptc_compile(ctx, g, &o, &er);
+  ptc_tensor th[3], td[3];
+  memset(th, 0, sizeof th);
+  for (int i = 0; i < nin; i++) {
+    th[i].data = h[i];
+    th[i].device.device_type = PTC_DEVICE_CPU;
+    th[i].ndim = i == 2 ? 1 : 4;
+    th[i].dtype = ptc_dtype_to_dl(dt);
+    th[i].shape = shp[i];
+    td[i] = th[i];
+    td[i].data = (void*)(uintptr_t)dp[i];
+    td[i].device.device_type = PTC_DEVICE_CUDA;
+  }
+  if (!s) s = ptc_executable_run_alloc(er, th, (size_t)nin, NULL, &rr);
+  if (!s) s = ptc_executable_run_alloc(ec, td, (size_t)nin, NULL, &rc);
+  unsetenv("PTC_CUDA_CONV_IGEMM");
+  unsetenv("PTC_CUDA_CONV_VEC");
+  const ptc_tensor* tr = s ? NULL : ptc_results_get(rr, 0);
+  const ptc_tensor* tc = s ? NULL : ptc_results_get(rc, 0);
+  int64_t oe = 1;
+  for (int i = 0; tr && i < tr->ndim; i++) oe *= tr->shape[i];
+  if (!s && (tc->device.device_type != PTC_DEVICE_CUDA || tc->ndim != tr->ndim))
+    s = PTC_ERR(INTERNAL, "output not on the device");
+  if (!s && !(got = malloc((size_t)oe * es + 1))) s = ptc_status_oom();
+  if (!s && (cu->MemcpyDtoHAsync(got, (cu_deviceptr)(uintptr_t)tc->data + tc->byte_offset,
+                                 (size_t)oe * es, NULL) != CU_SUCCESS ||
+             cu->StreamSynchronize(NULL) != CU_SUCCESS))
+    s = PTC_ERR(INTERNAL, "copy back failed");
+  if (s) {
+    printf("FAIL %s: %s\n", what, ptc_status_message(s));
+    ptc_status_destroy(s);
+    failed++;
+  } else {
+    /* sums of up to 144 products of [-1, 1) values, rounded to the dtype */
+    double ck = (double)(c->c / c->groups * c->k * c->k);
+    double rel = dt == PTC_BF16 ? 1.6e-2 : dt == PTC_F16 ? 2e-3 : 1e-5;
+    double atol = (dt == PTC_BF16 ? 4e-3 : dt == PTC_F16 ? 5e-4 : 2e-6) * sqrt(ck) + rel;
+    const void* ref = (const char*)tr->data + tr->byte_offset;
+    bool bad = false;
+    for (int64_t i = 0; i < oe && !bad; i++) {
+      double a = get(got, dt, i), b = get(ref, dt, i);
+      if (fabs(a - b) <= rel * fabs(b) + atol) continue;
+      printf("FAIL %s: output [%lld] = %.9g, ref %.9g\n", what, (long long)i, a, b);
+      bad = true;
+    }
+    if (bad) {
+      failed++;
+    } else {
+      passed++;
+      if (getenv("PTC_TEST_VERBOSE")) printf("ok %s\n", what);
+    }
+  }
+  ptc_results_destroy(rr);
+  ptc_results_destroy(rc);
+  ptc_executable_release(ec);
+  ptc_executable_release(er);
+  ptc_graph_destroy(g);
+  for (int i = 0; i < 3; i++) {
+    cuda_free(dp[i]);
+    free(h[i]);
+  }
+  free(got);
+}
+
+static void run_graphs(void) {
+  static const int32_t dts[3] = {PTC_F32, PTC_BF16, PTC_F16};
+  static const char* const policies[2] = {"1", "0"};
+  for (int di = 0; di < 3; di++)
+    for (size_t i = 0; i < sizeof gcases / sizeof gcases[0]; i++)
+      for (int pi = 0; pi < 2; pi++)
+        for (int vec = 1; vec >= 0; vec--) run_graph_case(&gcases[i], dts[di], policies[pi], vec != 0);
+}
+
 /* ---- pure checks (no device) ---------------------------------------------------------- */
 
 static int check_shapes(void) {
@@ -690,7 +852,7 @@ static void bench(void) {
   const cu_api* cu = &cuda_libs_get()->cu;
   static const int32_t dts[2] = {PTC_BF16, PTC_F32};
   for (int di = 0; di < 2; di++) {
-    double tot[4] = {0, 0, 0, 0};
+    double tot[5] = {0, 0, 0, 0, 0};
     for (size_t li = 0; li < sizeof resnet / sizeof resnet[0]; li++) {
       const lcase* l = &resnet[li];
       ccase c = {32, l->c, l->hw, l->hw, l->oc, l->k, l->k, l->s, l->s, l->p, l->p, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0};
@@ -715,27 +877,32 @@ static void bench(void) {
       for (int i = 0; i < 4; i++) t_s[i] = time_igemm(&d, px, pw, po, splits[i]);
       double t_col = time_graph(&d, px, pw, "0"), t_ig = time_graph(&d, px, pw, "2");
       double t_def = time_graph(&d, px, pw, "1");
+      setenv("PTC_CUDA_CONV_VEC", "0", 1);
+      double t_novec = time_graph(&d, px, pw, "1");
+      unsetenv("PTC_CUDA_CONV_VEC");
       double fl = 2.0 * (double)oe * (double)(d.c * d.kh * d.kw);
       printf("bench %s %-6s c%-3lld %3lldx%-3lld oc%-4lld k%lld s%lld: igemm %.4f ms (%.0f TFLOP/s; "
              "%s bm %d split %d) | split 1/2/4/8: %.4f %.4f %.4f %.4f | extern im2col %.4f, igemm %.4f, "
-             "default %.4f\n",
+             "default %.4f (vector wide kernels off %.4f)\n",
              dname(dts[di]), l->name, (long long)l->c, (long long)l->hw, (long long)l->hw,
              (long long)l->oc, (long long)l->k, (long long)l->s, t_auto,
              t_auto > 0 ? fl / t_auto / 1e9 : 0, sh.tap ? "tap-major" : "channel-major", sh.bm,
              sh.splits, t_s[0], t_s[1], t_s[2], t_s[3],
-             t_col, t_ig, t_def);
+             t_col, t_ig, t_def, t_novec);
       fflush(stdout);
       tot[0] += (double)l->count * t_auto;
       tot[1] += (double)l->count * t_col;
       tot[2] += (double)l->count * t_ig;
       tot[3] += (double)l->count * t_def;
+      tot[4] += (double)l->count * t_novec;
       cuda_free(px);
       cuda_free(pw);
       cuda_free(po);
     }
     printf("bench %s resnet18 b32 convolutions (sum over its 20 layers): igemm kernel %.3f ms, "
-           "extern im2col %.3f ms, extern igemm %.3f ms, extern default policy %.3f ms\n",
-           dname(dts[di]), tot[0], tot[1], tot[2], tot[3]);
+           "extern im2col %.3f ms, extern igemm %.3f ms, extern default policy %.3f ms (vector wide "
+           "kernels off: %.3f ms)\n",
+           dname(dts[di]), tot[0], tot[1], tot[2], tot[3], tot[4]);
   }
 }
 
@@ -794,6 +961,7 @@ int main(int argc, char** argv) {
     double t0 = now_s();
     run_all();
     run_pools();
+    run_graphs();
     run_tf32_exact();
     printf("test_cuda_conv: %d passed, %d failed (%.1f s)\n", passed, failed, now_s() - t0);
   }
