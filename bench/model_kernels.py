@@ -17,7 +17,9 @@ m_var_mean), by GPU time rather than wall time.
 
 ptc tuning variants: --variants "base;PTC_CUDA_X=1,PTC_CUDA_Y=2" compiles ptc
 once per variant with those environment variables set (knobs read at code
-generation; see docs/cuda.md) and reports each; MODE=m passes ptc's mode.
+generation; see docs/cuda.md) and reports each; MODE=m passes ptc's mode; a
+value may hold commas (PTC_CUDA_COL=64,16: a piece without '=' continues
+the value before it).
 
 Usage (GPU machine):
     PTC_PYTHONPATH=build/python python3 bench/model_kernels.py \
@@ -203,12 +205,19 @@ def main():
                             import ptc
                             mode = None
                             if var and var != "base":
+                                kvs = []
                                 for kv in var.split(","):
+                                    if "=" in kv or not kvs:
+                                        kvs.append(kv)
+                                    else:  # a value with commas: PTC_CUDA_COL=64,16
+                                        kvs[-1] += "," + kv
+                                for kv in kvs:
                                     k, _, v = kv.partition("=")
                                     if k == "MODE":
                                         mode = v
                                         continue
-                                    saved[k] = os.environ.get(k)
+                                    if k not in saved:
+                                        saved[k] = os.environ.get(k)
                                     os.environ[k] = v
                             fn = ptc.from_fx(torch.fx.symbolic_trace(mod), list(inputs), backend="cuda",
                                              mode=mode)

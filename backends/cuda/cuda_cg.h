@@ -81,6 +81,9 @@
 #define CUDA_CG_COL_Y 32        /* COL: reduction lanes per outer point */
 #define CUDA_CG_UNBACKED_HINT 8192
 #define CUDA_CG_TUNE_MAX_BLOCK 512 /* pointwise: block sizes up to this (blockDim-driven) */
+#define CUDA_CG_PW_UNROLL 1     /* vector pointwise: 16-byte chunks a thread a step (PTC_CUDA_PW_UNROLL) */
+#define CUDA_CG_PW_NOCAP 0xffffffffu /* pointwise grid_per_sm: no grid cap (a thread a step) */
+#define CUDA_CG_PW_WAVES 8     /* pointwise grid cap in waves (PTC_CUDA_PW_WAVES): -1 the tune default, 0 none */
 
 typedef enum cuda_layout { CUDA_LAYOUT_POINTWISE = 0, CUDA_LAYOUT_ROW, CUDA_LAYOUT_COL } cuda_layout;
 
@@ -116,7 +119,9 @@ typedef struct cuda_kernel_src {
    * xnumel * split blocks (0 or 1: not split) */
   uint32_t split;
   /* reduction layouts: the grid's cap in blocks per SM (0: the default cap,
-   * cuda_tune.c); set for kernels that walk several tiles per block */
+   * cuda_tune.c); set for kernels that walk several tiles per block.
+   * POINTWISE: the heuristic grid cap in waves of resident blocks (0: the
+   * default CUDA_TUNE_DEFAULT_WAVES, CUDA_CG_PW_NOCAP: none) */
   uint32_t grid_per_sm;
 } cuda_kernel_src;
 

@@ -228,14 +228,34 @@ static bool stores_rows(const cug* g) {
 #define NARROW_FULL_LANES_MIN 2048
 #define NARROW_FULL_LANES_MAX 4096
 
+static long env_knob(const char* name, long dflt, long lo, long hi);
+
+/* Pointwise launch heuristic, knobs read at code generation:
+ * PTC_CUDA_PW_BLOCK threads per block (128/256/512, default 256) and
+ * PTC_CUDA_PW_WAVES the grid cap in waves of resident blocks (1..64; 0 = no
+ * cap, every thread one step; -1: CUDA_TUNE_DEFAULT_WAVES; default
+ * CUDA_CG_PW_WAVES = 8), passed to the launch as cuda_kernel_src.grid_per_sm
+ * (see cuda_cg.h). H100 GPU time, 2^26-element sin/cos/sigmoid chain:
+ * 4 waves (the old default) bf16 101.6 us, f32 190.8; 8 waves 99.2 /
+ * 185.4; no cap 101.8 / 195.0; no cap with 2 chunks a thread
+ * (PTC_CUDA_PW_UNROLL=2) 99.4 / 185.8; 512-thread blocks uncapped 104.9 /
+ * 197.0; max-autotune 97.6 / 184.8. The cap only binds above
+ * sm_count * 8 blocks * 8 waves * 256 threads * V elements (bf16: 17M). */
+static void pw_launch_plan(cuda_kernel_src* out) {
+  long b = env_knob("PTC_CUDA_PW_BLOCK", CUDA_CG_BLOCK, 128, CUDA_CG_TUNE_MAX_BLOCK);
+  out->block_x = b >= 512 ? 512 : b >= 256 ? 256 : 128;
+  long w = env_knob("PTC_CUDA_PW_WAVES", CUDA_CG_PW_WAVES, -1, 64);
+  out->grid_per_sm = w < 0 ? 0 : w == 0 ? CUDA_CG_PW_NOCAP : (uint32_t)w;
+}
+
 static void choose_layout(cug* g, cuda_kernel_src* out) {
   if (!has_reduction_loops(g)) {
     g->layout = CUDA_LAYOUT_POINTWISE;
     g->lanes = 1;
-    g->slots = CUDA_CG_BLOCK;
-    out->block_x = CUDA_CG_BLOCK;
+    pw_launch_plan(out);
+    g->slots = out->block_x;
     out->block_y = 1;
-    out->slots = CUDA_CG_BLOCK * CUDA_CG_ILP;
+    out->slots = out->block_x * CUDA_CG_ILP;
     return;
   }
   int64_t r = hint_product(g, g->k->rranges, g->k->n_rranges);
@@ -431,6 +451,18 @@ static void tune_plan(cug* g, cuda_kernel_src* out) {
 static void emit_decompose(cug* g, const char* lin, const char* v, const sym_expr* const* sizes,
                            uint32_t n);
 
+/* Chunks (16-byte vectors of every flat buffer) a thread takes a step in
+ * vector pointwise kernels, their loads issued together:
+ * PTC_CUDA_PW_UNROLL (1, 2 or 4; read at code generation), 1 where a
+ * buffer is read as inner vectors (vec_inner's broadcast loads). */
+static uint32_t pw_unroll(const cug* g) {
+  if (g->layout != CUDA_LAYOUT_POINTWISE || !g->vec_width) return 1;
+  for (size_t b = 0; g->vec_inner && b < g->n_buffers; b++)
+    if (g->rvec_buf[b]) return 1;
+  long u = env_knob("PTC_CUDA_PW_UNROLL", CUDA_CG_PW_UNROLL, 1, 4);
+  return u >= 4 ? 4 : u >= 2 ? 2 : 1;
+}
+
 static ptc_status emit_pointwise_vec(cug* g, cuda_kernel_src* out) {
   const uint32_t V = g->vec_width;
   tune_plan(g, out);
@@ -453,9 +485,47 @@ static ptc_status emit_pointwise_vec(cug* g, cuda_kernel_src* out) {
   cug_line(g, &g->body, "const bool aligned = true%s;", al.data ? al.data : "");
   ptc_sb_free(&al);
   cug_line(g, &g->body, "const IT chunks = (xn + (IT)%u) / (IT)%u;", V - 1, V);
-  cug_line(g, &g->body, "for (IT c = (IT)blockIdx.x * (IT)blockDim.x + (IT)threadIdx.x; c < chunks; "
-           "c += (IT)gridDim.x * (IT)blockDim.x) {");
-  g->indent++;
+  const uint32_t U = pw_unroll(g);
+  if (U > 1) {
+    /* U chunks a thread a step, a grid apart: every chunk's vector loads
+     * are issued before the first one's points (loads in flight) */
+    cug_line(g, &g->body, "const IT cstep = (IT)gridDim.x * (IT)blockDim.x;");
+    cug_line(g, &g->body, "for (IT c0 = (IT)blockIdx.x * (IT)blockDim.x + (IT)threadIdx.x; c0 < chunks; "
+             "c0 += cstep * (IT)%u) {", U);
+    g->indent++;
+    for (uint32_t j = 0; j < out->n_bufs; j++) {
+      int32_t b = out->bufs[j];
+      if (!g->vec_buf[b] || g->stored[b]) continue;
+      cug_line(g, &g->body, "%s vin_u_b%d[%u][%u];", cu_storage_type(ir_buf(g->p, b)->dtype), (int)b,
+               U, V);
+    }
+    cug_line(g, &g->body, "#pragma unroll");
+    cug_line(g, &g->body, "for (int u = 0; u < %u; u++) {", U);
+    g->indent++;
+    cug_line(g, &g->body, "const IT cu = c0 + (IT)u * cstep;");
+    cug_line(g, &g->body, "if (aligned && cu < chunks && cu * (IT)%u + (IT)%u <= xn) {", V, V);
+    g->indent++;
+    cug_line(g, &g->body, "const IT base = cu * (IT)%u;", V);
+    for (uint32_t j = 0; j < out->n_bufs; j++) {
+      int32_t b = out->bufs[j];
+      if (!g->vec_buf[b] || g->stored[b]) continue;
+      cug_line(g, &g->body, "ptc_vload<%s, %u>(b%d + base, vin_u_b%d[u]);",
+               cu_storage_type(ir_buf(g->p, b)->dtype), V, (int)b, (int)b);
+    }
+    g->indent--;
+    cug_line(g, &g->body, "}");
+    g->indent--;
+    cug_line(g, &g->body, "}");
+    cug_line(g, &g->body, "#pragma unroll");
+    cug_line(g, &g->body, "for (int u = 0; u < %u; u++) {", U);
+    g->indent++;
+    cug_line(g, &g->body, "const IT c = c0 + (IT)u * cstep;");
+    cug_line(g, &g->body, "if (c >= chunks) break;");
+  } else {
+    cug_line(g, &g->body, "for (IT c = (IT)blockIdx.x * (IT)blockDim.x + (IT)threadIdx.x; c < chunks; "
+             "c += (IT)gridDim.x * (IT)blockDim.x) {");
+    g->indent++;
+  }
   cug_line(g, &g->body, "const IT base = c * (IT)%u;", V);
   cug_line(g, &g->body, "if (aligned && base + (IT)%u <= xn) {", V);
   g->indent++;
@@ -476,7 +546,16 @@ static ptc_status emit_pointwise_vec(cug* g, cuda_kernel_src* out) {
       ptc_sb_free(&xs);
     }
   }
-  emit_vec_access(g, out, false);
+  if (U > 1) {
+    for (uint32_t j = 0; j < out->n_bufs; j++) {
+      int32_t b = out->bufs[j];
+      if (g->vec_buf[b] && !g->stored[b])
+        cug_line(g, &g->body, "const %s* const vin_b%d = vin_u_b%d[u];",
+                 cu_storage_type(ir_buf(g->p, b)->dtype), (int)b, (int)b);
+    }
+  } else {
+    emit_vec_access(g, out, false);
+  }
   for (uint32_t j = 0; j < out->n_bufs; j++) {
     int32_t b = out->bufs[j];
     if (g->vec_buf[b] && g->stored[b])
@@ -520,6 +599,10 @@ static ptc_status emit_pointwise_vec(cug* g, cuda_kernel_src* out) {
   }
   g->indent--;
   cug_line(g, &g->body, "}");
+  if (U > 1) {
+    g->indent--;
+    cug_line(g, &g->body, "}");
+  }
   return s;
 }
 
@@ -1060,15 +1143,20 @@ static ptc_status persist_plan(cug* g, cuda_kernel_src* out) {
  * current one, and the first tile's before the tile loop. Buffer ids below
  * 64 (a bit set per kernel). The grid is then capped at the resident blocks
  * (cuda_kernel_src.grid_per_sm), so that every block walks several tiles.
- * PTC_CUDA_PREFETCH=1 / =0 forces it on / off; by default it is on for rows
- * of at least PREFETCH_MIN_ROW elements whose prefetched buffers all have
+ * PTC_CUDA_PREFETCH=1 / =0 forces it on / off; =-1 turns it on for rows of
+ * at least PREFETCH_MIN_ROW elements whose prefetched buffers all have
  * 2-byte elements (H100, bf16 softmax 8192x4096: 0.0649 -> 0.0623 ms with
- * 3 blocks of 256 per SM; float32 rows lost: 0.0932 -> 0.1007). */
+ * 3 blocks of 256 per SM; float32 rows lost: 0.0932 -> 0.1007). That was
+ * the default until the short-row / reciprocal changes of e5438d3; since
+ * then the same softmax takes 55.4 us with prefetch and 48.7 us without
+ * (H100 GPU time, 4 blocks of 256 per SM), so the default is off
+ * (PREFETCH_DEFAULT). */
 #define PREFETCH_MIN_ROW 2048
+#define PREFETCH_DEFAULT 0
 
 static void prefetch_plan(cug* g) {
   memset(g->prefetch, 0, g->n_buffers * sizeof *g->prefetch);
-  long mode = env_knob("PTC_CUDA_PREFETCH", -1, 0, 1);
+  long mode = env_knob("PTC_CUDA_PREFETCH", PREFETCH_DEFAULT, -1, 1);
   if (!g->persist || g->rvec <= 1 || g->split || g->inplace_hazard || mode == 0) return;
   int64_t r = 1, v;
   for (uint32_t d = 0; d < g->k->n_rranges; d++)
@@ -1747,7 +1835,7 @@ ptc_status cuda_codegen_kernel_named(const ir_program* p, const sched_plan* s, u
   if (!st) {
     choose_layout(&g, out);
     vec_plan(&g);
-    if (g.vec_width) out->slots = CUDA_CG_BLOCK * g.vec_width;
+    if (g.vec_width) out->slots = out->block_x * g.vec_width * pw_unroll(&g);
     g.inplace_hazard = g.layout != CUDA_LAYOUT_POINTWISE && any_shared_slot(&g, out);
     if (!g.inplace_hazard) st = rvec_plan(&g);
     if (!st && !g.inplace_hazard) st = persist_plan(&g, out);

@@ -37,6 +37,8 @@ bool cuda_tune_mode(const char* mode) {
 size_t cuda_tune_candidates(const cuda_step* st, cuda_launch_cfg* out, size_t cap) {
   if (cap == 0) return 0;
   out[0] = (cuda_launch_cfg){st->block_x, st->block_y, CUDA_TUNE_DEFAULT_WAVES};
+  if (st->layout == CUDA_LAYOUT_POINTWISE && st->grid_per_sm) /* the codegen's own heuristic */
+    out[0].waves = st->grid_per_sm == CUDA_CG_PW_NOCAP ? 0 : st->grid_per_sm;
   size_t n = 1;
   if (!st->tunable || st->layout != CUDA_LAYOUT_POINTWISE || st->block_y != 1) return n;
   static const uint32_t blocks[] = {128, 256, 512};

@@ -9,7 +9,7 @@
  *    tile (pf_b registers, a grid capped at the resident blocks) and carry
  *    an occupancy bound (__launch_bounds__ with a minimum block count) or
  *    split their rows over blocks - by default: persistent rows are
- *    bounded, bf16 softmax rows of 4096 prefetch, the looped bf16 rows and
+ *    bounded, none prefetch (PREFETCH=-1: bf16 softmax rows of 4096 do), the looped bf16 rows and
  *    the sums are neither, a column sum over 256 columns splits and one over
  *    4096 does not, and looped bf16 rows of 4096 take half the lanes of f32
  *    rows when only read (var_mean) and as many when written (layer / rms
@@ -50,7 +50,8 @@ static int failures, passes;
 typedef struct work {
   const char* op; /* softmax, layer_norm, rms_norm, rms_chain, var_mean, row_sum, col_sum,
                    * col_mean, col_argmax (the col_ ones over dim 0), add_ln (x + y, then
-                   * layer norm; both outputs), bias_add (x + b[n], pointwise) */
+                   * layer norm; both outputs), bias_add (x + b[n], pointwise), sigmoid
+                   * (flat pointwise) */
   int32_t dtype;
   int64_t m, n;
 } work;
@@ -63,11 +64,15 @@ static const char* const KNOBS[] = {
     "PREFETCH=1 PERSIST_ALL=1 GRID=2 OCC=1024",
     "ROW_UNROLL=4 COL_UNROLL=8 OCC=1536",
     "ROW_BLOCK=128 SHORT_ROW=0 VEC_INNER=0 RCP=0",
+    "PW_UNROLL=1 PW_WAVES=1 PW_BLOCK=512",
+    "PW_UNROLL=2 PW_WAVES=0",
+    "PW_UNROLL=4 PW_WAVES=1 PW_BLOCK=128",
 };
 #define N_KNOBS (sizeof KNOBS / sizeof KNOBS[0])
 static const char* const KNOB_NAMES[] = {"PREFETCH",   "GRID",       "PERSIST_ALL", "OCC",
                                          "ROW_UNROLL", "COL_UNROLL", "SPLIT",       "SHORT_ROW",
-                                         "VEC_INNER",  "RCP",        "ROW_BLOCK"};
+                                         "VEC_INNER",  "RCP",        "ROW_BLOCK",
+                                         "PW_UNROLL",  "PW_WAVES",   "PW_BLOCK"};
 
 static void set_knobs(const char* set) {
   char name[64];
@@ -142,6 +147,8 @@ static ptc_status build(ptc_context* ctx, const work* w, ptc_graph** out) {
   } else if (!strcmp(op, "bias_add")) {
     if (!s) s = ptc_graph_add_input(g, "b", w->dtype, shw, 1, NULL, &in[n_in++]);
     op = "add";
+  } else if (!strcmp(op, "sigmoid")) {
+    /* a flat pointwise kernel */
   } else if (!strcmp(op, "rms_chain")) {
     if (!s) s = ptc_graph_add_input(g, "w", w->dtype, shw, 1, NULL, &in[n_in++]);
     if (!s) s = build_rms_chain(g, w, in[0], in[1], &y[0]);
@@ -254,6 +261,11 @@ static void short_row_checks(ptc_context* ctx, ptc_strbuf* tu) {
   at = tu->len;
   CHECK(generate(ctx, &sm16, "", &ki, tu));
   CHECK(strstr(tu->data + at, "* (1.0f / ") != NULL);
+  CHECK(ki.prefetch == 0); /* prefetch: off by default, -1 the old rule (2-byte rows >= 2048) */
+  CHECK(generate(ctx, &sm16, "PREFETCH=-1", &ki, tu));
+  CHECK(ki.prefetch == 1 && ki.grid_capped == 1);
+  CHECK(generate(ctx, &sm32, "PREFETCH=-1", &ki, tu));
+  CHECK(ki.prefetch == 0);
   at = tu->len;
   CHECK(generate(ctx, &sm16, "RCP=0", &ki, tu));
   CHECK(strstr(tu->data + at, "* (1.0f / ") == NULL);
@@ -274,7 +286,25 @@ static void short_row_checks(ptc_context* ctx, ptc_strbuf* tu) {
   at = tu->len;
   CHECK(generate(ctx, &ragged, "", &ki, tu)); /* 772 % 8 != 0: per-element decomposition */
   CHECK(strstr(tu->data + at, "vix_b") == NULL);
-  printf("short rows, reciprocal, inner vectors: checked\n");
+  /* flat vector pointwise kernels: chunks a thread a step (PW_UNROLL), the
+   * launch heuristic's block and grid cap (PW_BLOCK, PW_WAVES) */
+  const work pw = {"sigmoid", PTC_BF16, 4096, 4096}, pw32 = {"sigmoid", PTC_F32, 999, 1001};
+  at = tu->len;
+  CHECK(generate(ctx, &pw, "PW_UNROLL=1", &ki, tu));
+  CHECK(strstr(tu->data + at, "vin_u_b") == NULL);
+  at = tu->len;
+  CHECK(generate(ctx, &pw, "PW_UNROLL=2 PW_BLOCK=512 PW_WAVES=0", &ki, tu));
+  CHECK(strstr(tu->data + at, "u16 vin_u_b0[2][8];") != NULL);
+  CHECK(ki.block_x == 512 && ki.grid_capped == 1);
+  at = tu->len;
+  CHECK(generate(ctx, &pw32, "PW_UNROLL=4 PW_WAVES=8 PW_BLOCK=128", &ki, tu));
+  CHECK(strstr(tu->data + at, "float vin_u_b0[4][4];") != NULL);
+  CHECK(ki.block_x == 128 && ki.grid_capped == 1);
+  CHECK(generate(ctx, &pw, "PW_WAVES=", &ki, tu)); /* the default: 8 waves */
+  CHECK(ki.grid_capped == (CUDA_CG_PW_WAVES >= 0 ? 1u : 0u));
+  CHECK(generate(ctx, &pw, "PW_WAVES=-1", &ki, tu)); /* the tune default (4) */
+  CHECK(ki.grid_capped == 0);
+  printf("short rows, reciprocal, inner vectors, pointwise unroll: checked\n");
 }
 
 static int cpu_tests(void) {
@@ -322,7 +352,7 @@ static int cpu_tests(void) {
         CHECK(ki.split == 1);
       if (!KNOBS[k][0]) { /* the defaults */
         CHECK(ki.bounded == ki.persist);
-        CHECK(ki.prefetch == (sm && w->dtype == PTC_BF16));
+        CHECK(ki.prefetch == 0); /* off by default since e5438d3's rows */
         /* looped bf16 rows of 4096: half the lanes of f32 rows when only
          * read (var_mean), the same when written (layer / rms norm) */
         if (w->dtype == PTC_BF16 && !sm && !sum)
@@ -528,6 +558,9 @@ static int gpu_tests(void) {
       {"softmax", PTC_BF16, 1000, 256},  {"softmax", PTC_BF16, 999, 128},
       {"bias_add", PTC_BF16, 600, 3072}, {"bias_add", PTC_BF16, 50, 772},
       {"bias_add", PTC_F32, 300, 1024},
+      /* flat pointwise (vector chunks, unrolled under the PW_ knobs; ragged) */
+      {"sigmoid", PTC_BF16, 1000, 1000}, {"sigmoid", PTC_BF16, 999, 1001},
+      {"sigmoid", PTC_F32, 777, 1001},   {"sigmoid", PTC_F32, 64, 64},
   };
   for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) run_work(ctx, &ws[i]);
   ptc_context_release(ctx);
