@@ -189,36 +189,31 @@ static void decl_begin(cug* g, ptc_strbuf* sb, ir_val i, int32_t dtype) {
 static bool is_local(const cug* g, int32_t buf) { return g->s->buf_home[buf] == SCHED_HOME_LOCAL; }
 static bool reduction_layout(const cug* g) { return g->layout != CUDA_LAYOUT_POINTWISE; }
 
-bool cug_cache_hit(cug* g, const ir_op* op) {
-  if (!g->in_loop || !g->cache[op->buf] || !g->cache_key[op->buf]) return false;
+/* Whether op's index prints as `key` (the index text a plan recorded). */
+static bool index_is(cug* g, const ir_op* op, const char* key) {
   ptc_strbuf idx;
   ptc_sb_init(&idx);
   cug_index(g, &idx, op->index);
-  bool hit = idx.data && strcmp(idx.data, g->cache_key[op->buf]) == 0;
+  bool hit = idx.data && strcmp(idx.data, key) == 0;
   ptc_sb_free(&idx);
   return hit;
 }
 
+bool cug_cache_hit(cug* g, const ir_op* op) {
+  if (!g->in_loop || !g->cache[op->buf] || !g->cache_key[op->buf]) return false;
+  return index_is(g, op, g->cache_key[op->buf]);
+}
+
 bool cug_rvec_hit(cug* g, const ir_op* op) {
   if (!g->rvec_loop || !g->in_loop || !g->rvec_buf[op->buf] || !g->rvec_key[op->buf]) return false;
-  ptc_strbuf idx;
-  ptc_sb_init(&idx);
-  cug_index(g, &idx, op->index);
-  bool hit = idx.data && strcmp(idx.data, g->rvec_key[op->buf]) == 0;
-  ptc_sb_free(&idx);
-  return hit;
+  return index_is(g, op, g->rvec_key[op->buf]);
 }
 
 /* A load of a vectorised pointwise kernel's body that reads vix_b<id>[e]
  * (cug.vec_inner). */
 static bool vec_inner_hit(cug* g, const ir_op* op) {
   if (!g->rvec_buf[op->buf] || !g->rvec_key[op->buf] || op->args[0] >= 0) return false;
-  ptc_strbuf idx;
-  ptc_sb_init(&idx);
-  cug_index(g, &idx, op->index);
-  bool hit = idx.data && strcmp(idx.data, g->rvec_key[op->buf]) == 0;
-  ptc_sb_free(&idx);
-  return hit;
+  return index_is(g, op, g->rvec_key[op->buf]);
 }
 
 /* The register of a persistent row's element in the current loop step. */

@@ -330,6 +330,22 @@ static const sym_expr* flat_index(const cug* g) {
 
 static bool rvec_index_ok(const cug* g, const sym_expr* e, const sym_expr* rv, int64_t v);
 static bool index_text(cug* g, const sym_expr* index, ptc_strbuf* out);
+
+/* Records the index text of a load/store of buffer b as its row-vector key
+ * (g->rvec_key[b]); marks b bad when the text cannot be printed or differs
+ * from the key an earlier access recorded. */
+static void note_rvec_key(cug* g, const sym_expr* index, int32_t b, bool* bad) {
+  ptc_strbuf idx;
+  if (!index_text(g, index, &idx)) {
+    bad[b] = true;
+  } else if (!g->rvec_key[b]) {
+    g->rvec_key[b] = idx.data;
+    idx.data = NULL;
+  } else if (strcmp(g->rvec_key[b], idx.data) != 0) {
+    bad[b] = true;
+  }
+  ptc_sb_free(&idx);
+}
 static long env_knob(const char* name, long dflt, long lo, long hi);
 
 /* See cug.vec_inner. PTC_CUDA_VEC_INNER=0 turns it off (knob read at code
@@ -365,16 +381,7 @@ static void vec_inner_plan(cug* g) {
         bad[b] = true;
         continue;
       }
-      ptc_strbuf idx;
-      if (!index_text(g, op->index, &idx)) {
-        bad[b] = true;
-      } else if (!g->rvec_key[b]) {
-        g->rvec_key[b] = idx.data;
-        idx.data = NULL;
-      } else if (strcmp(g->rvec_key[b], idx.data) != 0) {
-        bad[b] = true;
-      }
-      ptc_sb_free(&idx);
+      note_rvec_key(g, op->index, b, bad);
     }
   }
   for (size_t b = 0; b < nb; b++) g->rvec_buf[b] = g->rvec_key[b] && !bad[b];
@@ -1337,16 +1344,7 @@ static ptc_status rvec_plan(cug* g) {
             bad[b] = true;
             continue;
           }
-          ptc_strbuf idx;
-          if (!index_text(g, op->index, &idx)) {
-            bad[b] = true;
-          } else if (!g->rvec_key[b]) {
-            g->rvec_key[b] = idx.data;
-            idx.data = NULL;
-          } else if (strcmp(g->rvec_key[b], idx.data) != 0) {
-            bad[b] = true;
-          }
-          ptc_sb_free(&idx);
+          note_rvec_key(g, op->index, b, bad);
         } else if (!rvec_index_ok(g, op->index, rv, v)) {
           bad[b] = true;
         }

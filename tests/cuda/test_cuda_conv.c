@@ -368,6 +368,50 @@ typedef struct pcase {
   int nan;                          /* a NaN at element 7 of the input */
 } pcase;
 
+/* Compares the first output of the cuda run rc with that of the ref run rr
+ * element by element (|a - b| <= rel * |b| + atol, NaN matching NaN) and
+ * counts the case as passed or failed; s is the status of everything
+ * before (consumed: a failure is printed and counted). */
+static void judge_first_output(const char* what, ptc_status s, ptc_results* rr, ptc_results* rc,
+                               int32_t dt, double rel, double atol) {
+  const cu_api* cu = &cuda_libs_get()->cu;
+  size_t es = ptc_dtype_size(dt);
+  void* got = NULL;
+  const ptc_tensor* tr = s ? NULL : ptc_results_get(rr, 0);
+  const ptc_tensor* tc = s ? NULL : ptc_results_get(rc, 0);
+  int64_t oe = 1;
+  for (int i = 0; tr && i < tr->ndim; i++) oe *= tr->shape[i];
+  if (!s && (tc->device.device_type != PTC_DEVICE_CUDA || tc->ndim != tr->ndim))
+    s = PTC_ERR(INTERNAL, "output not on the device");
+  if (!s && !(got = malloc((size_t)oe * es + 1))) s = ptc_status_oom();
+  if (!s && (cu->MemcpyDtoHAsync(got, (cu_deviceptr)(uintptr_t)tc->data + tc->byte_offset,
+                                 (size_t)oe * es, NULL) != CU_SUCCESS ||
+             cu->StreamSynchronize(NULL) != CU_SUCCESS))
+    s = PTC_ERR(INTERNAL, "copy back failed");
+  if (s) {
+    printf("FAIL %s: %s\n", what, ptc_status_message(s));
+    ptc_status_destroy(s);
+    failed++;
+    free(got);
+    return;
+  }
+  const void* ref = (const char*)tr->data + tr->byte_offset;
+  bool bad = false;
+  for (int64_t i = 0; i < oe && !bad; i++) {
+    double a = get(got, dt, i), b = get(ref, dt, i);
+    if ((isnan(a) && isnan(b)) || fabs(a - b) <= rel * fabs(b) + atol) continue;
+    printf("FAIL %s: output [%lld] = %.9g, ref %.9g\n", what, (long long)i, a, b);
+    bad = true;
+  }
+  if (bad) {
+    failed++;
+  } else {
+    passed++;
+    if (getenv("PTC_TEST_VERBOSE")) printf("ok %s\n", what);
+  }
+  free(got);
+}
+
 static const pcase pcases[] = {
     {"max_pool2d", 2, 5, 17, 18, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, 0, 0},  /* resnet's stem pool */
     {"max_pool2d", 2, 5, 17, 18, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, 0, 1},  /* NaN propagates */
@@ -425,7 +469,6 @@ static void run_pool_case(const pcase* c, int32_t dt, bool fast) {
   size_t es = ptc_dtype_size(dt);
   int64_t xe = c->n * c->c * c->h * c->w;
   void* hx = calloc((size_t)xe + 1, es);
-  void* got = NULL;
   cu_deviceptr px = 0;
   ptc_graph* g = NULL;
   ptc_executable *ec = NULL, *er = NULL;
@@ -457,42 +500,12 @@ static void run_pool_case(const pcase* c, int32_t dt, bool fast) {
   if (!s) s = ptc_executable_run_alloc(er, &th, 1, NULL, &rr);
   if (!s) s = ptc_executable_run_alloc(ec, &td, 1, NULL, &rc);
   unsetenv("PTC_CUDA_POOL_FAST");
-  const ptc_tensor* tr = s ? NULL : ptc_results_get(rr, 0);
-  const ptc_tensor* tc = s ? NULL : ptc_results_get(rc, 0);
-  int64_t oe = 1;
-  for (int i = 0; tr && i < tr->ndim; i++) oe *= tr->shape[i];
-  if (!s && (tc->device.device_type != PTC_DEVICE_CUDA || tc->ndim != tr->ndim))
-    s = PTC_ERR(INTERNAL, "output not on the device");
-  if (!s && !(got = malloc((size_t)oe * es + 1))) s = ptc_status_oom();
-  if (!s && (cu->MemcpyDtoHAsync(got, (cu_deviceptr)(uintptr_t)tc->data + tc->byte_offset,
-                                 (size_t)oe * es, NULL) != CU_SUCCESS ||
-             cu->StreamSynchronize(NULL) != CU_SUCCESS))
-    s = PTC_ERR(INTERNAL, "copy back failed");
-  if (s) {
-    printf("FAIL %s: %s\n", what, ptc_status_message(s));
-    ptc_status_destroy(s);
-    failed++;
-  } else {
-    bool mx = !strcmp(c->op, "max_pool2d");
-    /* averages: relative, with an absolute floor (a mean near 0 of values
-     * up to 3 cancels: f32 sums of 49 such values differ by ~1e-7 with order) */
-    double tol = mx ? 0 : dt == PTC_BF16 ? 1e-2 : dt == PTC_F16 ? 2e-3 : 1e-5;
-    double atol = mx ? 0 : dt == PTC_BF16 ? 1e-2 : dt == PTC_F16 ? 2e-3 : dt == PTC_F32 ? 2e-6 : 1e-12;
-    const void* ref = (const char*)tr->data + tr->byte_offset;
-    bool bad = false;
-    for (int64_t i = 0; i < oe && !bad; i++) {
-      double a = get(got, dt, i), b = get(ref, dt, i);
-      if ((isnan(a) && isnan(b)) || fabs(a - b) <= tol * fabs(b) + atol) continue;
-      printf("FAIL %s: output [%lld] = %.9g, ref %.9g\n", what, (long long)i, a, b);
-      bad = true;
-    }
-    if (bad) {
-      failed++;
-    } else {
-      passed++;
-      if (getenv("PTC_TEST_VERBOSE")) printf("ok %s\n", what);
-    }
-  }
+  bool mx = !strcmp(c->op, "max_pool2d");
+  /* averages: relative, with an absolute floor (a mean near 0 of values
+   * up to 3 cancels: f32 sums of 49 such values differ by ~1e-7 with order) */
+  double tol = mx ? 0 : dt == PTC_BF16 ? 1e-2 : dt == PTC_F16 ? 2e-3 : 1e-5;
+  double atol = mx ? 0 : dt == PTC_BF16 ? 1e-2 : dt == PTC_F16 ? 2e-3 : dt == PTC_F32 ? 2e-6 : 1e-12;
+  judge_first_output(what, s, rr, rc, dt, tol, atol);
   ptc_results_destroy(rr);
   ptc_results_destroy(rc);
   ptc_executable_release(ec);
@@ -500,7 +513,6 @@ static void run_pool_case(const pcase* c, int32_t dt, bool fast) {
   ptc_graph_destroy(g);
   cuda_free(px);
   free(hx);
-  free(got);
 }
 
 static void run_pools(void) {
@@ -572,7 +584,6 @@ static void run_graph_case(const gcase* c, int32_t dt, const char* policy, bool 
   int nin = c->bias ? 3 : 2;
   void* h[3] = {NULL, NULL, NULL};
   cu_deviceptr dp[3] = {0, 0, 0};
-  void* got = NULL;
   ptc_graph* g = NULL;
   ptc_executable *ec = NULL, *er = NULL;
   ptc_results *rc = NULL, *rr = NULL;
@@ -609,41 +620,11 @@ static void run_graph_case(const gcase* c, int32_t dt, const char* policy, bool 
   if (!s) s = ptc_executable_run_alloc(ec, td, (size_t)nin, NULL, &rc);
   unsetenv("PTC_CUDA_CONV_IGEMM");
   unsetenv("PTC_CUDA_CONV_VEC");
-  const ptc_tensor* tr = s ? NULL : ptc_results_get(rr, 0);
-  const ptc_tensor* tc = s ? NULL : ptc_results_get(rc, 0);
-  int64_t oe = 1;
-  for (int i = 0; tr && i < tr->ndim; i++) oe *= tr->shape[i];
-  if (!s && (tc->device.device_type != PTC_DEVICE_CUDA || tc->ndim != tr->ndim))
-    s = PTC_ERR(INTERNAL, "output not on the device");
-  if (!s && !(got = malloc((size_t)oe * es + 1))) s = ptc_status_oom();
-  if (!s && (cu->MemcpyDtoHAsync(got, (cu_deviceptr)(uintptr_t)tc->data + tc->byte_offset,
-                                 (size_t)oe * es, NULL) != CU_SUCCESS ||
-             cu->StreamSynchronize(NULL) != CU_SUCCESS))
-    s = PTC_ERR(INTERNAL, "copy back failed");
-  if (s) {
-    printf("FAIL %s: %s\n", what, ptc_status_message(s));
-    ptc_status_destroy(s);
-    failed++;
-  } else {
-    /* sums of up to 144 products of [-1, 1) values, rounded to the dtype */
-    double ck = (double)(c->c / c->groups * c->k * c->k);
-    double rel = dt == PTC_BF16 ? 1.6e-2 : dt == PTC_F16 ? 2e-3 : 1e-5;
-    double atol = (dt == PTC_BF16 ? 4e-3 : dt == PTC_F16 ? 5e-4 : 2e-6) * sqrt(ck) + rel;
-    const void* ref = (const char*)tr->data + tr->byte_offset;
-    bool bad = false;
-    for (int64_t i = 0; i < oe && !bad; i++) {
-      double a = get(got, dt, i), b = get(ref, dt, i);
-      if (fabs(a - b) <= rel * fabs(b) + atol) continue;
-      printf("FAIL %s: output [%lld] = %.9g, ref %.9g\n", what, (long long)i, a, b);
-      bad = true;
-    }
-    if (bad) {
-      failed++;
-    } else {
-      passed++;
-      if (getenv("PTC_TEST_VERBOSE")) printf("ok %s\n", what);
-    }
-  }
+  /* sums of up to 144 products of [-1, 1) values, rounded to the dtype */
+  double ck = (double)(c->c / c->groups * c->k * c->k);
+  double rel = dt == PTC_BF16 ? 1.6e-2 : dt == PTC_F16 ? 2e-3 : 1e-5;
+  double atol = (dt == PTC_BF16 ? 4e-3 : dt == PTC_F16 ? 5e-4 : 2e-6) * sqrt(ck) + rel;
+  judge_first_output(what, s, rr, rc, dt, rel, atol);
   ptc_results_destroy(rr);
   ptc_results_destroy(rc);
   ptc_executable_release(ec);
@@ -653,7 +634,6 @@ static void run_graph_case(const gcase* c, int32_t dt, const char* policy, bool 
     cuda_free(dp[i]);
     free(h[i]);
   }
-  free(got);
 }
 
 static void run_graphs(void) {
