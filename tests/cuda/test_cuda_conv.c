@@ -368,6 +368,17 @@ typedef struct pcase {
   int nan;                          /* a NaN at element 7 of the input */
 } pcase;
 
+/* Compiles g for the cuda backend (*ec) and the ref backend (*er). */
+static ptc_status compile_both(const ptc_graph* g, ptc_executable** ec, ptc_executable** er) {
+  ptc_compile_options o;
+  ptc_compile_options_init(&o);
+  o.backend = "cuda";
+  ptc_status s = ptc_compile(ctx, g, &o, ec);
+  o.backend = "ref";
+  if (!s) s = ptc_compile(ctx, g, &o, er);
+  return s;
+}
+
 /* Compares the first output of the cuda run rc with that of the ref run rr
  * element by element (|a - b| <= rel * |b| + atol, NaN matching NaN) and
  * counts the case as passed or failed; s is the status of everything
@@ -480,12 +491,7 @@ static void run_pool_case(const pcase* c, int32_t dt, bool fast) {
     s = PTC_ERR(INTERNAL, "device input");
   if (!fast) setenv("PTC_CUDA_POOL_FAST", "0", 1);
   if (!s) s = pool_graph(c, dt, &g);
-  ptc_compile_options o;
-  ptc_compile_options_init(&o);
-  o.backend = "cuda";
-  if (!s) s = ptc_compile(ctx, g, &o, &ec);
-  o.backend = "ref";
-  if (!s) s = ptc_compile(ctx, g, &o, &er);
+  if (!s) s = compile_both(g, &ec, &er);
   int64_t shape[4] = {c->n, c->c, c->h, c->w};
   ptc_tensor th, td;
   memset(&th, 0, sizeof th);
@@ -598,12 +604,7 @@ static void run_graph_case(const gcase* c, int32_t dt, const char* policy, bool 
   setenv("PTC_CUDA_CONV_IGEMM", policy, 1);
   if (!vec) setenv("PTC_CUDA_CONV_VEC", "0", 1);
   if (!s) s = conv_graph(c, dt, &g);
-  ptc_compile_options o;
-  ptc_compile_options_init(&o);
-  o.backend = "cuda";
-  if (!s) s = ptc_compile(ctx, g, &o, &ec);
-  o.backend = "ref";
-  if (!s) s = ptc_compile(ctx, g, &o, &er);
+  if (!s) s = compile_both(g, &ec, &er);
   ptc_tensor th[3], td[3];
   memset(th, 0, sizeof th);
   for (int i = 0; i < nin; i++) {
