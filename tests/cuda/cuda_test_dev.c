@@ -4,6 +4,9 @@
 
 #include "backends/cuda/cuda.h"
 #include "lib/core/core.h"
+#include "lib/ir/ir.h"
+
+#include <math.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +71,42 @@ ptc_tensor ctd_on_device(const ctd_tensor* h) {
   t.device.device_type = PTC_DEVICE_CUDA;
   t.device.device_id = 0;
   return t;
+}
+
+double ctd_store(void* p, int32_t dt, int64_t k, double x) {
+  switch (dt) {
+    case PTC_F64: return ((double*)p)[k] = x;
+    case PTC_F32: return ((float*)p)[k] = (float)x;
+    case PTC_F16: {
+      uint16_t v = ((uint16_t*)p)[k] = ptc_f32_to_f16((float)x);
+      return ptc_f16_to_f32(v);
+    }
+    default: {
+      uint16_t v = ((uint16_t*)p)[k] = ptc_f32_to_bf16((float)x);
+      return ptc_bf16_to_f32(v);
+    }
+  }
+}
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+
+double ctd_urand(void) {
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return (double)(rng_state >> 11) / (double)(1ull << 52) - 1.0;
+}
+
+double ctd_act_ref(int act, double x) {
+  switch (act) {
+    case IR_ACT_RELU: return x < 0 ? 0 : x;
+    case IR_ACT_GELU: return 0.5 * x * (1 + erf(x * 0.70710678118654752440));
+    case IR_ACT_GELU_TANH: return 0.5 * x * (1 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
+    case IR_ACT_SILU: return x / (1 + exp(-x));
+    case IR_ACT_SIGMOID: return 1 / (1 + exp(-x));
+    case IR_ACT_TANH: return tanh(x);
+    default: return x;
+  }
 }
 
 double ctd_load(const void* p, int32_t dt, int64_t k) {

@@ -1,5 +1,5 @@
 /* cuda_test_dev.h - device tensors for the cuda kernel tests (attention,
- * the attention rewrite, welford): a graph input filled on the host by the
+ * the attention rewrite, welford, GEMM, convolution): a graph input filled on the host by the
  * test's own value generator, copied to the device and seen as a CUDA
  * ptc_tensor; the element reader and the compile call those tests share.
  * Test code only: not thread-safe (uses the NULL stream synchronously). */
@@ -38,6 +38,17 @@ ptc_tensor ctd_on_device(const ctd_tensor* h);
 
 /* Element k of a host array of dtype dt (f32, f64, f16, else bf16) as a double. */
 double ctd_load(const void* p, int32_t dt, int64_t k);
+
+/* Element k of a host array of dtype dt (f32, f64, f16, else bf16) set to x
+ * rounded to dt; returns the stored value as a double. */
+double ctd_store(void* p, int32_t dt, int64_t k, double x);
+
+/* The next value in [-1, 1) of the test's xorshift stream (one stream per
+ * process, same seed in every test). */
+double ctd_urand(void);
+
+/* x through GEMM/conv epilogue activation act (an ir_activation) in double. */
+double ctd_act_ref(int act, double x);
 
 /* The GPU half's start: without a usable cuda backend prints a SKIP line
  * and returns false; else makes the primary context current, prints the

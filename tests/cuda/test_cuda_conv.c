@@ -37,6 +37,7 @@
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/cuda_conv_igemm.h"
 #include "backends/cuda/cuda_rt.h"
+#include "cuda_test_dev.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -52,44 +53,6 @@ static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static double urand(void) { /* [-1, 1) */
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return (double)(rng >> 11) / (double)(1ull << 52) - 1.0;
-}
-
-static double put(void* h, int32_t dt, int64_t i, double x) {
-  if (dt == PTC_F64) return ((double*)h)[i] = x;
-  if (dt == PTC_F32) {
-    ((float*)h)[i] = (float)x;
-    return (float)x;
-  }
-  uint16_t v = dt == PTC_F16 ? ptc_f32_to_f16((float)x) : ptc_f32_to_bf16((float)x);
-  ((uint16_t*)h)[i] = v;
-  return dt == PTC_F16 ? ptc_f16_to_f32(v) : ptc_bf16_to_f32(v);
-}
-
-static double get(const void* h, int32_t dt, int64_t i) {
-  if (dt == PTC_F64) return ((const double*)h)[i];
-  if (dt == PTC_F32) return ((const float*)h)[i];
-  uint16_t v = ((const uint16_t*)h)[i];
-  return dt == PTC_F16 ? ptc_f16_to_f32(v) : ptc_bf16_to_f32(v);
-}
-
-static double act_ref(int act, double x) {
-  switch (act) {
-    case IR_ACT_RELU: return x < 0 ? 0 : x;
-    case IR_ACT_GELU: return 0.5 * x * (1 + erf(x * 0.70710678118654752440));
-    case IR_ACT_GELU_TANH: return 0.5 * x * (1 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
-    case IR_ACT_SILU: return x / (1 + exp(-x));
-    case IR_ACT_SIGMOID: return 1 / (1 + exp(-x));
-    case IR_ACT_TANH: return tanh(x);
-    default: return x;
-  }
 }
 
 static const char* dname(int32_t dt) { return dt == PTC_F32 ? "tf32" : ptc_dtype_name(dt); }
@@ -163,9 +126,9 @@ static void run_case(const ccase* c, int32_t dt) {
     failed++;
     goto out;
   }
-  for (int64_t i = 0; i < xe; i++) xd[i] = put(hx, dt, i, urand());
-  for (int64_t i = 0; i < we; i++) wd[i] = put(hw, dt, i, urand());
-  for (int64_t i = 0; i < c->oc; i++) bd[i] = put(hb, dt, i, urand());
+  for (int64_t i = 0; i < xe; i++) xd[i] = ctd_store(hx, dt, i, ctd_urand());
+  for (int64_t i = 0; i < we; i++) wd[i] = ctd_store(hw, dt, i, ctd_urand());
+  for (int64_t i = 0; i < c->oc; i++) bd[i] = ctd_store(hb, dt, i, ctd_urand());
   int64_t x_off = c->x_layout == 1 ? c->c * c->h * c->w : 0; /* the slice's first channel */
   if (cuda_alloc((size_t)xe * es + 16, NULL, &px) || cuda_alloc((size_t)we * es + 16, NULL, &pw) ||
       cuda_alloc((size_t)c->oc * es + 16, NULL, &pb) || cuda_alloc((size_t)oe * es + 16, NULL, &po) ||
@@ -219,8 +182,8 @@ static void run_case(const ccase* c, int32_t dt) {
             acc += d.beta * bd[o];
             scale += fabs(d.beta * bd[o]);
           }
-          double want = act_ref(c->act, acc);
-          double got = get(ho, dt, ((img * c->oc + o) * d.oh + oy) * d.ow + ox);
+          double want = ctd_act_ref(c->act, acc);
+          double got = ctd_load(ho, dt, ((img * c->oc + o) * d.oh + oy) * d.ow + ox);
           double err = fabs(got - want) / scale;
           if (!(err <= tol)) {
             printf("FAIL %s: [%lld, %lld, %lld, %lld] = %g, expected %g\n", what, (long long)img,
@@ -409,7 +372,7 @@ static void judge_first_output(const char* what, ptc_status s, ptc_results* rr, 
   const void* ref = (const char*)tr->data + tr->byte_offset;
   bool bad = false;
   for (int64_t i = 0; i < oe && !bad; i++) {
-    double a = get(got, dt, i), b = get(ref, dt, i);
+    double a = ctd_load(got, dt, i), b = ctd_load(ref, dt, i);
     if ((isnan(a) && isnan(b)) || fabs(a - b) <= rel * fabs(b) + atol) continue;
     printf("FAIL %s: output [%lld] = %.9g, ref %.9g\n", what, (long long)i, a, b);
     bad = true;
@@ -485,7 +448,7 @@ static void run_pool_case(const pcase* c, int32_t dt, bool fast) {
   ptc_executable *ec = NULL, *er = NULL;
   ptc_results *rc = NULL, *rr = NULL;
   ptc_status s = hx ? PTC_OK : ptc_status_oom();
-  for (int64_t i = 0; !s && i < xe; i++) put(hx, dt, i, c->nan && i == 7 ? NAN : 3 * urand());
+  for (int64_t i = 0; !s && i < xe; i++) ctd_store(hx, dt, i, c->nan && i == 7 ? NAN : 3 * ctd_urand());
   if (!s && (cuda_alloc((size_t)xe * es, NULL, &px) ||
              cu->MemcpyHtoDAsync(px, hx, (size_t)xe * es, NULL) != CU_SUCCESS))
     s = PTC_ERR(INTERNAL, "device input");
@@ -596,7 +559,7 @@ static void run_graph_case(const gcase* c, int32_t dt, const char* policy, bool 
   ptc_status s = PTC_OK;
   for (int i = 0; !s && i < nin; i++) {
     if (!(h[i] = calloc((size_t)el[i] + 1, es))) s = ptc_status_oom();
-    for (int64_t j = 0; !s && j < el[i]; j++) put(h[i], dt, j, urand());
+    for (int64_t j = 0; !s && j < el[i]; j++) ctd_store(h[i], dt, j, ctd_urand());
     if (!s && (cuda_alloc((size_t)el[i] * es, NULL, &dp[i]) ||
                cu->MemcpyHtoDAsync(dp[i], h[i], (size_t)el[i] * es, NULL) != CU_SUCCESS))
       s = PTC_ERR(INTERNAL, "device input");

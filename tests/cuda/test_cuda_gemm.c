@@ -22,6 +22,7 @@
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/cuda_gemm_tc.h"
 #include "backends/cuda/cuda_rt.h"
+#include "cuda_test_dev.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -37,43 +38,6 @@ static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static double urand(void) { /* [-1, 1) */
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return (double)(rng >> 11) / (double)(1ull << 52) - 1.0;
-}
-
-/* Stores x as dtype at h[i]; returns the stored value. */
-static double put(void* h, int32_t dt, int64_t i, double x) {
-  if (dt == PTC_F32) {
-    ((float*)h)[i] = (float)x;
-    return (float)x;
-  }
-  uint16_t v = dt == PTC_F16 ? ptc_f32_to_f16((float)x) : ptc_f32_to_bf16((float)x);
-  ((uint16_t*)h)[i] = v;
-  return dt == PTC_F16 ? ptc_f16_to_f32(v) : ptc_bf16_to_f32(v);
-}
-
-static double get(const void* h, int32_t dt, int64_t i) {
-  if (dt == PTC_F32) return ((const float*)h)[i];
-  uint16_t v = ((const uint16_t*)h)[i];
-  return dt == PTC_F16 ? ptc_f16_to_f32(v) : ptc_bf16_to_f32(v);
-}
-
-static double act_ref(int act, double x) {
-  switch (act) {
-    case IR_ACT_RELU: return x < 0 ? 0 : x;
-    case IR_ACT_GELU: return 0.5 * x * (1 + erf(x * 0.70710678118654752440));
-    case IR_ACT_GELU_TANH: return 0.5 * x * (1 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
-    case IR_ACT_SILU: return x / (1 + exp(-x));
-    case IR_ACT_SIGMOID: return 1 / (1 + exp(-x));
-    case IR_ACT_TANH: return tanh(x);
-    default: return x;
-  }
 }
 
 typedef struct gcase {
@@ -150,12 +114,12 @@ static void run_case(const gcase* c) {
   for (int64_t b = 0; b < Bt; b++)
     for (int64_t i = 0; i < M; i++)
       for (int64_t q = 0; q < K; q++)
-        ad[(b * M + i) * K + q] = put(ha, dt, b * a_per + i * g.a_sm + q * g.a_sk, urand());
+        ad[(b * M + i) * K + q] = ctd_store(ha, dt, b * a_per + i * g.a_sm + q * g.a_sk, ctd_urand());
   for (int64_t b = 0; b < b_count; b++)
     for (int64_t q = 0; q < K; q++)
       for (int64_t j = 0; j < N; j++)
-        bd[(b * K + q) * N + j] = put(hb, dt, b * b_per + q * g.b_sk + j * g.b_sn, urand());
-  for (int64_t j = 0; j < N; j++) dd[j] = put(hd, dt, j, urand());
+        bd[(b * K + q) * N + j] = ctd_store(hb, dt, b * b_per + q * g.b_sk + j * g.b_sn, ctd_urand());
+  for (int64_t j = 0; j < N; j++) dd[j] = ctd_store(hd, dt, j, ctd_urand());
   if (cuda_alloc(abytes + 16, NULL, &pa) || cuda_alloc(bbytes + 16, NULL, &pb) ||
       cuda_alloc(cbytes + 16, NULL, &pc) || cuda_alloc(dbytes + 16, NULL, &pd) ||
       cu->MemcpyHtoDAsync(pa, ha, abytes, NULL) || cu->MemcpyHtoDAsync(pb, hb, bbytes, NULL) ||
@@ -199,7 +163,7 @@ static void run_case(const gcase* c) {
           x += c->beta * dd[j];
           scale += fabs(c->beta * dd[j]);
         }
-        double want = act_ref(c->act, x), got = get(hc, dt, (b * M + i) * N + j);
+        double want = ctd_act_ref(c->act, x), got = ctd_load(hc, dt, (b * M + i) * N + j);
         double err = fabs(got - want) / scale;
         if (!(err <= tol)) {
           printf("FAIL %s (%s): [%lld, %lld, %lld] = %g, expected %g\n", what, vname(v),
@@ -291,7 +255,7 @@ static void api_case(int32_t dt, int64_t M, int64_t K, int64_t N, const char* ac
     h[i] = calloc((size_t)counts[i] + 8, es);
     d[i] = calloc((size_t)counts[i] + 8, sizeof(double));
     if (!h[i] || !d[i]) s = ptc_status_oom();
-    for (int64_t j = 0; !s && j < counts[i]; j++) d[i][j] = put(h[i], dt, j, urand());
+    for (int64_t j = 0; !s && j < counts[i]; j++) d[i][j] = ctd_store(h[i], dt, j, ctd_urand());
     ptc_dim dims[2] = {{shapes[i][0], 0, 0}, {shapes[i][1], 0, 0}};
     if (!s) s = ptc_graph_add_input(g, NULL, dt, dims, (size_t)ranks[i], NULL, &v[i]);
     if (!s) s = cuda_alloc((size_t)counts[i] * es + 16, NULL, &p[i]);
@@ -344,7 +308,7 @@ static void api_case(int32_t dt, int64_t M, int64_t K, int64_t N, const char* ac
         acc += pr;
         mag += fabs(pr);
       }
-      double want = act_ref(code, acc + d[2][j]), got = get(hc, dt, i * N + j);
+      double want = ctd_act_ref(code, acc + d[2][j]), got = ctd_load(hc, dt, i * N + j);
       if (!(fabs(got - want) / (mag + fabs(d[2][j]) + 1) <= tol)) {
         printf("FAIL %s: [%lld, %lld] = %g, expected %g\n", what, (long long)i, (long long)j, got,
                want);
