@@ -14,11 +14,27 @@
  * TF32, PyTorch's default "highest" precision), or CUBLAS_COMPUTE_32F_FAST_TF32
  * when the call allows TF32 (c->tf32: matmul_precision / conv_precision
  * "high" or "medium"), f16/bf16 accumulate in f32,
- * f64 in f64. The heuristic's algorithm choice is cached per descriptor and
- * layouts (no cublasLtMatmulAlgoGetHeuristic call per run). */
-#include "cuda_plan.h"
+ * f64 in f64. The algorithm choice is cached per descriptor and layouts
+ * (no cublasLtMatmulAlgoGetHeuristic call per run).
+ *
+ * Algorithm tuning: on the first call of a key (types, compute, ops,
+ * epilogue, layouts, batch) whose GEMM has at least
+ * PTC_CUDA_GEMM_TUNE_MIN_MFLOP (default 100) MFLOP, cuBLASLt is asked for
+ * PTC_CUDA_GEMM_TUNE (default 8; 0 or 1: off) heuristic candidates, each is
+ * timed with CUDA events on the call's stream into a scratch output (the
+ * stream is waited for once), and the fastest is kept in the cache and on
+ * disk (<cache>/cuda/<key>.lttune, so a later process does not time it
+ * again). Never during stream capture (the top heuristic then, timed on a
+ * later call outside capture). PTC_CUDA_GEMM_TUNE_SPLITK=1 adds split-K
+ * 2..4 variants of the top two; PTC_CUDA_GEMM_TUNE_LOG=1 prints every
+ * candidate's time to stderr (debugging); the choice is logged at INFO. */
+#include "cuda_blaslt.h"
 
+#include "../../lib/runtime/kcache.h"
+
+#include <dlfcn.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,7 +46,10 @@ enum {
   LT_DESC_TRANSA = 3, LT_DESC_TRANSB = 4, LT_DESC_EPILOGUE = 7, LT_DESC_BIAS_POINTER = 8,
   LT_LAYOUT_BATCH_COUNT = 5, LT_LAYOUT_BATCH_STRIDE = 6,
   LT_PREF_MAX_WORKSPACE = 1,
-  LT_EPI_DEFAULT = 1, LT_EPI_RELU = 2, LT_EPI_BIAS = 4
+  LT_EPI_DEFAULT = 1, LT_EPI_RELU = 2, LT_EPI_BIAS = 4,
+  LT_CFG_ID = 0, LT_CFG_TILE_ID = 1, LT_CFG_SPLITK_NUM = 2, LT_CFG_REDUCTION_SCHEME = 3,
+  LT_CFG_CTA_SWIZZLING = 4, LT_CFG_STAGES_ID = 6,
+  LT_REDUCE_COMPUTE_TYPE = 2
 };
 
 #define LT_WORKSPACE ((size_t)32 << 20)
@@ -190,15 +209,107 @@ static bool make_layout(const cublaslt_api* lt, const lt_mat* m, int type, int64
          lt->MatrixLayoutSetAttribute(*out, LT_LAYOUT_BATCH_STRIDE, &stride, sizeof stride) == 0;
 }
 
+static bool make_desc(const cublaslt_api* lt, int compute, bool f64, int32_t ta, int32_t tb,
+                      uint32_t epi, bool has_bias, cu_deviceptr pbias, cublaslt_matmul_desc* out) {
+  *out = NULL;
+  bool ok = lt->MatmulDescCreate(out, compute, f64 ? LT_R_64F : LT_R_32F) == 0 &&
+            lt->MatmulDescSetAttribute(*out, LT_DESC_TRANSA, &ta, sizeof ta) == 0 &&
+            lt->MatmulDescSetAttribute(*out, LT_DESC_TRANSB, &tb, sizeof tb) == 0 &&
+            lt->MatmulDescSetAttribute(*out, LT_DESC_EPILOGUE, &epi, sizeof epi) == 0;
+  if (ok && has_bias) {
+    const void* bp = (const void*)(uintptr_t)pbias;
+    ok = lt->MatmulDescSetAttribute(*out, LT_DESC_BIAS_POINTER, &bp, sizeof bp) == 0;
+  }
+  if (!ok && *out) {
+    lt->MatmulDescDestroy(*out);
+    *out = NULL;
+  }
+  return ok;
+}
+
+/* ---- optional entry points (tuning) ------------------------------------------------
+ * Resolved here from the libraries the loader already opened (dlopen with
+ * RTLD_NOLOAD, as cuda_tune.c does), so that the loader's tables stay as
+ * they are: cuEventElapsedTime, and cuBLASLt's algorithm config set/get,
+ * algorithm check (split-K variants) and version (the disk key). Absent
+ * ones turn the feature they serve off. */
+typedef struct lt_extra {
+  cublas_status (*CfgSet)(void* algo, int attr, const void* buf, size_t n);
+  cublas_status (*CfgGet)(const void* algo, int attr, void* buf, size_t n, size_t* written);
+  cublas_status (*Check)(cublaslt_handle h, cublaslt_matmul_desc d, cublaslt_layout a,
+                         cublaslt_layout b, cublaslt_layout c, cublaslt_layout dl,
+                         const void* algo, cublaslt_heuristic* res);
+  size_t (*Version)(void);
+  cu_result (*Elapsed)(float* ms, cu_event e0, cu_event e1);
+} lt_extra;
+
+static lt_extra X;
+static pthread_once_t x_once = PTHREAD_ONCE_INIT;
+
+static void x_load(void) {
+  static const char* names[] = {"libcublasLt.so.13", "libcublasLt.so.12",
+                                "/usr/local/cuda/lib64/libcublasLt.so.13",
+                                "/usr/local/cuda/lib64/libcublasLt.so.12"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    void* h = dlopen(names[i], RTLD_NOW | RTLD_NOLOAD);
+    if (!h) continue;
+    *(void**)&X.CfgSet = dlsym(h, "cublasLtMatmulAlgoConfigSetAttribute");
+    *(void**)&X.CfgGet = dlsym(h, "cublasLtMatmulAlgoConfigGetAttribute");
+    *(void**)&X.Check = dlsym(h, "cublasLtMatmulAlgoCheck");
+    *(void**)&X.Version = dlsym(h, "cublasLtGetVersion");
+    break; /* the handles stay open for the process, as the loader's do */
+  }
+  void* cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (cu) *(void**)&X.Elapsed = dlsym(cu, "cuEventElapsedTime");
+}
+
+/* ---- knobs -------------------------------------------------------------------------- */
+
+#define LT_TUNE_DEFAULT 8     /* heuristic candidates timed per key */
+#define LT_TUNE_MAX 32
+#define LT_TUNE_MIN_MFLOP 100.0
+#define LT_TUNE_REPS 3        /* timed runs per candidate and round (after one warm-up) */
+#define LT_TUNE_ROUNDS 2      /* each candidate's time: the least of its rounds */
+#define LT_SPLITK_MAX 3       /* split-K variants (2, 3, 4) of the top heuristics ... */
+#define LT_SPLITK_BASES 2     /* ... of this many of them */
+
+int cuda_blaslt_tune_count(void) {
+  const char* e = getenv("PTC_CUDA_GEMM_TUNE");
+  if (!e || !*e) return LT_TUNE_DEFAULT;
+  char* end = NULL;
+  long v = strtol(e, &end, 10);
+  if (!end || *end) return LT_TUNE_DEFAULT;
+  if (v <= 1) return 0;
+  return v > LT_TUNE_MAX ? LT_TUNE_MAX : (int)v;
+}
+
+static double tune_min_flop(void) {
+  const char* e = getenv("PTC_CUDA_GEMM_TUNE_MIN_MFLOP");
+  char* end = NULL;
+  double v = e && *e ? strtod(e, &end) : -1;
+  return (end && !*end && v >= 0 ? v : LT_TUNE_MIN_MFLOP) * 1e6;
+}
+
+static bool env_on(const char* name) {
+  const char* e = getenv(name);
+  return e && *e && strcmp(e, "0") != 0;
+}
+
 /* ---- heuristic cache -----------------------------------------------------------
  * cublasLtMatmulAlgoGetHeuristic costs host time on every call (a model
  * runs dozens of GEMMs per step); its answer depends only on the
  * descriptor and layouts, so it is kept per (types, ops, epilogue, layouts,
- * batch) in a small process-wide table (round-robin replacement). The
- * descriptor and the three layouts are kept with it (about a dozen
- * cuBLASLt create/set/destroy calls less per GEMM): a call finding its
- * entry sets the bias pointer and calls cublasLtMatmul with the table's
- * lock held (the descriptor is shared). */
+ * batch) in a small process-wide table (round-robin replacement of entries
+ * no call is using). The descriptor and the three layouts are kept with it
+ * (about a dozen cuBLASLt create/set/destroy calls less per GEMM). The lock
+ * is held for lookup and insert only, never around cublasLtMatmul: a call
+ * marks its entry in use (users; an entry in use is never replaced or
+ * freed), and a call with a bias whose entry another call is using makes
+ * its own descriptor (the bias pointer is set on the descriptor, which
+ * cuBLASLt reads during the enqueue only). `tuned`: the algorithm was
+ * chosen by timing (or read from the disk record of one); an entry put
+ * during stream capture or with tuning off is not, and a later call with
+ * tuning on (outside capture) times it then. */
 typedef struct lt_key {
   int32_t type, compute, ta, tb;
   uint32_t epi, used;
@@ -211,12 +322,15 @@ typedef struct lt_entry {
   lt_key key;
   cublaslt_heuristic h;
   lt_objs o; /* descriptor and layouts, owned by the table (pref unused) */
+  bool tuned;
+  int users;
 } lt_entry;
 
 #define LT_CACHE 128
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static lt_entry cache[LT_CACHE];
 static size_t cache_next;
+static cuda_blaslt_stats stats; /* under cache_lock */
 
 static void key_of(const lt_plan* lp, int type, int compute, uint32_t epi, int64_t count,
                    lt_key* k) {
@@ -246,114 +360,503 @@ static lt_entry* cache_find_locked(const lt_key* k) {
 }
 
 /* Keeps (k, h) and takes o's descriptor and layouts (o is emptied); the
- * entry replaced frees its objects. */
+ * entry replaced (one no call is using) frees its objects. An entry of k
+ * already there (another thread's, or an untuned one) only takes a tuned h
+ * when nobody uses it; o then stays with the caller. */
 static void cache_put(const cublaslt_api* lt, const lt_key* k, const cublaslt_heuristic* h,
-                      lt_objs* o) {
+                      bool tuned, lt_objs* o) {
   pthread_mutex_lock(&cache_lock);
-  if (!cache_find_locked(k)) { /* another thread may have put it meanwhile */
-    lt_entry* e = &cache[cache_next++ % LT_CACHE];
-    objs_free(lt, &e->o);
-    e->key = *k;
-    e->h = *h;
-    e->o = *o;
-    e->o.pref = NULL;
-    o->desc = NULL;
-    o->lx = o->ly = o->ld = NULL;
+  lt_entry* e = cache_find_locked(k);
+  if (e) {
+    if (tuned && !e->tuned && e->users == 0) {
+      e->h = *h;
+      e->tuned = true;
+    }
+  } else {
+    for (size_t tries = 0; tries < LT_CACHE && !e; tries++) {
+      lt_entry* c = &cache[cache_next++ % LT_CACHE];
+      if (c->users == 0) e = c;
+    }
+    if (e) {
+      objs_free(lt, &e->o);
+      e->key = *k;
+      e->h = *h;
+      e->o = *o;
+      e->o.pref = NULL;
+      e->tuned = tuned;
+      e->users = 0;
+      o->desc = NULL;
+      o->lx = o->ly = o->ld = NULL;
+    }
   }
   pthread_mutex_unlock(&cache_lock);
 }
+
+void cuda_blaslt_get_stats(cuda_blaslt_stats* out) {
+  pthread_mutex_lock(&cache_lock);
+  *out = stats;
+  pthread_mutex_unlock(&cache_lock);
+}
+
+void cuda_blaslt_forget(void) {
+  const cuda_libs* L = cuda_libs_get();
+  pthread_mutex_lock(&cache_lock);
+  for (size_t i = 0; i < LT_CACHE; i++)
+    if (cache[i].key.used && cache[i].users == 0) {
+      if (L->have_lt) objs_free(&L->lt, &cache[i].o);
+      memset(&cache[i], 0, sizeof cache[i]);
+    }
+  memset(&stats, 0, sizeof stats);
+  pthread_mutex_unlock(&cache_lock);
+}
+
+/* What one GEMM call needs besides the cache. */
+typedef struct lt_call {
+  const cublaslt_api* lt;
+  const cuda_ext_call* c;
+  const cuda_mm_args* g;
+  lt_plan lp;
+  lt_key key;
+  int type, compute;
+  int32_t dtype;
+  bool f64;
+  uint32_t epi;
+  cu_deviceptr pbias;
+  const void* alpha;
+  const void* beta;
+} lt_call;
+
+static ptc_status matmul_once(const lt_call* k, cublaslt_matmul_desc desc, const lt_objs* o,
+                              const cublaslt_heuristic* h, cu_deviceptr pc, cu_deviceptr ws) {
+  void* dp = (void*)(uintptr_t)pc;
+  int r = k->lt->Matmul(handle, desc, k->alpha, (const void*)(uintptr_t)*k->lp.px, o->lx,
+                        (const void*)(uintptr_t)*k->lp.py, o->ly, k->beta, dp, o->ld, dp, o->ld,
+                        h->algo, (void*)(uintptr_t)ws, h->workspace_size, k->c->stream);
+  return r ? PTC_ERR(INTERNAL, "cuda backend: cublasLtMatmul failed with status %d", r) : PTC_OK;
+}
+
+/* The cached entry's descriptor, layouts and algorithm, when there is an
+ * entry (and it is tuned, unless allow_untuned); *done false otherwise. */
+static ptc_status run_cached(const lt_call* k, cu_deviceptr pc, bool allow_untuned, bool* done) {
+  const cublaslt_api* lt = k->lt;
+  bool bias = k->g->has_bias;
+  pthread_mutex_lock(&cache_lock);
+  lt_entry* e = cache_find_locked(&k->key);
+  if (!e || (!e->tuned && !allow_untuned)) {
+    pthread_mutex_unlock(&cache_lock);
+    return PTC_OK;
+  }
+  cublaslt_heuristic h = e->h;
+  lt_objs o = e->o;
+  bool own = bias && e->users > 0; /* the shared descriptor is someone else's right now */
+  bool set = true;
+  if (bias && !own) {
+    const void* bp = (const void*)(uintptr_t)k->pbias;
+    set = lt->MatmulDescSetAttribute(e->o.desc, LT_DESC_BIAS_POINTER, &bp, sizeof bp) == 0;
+  }
+  e->users++;
+  stats.hits++;
+  pthread_mutex_unlock(&cache_lock);
+  cublaslt_matmul_desc tmp = NULL;
+  if (own)
+    set = make_desc(lt, k->compute, k->f64, k->lp.x.op, k->lp.y.op, k->epi, true, k->pbias, &tmp);
+  cu_deviceptr ws = 0;
+  ptc_status s = set ? PTC_OK
+                     : PTC_ERR(INTERNAL, "cuda backend: setting the cuBLASLt bias pointer failed");
+  if (!s && h.workspace_size) s = cuda_alloc(h.workspace_size, k->c->stream, &ws);
+  if (!s) s = matmul_once(k, own ? tmp : o.desc, &o, &h, pc, ws);
+  if (!s) *done = true;
+  cuda_free(ws);
+  if (tmp) lt->MatmulDescDestroy(tmp);
+  pthread_mutex_lock(&cache_lock);
+  e->users--;
+  pthread_mutex_unlock(&cache_lock);
+  return s;
+}
+
+/* Candidates: up to n_req heuristic results (usable ones, cuBLASLt's order)
+ * and, with split-K on, split-K 2..4 variants of the top LT_SPLITK_BASES
+ * that cublasLtMatmulAlgoCheck accepts within the workspace. Returns the
+ * number written to out (cap entries). */
+static int candidates(const lt_call* k, const lt_objs* o, int n_req, bool splitk,
+                      cublaslt_heuristic* out, int cap) {
+  const cublaslt_api* lt = k->lt;
+  size_t ws_max = LT_WORKSPACE;
+  int n_ret = 0;
+  cublaslt_pref pref = NULL;
+  if (n_req > cap) n_req = cap;
+  bool ok = lt->PreferenceCreate(&pref) == 0 &&
+            lt->PreferenceSetAttribute(pref, LT_PREF_MAX_WORKSPACE, &ws_max, sizeof ws_max) == 0 &&
+            lt->AlgoGetHeuristic(handle, o->desc, o->lx, o->ly, o->ld, o->ld, pref, n_req, out,
+                                 &n_ret) == 0;
+  if (pref) lt->PreferenceDestroy(pref);
+  if (!ok || n_ret < 0) return 0;
+  int n = 0;
+  for (int i = 0; i < n_ret; i++)
+    if (out[i].state == 0) out[n++] = out[i];
+  if (!splitk || !X.CfgSet || !X.Check) return n;
+  int bases = n < LT_SPLITK_BASES ? n : LT_SPLITK_BASES;
+  for (int b = 0; b < bases; b++)
+    for (int32_t sk = 2; sk <= 1 + LT_SPLITK_MAX && n < cap; sk++) {
+      cublaslt_heuristic v = out[b];
+      uint32_t scheme = LT_REDUCE_COMPUTE_TYPE;
+      cublaslt_heuristic res;
+      memset(&res, 0, sizeof res);
+      if (X.CfgSet(v.algo, LT_CFG_SPLITK_NUM, &sk, sizeof sk) != 0 ||
+          X.CfgSet(v.algo, LT_CFG_REDUCTION_SCHEME, &scheme, sizeof scheme) != 0 ||
+          X.Check(handle, o->desc, o->lx, o->ly, o->ld, o->ld, v.algo, &res) != 0 ||
+          res.workspace_size > LT_WORKSPACE)
+        continue;
+      v.workspace_size = res.workspace_size;
+      v.waves_count = res.waves_count;
+      out[n++] = v;
+    }
+  return n;
+}
+
+/* Bytes of the output's storage range (elements (r, c) of every entry). */
+static size_t out_bytes(const lt_plan* lp, int64_t count, size_t es) {
+  int64_t last = (int64_t)(lp->d.lcols - 1) * lp->d.ld + (int64_t)lp->d.lrows;
+  if (count > 1) last += (count - 1) * lp->sd;
+  return (size_t)last * es;
+}
+
+static size_t dtype_bytes(int32_t dt) {
+  return dt == PTC_F64 ? 8 : dt == PTC_F32 ? 4 : 2;
+}
+
+/* Times each candidate on the call's stream (one warm-up, then reps runs
+ * between two events; the least of LT_TUNE_ROUNDS rounds) into a scratch
+ * output, so the call's own output and inputs are untouched; ms[i] < 0 for
+ * a candidate cublasLtMatmul refused. The stream is waited for. */
+static ptc_status time_cands(const lt_call* k, const lt_objs* o, const cublaslt_heuristic* cand,
+                             int n, int64_t count, int reps, int rounds, float* ms) {
+  const cu_api* cu = &cuda_libs_get()->cu;
+  size_t ws_max = 0;
+  for (int i = 0; i < n; i++)
+    if (cand[i].workspace_size > ws_max) ws_max = cand[i].workspace_size;
+  cu_deviceptr scratch = 0, ws = 0;
+  cu_event e0 = NULL, e1 = NULL;
+  cu_stream st = k->c->stream;
+  ptc_status s = cuda_alloc(out_bytes(&k->lp, count, dtype_bytes(k->dtype)), st, &scratch);
+  if (!s && ws_max) s = cuda_alloc(ws_max, st, &ws);
+  if (!s && (cu->EventCreate(&e0, 0) != CU_SUCCESS || cu->EventCreate(&e1, 0) != CU_SUCCESS))
+    s = PTC_ERR(INTERNAL, "cuda backend: cannot create CUDA events for GEMM tuning");
+  for (int i = 0; i < n; i++) ms[i] = -1;
+  for (int r = 0; !s && r < rounds; r++)
+    for (int i = 0; !s && i < n; i++) {
+      if (r > 0 && ms[i] < 0) continue;
+      ptc_status w = matmul_once(k, o->desc, o, &cand[i], scratch, ws);
+      if (w) { /* this algorithm does not run here: not a candidate */
+        ptc_status_destroy(w);
+        continue;
+      }
+      if (cu->EventRecord(e0, st) != CU_SUCCESS) {
+        s = PTC_ERR(INTERNAL, "cuda backend: recording a CUDA event failed (GEMM tuning)");
+        break;
+      }
+      for (int j = 0; !s && j < reps; j++) s = matmul_once(k, o->desc, o, &cand[i], scratch, ws);
+      float t = 0;
+      if (!s && (cu->EventRecord(e1, st) != CU_SUCCESS || cu->EventSynchronize(e1) != CU_SUCCESS ||
+                 X.Elapsed(&t, e0, e1) != CU_SUCCESS))
+        s = PTC_ERR(INTERNAL, "cuda backend: timing a cuBLASLt algorithm failed");
+      if (!s && (ms[i] < 0 || t / (float)reps < ms[i])) ms[i] = t / (float)reps;
+    }
+  if (e0) cu->EventDestroy(e0);
+  if (e1) cu->EventDestroy(e1);
+  cuda_free(ws);
+  cuda_free(scratch);
+  return s;
+}
+
+/* "algo 21 tile 128x128 stages 3 split-K 1 swizzle 0" (config get absent: "algo ?"). */
+static void algo_text(const cublaslt_heuristic* h, char* out, size_t cap) {
+  int32_t id = -1, sk = 1;
+  uint32_t tile = 0, stages = 0, swz = 0;
+  if (!X.CfgGet) {
+    snprintf(out, cap, "algo ?");
+    return;
+  }
+  size_t w = 0;
+  X.CfgGet(h->algo, LT_CFG_ID, &id, sizeof id, &w);
+  X.CfgGet(h->algo, LT_CFG_TILE_ID, &tile, sizeof tile, &w);
+  X.CfgGet(h->algo, LT_CFG_STAGES_ID, &stages, sizeof stages, &w);
+  X.CfgGet(h->algo, LT_CFG_SPLITK_NUM, &sk, sizeof sk, &w);
+  X.CfgGet(h->algo, LT_CFG_CTA_SWIZZLING, &swz, sizeof swz, &w);
+  /* cublasLtMatmulTile_t 11..35 (the tiles GEMMs of this size use) */
+  static const char* tiles[] = {"32x32",   "32x64",   "64x32",   "32x128",  "64x64",
+                                "128x32",  "64x128",  "128x64",  "64x256",  "128x128",
+                                "256x64",  "64x512",  "128x256", "256x128", "512x64",
+                                "64x96",   "96x64",   "96x128",  "128x160", "160x128",
+                                "192x128", "128x192", "128x96",  "32x256",  "256x32"};
+  char tt[24];
+  if (tile >= 11 && tile < 11 + sizeof tiles / sizeof tiles[0])
+    snprintf(tt, sizeof tt, "%s", tiles[tile - 11]);
+  else
+    snprintf(tt, sizeof tt, "#%u", tile);
+  snprintf(out, cap, "algo %d tile %s stages %u split-K %d swizzle %u ws %zu", id, tt, stages, sk,
+           swz, h->workspace_size);
+}
+
+/* ---- disk record of a timed choice ------------------------------------------------
+ * <cache>/cuda/<key>.lttune holds "ptc-lt-tune-1 index I of N": the
+ * position of the fastest candidate in this call's candidate list, which
+ * the same cuBLASLt (its version is in the key) builds the same way on the
+ * same device for the same key, so a later process takes it without
+ * timing. Not used when the cache is disabled (PTC_CACHE=0). */
+static bool disk_path(const lt_call* k, int n, bool splitk, char* out, size_t cap) {
+  if (kcache_disabled()) return false;
+  const cuda_device* d = k->c->plan ? k->c->plan->dev : cuda_device_get();
+  if (!d) return false;
+  char dev[192], ver[48], kt[512], cs[48];
+  snprintf(dev, sizeof dev, "%s|sm_%d%d|%d SMs", d->name, d->cc_major, d->cc_minor, d->sm_count);
+  snprintf(ver, sizeof ver, "cublasLt %zu", X.Version ? X.Version() : (size_t)0);
+  const lt_key* y = &k->key;
+  snprintf(kt, sizeof kt,
+           "t%d c%d op%d%d e%u x%llux%llu/%lld/%lld y%llux%llu/%lld/%lld d%llux%llu/%lld/%lld n%lld",
+           y->type, y->compute, y->ta, y->tb, y->epi, (unsigned long long)y->rows[0],
+           (unsigned long long)y->cols[0], (long long)y->ld[0], (long long)y->stride[0],
+           (unsigned long long)y->rows[1], (unsigned long long)y->cols[1], (long long)y->ld[1],
+           (long long)y->stride[1], (unsigned long long)y->rows[2], (unsigned long long)y->cols[2],
+           (long long)y->ld[2], (long long)y->stride[2], (long long)y->count);
+  snprintf(cs, sizeof cs, "n=%d splitk=%d", n, (int)splitk);
+  const char* parts[] = {"ptc-cuda-lt-tune-1", dev, ver, kt, cs};
+  char key[65];
+  ptc_status s = kcache_key(parts, sizeof parts / sizeof parts[0], key);
+  kcache_loc loc;
+  if (!s) s = kcache_open("cuda", &loc);
+  if (s) {
+    ptc_status_destroy(s);
+    return false;
+  }
+  return !loc.private_dir && kcache_path(&loc, key, ".lttune", out, cap);
+}
+
+static bool disk_get(const char* path, int n, int* idx) {
+  char* data = NULL;
+  size_t len = 0;
+  ptc_status s = kcache_read(path, &data, &len);
+  if (s) {
+    ptc_status_destroy(s);
+    return false;
+  }
+  char text[64];
+  size_t m = len < sizeof text - 1 ? len : sizeof text - 1;
+  memcpy(text, data, m);
+  text[m] = 0;
+  free(data);
+  int i = -1, of = -1;
+  char tail = 0;
+  if (sscanf(text, "ptc-lt-tune-1 index %d of %d%c", &i, &of, &tail) != 3 || tail != '\n' ||
+      of != n || i < 0 || i >= n)
+    return false;
+  *idx = i;
+  return true;
+}
+
+static void disk_put(const lt_call* k, const char* path, int idx, int n) {
+  char text[64];
+  snprintf(text, sizeof text, "ptc-lt-tune-1 index %d of %d\n", idx, n);
+  ptc_status s = kcache_write_atomic(path, text, strlen(text));
+  if (s) {
+    if (k->c->plan)
+      ptc_log(k->c->plan->ctx, PTC_LOG_WARN, "cuda backend: GEMM tuning choice not saved: %s",
+              ptc_status_message(s));
+    ptc_status_destroy(s);
+  }
+}
+
+/* The fastest candidate; the top heuristic (0) unless another is at least
+ * 1% faster (timing noise). */
+static int pick(const float* ms, int n) {
+  int best = ms[0] >= 0 ? 0 : -1;
+  for (int i = 1; i < n; i++)
+    if (ms[i] >= 0 && (best < 0 || ms[i] < ms[best])) best = i;
+  if (best > 0 && ms[0] >= 0 && ms[best] > 0.99f * ms[0]) best = 0;
+  return best < 0 ? 0 : best;
+}
+
+static bool stream_capturing(cu_stream s) {
+  const cu_api* cu = &cuda_libs_get()->cu;
+  if (!cu->StreamIsCapturing) return false;
+  int st = 0;
+  return cu->StreamIsCapturing(s, &st) != CU_SUCCESS || st != 0; /* unknown: as capturing */
+}
+
+/* Fills k for one call; false when cuBLASLt cannot take it (*g may be
+ * replaced by its folded form: fold is the storage). */
+static bool call_of(const cuda_ext_call* c, const cuda_mm_args** g, int64_t* count, int32_t dtype,
+                    cu_deviceptr* pa, cu_deviceptr* pb, cu_deviceptr pbias, cuda_mm_args* fold,
+                    float* af, double* ad, lt_call* k) {
+  static const float zf = 0.0f;
+  static const double zd = 0.0;
+  const cuda_libs* L = cuda_libs_get();
+  memset(k, 0, sizeof *k);
+  if (!L->have_lt || (*g)->k < 1 || *count > INT32_MAX) return false;
+  if ((*g)->act != IR_ACT_NONE && (*g)->act != IR_ACT_RELU) return false;
+  if ((*g)->has_bias && (*g)->beta != 1.0) return false;
+  k->type = lt_type(dtype);
+  if (*count > 1 && fold_batch(*g, fold)) { /* B shared by all entries: one GEMM of m * count rows */
+    *g = fold;
+    *count = 1;
+  }
+  if (k->type < 0 || !plan_of(*g, pa, pb, &k->lp)) return false;
+  pthread_once(&handle_once, create_handle);
+  if (!handle) return false;
+  k->lt = &L->lt;
+  k->c = c;
+  k->g = *g;
+  k->dtype = dtype;
+  k->f64 = dtype == PTC_F64;
+  k->epi = (uint32_t)k->lp.epilogue;
+  k->compute = k->f64 ? LT_COMPUTE_64F
+               : dtype == PTC_F32 && c->tf32 ? LT_COMPUTE_32F_FAST_TF32 : LT_COMPUTE_32F;
+  k->pbias = pbias;
+  *af = (float)(*g)->alpha;
+  *ad = (*g)->alpha;
+  k->alpha = k->f64 ? (const void*)ad : (const void*)af;
+  k->beta = k->f64 ? (const void*)&zd : (const void*)&zf;
+  key_of(&k->lp, k->type, k->compute, k->epi, *count, &k->key);
+  return true;
+}
+
+/* A fresh descriptor and layouts for k; false on a cuBLASLt error. */
+static bool objs_make(const lt_call* k, int64_t count, lt_objs* o) {
+  memset(o, 0, sizeof *o);
+  return make_desc(k->lt, k->compute, k->f64, k->lp.x.op, k->lp.y.op, k->epi, k->g->has_bias,
+                   k->pbias, &o->desc) &&
+         make_layout(k->lt, &k->lp.x, k->type, count, k->lp.sx, &o->lx) &&
+         make_layout(k->lt, &k->lp.y, k->type, count, k->lp.sy, &o->ly) &&
+         make_layout(k->lt, &k->lp.d, k->type, count, k->lp.sd, &o->ld);
+}
+
+#define LT_CAND_CAP (LT_TUNE_MAX + LT_SPLITK_BASES * LT_SPLITK_MAX)
 
 ptc_status cuda_blaslt_matmul(const cuda_ext_call* c, const cuda_mm_args* g, int64_t count,
                               int32_t dtype, cu_deviceptr pa, cu_deviceptr pb, cu_deviceptr pbias,
                               cu_deviceptr pc, bool* done) {
   *done = false;
-  const cuda_libs* L = cuda_libs_get();
-  if (!L->have_lt || g->k < 1 || count > INT32_MAX) return PTC_OK;
-  if (g->act != IR_ACT_NONE && g->act != IR_ACT_RELU) return PTC_OK;
-  if (g->has_bias && g->beta != 1.0) return PTC_OK;
-  int type = lt_type(dtype);
   cuda_mm_args fold;
-  if (count > 1 && fold_batch(g, &fold)) { /* B shared by all entries: one GEMM of m * count rows */
-    g = &fold;
-    count = 1;
+  float af;
+  double ad;
+  lt_call k;
+  if (!call_of(c, &g, &count, dtype, &pa, &pb, pbias, &fold, &af, &ad, &k)) return PTC_OK;
+  int n_tune = cuda_blaslt_tune_count();
+  double flop = 2.0 * (double)g->m * (double)g->n * (double)g->k * (double)count;
+  bool want = n_tune > 1 && flop >= tune_min_flop();
+  if (want) {
+    pthread_once(&x_once, x_load);
+    const cu_api* cu = &cuda_libs_get()->cu;
+    want = X.Elapsed && cu->EventCreate && cu->EventRecord && cu->EventSynchronize &&
+           cu->EventDestroy;
   }
-  lt_plan lp;
-  if (type < 0 || !plan_of(g, &pa, &pb, &lp)) return PTC_OK;
-  pthread_once(&handle_once, create_handle);
-  if (!handle) return PTC_OK;
-  const cublaslt_api* lt = &L->lt;
-  bool f64 = dtype == PTC_F64;
+  PTC_TRY(run_cached(&k, pc, !want, done));
+  if (*done) return PTC_OK;
+  bool capturing = want && stream_capturing(c->stream);
+  if (capturing) { /* no timing inside a graph capture: an untuned entry, else the top heuristic */
+    PTC_TRY(run_cached(&k, pc, true, done));
+    if (*done) return PTC_OK;
+  }
+  bool tune = want && !capturing;
+  bool splitk = tune && env_on("PTC_CUDA_GEMM_TUNE_SPLITK");
+  const cublaslt_api* lt = k.lt;
   lt_objs o;
-  memset(&o, 0, sizeof o);
-  int32_t ta = lp.x.op, tb = lp.y.op;
-  uint32_t epi = (uint32_t)lp.epilogue;
-  int compute = f64 ? LT_COMPUTE_64F
-                : dtype == PTC_F32 && c->tf32 ? LT_COMPUTE_32F_FAST_TF32 : LT_COMPUTE_32F;
-  float af = (float)g->alpha, bf = 0.0f;
-  double ad = g->alpha, bd = 0.0;
-  const void* alpha = f64 ? (const void*)&ad : (const void*)&af;
-  const void* beta = f64 ? (const void*)&bd : (const void*)&bf;
-  void* dp = (void*)(uintptr_t)pc;
-  lt_key key;
-  key_of(&lp, type, compute, epi, count, &key);
-  pthread_mutex_lock(&cache_lock);
-  const lt_entry* e = cache_find_locked(&key);
-  if (e) { /* the kept descriptor, layouts and algorithm: only the bias pointer changes */
-    const void* bp = (const void*)(uintptr_t)pbias;
-    bool set = !g->has_bias ||
-               lt->MatmulDescSetAttribute(e->o.desc, LT_DESC_BIAS_POINTER, &bp, sizeof bp) == 0;
-    cu_deviceptr ws = 0;
-    ptc_status s = set && e->h.workspace_size ? cuda_alloc(e->h.workspace_size, c->stream, &ws)
-                                              : PTC_OK;
-    if (set && !s) {
-      int r = lt->Matmul(handle, e->o.desc, alpha, (const void*)(uintptr_t)*lp.px, e->o.lx,
-                         (const void*)(uintptr_t)*lp.py, e->o.ly, beta, dp, e->o.ld, dp, e->o.ld,
-                         e->h.algo, (void*)(uintptr_t)ws, e->h.workspace_size, c->stream);
-      if (r != 0)
-        s = PTC_ERR(INTERNAL, "cuda backend: cublasLtMatmul failed with status %d", r);
-      else
-        *done = true;
-    }
-    pthread_mutex_unlock(&cache_lock);
-    cuda_free(ws);
-    return s;
-  }
-  pthread_mutex_unlock(&cache_lock);
-  bool ok = lt->MatmulDescCreate(&o.desc, compute, f64 ? LT_R_64F : LT_R_32F) == 0 &&
-            lt->MatmulDescSetAttribute(o.desc, LT_DESC_TRANSA, &ta, sizeof ta) == 0 &&
-            lt->MatmulDescSetAttribute(o.desc, LT_DESC_TRANSB, &tb, sizeof tb) == 0 &&
-            lt->MatmulDescSetAttribute(o.desc, LT_DESC_EPILOGUE, &epi, sizeof epi) == 0;
-  if (ok && g->has_bias) {
-    const void* bp = (const void*)(uintptr_t)pbias;
-    ok = lt->MatmulDescSetAttribute(o.desc, LT_DESC_BIAS_POINTER, &bp, sizeof bp) == 0;
-  }
-  ok = ok && make_layout(lt, &lp.x, type, count, lp.sx, &o.lx) &&
-       make_layout(lt, &lp.y, type, count, lp.sy, &o.ly) &&
-       make_layout(lt, &lp.d, type, count, lp.sd, &o.ld);
-  cublaslt_heuristic h;
-  memset(&h, 0, sizeof h);
-  if (ok) {
-    size_t ws_max = LT_WORKSPACE;
-    int n_ret = 0;
-    ok = lt->PreferenceCreate(&o.pref) == 0 &&
-         lt->PreferenceSetAttribute(o.pref, LT_PREF_MAX_WORKSPACE, &ws_max, sizeof ws_max) == 0 &&
-         lt->AlgoGetHeuristic(handle, o.desc, o.lx, o.ly, o.ld, o.ld, o.pref, 1, &h, &n_ret) == 0 &&
-         n_ret > 0;
-  }
-  cu_deviceptr ws = 0;
+  cublaslt_heuristic cand[LT_CAND_CAP];
+  memset(cand, 0, sizeof cand);
+  int n = objs_make(&k, count, &o) ? candidates(&k, &o, tune ? n_tune : 1, splitk, cand, LT_CAND_CAP)
+                                   : 0;
+  int best = 0;
+  bool tuned = tune && n == 1;
   ptc_status s = PTC_OK;
-  if (ok && h.workspace_size) s = cuda_alloc(h.workspace_size, c->stream, &ws);
-  if (ok && !s) {
-    int r = lt->Matmul(handle, o.desc, alpha, (const void*)(uintptr_t)*lp.px, o.lx,
-                       (const void*)(uintptr_t)*lp.py, o.ly, beta, dp, o.ld, dp, o.ld, h.algo,
-                       (void*)(uintptr_t)ws, h.workspace_size, c->stream);
-    if (r != 0)
-      s = PTC_ERR(INTERNAL, "cuda backend: cublasLtMatmul failed with status %d", r);
-    else
-      *done = true;
+  if (tune && n > 1) {
+    char path[600];
+    bool have_path = disk_path(&k, n, splitk, path, sizeof path);
+    if (have_path && disk_get(path, n, &best)) {
+      tuned = true;
+      pthread_mutex_lock(&cache_lock);
+      stats.disk_hits++;
+      pthread_mutex_unlock(&cache_lock);
+    } else {
+      float ms[LT_CAND_CAP];
+      s = time_cands(&k, &o, cand, n, count, LT_TUNE_REPS, LT_TUNE_ROUNDS, ms);
+      if (!s) {
+        best = pick(ms, n);
+        tuned = true;
+        pthread_mutex_lock(&cache_lock);
+        stats.timed_keys++;
+        stats.timed_candidates += (uint64_t)n;
+        pthread_mutex_unlock(&cache_lock);
+        char t0[128], tb[128];
+        algo_text(&cand[0], t0, sizeof t0);
+        algo_text(&cand[best], tb, sizeof tb);
+        if (c->plan)
+          ptc_log(c->plan->ctx, PTC_LOG_INFO,
+                  "cuda backend: GEMM %lldx%lldx%lld (x%lld, %s): cuBLASLt candidate %d of %d "
+                  "(%s) %.1f us; top heuristic (%s) %.1f us",
+                  (long long)g->m, (long long)g->n, (long long)g->k, (long long)count,
+                  ptc_dtype_name(dtype), best, n, tb, 1e3 * ms[best], t0, 1e3 * ms[0]);
+        if (env_on("PTC_CUDA_GEMM_TUNE_LOG"))
+          for (int i = 0; i < n; i++) {
+            algo_text(&cand[i], t0, sizeof t0);
+            fprintf(stderr, "ptc gemm-tune %lldx%lldx%lld x%lld %s cand %d%s: %.2f us (%s)\n",
+                    (long long)g->m, (long long)g->n, (long long)g->k, (long long)count,
+                    ptc_dtype_name(dtype), i, i == best ? "*" : "", 1e3 * ms[i], t0);
+          }
+        if (have_path) disk_put(&k, path, best, n);
+      }
+    }
   }
-  cuda_free(ws);
-  if (*done) cache_put(lt, &key, &h, &o); /* takes the descriptor and layouts */
+  if (!s && n > 0) {
+    cu_deviceptr ws = 0;
+    if (cand[best].workspace_size) s = cuda_alloc(cand[best].workspace_size, c->stream, &ws);
+    if (!s) s = matmul_once(&k, o.desc, &o, &cand[best], pc, ws);
+    if (!s) *done = true;
+    cuda_free(ws);
+  }
+  if (*done) cache_put(lt, &k.key, &cand[best], tuned, &o); /* takes the descriptor and layouts */
   objs_free(lt, &o);
+  return s;
+}
+
+ptc_status cuda_blaslt_time_algos(const cuda_ext_call* c, const cuda_mm_args* g, int64_t count,
+                                  int32_t dtype, cu_deviceptr pa, cu_deviceptr pb,
+                                  cu_deviceptr pbias, int n_req, bool splitk, int reps,
+                                  cuda_blaslt_algo_time* out, int cap, int* n_out) {
+  *n_out = 0;
+  cuda_mm_args fold;
+  float af;
+  double ad;
+  lt_call k;
+  if (!call_of(c, &g, &count, dtype, &pa, &pb, pbias, &fold, &af, &ad, &k)) return PTC_OK;
+  pthread_once(&x_once, x_load);
+  const cu_api* cu = &cuda_libs_get()->cu;
+  if (!X.Elapsed || !cu->EventCreate || !cu->EventRecord || !cu->EventSynchronize)
+    return PTC_ERR(UNIMPLEMENTED, "cuda backend: CUDA event timing is not available");
+  if (n_req < 1) n_req = 1;
+  if (n_req > LT_TUNE_MAX) n_req = LT_TUNE_MAX;
+  lt_objs o;
+  cublaslt_heuristic cand[LT_CAND_CAP];
+  memset(cand, 0, sizeof cand);
+  int n = objs_make(&k, count, &o) ? candidates(&k, &o, n_req, splitk, cand, LT_CAND_CAP) : 0;
+  float ms[LT_CAND_CAP];
+  ptc_status s = n ? time_cands(&k, &o, cand, n, count, reps > 0 ? reps : LT_TUNE_REPS,
+                                LT_TUNE_ROUNDS, ms)
+                   : PTC_OK;
+  for (int i = 0; !s && i < n && i < cap; i++) {
+    cuda_blaslt_algo_time* t = &out[i];
+    memset(t, 0, sizeof *t);
+    t->index = i;
+    t->ms = ms[i];
+    t->workspace = cand[i].workspace_size;
+    algo_text(&cand[i], t->text, sizeof t->text);
+    if (X.CfgGet) {
+      size_t w = 0;
+      X.CfgGet(cand[i].algo, LT_CFG_ID, &t->algo_id, sizeof t->algo_id, &w);
+      X.CfgGet(cand[i].algo, LT_CFG_TILE_ID, &t->tile, sizeof t->tile, &w);
+      X.CfgGet(cand[i].algo, LT_CFG_SPLITK_NUM, &t->splitk, sizeof t->splitk, &w);
+    }
+    *n_out = i + 1;
+  }
+  objs_free(k.lt, &o);
   return s;
 }

@@ -15,16 +15,30 @@
  *    Then the matmul extern through the API (cuda backend): act(x @ w + b)
  *    and act(addmm(b, x, w)) for f16, bf16, f32 and every activation, sizes
  *    with and without a partial 16-byte chunk (the epilogue pass's tail).
+ *    Then cuBLASLt's algorithm tuning (cuda_blaslt.c; PTC_CUDA_GEMM_TUNE=4,
+ *    every size tuned): a key's first call times its candidates once, the
+ *    second does not, results right (f32, bf16; bias + relu epilogue and
+ *    plain); PTC_CUDA_GEMM_TUNE=0 times nothing and a later call with it on
+ *    times the key then; no timing during stream capture (the captured
+ *    graph's GEMM right) and timing on the next call outside; 4 host threads
+ *    enqueueing one key at once, each with its own bias, on their own
+ *    streams (the lock is not held around cublasLtMatmul); the disk record
+ *    read back after the cache is emptied (no second timing).
  *  --bench: M=4096 K=1024 N=4096 (bf16, f16, f32 as TF32; B K-major and
  *    N-major) with the tensor-core GEMM and with cuBLASLt, ms and TFLOP/s.
+ *  --algos: every cuBLASLt candidate (16 heuristic results, PTC_ALGOS_N,
+ *    and split-K 2..4 variants of the top two) of BERT-base's and GPT-2's
+ *    GEMM shapes (f32 full precision, bf16), us and TFLOP/s each.
  * Exit status: 0 passed, 1 a failure, 77 skipped.
  */
 #include "backends/cuda/cuda.h"
+#include "backends/cuda/cuda_blaslt.h"
 #include "backends/cuda/cuda_gemm_tc.h"
 #include "backends/cuda/cuda_rt.h"
 #include "cuda_test_dev.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -404,6 +418,397 @@ static void bench(void) {
     }
 }
 
+/* ---- cuBLASLt algorithm tuning (cuda_blaslt.c) ------------------------------------------ */
+
+/* One GEMM for the tuning cases: relu(x @ w^T + b) (Linear's layout: A
+ * [m][k], B K-major [n][k], bias [n]) or x @ w (B [k][n], no bias), its
+ * inputs on the device and its float64 host result. */
+typedef struct tfix {
+  int32_t dt;
+  int64_t m, n, k;
+  bool linear;
+  cuda_mm_args g;
+  cu_deviceptr pa, pb, pd;
+  double* want;  /* [m][n] without the bias (added per call: each thread has its own) */
+  double* bias;  /* [n] (linear) */
+  void* hd;
+} tfix;
+
+static bool tfix_make(tfix* f, int32_t dt, int64_t m, int64_t n, int64_t k, bool linear) {
+  const cu_api* cu = &cuda_libs_get()->cu;
+  memset(f, 0, sizeof *f);
+  f->dt = dt, f->m = m, f->n = n, f->k = k, f->linear = linear;
+  size_t es = ptc_dtype_size(dt);
+  void* ha = calloc((size_t)(m * k), es);
+  void* hb = calloc((size_t)(n * k), es);
+  double* ad = calloc((size_t)(m * k), sizeof(double));
+  double* bd = calloc((size_t)(n * k), sizeof(double));
+  f->want = calloc((size_t)(m * n), sizeof(double));
+  f->bias = calloc((size_t)n, sizeof(double));
+  f->hd = calloc((size_t)n, es);
+  bool ok = ha && hb && ad && bd && f->want && f->bias && f->hd;
+  for (int64_t i = 0; ok && i < m * k; i++) ad[i] = ctd_store(ha, dt, i, ctd_urand());
+  for (int64_t i = 0; ok && i < n * k; i++) bd[i] = ctd_store(hb, dt, i, ctd_urand());
+  for (int64_t j = 0; ok && j < n; j++) f->bias[j] = ctd_store(f->hd, dt, j, ctd_urand());
+  for (int64_t i = 0; ok && i < m; i++)
+    for (int64_t j = 0; j < n; j++) {
+      double acc = 0;
+      for (int64_t q = 0; q < k; q++) acc += ad[i * k + q] * (linear ? bd[j * k + q] : bd[q * n + j]);
+      f->want[i * n + j] = acc;
+    }
+  ok = ok && !cuda_alloc((size_t)(m * k) * es, NULL, &f->pa) &&
+       !cuda_alloc((size_t)(n * k) * es, NULL, &f->pb) && !cuda_alloc((size_t)n * es, NULL, &f->pd) &&
+       cu->MemcpyHtoDAsync(f->pa, ha, (size_t)(m * k) * es, NULL) == CU_SUCCESS &&
+       cu->MemcpyHtoDAsync(f->pb, hb, (size_t)(n * k) * es, NULL) == CU_SUCCESS &&
+       cu->MemcpyHtoDAsync(f->pd, f->hd, (size_t)n * es, NULL) == CU_SUCCESS &&
+       cu->StreamSynchronize(NULL) == CU_SUCCESS;
+  cuda_mm_args* g = &f->g;
+  g->m = m, g->n = n, g->k = k;
+  g->a_sm = k, g->a_sk = 1;
+  if (linear) g->b_sk = 1, g->b_sn = k;
+  else g->b_sk = n, g->b_sn = 1;
+  g->c_sm = n, g->c_sn = 1;
+  g->alpha = 1.0, g->beta = 1.0;
+  g->has_bias = linear;
+  g->act = linear ? IR_ACT_RELU : IR_ACT_NONE;
+  g->d_sm = 0, g->d_sn = 1;
+  free(ha);
+  free(hb);
+  free(ad);
+  free(bd);
+  return ok;
+}
+
+static void tfix_free(tfix* f) {
+  cuda_free(f->pa);
+  cuda_free(f->pb);
+  cuda_free(f->pd);
+  free(f->want);
+  free(f->bias);
+  free(f->hd);
+}
+
+/* Runs the GEMM through cuda_blaslt_matmul on `stream` into pc with bias
+ * pbias (host values hbias); NULL on success, else what failed. */
+static const char* tfix_run(const tfix* f, cu_stream stream, cu_deviceptr pbias, cu_deviceptr pc) {
+  cuda_ext_call call;
+  memset(&call, 0, sizeof call);
+  call.stream = stream;
+  bool done = false;
+  ptc_status s = cuda_blaslt_matmul(&call, &f->g, 1, f->dt, f->pa, f->pb, pbias, pc, &done);
+  if (s) {
+    static _Thread_local char msg[256];
+    snprintf(msg, sizeof msg, "%s", ptc_status_message(s));
+    ptc_status_destroy(s);
+    return msg;
+  }
+  return done ? NULL : "cuBLASLt did not take it";
+}
+
+/* Compares C at pc (synchronises `stream`) with the host result + hbias. */
+static const char* tfix_check(const tfix* f, cu_stream stream, cu_deviceptr pc, const double* hbias) {
+  const cu_api* cu = &cuda_libs_get()->cu;
+  size_t es = ptc_dtype_size(f->dt);
+  void* hc = malloc((size_t)(f->m * f->n) * es);
+  if (!hc) return "out of host memory";
+  const char* why = NULL;
+  if (cu->StreamSynchronize(stream) != CU_SUCCESS ||
+      cu->MemcpyDtoHAsync(hc, pc, (size_t)(f->m * f->n) * es, stream) != CU_SUCCESS ||
+      cu->StreamSynchronize(stream) != CU_SUCCESS)
+    why = "device error";
+  double tol = f->dt == PTC_BF16 ? 1e-2 : 1e-5;
+  for (int64_t i = 0; !why && i < f->m * f->n; i++) {
+    double x = f->want[i] + (f->linear ? hbias[i % f->n] : 0);
+    if (f->linear) x = x < 0 ? 0 : x;
+    double err = fabs(ctd_load(hc, f->dt, i) - x) / (fabs(x) + 1);
+    if (!(err <= tol * (double)(f->k < 32 ? 32 : f->k) / 32)) why = "wrong result";
+  }
+  free(hc);
+  return why;
+}
+
+static void tune_expect(bool ok, const char* what, const char* why) {
+  if (ok) {
+    passed++;
+  } else {
+    printf("FAIL: GEMM tuning: %s: %s\n", what, why ? why : "");
+    failed++;
+  }
+}
+
+/* One fixture's call (fresh output) and its check. */
+static const char* tfix_once(const tfix* f, cu_stream stream) {
+  cu_deviceptr pc = 0;
+  if (cuda_alloc((size_t)(f->m * f->n) * ptc_dtype_size(f->dt), stream, &pc)) return "device memory";
+  cuda_libs_get()->cu.MemsetD8Async(pc, 0xff, (size_t)(f->m * f->n) * ptc_dtype_size(f->dt), stream);
+  const char* why = tfix_run(f, stream, f->pd, pc);
+  if (!why) why = tfix_check(f, stream, pc, f->bias);
+  cuda_free(pc);
+  return why;
+}
+
+typedef struct tthread {
+  const tfix* f;
+  int id;
+  const char* why;
+} tthread;
+
+/* A host thread enqueueing 24 GEMMs of the shared fixture's key on its own
+ * stream, each with its own bias (the cached descriptor's bias pointer is
+ * per call) and output, all checked. */
+static void* tthread_main(void* arg) {
+  tthread* t = arg;
+  const tfix* f = t->f;
+  const cu_api* cu = &cuda_libs_get()->cu;
+  cu_stream st = NULL;
+  size_t es = ptc_dtype_size(f->dt);
+  double* hb = calloc((size_t)f->n, sizeof(double));
+  void* raw = calloc((size_t)f->n, es);
+  cu_deviceptr pd = 0, pc[24] = {0};
+  cu->CtxSetCurrent(dev->ctx);
+  if (!hb || !raw || cu->StreamCreate(&st, 1) != CU_SUCCESS || cuda_alloc((size_t)f->n * es, st, &pd)) {
+    t->why = "setup";
+    goto out;
+  }
+  for (int64_t j = 0; j < f->n; j++) hb[j] = ctd_store(raw, f->dt, j, (double)(t->id + 1) * 0.25 - (double)(j % 5));
+  cu->MemcpyHtoDAsync(pd, raw, (size_t)f->n * es, st);
+  for (int r = 0; r < 24 && !t->why; r++) {
+    if (cuda_alloc((size_t)(f->m * f->n) * es, st, &pc[r])) t->why = "device memory";
+    if (!t->why) t->why = tfix_run(f, st, pd, pc[r]);
+  }
+  for (int r = 0; r < 24 && !t->why; r++) t->why = tfix_check(f, st, pc[r], hb);
+out:
+  for (int r = 0; r < 24; r++) cuda_free(pc[r]);
+  cuda_free(pd);
+  if (st) {
+    cu->StreamSynchronize(st);
+    cu->StreamDestroy(st);
+  }
+  free(hb);
+  free(raw);
+  return NULL;
+}
+
+static void tune_cases(void) {
+  const cu_api* cu = &cuda_libs_get()->cu;
+  if (!cuda_libs_get()->have_lt || getenv("PTC_CUDA_BLASLT")) {
+    printf("GEMM tuning: skipped (no cuBLASLt)\n");
+    return;
+  }
+  setenv("PTC_CACHE", "0", 1); /* no disk records until the disk case */
+  setenv("PTC_CUDA_GEMM_TUNE", "4", 1);
+  setenv("PTC_CUDA_GEMM_TUNE_MIN_MFLOP", "0", 1);
+  cuda_blaslt_forget();
+  cuda_blaslt_stats st;
+  char what[96];
+  /* first call of a key times its candidates once; later calls take the choice */
+  static const int32_t dts[2] = {PTC_F32, PTC_BF16};
+  for (int di = 0; di < 2; di++)
+    for (int lin = 0; lin < 2; lin++) {
+      tfix f;
+      snprintf(what, sizeof what, "%s %s", ptc_dtype_name(dts[di]), lin ? "relu(x @ w^T + b)" : "x @ w");
+      if (!tfix_make(&f, dts[di], 192, 160, 96 + 8 * lin, lin)) {
+        tune_expect(false, what, "setup");
+        tfix_free(&f);
+        continue;
+      }
+      cuda_blaslt_stats before;
+      cuda_blaslt_get_stats(&before);
+      const char* why = tfix_once(&f, NULL);
+      cuda_blaslt_get_stats(&st);
+      tune_expect(!why && st.timed_keys == before.timed_keys + 1 && st.timed_candidates > before.timed_candidates,
+                  what, why ? why : "not timed on its first call");
+      why = tfix_once(&f, NULL);
+      cuda_blaslt_stats after;
+      cuda_blaslt_get_stats(&after);
+      tune_expect(!why && after.timed_keys == st.timed_keys && after.hits == st.hits + 1, what,
+                  why ? why : "timed again on its second call");
+      tfix_free(&f);
+    }
+  /* knob off: not timed; on again: the untuned entry is timed then */
+  tfix f;
+  if (tfix_make(&f, PTC_F32, 130, 200, 72, true)) {
+    setenv("PTC_CUDA_GEMM_TUNE", "0", 1);
+    cuda_blaslt_stats before;
+    cuda_blaslt_get_stats(&before);
+    const char* why = tfix_once(&f, NULL);
+    cuda_blaslt_get_stats(&st);
+    tune_expect(!why && st.timed_keys == before.timed_keys, "PTC_CUDA_GEMM_TUNE=0", why ? why : "timed");
+    setenv("PTC_CUDA_GEMM_TUNE", "4", 1);
+    why = tfix_once(&f, NULL);
+    cuda_blaslt_get_stats(&before);
+    tune_expect(!why && before.timed_keys == st.timed_keys + 1, "tuning on after off", why ? why : "not timed");
+  } else {
+    tune_expect(false, "knob", "setup");
+  }
+  tfix_free(&f);
+  /* stream capture: no timing inside it (the graph replays the top
+   * heuristic's GEMM correctly); the next call outside times the key */
+  if (cu->StreamBeginCapture && cu->StreamEndCapture && cu->GraphInstantiateWithFlags &&
+      cu->GraphLaunch && tfix_make(&f, PTC_F32, 96, 136, 80, true)) {
+    cu_stream cs = NULL;
+    cu_graph gr = NULL;
+    cu_graph_exec ge = NULL;
+    cu_deviceptr pc = 0;
+    const char* why = NULL;
+    cuda_blaslt_stats before;
+    cuda_blaslt_get_stats(&before);
+    if (cu->StreamCreate(&cs, 1) != CU_SUCCESS || cuda_alloc_hold_stream(cs, true) ||
+        cuda_alloc((size_t)(f.m * f.n) * 4, cs, &pc) || cu->StreamSynchronize(cs) != CU_SUCCESS)
+      why = "setup";
+    if (!why && cu->StreamBeginCapture(cs, CU_CAPTURE_MODE_RELAXED) != CU_SUCCESS) why = "begin capture";
+    if (!why) {
+      why = tfix_run(&f, cs, f.pd, pc);
+      if (cu->StreamEndCapture(cs, &gr) != CU_SUCCESS && !why) why = "end capture";
+    }
+    cuda_blaslt_get_stats(&st);
+    if (!why && st.timed_keys != before.timed_keys) why = "timed during capture";
+    if (!why && (cu->GraphInstantiateWithFlags(&ge, gr, 0) != CU_SUCCESS ||
+                 cu->MemsetD8Async(pc, 0xff, (size_t)(f.m * f.n) * 4, cs) != CU_SUCCESS ||
+                 cu->GraphLaunch(ge, cs) != CU_SUCCESS))
+      why = "graph launch";
+    if (!why) why = tfix_check(&f, cs, pc, f.bias);
+    tune_expect(!why, "stream capture", why);
+    why = tfix_once(&f, NULL);
+    cuda_blaslt_get_stats(&before);
+    tune_expect(!why && before.timed_keys == st.timed_keys + 1, "after capture", why ? why : "not timed");
+    if (ge) cu->GraphExecDestroy(ge);
+    if (gr) cu->GraphDestroy(gr);
+    cuda_free(pc);
+    if (cs) {
+      cu->StreamSynchronize(cs);
+      cuda_alloc_hold_stream(cs, false);
+      cu->StreamDestroy(cs);
+    }
+    tfix_free(&f);
+  }
+  /* host threads enqueueing one (tuned) key at once, each with its own bias */
+  if (tfix_make(&f, PTC_F32, 128, 96, 64, true)) {
+    const char* why = tfix_once(&f, NULL);
+    pthread_t th[4];
+    tthread ts[4];
+    int started = 0;
+    for (int i = 0; i < 4 && !why; i++) {
+      ts[i] = (tthread){&f, i, NULL};
+      if (pthread_create(&th[i], NULL, tthread_main, &ts[i]) == 0) started++;
+    }
+    for (int i = 0; i < started; i++) {
+      pthread_join(th[i], NULL);
+      if (!why) why = ts[i].why;
+    }
+    tune_expect(!why && started == 4, "4 host threads, one key", why ? why : "threads");
+  } else {
+    tune_expect(false, "threads", "setup");
+  }
+  tfix_free(&f);
+  /* the disk record: a new process (here: an emptied cache) takes the choice without timing */
+  char dir[] = "/tmp/ptc-gemm-tune-XXXXXX";
+  if (mkdtemp(dir) && tfix_make(&f, PTC_BF16, 144, 112, 48, true)) {
+    setenv("PTC_CACHE", "1", 1);
+    setenv("PTC_CACHE_DIR", dir, 1);
+    cuda_blaslt_forget();
+    const char* why = tfix_once(&f, NULL);
+    cuda_blaslt_get_stats(&st);
+    tune_expect(!why && st.timed_keys == 1 && st.disk_hits == 0, "disk record written", why ? why : "not timed");
+    cuda_blaslt_forget();
+    why = tfix_once(&f, NULL);
+    cuda_blaslt_get_stats(&st);
+    tune_expect(!why && st.timed_keys == 0 && st.disk_hits == 1, "disk record read", why ? why : "timed again");
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) printf("note: could not remove %s\n", dir);
+    unsetenv("PTC_CACHE_DIR");
+  } else {
+    tune_expect(false, "disk", "setup");
+  }
+  tfix_free(&f);
+  unsetenv("PTC_CACHE");
+  unsetenv("PTC_CUDA_GEMM_TUNE");
+  unsetenv("PTC_CUDA_GEMM_TUNE_MIN_MFLOP");
+  cuda_blaslt_forget();
+}
+
+/* ---- --algos: every cuBLASLt candidate of the models' GEMM shapes ----------------------- */
+
+typedef struct ashape {
+  const char* name;
+  int64_t m, n, k, batch;
+  int b_layout;  /* 0: B [k][n] (Conv1D, a @ b); 1: B [n][k] (Linear, x @ w^T) */
+  bool bias;
+} ashape;
+
+static void algos(void) {
+  const cu_api* cu = &cuda_libs_get()->cu;
+  static const ashape shapes[] = {
+      {"bert qkv/out x@w^T+b", 2048, 768, 768, 1, 1, true},
+      {"bert fc1 x@w^T+b", 2048, 3072, 768, 1, 1, true},
+      {"bert fc2 x@w^T+b", 2048, 768, 3072, 1, 1, true},
+      {"bert q@k^T (b192)", 128, 128, 64, 192, 1, false},
+      {"bert p@v (b192)", 128, 64, 128, 192, 0, false},
+      {"gpt2 c_attn x@w+b", 2048, 2304, 768, 1, 0, true},
+      {"gpt2 c_proj x@w+b", 2048, 768, 768, 1, 0, true},
+      {"gpt2 c_fc x@w+b", 2048, 3072, 768, 1, 0, true},
+      {"gpt2 mlp c_proj x@w+b", 2048, 768, 3072, 1, 0, true},
+  };
+  static const int32_t dts[2] = {PTC_F32, PTC_BF16};
+  int n_req = 16;
+  const char* e = getenv("PTC_ALGOS_N");
+  if (e && atoi(e) > 0) n_req = atoi(e);
+  for (int di = 0; di < 2; di++)
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+      const ashape* sh = &shapes[si];
+      int32_t dt = dts[di];
+      size_t es = ptc_dtype_size(dt);
+      int64_t M = sh->m, N = sh->n, K = sh->k, Bt = sh->batch;
+      cu_deviceptr pa = 0, pb = 0, pd = 0;
+      if (cuda_alloc((size_t)(Bt * M * K) * es, NULL, &pa) || cuda_alloc((size_t)(Bt * K * N) * es, NULL, &pb) ||
+          cuda_alloc((size_t)N * es, NULL, &pd)) {
+        printf("algos: out of device memory\n");
+        return;
+      }
+      cu->MemsetD8Async(pa, 0x3c, (size_t)(Bt * M * K) * es, NULL);
+      cu->MemsetD8Async(pb, 0x3c, (size_t)(Bt * K * N) * es, NULL);
+      cu->MemsetD8Async(pd, 0, (size_t)N * es, NULL);
+      cuda_mm_args g;
+      memset(&g, 0, sizeof g);
+      g.m = M, g.n = N, g.k = K;
+      g.a_sm = K, g.a_sk = 1;
+      if (sh->b_layout) g.b_sk = 1, g.b_sn = K;
+      else g.b_sk = N, g.b_sn = 1;
+      g.c_sm = N, g.c_sn = 1;
+      g.alpha = 1.0, g.beta = 1.0;
+      g.has_bias = sh->bias;
+      g.d_sm = 0, g.d_sn = 1;
+      if (Bt > 1) {
+        g.nb = 1;
+        g.batch[0] = Bt;
+        g.a_bs[0] = M * K, g.b_bs[0] = K * N, g.c_bs[0] = M * N;
+      }
+      cuda_ext_call call;
+      memset(&call, 0, sizeof call);
+      cuda_blaslt_algo_time t[64];
+      int n = 0;
+      ptc_status s = cuda_blaslt_time_algos(&call, &g, Bt, dt, pa, pb, sh->bias ? pd : 0, n_req, true,
+                                            10, t, 64, &n);
+      double fl = 2.0 * (double)M * (double)N * (double)K * (double)Bt;
+      printf("algos %s %s: M%lld N%lld K%lld batch %lld, %d candidates%s%s\n", ptc_dtype_name(dt), sh->name,
+             (long long)M, (long long)N, (long long)K, (long long)Bt, n, s ? ": " : "",
+             s ? ptc_status_message(s) : "");
+      ptc_status_destroy(s);
+      int best = -1;
+      for (int i = 0; i < n; i++)
+        if (t[i].ms >= 0 && (best < 0 || t[i].ms < t[best].ms)) best = i;
+      for (int i = 0; i < n; i++)
+        printf("  %2d%s %8.1f us %6.1f TFLOP/s  %s\n", i, i == best ? "*" : " ", 1e3 * t[i].ms,
+               t[i].ms > 0 ? fl / t[i].ms / 1e9 : 0.0, t[i].text);
+      if (n > 0 && best >= 0 && t[0].ms > 0)
+        printf("  best/top: %.3f (%.1f us saved per call)\n", t[best].ms / t[0].ms, 1e3 * (t[0].ms - t[best].ms));
+      cuda_free(pa);
+      cuda_free(pb);
+      cuda_free(pd);
+    }
+}
+
 /* The variant choice (pure; no device): unit-K A with K-major or N-major B
  * and 16-byte alignment take the cp.async kernels, anything else the
  * generic one. Returns the number of wrong choices. */
@@ -449,6 +854,7 @@ static int check_variants(void) {
 int main(int argc, char** argv) {
   bool compile_only = argc > 1 && !strcmp(argv[1], "--compile-only");
   bool do_bench = argc > 1 && !strcmp(argv[1], "--bench");
+  bool do_algos = argc > 1 && !strcmp(argv[1], "--algos");
   if (compile_only) {
     if (check_variants()) return 1;
     printf("variant choice: ok\n");
@@ -492,13 +898,16 @@ int main(int argc, char** argv) {
   double t0 = now_s();
   if (do_bench)
     bench();
+  else if (do_algos)
+    algos();
   else {
     run_all();
     api_cases();
+    tune_cases();
   }
   cuda_ctx_leave(dev, prev);
   ptc_context_release(ctx);
-  if (!do_bench)
+  if (!do_bench && !do_algos)
     printf("test_cuda_gemm: %d passed, %d failed (%.1f s)\n", passed, failed, now_s() - t0);
   return failed ? 1 : 0;
 }
