@@ -3,6 +3,7 @@
  * (host memory from the context's allocator, or device memory from a device
  * backend's allocator; the run's stream comes from the run options). */
 #include "backend.h"
+#include "pass_conv_bn.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -108,6 +109,7 @@ ptc_status ptc_compile(ptc_context* ctx, const ptc_graph* g, const ptc_compile_o
   ptc_status s = o.n_dynamic_dims
                      ? graph_make_dynamic(g, o.dynamic_dims, o.n_dynamic_dims, &e->graph)
                      : graph_clone(g, &e->graph);
+  if (!s && pass_conv_bn_wanted(bname, &o)) s = pass_conv_bn(&e->graph, NULL);
   if (!s) s = b->prepare(ctx, e->graph, &o, &e->state);
   if (s) {
     ptc_graph_destroy(e->graph);

@@ -1,0 +1,34 @@
+/* pass_conv_bn.h - folding inference batch_norm into the convolution that
+ * feeds it (internal; run by ptc_compile before the backend sees the
+ * graph). */
+#ifndef PTC_LIB_RUNTIME_PASS_CONV_BN_H
+#define PTC_LIB_RUNTIME_PASS_CONV_BN_H
+
+#include "../graph/graph.h"
+
+/** Whether ptc_compile runs pass_conv_bn for backend `backend` with options
+ * `o`: not for "ref" (the reference interpreter computes each op as
+ * written), not with o->disable_fusion (the no-fusion baseline), not when
+ * the environment variable PTC_FOLD_CONV_BN is "0". Thread-safe. */
+bool pass_conv_bn_wanted(const char* backend, const ptc_compile_options* o);
+
+/** Rewrites every conv1d/conv2d -> batch_norm(training=false) pair whose
+ * convolution output has no other use (and is no graph output) into one
+ * convolution with weight W * s and bias (b - running_mean) * s + beta,
+ * s = weight_bn * rsqrt(running_var + eps) broadcast over output channels.
+ * The fold is written as ordinary nodes before the convolution; when every
+ * parameter is a constant they are evaluated now with the "ref" backend
+ * and the convolution takes the results as constants.
+ *
+ * Ownership: on a change *g is replaced by the rewritten graph (same
+ * context; inputs and outputs in the same order, names and shapes) and the
+ * old graph is destroyed, its owned constant data moving to the new one;
+ * otherwise *g is left as it is. *folded (may be NULL) gets the number of
+ * pairs folded. Graphs with size symbols are left alone (the replay would
+ * not carry their recorded guards).
+ * Errors: RESOURCE_EXHAUSTED, and building/evaluation errors prefixed
+ * "conv-bn fold"; on error *g is unchanged.
+ * Thread-safety: *g must not be used by other threads during the call. */
+ptc_status pass_conv_bn(ptc_graph** g, size_t* folded);
+
+#endif /* PTC_LIB_RUNTIME_PASS_CONV_BN_H */
