@@ -25,8 +25,11 @@
  * stream is waited for once), and the fastest is kept in the cache and on
  * disk (<cache>/cuda/<key>.lttune, so a later process does not time it
  * again). Never during stream capture (the top heuristic then, timed on a
- * later call outside capture). PTC_CUDA_GEMM_TUNE_SPLITK=1 adds split-K
- * 2..4 variants of the top two; PTC_CUDA_GEMM_TUNE_LOG=1 prints every
+ * later call outside capture). Besides the heuristic's list: the top
+ * heuristic's algorithm with each other tile it supports (split-K 1;
+ * PTC_CUDA_GEMM_TUNE_TILES=0: not), and with PTC_CUDA_GEMM_TUNE_SPLITK=1
+ * split-K 2..4 variants of the top two (off by default: never faster on
+ * the H100 shapes measured). PTC_CUDA_GEMM_TUNE_LOG=1 prints every
  * candidate's time to stderr (debugging); the choice is logged at INFO. */
 #include "cuda_blaslt.h"
 
@@ -49,7 +52,8 @@ enum {
   LT_EPI_DEFAULT = 1, LT_EPI_RELU = 2, LT_EPI_BIAS = 4,
   LT_CFG_ID = 0, LT_CFG_TILE_ID = 1, LT_CFG_SPLITK_NUM = 2, LT_CFG_REDUCTION_SCHEME = 3,
   LT_CFG_CTA_SWIZZLING = 4, LT_CFG_STAGES_ID = 6,
-  LT_REDUCE_COMPUTE_TYPE = 2
+  LT_REDUCE_NONE = 0, LT_REDUCE_COMPUTE_TYPE = 2,
+  LT_CAP_TILE_IDS = 6
 };
 
 #define LT_WORKSPACE ((size_t)32 << 20)
@@ -239,6 +243,7 @@ typedef struct lt_extra {
   cublas_status (*Check)(cublaslt_handle h, cublaslt_matmul_desc d, cublaslt_layout a,
                          cublaslt_layout b, cublaslt_layout c, cublaslt_layout dl,
                          const void* algo, cublaslt_heuristic* res);
+  cublas_status (*CapGet)(const void* algo, int attr, void* buf, size_t n, size_t* written);
   size_t (*Version)(void);
   cu_result (*Elapsed)(float* ms, cu_event e0, cu_event e1);
 } lt_extra;
@@ -256,6 +261,7 @@ static void x_load(void) {
     *(void**)&X.CfgSet = dlsym(h, "cublasLtMatmulAlgoConfigSetAttribute");
     *(void**)&X.CfgGet = dlsym(h, "cublasLtMatmulAlgoConfigGetAttribute");
     *(void**)&X.Check = dlsym(h, "cublasLtMatmulAlgoCheck");
+    *(void**)&X.CapGet = dlsym(h, "cublasLtMatmulAlgoCapGetAttribute");
     *(void**)&X.Version = dlsym(h, "cublasLtGetVersion");
     break; /* the handles stay open for the process, as the loader's do */
   }
@@ -272,6 +278,7 @@ static void x_load(void) {
 #define LT_TUNE_ROUNDS 2      /* each candidate's time: the least of its rounds */
 #define LT_SPLITK_MAX 3       /* split-K variants (2, 3, 4) of the top heuristics ... */
 #define LT_SPLITK_BASES 2     /* ... of this many of them */
+#define LT_TILE_MAX 24        /* tile variants of the top heuristic */
 
 int cuda_blaslt_tune_count(void) {
   const char* e = getenv("PTC_CUDA_GEMM_TUNE");
@@ -293,6 +300,11 @@ static double tune_min_flop(void) {
 static bool env_on(const char* name) {
   const char* e = getenv(name);
   return e && *e && strcmp(e, "0") != 0;
+}
+
+static bool env_off(const char* name) {
+  const char* e = getenv(name);
+  return e && !strcmp(e, "0");
 }
 
 /* ---- heuristic cache -----------------------------------------------------------
@@ -474,11 +486,33 @@ static ptc_status run_cached(const lt_call* k, cu_deviceptr pc, bool allow_untun
   return s;
 }
 
-/* Candidates: up to n_req heuristic results (usable ones, cuBLASLt's order)
- * and, with split-K on, split-K 2..4 variants of the top LT_SPLITK_BASES
- * that cublasLtMatmulAlgoCheck accepts within the workspace. Returns the
- * number written to out (cap entries). */
-static int candidates(const lt_call* k, const lt_objs* o, int n_req, bool splitk,
+/* Whether `v` (an algorithm config changed from a heuristic result) runs
+ * for k within the workspace; fills its workspace size. */
+static bool variant_ok(const lt_call* k, const lt_objs* o, cublaslt_heuristic* v) {
+  cublaslt_heuristic res;
+  memset(&res, 0, sizeof res);
+  if (X.Check(handle, o->desc, o->lx, o->ly, o->ld, o->ld, v->algo, &res) != 0 ||
+      res.workspace_size > LT_WORKSPACE)
+    return false;
+  v->workspace_size = res.workspace_size;
+  v->waves_count = res.waves_count;
+  return true;
+}
+
+static int32_t cfg_i32(const cublaslt_heuristic* h, int attr) {
+  int32_t v = -1;
+  size_t w = 0;
+  return X.CfgGet && X.CfgGet(h->algo, attr, &v, sizeof v, &w) == 0 ? v : -1;
+}
+
+/* Candidates: up to n_req heuristic results (usable ones, cuBLASLt's order);
+ * with variants & CUDA_BLASLT_VAR_TILES, the top result's algorithm with
+ * each other tile it lists (split-K 1, same stages), and with
+ * CUDA_BLASLT_VAR_SPLITK, split-K 2..4 variants of the top LT_SPLITK_BASES;
+ * variants only where cublasLtMatmulAlgoCheck accepts them within the
+ * workspace and no candidate has the same algorithm, tile and split-K.
+ * Returns the number written to out (cap entries). */
+static int candidates(const lt_call* k, const lt_objs* o, int n_req, int variants,
                       cublaslt_heuristic* out, int cap) {
   const cublaslt_api* lt = k->lt;
   size_t ws_max = LT_WORKSPACE;
@@ -494,21 +528,40 @@ static int candidates(const lt_call* k, const lt_objs* o, int n_req, bool splitk
   int n = 0;
   for (int i = 0; i < n_ret; i++)
     if (out[i].state == 0) out[n++] = out[i];
-  if (!splitk || !X.CfgSet || !X.Check) return n;
-  int bases = n < LT_SPLITK_BASES ? n : LT_SPLITK_BASES;
+  if (!variants || !n || !X.CfgSet || !X.CfgGet || !X.Check) return n;
+  int n_heur = n;
+  uint32_t tiles[256];
+  size_t w = 0;
+  if ((variants & CUDA_BLASLT_VAR_TILES) && X.CapGet &&
+      X.CapGet(out[0].algo, LT_CAP_TILE_IDS, tiles, sizeof tiles, &w) == 0) {
+    int32_t id0 = cfg_i32(&out[0], LT_CFG_ID), added = 0;
+    for (size_t t = 0; t < w / sizeof tiles[0] && n < cap && added < LT_TILE_MAX; t++) {
+      bool dup = tiles[t] == 0;
+      for (int i = 0; i < n && !dup; i++)
+        dup = cfg_i32(&out[i], LT_CFG_ID) == id0 && (uint32_t)cfg_i32(&out[i], LT_CFG_TILE_ID) == tiles[t] &&
+              cfg_i32(&out[i], LT_CFG_SPLITK_NUM) <= 1;
+      if (dup) continue;
+      cublaslt_heuristic v = out[0];
+      int32_t one = 1;
+      uint32_t none = LT_REDUCE_NONE;
+      if (X.CfgSet(v.algo, LT_CFG_TILE_ID, &tiles[t], sizeof tiles[t]) != 0 ||
+          X.CfgSet(v.algo, LT_CFG_SPLITK_NUM, &one, sizeof one) != 0 ||
+          X.CfgSet(v.algo, LT_CFG_REDUCTION_SCHEME, &none, sizeof none) != 0 || !variant_ok(k, o, &v))
+        continue;
+      out[n++] = v;
+      added++;
+    }
+  }
+  if (!(variants & CUDA_BLASLT_VAR_SPLITK)) return n;
+  int bases = n_heur < LT_SPLITK_BASES ? n_heur : LT_SPLITK_BASES;
   for (int b = 0; b < bases; b++)
     for (int32_t sk = 2; sk <= 1 + LT_SPLITK_MAX && n < cap; sk++) {
       cublaslt_heuristic v = out[b];
       uint32_t scheme = LT_REDUCE_COMPUTE_TYPE;
-      cublaslt_heuristic res;
-      memset(&res, 0, sizeof res);
       if (X.CfgSet(v.algo, LT_CFG_SPLITK_NUM, &sk, sizeof sk) != 0 ||
           X.CfgSet(v.algo, LT_CFG_REDUCTION_SCHEME, &scheme, sizeof scheme) != 0 ||
-          X.Check(handle, o->desc, o->lx, o->ly, o->ld, o->ld, v.algo, &res) != 0 ||
-          res.workspace_size > LT_WORKSPACE)
+          !variant_ok(k, o, &v))
         continue;
-      v.workspace_size = res.workspace_size;
-      v.waves_count = res.waves_count;
       out[n++] = v;
     }
   return n;
@@ -604,7 +657,7 @@ static void algo_text(const cublaslt_heuristic* h, char* out, size_t cap) {
  * the same cuBLASLt (its version is in the key) builds the same way on the
  * same device for the same key, so a later process takes it without
  * timing. Not used when the cache is disabled (PTC_CACHE=0). */
-static bool disk_path(const lt_call* k, int n, bool splitk, char* out, size_t cap) {
+static bool disk_path(const lt_call* k, int n, int variants, char* out, size_t cap) {
   if (kcache_disabled()) return false;
   const cuda_device* d = k->c->plan ? k->c->plan->dev : cuda_device_get();
   if (!d) return false;
@@ -619,7 +672,7 @@ static bool disk_path(const lt_call* k, int n, bool splitk, char* out, size_t ca
            (unsigned long long)y->rows[1], (unsigned long long)y->cols[1], (long long)y->ld[1],
            (long long)y->stride[1], (unsigned long long)y->rows[2], (unsigned long long)y->cols[2],
            (long long)y->ld[2], (long long)y->stride[2], (long long)y->count);
-  snprintf(cs, sizeof cs, "n=%d splitk=%d", n, (int)splitk);
+  snprintf(cs, sizeof cs, "n=%d variants=%d", n, variants);
   const char* parts[] = {"ptc-cuda-lt-tune-1", dev, ver, kt, cs};
   char key[65];
   ptc_status s = kcache_key(parts, sizeof parts / sizeof parts[0], key);
@@ -730,7 +783,7 @@ static bool objs_make(const lt_call* k, int64_t count, lt_objs* o) {
          make_layout(k->lt, &k->lp.d, k->type, count, k->lp.sd, &o->ld);
 }
 
-#define LT_CAND_CAP (LT_TUNE_MAX + LT_SPLITK_BASES * LT_SPLITK_MAX)
+#define LT_CAND_CAP (LT_TUNE_MAX + LT_TILE_MAX + LT_SPLITK_BASES * LT_SPLITK_MAX)
 
 ptc_status cuda_blaslt_matmul(const cuda_ext_call* c, const cuda_mm_args* g, int64_t count,
                               int32_t dtype, cu_deviceptr pa, cu_deviceptr pb, cu_deviceptr pbias,
@@ -758,19 +811,22 @@ ptc_status cuda_blaslt_matmul(const cuda_ext_call* c, const cuda_mm_args* g, int
     if (*done) return PTC_OK;
   }
   bool tune = want && !capturing;
-  bool splitk = tune && env_on("PTC_CUDA_GEMM_TUNE_SPLITK");
+  int variants = !tune ? 0
+                 : (env_on("PTC_CUDA_GEMM_TUNE_SPLITK") ? CUDA_BLASLT_VAR_SPLITK : 0) |
+                       (env_off("PTC_CUDA_GEMM_TUNE_TILES") ? 0 : CUDA_BLASLT_VAR_TILES);
   const cublaslt_api* lt = k.lt;
   lt_objs o;
   cublaslt_heuristic cand[LT_CAND_CAP];
   memset(cand, 0, sizeof cand);
-  int n = objs_make(&k, count, &o) ? candidates(&k, &o, tune ? n_tune : 1, splitk, cand, LT_CAND_CAP)
-                                   : 0;
+  int n = objs_make(&k, count, &o)
+              ? candidates(&k, &o, tune ? n_tune : 1, variants, cand, LT_CAND_CAP)
+              : 0;
   int best = 0;
   bool tuned = tune && n == 1;
   ptc_status s = PTC_OK;
   if (tune && n > 1) {
     char path[600];
-    bool have_path = disk_path(&k, n, splitk, path, sizeof path);
+    bool have_path = disk_path(&k, n, variants, path, sizeof path);
     if (have_path && disk_get(path, n, &best)) {
       tuned = true;
       pthread_mutex_lock(&cache_lock);
@@ -820,7 +876,7 @@ ptc_status cuda_blaslt_matmul(const cuda_ext_call* c, const cuda_mm_args* g, int
 
 ptc_status cuda_blaslt_time_algos(const cuda_ext_call* c, const cuda_mm_args* g, int64_t count,
                                   int32_t dtype, cu_deviceptr pa, cu_deviceptr pb,
-                                  cu_deviceptr pbias, int n_req, bool splitk, int reps,
+                                  cu_deviceptr pbias, int n_req, int variants, int reps,
                                   cuda_blaslt_algo_time* out, int cap, int* n_out) {
   *n_out = 0;
   cuda_mm_args fold;
@@ -837,7 +893,7 @@ ptc_status cuda_blaslt_time_algos(const cuda_ext_call* c, const cuda_mm_args* g,
   lt_objs o;
   cublaslt_heuristic cand[LT_CAND_CAP];
   memset(cand, 0, sizeof cand);
-  int n = objs_make(&k, count, &o) ? candidates(&k, &o, n_req, splitk, cand, LT_CAND_CAP) : 0;
+  int n = objs_make(&k, count, &o) ? candidates(&k, &o, n_req, variants, cand, LT_CAND_CAP) : 0;
   float ms[LT_CAND_CAP];
   ptc_status s = n ? time_cands(&k, &o, cand, n, count, reps > 0 ? reps : LT_TUNE_REPS,
                                 LT_TUNE_ROUNDS, ms)

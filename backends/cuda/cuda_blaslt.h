@@ -26,6 +26,12 @@ typedef struct cuda_blaslt_algo_time {
   char text[128];    /* "algo A tile MxN stages S split-K K swizzle W ws B" */
 } cuda_blaslt_algo_time;
 
+/** Candidate variants beyond cuBLASLt's heuristic list (flags). */
+enum {
+  CUDA_BLASLT_VAR_SPLITK = 1, /* split-K 2..4 of the top two results */
+  CUDA_BLASLT_VAR_TILES = 2   /* the top result's algorithm with each other tile it supports */
+};
+
 /** The number of candidates tuning times per key: PTC_CUDA_GEMM_TUNE
  * (unset: 8; 0 or 1: tuning off, 0 returned; at most 32). Read per call. */
 int cuda_blaslt_tune_count(void);
@@ -37,8 +43,8 @@ void cuda_blaslt_get_stats(cuda_blaslt_stats* out);
  * zeroes the counters; for tests. Thread-safe. */
 void cuda_blaslt_forget(void);
 
-/** Times up to n_req heuristic candidates (plus split-K variants when
- * `splitk`) of the GEMM cuda_blaslt_matmul would run for these arguments,
+/** Times up to n_req heuristic candidates (plus the CUDA_BLASLT_VAR_*
+ * variants in `variants`) of the GEMM cuda_blaslt_matmul would run for these arguments,
  * `reps` runs each (0: the tuner's count), into a scratch output (nothing
  * the caller owns is written), waiting for c->stream; writes up to cap
  * results to out and their number to *n_out (0 when cuBLASLt cannot take
@@ -46,7 +52,7 @@ void cuda_blaslt_forget(void);
  * event timing; a failed event or allocation. Thread-safe. */
 ptc_status cuda_blaslt_time_algos(const cuda_ext_call* c, const cuda_mm_args* g, int64_t count,
                                   int32_t dtype, cu_deviceptr pa, cu_deviceptr pb,
-                                  cu_deviceptr pbias, int n_req, bool splitk, int reps,
+                                  cu_deviceptr pbias, int n_req, int variants, int reps,
                                   cuda_blaslt_algo_time* out, int cap, int* n_out);
 
 #endif

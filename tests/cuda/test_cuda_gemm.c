@@ -17,8 +17,8 @@
  *    with and without a partial 16-byte chunk (the epilogue pass's tail).
  *    Then cuBLASLt's algorithm tuning (cuda_blaslt.c; PTC_CUDA_GEMM_TUNE=4,
  *    every size tuned): a key's first call times its candidates once, the
- *    second does not, results right (f32, bf16; bias + relu epilogue and
- *    plain); PTC_CUDA_GEMM_TUNE=0 times nothing and a later call with it on
+ *    second does not, results right (f32, bf16 with split-K variants too;
+ *    bias + relu epilogue and plain); PTC_CUDA_GEMM_TUNE=0 times nothing and a later call with it on
  *    times the key then; no timing during stream capture (the captured
  *    graph's GEMM right) and timing on the next call outside; 4 host threads
  *    enqueueing one key at once, each with its own bias, on their own
@@ -27,7 +27,7 @@
  *  --bench: M=4096 K=1024 N=4096 (bf16, f16, f32 as TF32; B K-major and
  *    N-major) with the tensor-core GEMM and with cuBLASLt, ms and TFLOP/s.
  *  --algos: every cuBLASLt candidate (16 heuristic results, PTC_ALGOS_N,
- *    and split-K 2..4 variants of the top two) of BERT-base's and GPT-2's
+ *    the top one's other tiles, split-K 2..4 variants of the top two) of BERT-base's and GPT-2's
  *    GEMM shapes (f32 full precision, bf16), us and TFLOP/s each.
  * Exit status: 0 passed, 1 a failure, 77 skipped.
  */
@@ -612,9 +612,11 @@ static void tune_cases(void) {
         tfix_free(&f);
         continue;
       }
+      if (dts[di] == PTC_BF16) setenv("PTC_CUDA_GEMM_TUNE_SPLITK", "1", 1); /* split-K variants too */
       cuda_blaslt_stats before;
       cuda_blaslt_get_stats(&before);
       const char* why = tfix_once(&f, NULL);
+      unsetenv("PTC_CUDA_GEMM_TUNE_SPLITK");
       cuda_blaslt_get_stats(&st);
       tune_expect(!why && st.timed_keys == before.timed_keys + 1 && st.timed_candidates > before.timed_candidates,
                   what, why ? why : "not timed on its first call");
@@ -786,10 +788,10 @@ static void algos(void) {
       }
       cuda_ext_call call;
       memset(&call, 0, sizeof call);
-      cuda_blaslt_algo_time t[64];
+      cuda_blaslt_algo_time t[80];
       int n = 0;
-      ptc_status s = cuda_blaslt_time_algos(&call, &g, Bt, dt, pa, pb, sh->bias ? pd : 0, n_req, true,
-                                            10, t, 64, &n);
+      ptc_status s = cuda_blaslt_time_algos(&call, &g, Bt, dt, pa, pb, sh->bias ? pd : 0, n_req,
+                                            CUDA_BLASLT_VAR_SPLITK | CUDA_BLASLT_VAR_TILES, 10, t, 80, &n);
       double fl = 2.0 * (double)M * (double)N * (double)K * (double)Bt;
       printf("algos %s %s: M%lld N%lld K%lld batch %lld, %d candidates%s%s\n", ptc_dtype_name(dt), sh->name,
              (long long)M, (long long)N, (long long)K, (long long)Bt, n, s ? ": " : "",
