@@ -214,6 +214,10 @@ ptc_status lower_affine_apply(lower_ctx* L, lower_affine* a, int32_t dtype,
 /** out = src reshaped to (rank, shape) in row-major order. */
 ptc_status lower_reshape(lower_ctx* L, const lval* src, uint32_t rank, const sym_expr** shape,
                          lval* out);
+/** The value a lazy reshape (lower_reshape of a value whose layout could not
+ * be re-strided) reads, or NULL when v is not one. Its elements in
+ * row-major order are v's elements in row-major order. */
+const lval* lower_reshape_source(const lval* v);
 /** out = a + beta * b (broadcast) as a lazy value of dtype dt and out's shape. */
 ptc_status lower_add_scaled(lower_ctx* L, const lval* a, const lval* b, double beta,
                             lval* out);

@@ -42,22 +42,33 @@ static ptc_status new_contig_buffer(lower_ctx* L, int32_t dtype, uint32_t rank,
   return ir_add_buffer(L->p, &b, id);
 }
 
-/* New IR_POINTWISE node storing v contiguously into a new buffer *id. */
-static ptc_status store_node(lower_ctx* L, const lval* v, const char* origin, int32_t* id) {
+/* New IR_POINTWISE node storing v contiguously into a new buffer *id (of
+ * v's shape). With `by_source`, a lazy reshape is stored by a loop over the
+ * shape of the value it reshapes (through nested reshapes), each element at
+ * its row-major position, which is the same position in v's row-major
+ * layout: the node then has the loop structure of the value's producers (a
+ * layer norm's [rows] x r[cols], say, rather than the flattened [rows, cols]
+ * a GEMM input is viewed as), so the scheduler can fuse it with them, and
+ * its loads need no FloorDiv/ModularIndexing of a flat index. */
+static ptc_status store_node(lower_ctx* L, const lval* v, bool by_source, const char* origin,
+                             int32_t* id) {
   PTC_TRY(new_contig_buffer(L, v->dtype, v->rank, v->shape, id));
-  const sym_expr *idx[PTC_MAX_RANK + 1], *ranges[PTC_MAX_RANK + 1];
+  const lval* it = v;
+  for (const lval* s; by_source && (s = lower_reshape_source(it)) != NULL;) it = s;
+  const sym_expr *idx[PTC_MAX_RANK + 1], *ranges[PTC_MAX_RANK + 1], *st[PTC_MAX_RANK + 1];
   ir_node n;
   memset(&n, 0, sizeof n);
   n.kind = IR_POINTWISE;
   n.out_buf = *id;
   n.ranges = ranges;
   n.origin = origin;
-  loop_index(L, v->rank, v->shape, idx, ranges, &n.n_ranges);
+  loop_index(L, it->rank, it->shape, idx, ranges, &n.n_ranges);
+  if (!lower_contig(L, it->rank, it->shape, st)) return ptc_status_oom();
   lower_target saved;
   lower_begin_body(L, &n.body, &saved);
-  ir_val x = lval_load(L, v, idx);
+  ir_val x = lval_load(L, it, idx);
   const ir_buffer* b = ir_buf(L->p, *id);
-  ir_ops_store(L->p, &n.body, *id, lower_dot(L, v->rank, idx, b->strides, b->offset), x);
+  ir_ops_store(L->p, &n.body, *id, lower_dot(L, it->rank, idx, st, b->offset), x);
   lower_end_body(L, &saved);
   return ir_add_node(L->p, &n, NULL);
 }
@@ -75,12 +86,16 @@ static void as_whole_buffer(lower_ctx* L, lval* v, int32_t id) {
   v->depth = 0;
 }
 
-ptc_status lower_realize(lower_ctx* L, lval* v, bool copy, const char* origin) {
+static ptc_status realize(lower_ctx* L, lval* v, bool copy, bool by_source, const char* origin) {
   if (v->kind == LV_BUF && (!copy || lval_is_whole_buffer(L, v))) return PTC_OK;
   int32_t id;
-  PTC_TRY(store_node(L, v, origin, &id));
+  PTC_TRY(store_node(L, v, by_source, origin, &id));
   as_whole_buffer(L, v, id);
   return PTC_OK;
+}
+
+ptc_status lower_realize(lower_ctx* L, lval* v, bool copy, const char* origin) {
+  return realize(L, v, copy, false, origin);
 }
 
 /* A buffer aliasing an input/constant buffer's storage with v's layout. */
@@ -100,8 +115,10 @@ ptc_status lower_as_buffer(lower_ctx* L, lval* v, const char* origin, int32_t* b
   }
   if (v->kind == LV_BUF && ir_buf(L->p, v->buf)->kind != IR_BUF_COMPUTED)
     return alias_buffer(L, v, buf);
+  /* An extern's input fuses with its producers only (the extern is its one
+   * consumer here), so a reshape is stored in its source's loop structure. */
   lval tmp = *v; /* a copy: the value itself stays as it is for its other users */
-  PTC_TRY(lower_realize(L, &tmp, true, origin));
+  PTC_TRY(realize(L, &tmp, true, true, origin));
   if (v->kind == LV_LAZY) *v = tmp; /* realized once for every later user */
   *buf = tmp.buf;
   return PTC_OK;

@@ -322,6 +322,11 @@ ptc_status lower_reshape(lower_ctx* L, const lval* src, uint32_t rank, const sym
   return PTC_OK;
 }
 
+const lval* lower_reshape_source(const lval* v) {
+  if (v->kind != LV_LAZY || v->load != load_reshape) return NULL;
+  return ((const reshape_data*)v->data)->src;
+}
+
 static ptc_status lower_reshape_op(lower_ctx* L, const gnode* n, lval* out) {
   return lower_reshape(L, lower_in(L, n, 0), out->rank, out->shape, out);
 }

@@ -4,7 +4,8 @@
  * kernel with kernel-local row statistics, static and dynamic; realized
  * sin -> cos fuses; a pointwise node after a full reduction is not fused
  * into the reduction's loop; a realized diamond fuses without cycles; a
- * matmul stays an extern kernel of its own; a realized chain of 6 pointwise
+ * matmul stays an extern kernel of its own; a layer norm viewed as a
+ * matmul's 2-D input is one kernel with its statistics; a realized chain of 6 pointwise
  * nodes without fusion needs at most 2 slots. Every plan is checked against
  * the invariants of sched_check.h. */
 #include "lib/decomp/decomp.h"
@@ -223,6 +224,43 @@ static void test_matmul(void) {
   lg_done(&t, "matmul");
 }
 
+/* layer_norm of a [B, S, H] value, viewed as [B*S, H] for a matmul (a
+ * transformer's pre-norm GEMM input; `permuted`: the value is a transpose of
+ * a [S, B, H] input, so the view cannot re-stride it): the normalized rows
+ * are stored by a node looping over [B, S, H] (the view's source), which
+ * fuses into the statistics kernel, instead of a [B*S, H] node reading the
+ * statistics through FloorDiv/ModularIndexing in a kernel of its own. */
+static void test_layernorm_view_matmul(bool permuted) {
+  lg t;
+  lg_init(&t, 0);
+  ptc_dim xd[3] = {{permuted ? 6 : 4, 0, 0}, {permuted ? 4 : 6, 0, 0}, {32, 0, 0}};
+  ptc_dim wd[2] = {{32, 0, 0}, {8, 0, 0}};
+  ptc_value x = PTC_VALUE_NONE, w = PTC_VALUE_NONE, lw = lg_input_dyn(&t, 32, 0, false),
+            lb = lg_input_dyn(&t, 32, 0, false);
+  CHECK_OK(ptc_graph_add_input(t.g, "x", PTC_F32, xd, 3, NULL, &x));
+  CHECK_OK(ptc_graph_add_input(t.g, "w", PTC_F32, wd, 2, NULL, &w));
+  if (permuted) {
+    ptc_attr ta[2] = {ptc_attr_int("dim0", 0), ptc_attr_int("dim1", 1)};
+    x = lg_op(&t, "transpose", &x, 1, ta, 2);
+  }
+  int64_t ns = 32, flat[2] = {-1, 32};
+  ptc_attr a[2] = {ptc_attr_ints("normalized_shape", &ns, 1), ptc_attr_float("eps", 1e-5)};
+  ptc_value in[3] = {x, lw, lb};
+  ptc_value y = lg_op(&t, "layer_norm", in, 3, a, 2);
+  ptc_attr va = ptc_attr_ints("size", flat, 2);
+  y = lg_op(&t, "view", &y, 1, &va, 1);
+  CHECK_OK(ptc_graph_add_output(t.g, lg_bin(&t, "matmul", y, w)));
+  lg_run(&t, true, true);
+  CHECK(lg_count_nodes(&t, IR_EXTERN) == 1);
+  CHECK(t.plan && t.plan->n_kernels == 2);
+  CHECK(lg_reductions_local(&t));
+  for (size_t i = 0; t.p && i < t.p->nodes.len; i++) {
+    const ir_node* n = ir_node_at(t.p, i);
+    if (n->kind == IR_POINTWISE) CHECK(n->n_ranges == 3);
+  }
+  lg_done(&t, permuted ? "layer norm, transpose, view, matmul" : "layer norm, view, matmul");
+}
+
 /* 6 realized pointwise nodes, no fusion: in place or ping-pong. */
 static void test_chain(void) {
   lg t;
@@ -251,6 +289,8 @@ int main(void) {
   test_full_reduction();
   test_diamond();
   test_matmul();
+  test_layernorm_view_matmul(false);
+  test_layernorm_view_matmul(true);
   test_chain();
   return check_summary("test_sched_lower");
 }
