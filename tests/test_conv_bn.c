@@ -3,7 +3,7 @@
  * bias, batch_norm without affine, parameters as constants or as graph
  * inputs, bf16) and which do not (conv output used twice or returned), the
  * graph after the pass (no batch_norm, one conv with a bias, constants when
- * the parameters were constants), the switch (PTC_FOLD_CONV_BN=0,
+ * the parameters were constants), the switch (PTC_FOLD_CONV_BN=0 / const,
  * disable_fusion, backend "ref"), and differential checks: the unfolded
  * graph on "ref" against the folded graph on "ref" and the original graph
  * compiled for "cpu" (which folds inside ptc_compile). */
@@ -219,7 +219,7 @@ static void test_case(ptc_context* ctx, const spec* s) {
   ptc_graph* fg = NULL;
   CHECK_OK(graph_clone(b.g, &fg));
   size_t folded = 99;
-  CHECK_OK(pass_conv_bn(&fg, &folded));
+  CHECK_OK(pass_conv_bn(&fg, CONV_BN_ALL, &folded));
   CHECK(folded == (s->expect_fold ? 1u : 0u));
   if (s->expect_fold) {
     check_folded_graph(s, fg);
@@ -272,17 +272,41 @@ static void test_switch(void) {
   ptc_compile_options o;
   ptc_compile_options_init(&o);
   unsetenv("PTC_FOLD_CONV_BN");
-  CHECK(pass_conv_bn_wanted("cpu", &o));
-  CHECK(pass_conv_bn_wanted("cuda", &o));
-  CHECK(!pass_conv_bn_wanted("ref", &o));
+  CHECK(pass_conv_bn_mode("cpu", &o) == CONV_BN_ALL);
+  CHECK(pass_conv_bn_mode("cuda", &o) == CONV_BN_ALL);
+  CHECK(pass_conv_bn_mode("ref", &o) == CONV_BN_OFF);
   o.disable_fusion = 1;
-  CHECK(!pass_conv_bn_wanted("cpu", &o));
+  CHECK(pass_conv_bn_mode("cpu", &o) == CONV_BN_OFF);
   o.disable_fusion = 0;
   setenv("PTC_FOLD_CONV_BN", "0", 1);
-  CHECK(!pass_conv_bn_wanted("cpu", &o));
+  CHECK(pass_conv_bn_mode("cpu", &o) == CONV_BN_OFF);
+  setenv("PTC_FOLD_CONV_BN", "const", 1);
+  CHECK(pass_conv_bn_mode("cpu", &o) == CONV_BN_CONSTANTS);
   setenv("PTC_FOLD_CONV_BN", "1", 1);
-  CHECK(pass_conv_bn_wanted("cpu", &o));
+  CHECK(pass_conv_bn_mode("cpu", &o) == CONV_BN_ALL);
   unsetenv("PTC_FOLD_CONV_BN");
+}
+
+/* CONV_BN_CONSTANTS folds constant parameters only; OFF nothing. */
+static void test_modes(ptc_context* ctx) {
+  static const spec specs[2] = {
+      {"const", 2, 1, true, true, true, true, PTC_F32, 0, true},
+      {"inputs", 2, 1, true, true, true, false, PTC_F32, 0, true},
+  };
+  for (int k = 0; k < 2; k++) {
+    built b;
+    build(ctx, &specs[k], &b);
+    if (!b.g) continue;
+    size_t folded = 99;
+    ptc_graph* g0 = b.g;
+    CHECK_OK(pass_conv_bn(&b.g, CONV_BN_OFF, &folded));
+    CHECK(folded == 0 && b.g == g0);
+    CHECK_OK(pass_conv_bn(&b.g, CONV_BN_CONSTANTS, &folded));
+    CHECK(folded == (k == 0 ? 1u : 0u));
+    CHECK(count_op(b.g, "batch_norm") == (k == 0 ? 0u : 1u));
+    CHECK((b.g == g0) == (k == 1));
+    free_built(&b);
+  }
 }
 
 /* training=true never reaches the pass: the op itself refuses it. */
@@ -328,6 +352,7 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) test_case(ctx, &cases[i]);
   test_compile_hook(ctx);
   test_switch();
+  test_modes(ctx);
   test_training_refused(ctx);
   ptc_context_release(ctx);
   return check_summary("test_conv_bn");

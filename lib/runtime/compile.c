@@ -109,7 +109,7 @@ ptc_status ptc_compile(ptc_context* ctx, const ptc_graph* g, const ptc_compile_o
   ptc_status s = o.n_dynamic_dims
                      ? graph_make_dynamic(g, o.dynamic_dims, o.n_dynamic_dims, &e->graph)
                      : graph_clone(g, &e->graph);
-  if (!s && pass_conv_bn_wanted(bname, &o)) s = pass_conv_bn(&e->graph, NULL);
+  if (!s) s = pass_conv_bn(&e->graph, pass_conv_bn_mode(bname, &o), NULL);
   if (!s) s = b->prepare(ctx, e->graph, &o, &e->state);
   if (s) {
     ptc_graph_destroy(e->graph);

@@ -18,7 +18,8 @@
  * constant the same nodes are built in a small graph and evaluated now by
  * the "ref" backend (constant folding), so the convolution takes two new
  * constants; when they are graph inputs (torch.compile lifts parameters)
- * they cost one small pointwise computation over the weights per run.
+ * they cost one small pointwise computation over the weights per run
+ * (PTC_FOLD_CONV_BN=const folds only the constant case).
  *
  * Mixed precision: f16/bf16 convolutions compute s, W' and b' in f32 and
  * cast W' and b' back to the convolution's dtype. Numerics differ from the
@@ -37,11 +38,13 @@
 
 /* ---- switch ------------------------------------------------------------------------- */
 
-bool pass_conv_bn_wanted(const char* backend, const ptc_compile_options* o) {
-  if (backend && strcmp(backend, "ref") == 0) return false;
-  if (o && o->disable_fusion) return false;
+conv_bn_mode pass_conv_bn_mode(const char* backend, const ptc_compile_options* o) {
+  if (backend && strcmp(backend, "ref") == 0) return CONV_BN_OFF;
+  if (o && o->disable_fusion) return CONV_BN_OFF;
   const char* env = getenv("PTC_FOLD_CONV_BN");
-  return !(env && strcmp(env, "0") == 0);
+  if (env && strcmp(env, "0") == 0) return CONV_BN_OFF;
+  if (env && strcmp(env, "const") == 0) return CONV_BN_CONSTANTS;
+  return CONV_BN_ALL;
 }
 
 /* ---- matching ----------------------------------------------------------------------- */
@@ -65,8 +68,12 @@ static bool defined_before(const ptc_graph* g, ptc_value v, uint32_t before) {
 
 /* The batch_norm node that conv node c may fold into, or -1. uses[v]: input
  * slots reading value v, graph outputs counted too. */
+static bool is_constant(const ptc_graph* g, ptc_value v) {
+  return v == PTC_VALUE_NONE || graph_value(g, v)->kind == PTC_VALUE_CONSTANT;
+}
+
 static int64_t fold_partner(const ptc_graph* g, uint32_t c, const uint32_t* uses,
-                            const int64_t* user) {
+                            const int64_t* user, conv_bn_mode mode) {
   const gnode* conv = graph_node(g, c);
   uint32_t nsp = spatial_dims(conv);
   if (!nsp || conv->n_out != 1 || conv->n_in < 2) return -1;
@@ -83,7 +90,10 @@ static int64_t fold_partner(const ptc_graph* g, uint32_t c, const uint32_t* uses
     if (conv->in[i] != PTC_VALUE_NONE && graph_value(g, conv->in[i])->dtype != yv->dtype)
       return -1;
   if (graph_value(g, bn->out[0])->dtype != yv->dtype) return -1;
+  for (uint32_t i = 1; i < conv->n_in && i < 3 && mode == CONV_BN_CONSTANTS; i++)
+    if (!is_constant(g, conv->in[i])) return -1;
   for (uint32_t i = 1; i < BN_N_IN; i++) {
+    if (mode == CONV_BN_CONSTANTS && !is_constant(g, bn->in[i])) return -1;
     if (!defined_before(g, bn->in[i], c)) return -1;
     if (bn->in[i] != PTC_VALUE_NONE && !ptc_dtype_is_float(graph_value(g, bn->in[i])->dtype)) return -1;
   }
@@ -94,7 +104,8 @@ static int64_t fold_partner(const ptc_graph* g, uint32_t c, const uint32_t* uses
 
 /* partner[c] = batch_norm node folded into conv node c, or -1; folded[b] =
  * true for those batch_norm nodes. Returns the number of pairs. */
-static size_t find_pairs(const ptc_graph* g, int64_t* partner, bool* folded, bool* oom) {
+static size_t find_pairs(const ptc_graph* g, conv_bn_mode mode, int64_t* partner, bool* folded,
+                         bool* oom) {
   size_t nv = g->values.len, nn = g->nodes.len, count = 0;
   uint32_t* uses = calloc(nv + 1, sizeof *uses);
   int64_t* user = malloc((nv + 1) * sizeof *user);
@@ -111,7 +122,7 @@ static size_t find_pairs(const ptc_graph* g, int64_t* partner, bool* folded, boo
   for (size_t i = 0; !*oom && i < g->outputs.len; i++)
     uses[PTC_VEC_AT(&g->outputs, ptc_value, i)] += 2; /* never folded away */
   for (size_t i = 0; !*oom && i < nn; i++) {
-    partner[i] = fold_partner(g, (uint32_t)i, uses, user);
+    partner[i] = fold_partner(g, (uint32_t)i, uses, user, mode);
     if (partner[i] >= 0) {
       folded[partner[i]] = true;
       count++;
@@ -365,15 +376,15 @@ static ptc_status replay_folded(ptc_graph* g, const int64_t* partner, const bool
   return s;
 }
 
-ptc_status pass_conv_bn(ptc_graph** gp, size_t* folded_count) {
+ptc_status pass_conv_bn(ptc_graph** gp, conv_bn_mode mode, size_t* folded_count) {
   if (folded_count) *folded_count = 0;
   if (!gp || !*gp) return PTC_ERR(INVALID_ARGUMENT, "conv-bn fold: NULL graph");
   ptc_graph* g = *gp;
-  if (sym_num_vars(g->env) != 0 || g->nodes.len == 0) return PTC_OK;
+  if (mode == CONV_BN_OFF || sym_num_vars(g->env) != 0 || g->nodes.len == 0) return PTC_OK;
   int64_t* partner = malloc(g->nodes.len * sizeof *partner);
   bool* folded = calloc(g->nodes.len, sizeof *folded);
   bool oom = !partner || !folded;
-  size_t count = oom ? 0 : find_pairs(g, partner, folded, &oom);
+  size_t count = oom ? 0 : find_pairs(g, mode, partner, folded, &oom);
   ptc_status s = oom ? ptc_status_oom() : PTC_OK;
   ptc_graph* ng = NULL;
   if (!s && count) s = replay_folded(g, partner, folded, &ng);
