@@ -268,12 +268,39 @@ static void test_compile_hook(ptc_context* ctx) {
   free_built(&b);
 }
 
+/* Parameters as graph inputs fold only with PTC_FOLD_CONV_BN=1 (the
+ * default folds constant parameters only). */
+static void test_inputs_default(ptc_context* ctx) {
+  spec s = {"inputs", 2, 1, true, true, true, false, PTC_F32, 0, true};
+  built b;
+  build(ctx, &s, &b);
+  if (!b.g) return;
+  const char* env[2] = {NULL, "1"};
+  const char* want[2] = {"3 graph nodes", "10 graph nodes"}; /* conv bn relu / fold nodes */
+  for (int k = 0; k < 2; k++) {
+    if (env[k]) setenv("PTC_FOLD_CONV_BN", env[k], 1);
+    else unsetenv("PTC_FOLD_CONV_BN");
+    ptc_compile_options o;
+    ptc_compile_options_init(&o);
+    o.backend = "cpu";
+    ptc_executable* e = NULL;
+    char buf[4096];
+    CHECK_OK(ptc_compile(ctx, b.g, &o, &e));
+    if (!e) continue;
+    CHECK_OK(ptc_executable_format(e, buf, sizeof buf, NULL));
+    CHECK(strstr(buf, want[k]) != NULL);
+    ptc_executable_release(e);
+  }
+  setenv("PTC_FOLD_CONV_BN", "1", 1);
+  free_built(&b);
+}
+
 static void test_switch(void) {
   ptc_compile_options o;
   ptc_compile_options_init(&o);
   unsetenv("PTC_FOLD_CONV_BN");
-  CHECK(pass_conv_bn_mode("cpu", &o) == CONV_BN_ALL);
-  CHECK(pass_conv_bn_mode("cuda", &o) == CONV_BN_ALL);
+  CHECK(pass_conv_bn_mode("cpu", &o) == CONV_BN_CONSTANTS);
+  CHECK(pass_conv_bn_mode("cuda", &o) == CONV_BN_CONSTANTS);
   CHECK(pass_conv_bn_mode("ref", &o) == CONV_BN_OFF);
   o.disable_fusion = 1;
   CHECK(pass_conv_bn_mode("cpu", &o) == CONV_BN_OFF);
@@ -284,7 +311,10 @@ static void test_switch(void) {
   CHECK(pass_conv_bn_mode("cpu", &o) == CONV_BN_CONSTANTS);
   setenv("PTC_FOLD_CONV_BN", "1", 1);
   CHECK(pass_conv_bn_mode("cpu", &o) == CONV_BN_ALL);
-  unsetenv("PTC_FOLD_CONV_BN");
+  setenv("PTC_FOLD_CONV_BN", "all", 1);
+  CHECK(pass_conv_bn_mode("cpu", &o) == CONV_BN_ALL);
+  CHECK(pass_conv_bn_mode("ref", &o) == CONV_BN_OFF);
+  setenv("PTC_FOLD_CONV_BN", "1", 1); /* the differential cases fold inputs too */
 }
 
 /* CONV_BN_CONSTANTS folds constant parameters only; OFF nothing. */
@@ -331,7 +361,7 @@ int main(int argc, char** argv) {
   ref_only = argc > 1 && strcmp(argv[1], "--ref-only") == 0;
   ptc_context* ctx = NULL;
   if (ptc_context_create(NULL, &ctx)) return 1;
-  unsetenv("PTC_FOLD_CONV_BN");
+  test_switch(); /* leaves PTC_FOLD_CONV_BN=1: the cpu runs fold parameter inputs too */
   /* name, nsp, groups, conv_bias, affine, relu, params_const, dtype, use_twice, fold */
   static const spec cases[] = {
       {"conv2d+bn+relu const", 2, 1, true, true, true, true, PTC_F32, 0, true},
@@ -351,7 +381,7 @@ int main(int argc, char** argv) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) test_case(ctx, &cases[i]);
   test_compile_hook(ctx);
-  test_switch();
+  if (!ref_only) test_inputs_default(ctx);
   test_modes(ctx);
   test_training_refused(ctx);
   ptc_context_release(ctx);

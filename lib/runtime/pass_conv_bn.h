@@ -16,8 +16,8 @@ typedef enum conv_bn_mode {
 /** The mode ptc_compile runs pass_conv_bn with for backend `backend` and
  * options `o`: OFF for "ref" (the reference interpreter computes each op as
  * written) and with o->disable_fusion (the no-fusion baseline); else from
- * the environment variable PTC_FOLD_CONV_BN: "0" OFF, "const" CONSTANTS,
- * unset or anything else ALL. Thread-safe. */
+ * the environment variable PTC_FOLD_CONV_BN: "0" OFF, "1" or "all" ALL,
+ * unset or anything else CONSTANTS. Thread-safe. */
 conv_bn_mode pass_conv_bn_mode(const char* backend, const ptc_compile_options* o);
 
 /** Rewrites every conv1d/conv2d -> batch_norm(training=false) pair whose
