@@ -39,9 +39,11 @@ typedef struct cuda_cig_args {
   int32_t pad2_;
 } cuda_cig_args;
 
+#define CIG_VARIANTS 6
 typedef struct cig_module {
-  cu_module module[4]; /* one per convolution kernel (PTC_CIG_VARIANT) */
+  cu_module module[CIG_VARIANTS]; /* one per convolution kernel (PTC_CIG_VARIANT) */
   cu_function conv[2][2]; /* [channel-major, tap-major][BM 64, 128] */
+  cu_function conv_w4[2]; /* [channel-major, tap-major], BM 64, 4-warp blocks (when built) */
   cu_function wcopy;
   int64_t smem_max;    /* dynamic shared memory the conv kernels may use */
 } cig_module;
@@ -62,6 +64,32 @@ static int64_t k_step(int32_t dtype) { return 64 / (int64_t)ptc_dtype_size(dtype
 static int64_t stage_bytes(int bm) { return CIG_STAGES * (int64_t)(bm + CIG_BN) * CIG_KROW; }
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* PTC_CUDA_CONV_DEFER=0: the kernels of the old pipeline, which convert
+ * the gathered input (TF32 rounding, 16-bit pairing) right after its loads
+ * instead of when it is stored to shared memory (PTC_CIG_DEFER in the
+ * .cuh; for comparisons). Read when a type's modules are built (once per
+ * process). */
+static bool conv_defer(void) {
+  const char* v = getenv("PTC_CUDA_CONV_DEFER");
+  return !(v && *v == '0');
+}
+
+/* Whether a BM-64 convolution (at most 64 output channels per group) runs
+ * on the 4-warp blocks (128 threads, 32x64 warp tiles: fewer shared-memory
+ * fragment loads per MMA, 3 blocks per SM) instead of 8-warp ones.
+ * PTC_CUDA_CONV_W4=0 never, 1 always; unset: tap-major ones, and
+ * channel-major ones in TF32 (H100, test_cuda_conv --bench, resnet18 b32:
+ * TF32 layer1 3x3 0.102 vs 0.113 ms, stem 7x7 0.157 vs 0.168; bf16 layer1
+ * 0.064 vs 0.068, but the bf16 stem 0.137 vs 0.122). Needs the deferred
+ * conversion (the modules are built only with it). Read per call (tests
+ * and benchmarks switch it). */
+static bool conv_w4(bool tap, int32_t dtype) {
+  if (!conv_defer()) return false;
+  const char* v = getenv("PTC_CUDA_CONV_W4");
+  if (v && *v) return *v != '0';
+  return tap || dtype == PTC_F32;
+}
 
 /* ---- which convolutions ----------------------------------------------------------------- */
 
@@ -108,6 +136,9 @@ void cuda_conv_igemm_shape(const cuda_conv_desc* d, int sm_count, int64_t smem_o
   /* K steps: tap-major kk taps x channel chunks, else the K range in steps */
   int64_t nk = o->tap ? kk * cdiv(cg, kt) : cdiv(cg * kk, kt);
   o->bm = ocg <= 64 ? 64 : 128;
+  const char* bv = getenv("PTC_CUDA_CONV_BM"); /* read per call: benchmarks force 64 or 128 */
+  if (bv && (atoi(bv) == 64 || atoi(bv) == 128)) o->bm = atoi(bv);
+  o->threads = o->bm == 64 && conv_w4(o->tap, d->dtype) ? 128 : 256;
   o->gx = cdiv(ncols, CIG_BN);
   o->gy = cdiv(ocg, o->bm);
   int64_t blocks = o->gx * o->gy * d->groups;
@@ -146,13 +177,15 @@ void cuda_conv_igemm_shape(const cuda_conv_desc* d, int sm_count, int64_t smem_o
 
 /* ---- the module ------------------------------------------------------------------------- */
 
-/* The module text: type ti (-1 all), convolution variant v (-1 all). */
-static ptc_status module_source(ptc_strbuf* src, int ti, int v) {
+/* The module text: type ti (-1 all), convolution variant v (-1 all),
+ * deferred conversion or not. */
+static ptc_status module_source(ptc_strbuf* src, int ti, int v, bool defer) {
   ptc_sb_init(src);
   ptc_sb_printf(src, "// libptc implicit-GEMM convolution, %s (%s)\n", ti >= 0 ? cig_types[ti] : "all",
                 PTC_CUDA_CODEGEN_VERSION);
   if (ti >= 0) ptc_sb_printf(src, "#define PTC_CIG_TYPE %d\n", ti);
   if (v >= 0) ptc_sb_printf(src, "#define PTC_CIG_VARIANT %d\n", v);
+  if (!defer) ptc_sb_printf(src, "#define PTC_CIG_DEFER 0\n");
   ptc_sb_append(src, ptc_cuda_prelude_text);
   ptc_sb_append(src, ptc_cuda_conv_igemm_text);
   if (src->oom) {
@@ -162,46 +195,54 @@ static ptc_status module_source(ptc_strbuf* src, int ti, int v) {
   return PTC_OK;
 }
 
-/* Builds the four variant modules of type ti (in parallel, through the
- * cache) and loads them. */
+/* Builds the variant modules of type ti (six; four with
+ * PTC_CUDA_CONV_DEFER=0: no 4-warp kernels) in parallel, through the cache,
+ * and loads them. */
 static ptc_status load_module(ptc_context* ctx, const cuda_device* d, int ti) {
   const cu_api* cu = &cuda_libs_get()->cu;
   cig_module* m = &cig_mod[ti];
-  ptc_strbuf src[4];
-  cuda_build_job jobs[4];
+  ptc_strbuf src[CIG_VARIANTS];
+  cuda_build_job jobs[CIG_VARIANTS];
   memset(jobs, 0, sizeof jobs);
   ptc_status s = PTC_OK;
   int made = 0;
-  for (; made < 4 && !s; made++) {
-    s = module_source(&src[made], ti, made);
+  bool defer = conv_defer();
+  int nvar = defer ? 6 : 4; /* the 4-warp kernels need the deferred conversion */
+  for (; made < nvar && !s; made++) {
+    s = module_source(&src[made], ti, made, defer);
     if (s) break;
     jobs[made].source = src[made].data;
     jobs[made].name = "ptc_conv_igemm";
   }
-  if (!s) s = cuda_build_all(ctx, jobs, 4, d->cc_major * 10 + d->cc_minor);
+  if (!s) s = cuda_build_all(ctx, jobs, nvar, d->cc_major * 10 + d->cc_minor);
   for (int v = 0; v < made; v++) ptc_sb_free(&src[v]);
-  if (s) return s;
-  static const char* const conv[4] = {"m64", "m128", "t64", "t128"};
+  if (s) {
+    for (int v = 0; v < nvar; v++) cuda_cubin_free(&jobs[v].cubin);
+    return s;
+  }
+  static const char* const conv[CIG_VARIANTS] = {"m64", "m128", "t64", "t128", "m64w4", "t64w4"};
   cu_result r = CU_SUCCESS;
   int loaded = 0;
-  for (; loaded < 4 && r == CU_SUCCESS; loaded++) {
+  for (; loaded < nvar && r == CU_SUCCESS; loaded++) {
     r = cu->ModuleLoadData(&m->module[loaded], jobs[loaded].cubin.data);
     if (r != CU_SUCCESS) break;
     char name[48];
     snprintf(name, sizeof name, "ptc_cig_%s_%s", cig_types[ti], conv[loaded]);
-    r = cu->ModuleGetFunction(&m->conv[loaded / 2][loaded % 2], m->module[loaded], name);
+    cu_function* f = loaded < 4 ? &m->conv[loaded / 2][loaded % 2] : &m->conv_w4[loaded - 4];
+    r = cu->ModuleGetFunction(f, m->module[loaded], name);
   }
-  for (int v = 0; v < 4; v++) cuda_cubin_free(&jobs[v].cubin);
+  for (int v = 0; v < nvar; v++) cuda_cubin_free(&jobs[v].cubin);
   char name[48];
   snprintf(name, sizeof name, "ptc_cig_%s_wcopy", cig_types[ti]);
   if (r == CU_SUCCESS) r = cu->ModuleGetFunction(&m->wcopy, m->module[0], name);
   /* the largest dynamic shared memory a launch may ask for: the opt-in
    * limit less the kernels' static shared memory (the split-K flag) */
   m->smem_max = (d->max_smem_optin > 48 * 1024 ? d->max_smem_optin : 48 * 1024) - 1024;
-  for (int i = 0; i < 4 && r == CU_SUCCESS; i++)
-    r = cu->FuncSetAttribute(m->conv[i / 2][i % 2], CIG_FUNC_MAX_DYNAMIC_SMEM, (int)m->smem_max);
+  for (int i = 0; i < nvar && r == CU_SUCCESS; i++)
+    r = cu->FuncSetAttribute(i < 4 ? m->conv[i / 2][i % 2] : m->conv_w4[i - 4],
+                             CIG_FUNC_MAX_DYNAMIC_SMEM, (int)m->smem_max);
   if (r != CU_SUCCESS) {
-    for (int v = 0; v < 4; v++)
+    for (int v = 0; v < CIG_VARIANTS; v++)
       if (m->module[v]) cu->ModuleUnload(m->module[v]);
     memset(m, 0, sizeof *m);
     return cuda_error(r, "loading the implicit-GEMM convolution kernels");
@@ -210,15 +251,19 @@ static ptc_status load_module(ptc_context* ctx, const cuda_device* d, int ti) {
 }
 
 ptc_status cuda_conv_igemm_check_compile(int arch) {
-  ptc_strbuf src;
-  PTC_TRY(module_source(&src, -1, -1));
-  cuda_cubin c;
-  memset(&c, 0, sizeof c);
-  /* --Ofast-compile=max: the same front end and code generation with fewer
-   * optimisation passes (the check is about compiling, and CI is slow) */
-  ptc_status s = cuda_nvrtc_compile_ex(src.data, "ptc_conv_igemm", arch, "--Ofast-compile=max", &c);
-  cuda_cubin_free(&c);
-  ptc_sb_free(&src);
+  ptc_status s = PTC_OK;
+  /* both pipelines: the deferred conversion (default) and PTC_CUDA_CONV_DEFER=0's */
+  for (int defer = 1; defer >= 0 && !s; defer--) {
+    ptc_strbuf src;
+    PTC_TRY(module_source(&src, -1, -1, defer != 0));
+    cuda_cubin c;
+    memset(&c, 0, sizeof c);
+    /* --Ofast-compile=max: the same front end and code generation with fewer
+     * optimisation passes (the check is about compiling, and CI is slow) */
+    s = cuda_nvrtc_compile_ex(src.data, "ptc_conv_igemm", arch, "--Ofast-compile=max", &c);
+    cuda_cubin_free(&c);
+    ptc_sb_free(&src);
+  }
   return s;
 }
 
@@ -320,9 +365,13 @@ ptc_status cuda_conv_igemm(ptc_context* ctx, const cuda_device* d, cu_stream str
     r = cu->MemsetD8Async(part + (cu_deviceptr)pbytes, 0, (size_t)tiles * 4, stream);
   }
   void* params[] = {&x, &w, &pbias, &out, &part, &a};
+  /* the 4-warp kernels when chosen and built (else the 8-warp ones) */
+  cu_function fn = m->conv[sh.tap][sh.bm == 128];
+  unsigned threads = 256;
+  if (sh.threads == 128 && m->conv_w4[sh.tap]) fn = m->conv_w4[sh.tap], threads = 128;
   if (r == CU_SUCCESS)
-    r = cu->LaunchKernel(m->conv[sh.tap][sh.bm == 128], (unsigned)sh.gx, (unsigned)sh.gy,
-                         (unsigned)sh.gz, 256, 1, 1, (unsigned)sh.smem, stream, params, NULL);
+    r = cu->LaunchKernel(fn, (unsigned)sh.gx, (unsigned)sh.gy, (unsigned)sh.gz, threads, 1, 1,
+                         (unsigned)sh.smem, stream, params, NULL);
   cuda_free(part);
   cuda_free(wsp);
   if (r != CU_SUCCESS) return cuda_error(r, "launching the implicit-GEMM convolution");

@@ -22,13 +22,17 @@
 //    (the 3-channel stem), where tap-major would pad most of each step.
 //
 // Block: 256 threads (8 warps, 2 along M x 4 along N), BM (64 or 128) x 128
-// output tile, K steps of 64 bytes (32 halves / 16 floats). A (weights)
+// output tile, or for BM 64 128 threads (4 warps, 2 x 2: 32x64 warp tiles,
+// fewer fragment loads per MMA; *w4 kernels), K steps of 64 bytes (32
+// halves / 16 floats). A (weights)
 // comes by cp.async two steps ahead, zero-filled past M and the K range; B
 // is gathered through registers: the loads of step k+2 are issued before
 // the MMAs of step k and stored to shared memory after those of step k+1
-// (three stages). Each thread gathers one column n of B (fixed for the
-// block: its image, ih0 = oh*sh - ph, iw0 = ow*sw - pw computed once), so
-// warps read x coalesced along n. Tiles are K-major in shared memory
+// (three stages); the loaded values stay raw in registers until that store
+// (PTC_CIG_DEFER: converting them right after the loads made each step
+// wait out its gather's latency). Each thread gathers one column n of B
+// (fixed for the block: its image, ih0 = oh*sh - ph, iw0 = ow*sw - pw
+// computed once), so warps read x coalesced along n. Tiles are K-major in shared memory
 // (80-byte rows: conflict-free ldmatrix and 16-byte stores); fragments
 // come by ldmatrix (also for TF32: an 8x8 b16 matrix is 8 rows of 4
 // floats).
@@ -140,21 +144,29 @@ template <> PTC_D void ptc_cig_mma<2>(float* c, const u32* a, u32 b0, u32 b1) {
 
 // Shared-memory layout: [stage 0: A (BM rows) | B (128 rows)] [stage 1: ...]
 // [table: int2 per k of the block's K range, padded to the K step].
-template <int K, int BM> struct ptc_cig_cfg {
+// NT threads: 256 (8 warps, 2 along M x 4 along N: warp tiles BM/2 x 32,
+// two threads gather a column) or 128 (4 warps, 2 x 2: warp tiles BM/2 x
+// 64, one thread per column: fewer fragment loads per MMA; PTC_CIG_W4).
+template <int K, int BM, int NT = 256> struct ptc_cig_cfg {
   enum {
     ES = ptc_cig_kind<K>::ES,
     KT = 64 / ES,                        // K per step
-    KPT = KT / 2,                        // B elements gathered per thread and step
-    MI = BM / 32,                        // m16 tiles per warp (warp tile BM/2 x 32)
+    WN_N = NT / 64,                      // warps along N (2 along M)
+    WTN = PTC_CIG_BN / WN_N,             // warp tile N: 32 or 64
+    NJ = WTN / 8,                        // n8 tiles per warp
+    CPC = NT / PTC_CIG_BN,               // threads per B column
+    KPT = KT / CPC,                      // B elements gathered per thread and step
+    MI = BM / 32,                        // m16 tiles per warp (warp tile BM/2 x WTN)
     A_BYTES = BM * PTC_CIG_KROW,
     STAGE = (BM + PTC_CIG_BN) * PTC_CIG_KROW,
   };
 };
 
 // The warp's MMAs over one K step.
-template <int K, int BM> PTC_D void ptc_cig_compute(u32 sa, u32 sb, float (*acc)[4][4], int wm,
-                                                    int wn, int lane) {
-  typedef ptc_cig_cfg<K, BM> C;
+template <int K, int BM, int NT> PTC_D void ptc_cig_compute(u32 sa, u32 sb,
+                                                            float (*acc)[ptc_cig_cfg<K, BM, NT>::NJ][4],
+                                                            int wm, int wn, int lane) {
+  typedef ptc_cig_cfg<K, BM, NT> C;
   if constexpr (K == 2) {
 #pragma unroll
     for (int ks = 0; ks < C::KT; ks += 8) {  // 8 floats = two 16-byte halves of a row
@@ -166,10 +178,10 @@ template <int K, int BM> PTC_D void ptc_cig_compute(u32 sa, u32 sb, float (*acc)
         // the weights are TF32-rounded already (ptc_cig_wcopy): no cvt here
         ptc_cig_ldm4(sa + r * PTC_CIG_KROW + kw * 4, af[i][0], af[i][1], af[i][2], af[i][3]);
       }
-      u32 bf[4][2];
+      u32 bf[C::NJ][2];
 #pragma unroll
-      for (int jj = 0; jj < 2; jj++) {
-        const int n = wn * 32 + jj * 16 + (lane & 7) + 8 * (lane >> 4);
+      for (int jj = 0; jj < C::NJ / 2; jj++) {
+        const int n = wn * C::WTN + jj * 16 + (lane & 7) + 8 * (lane >> 4);
         const int kw = ks + 4 * ((lane >> 3) & 1);
         ptc_cig_ldm4(sb + n * PTC_CIG_KROW + kw * 4, bf[2 * jj][0], bf[2 * jj][1], bf[2 * jj + 1][0],
                      bf[2 * jj + 1][1]);
@@ -177,7 +189,7 @@ template <int K, int BM> PTC_D void ptc_cig_compute(u32 sa, u32 sb, float (*acc)
 #pragma unroll
       for (int i = 0; i < C::MI; i++)
 #pragma unroll
-        for (int j = 0; j < 4; j++) ptc_cig_mma<K>(acc[i][j], af[i], bf[j][0], bf[j][1]);
+        for (int j = 0; j < C::NJ; j++) ptc_cig_mma<K>(acc[i][j], af[i], bf[j][0], bf[j][1]);
     }
   } else {
 #pragma unroll
@@ -188,31 +200,31 @@ template <int K, int BM> PTC_D void ptc_cig_compute(u32 sa, u32 sb, float (*acc)
         const int r = wm * (BM / 2) + i * 16 + (lane & 15), k = ks + 8 * (lane >> 4);
         ptc_cig_ldm4(sa + r * PTC_CIG_KROW + k * 2, af[i][0], af[i][1], af[i][2], af[i][3]);
       }
-      u32 bf[4][2];
+      u32 bf[C::NJ][2];
 #pragma unroll
-      for (int jj = 0; jj < 2; jj++) {
-        const int n = wn * 32 + jj * 16 + (lane & 7) + 8 * (lane >> 4), k = ks + 8 * ((lane >> 3) & 1);
+      for (int jj = 0; jj < C::NJ / 2; jj++) {
+        const int n = wn * C::WTN + jj * 16 + (lane & 7) + 8 * (lane >> 4), k = ks + 8 * ((lane >> 3) & 1);
         ptc_cig_ldm4(sb + n * PTC_CIG_KROW + k * 2, bf[2 * jj][0], bf[2 * jj][1], bf[2 * jj + 1][0],
                      bf[2 * jj + 1][1]);
       }
 #pragma unroll
       for (int i = 0; i < C::MI; i++)
 #pragma unroll
-        for (int j = 0; j < 4; j++) ptc_cig_mma<K>(acc[i][j], af[i], bf[j][0], bf[j][1]);
+        for (int j = 0; j < C::NJ; j++) ptc_cig_mma<K>(acc[i][j], af[i], bf[j][0], bf[j][1]);
     }
   }
 }
 
 // cp.async of one A (weights) tile: rows row0.. of the group's weights,
 // K [k0, k0 + KT), zero past ocg rows and past kend.
-template <int K, int BM> PTC_D void ptc_cig_load_a(const typename ptc_cig_kind<K>::S* w,
-                                                   unsigned char* sa, const ptc_cig_args& g,
-                                                   int row0, int k0, int kend) {
-  typedef ptc_cig_cfg<K, BM> C;
+template <int K, int BM, int NT> PTC_D void ptc_cig_load_a(const typename ptc_cig_kind<K>::S* w,
+                                                           unsigned char* sa, const ptc_cig_args& g,
+                                                           int row0, int k0, int kend) {
+  typedef ptc_cig_cfg<K, BM, NT> C;
   const int EPC = 16 / C::ES;
 #pragma unroll
-  for (int i = 0; i < BM * 4 / 256; i++) {
-    const int q = threadIdx.x + 256 * i, r = q >> 2, kc = q & 3;
+  for (int i = 0; i < BM * 4 / NT; i++) {
+    const int q = threadIdx.x + NT * i, r = q >> 2, kc = q & 3;
     const int row = row0 + r, kq = k0 + kc * EPC;
     int bytes = 0;
     const void* src = w;
@@ -305,17 +317,91 @@ template <int K, int BM> PTC_D void ptc_cig_store_b(unsigned char* sb, const ptc
   dst[1] = make_uint4(r.v[4], r.v[5], r.v[6], r.v[7]);
 }
 
+// ---- deferred conversion (PTC_CIG_DEFER, the default) -------------------------
+// The gathered elements stay raw in registers until they are stored to
+// shared memory after the next step's MMAs: converting (TF32 cvt, bf16/f16
+// pairing) right after the loads made every step wait for its gather's
+// global-memory latency before its MMAs (the conversion sat in the block
+// before them, which ptxas does not reorder across). Loads are predicated
+// (zero when out of the image or past the channels), branch-free.
+PTC_D float ptc_cig_ldp(const float* p, bool ok) {
+  u32 r;
+  asm volatile("{\n .reg .pred q;\n setp.ne.b32 q, %2, 0;\n mov.b32 %0, 0;\n"
+               " @q ld.global.nc.b32 %0, [%1];\n}\n"
+               : "=r"(r) : "l"(p), "r"((int)ok));
+  return __uint_as_float(r);
+}
+PTC_D u16 ptc_cig_ldp(const u16* p, bool ok) {
+  u16 r;
+  asm volatile("{\n .reg .pred q;\n setp.ne.b32 q, %2, 0;\n mov.b16 %0, 0;\n"
+               " @q ld.global.nc.b16 %0, [%1];\n}\n"
+               : "=h"(r) : "l"(p), "r"((int)ok));
+  return r;
+}
+
+template <int K, int KPT> struct ptc_cig_braw {
+  typename ptc_cig_kind<K>::S v[KPT];
+};
+
+template <int K, int BM, int NT> PTC_D void ptc_cig_gather_raw(const typename ptc_cig_kind<K>::S* __restrict__ xb,
+                                                               const int2* tab, int ih0, int iw0, int h, int w,
+                                                               ptc_cig_braw<K, ptc_cig_cfg<K, BM, NT>::KPT>& r) {
+  typedef ptc_cig_cfg<K, BM, NT> C;
+#pragma unroll
+  for (int i = 0; i < C::KPT; i++) {
+    const int2 e = tab[i];
+    const int ih = ih0 + (e.y >> 16), iw = iw0 + (e.y & 0xffff);
+    r.v[i] = ptc_cig_ldp(xb + e.x, (unsigned)ih < (unsigned)h && (unsigned)iw < (unsigned)w);
+  }
+}
+
+template <int K, int BM, int NT> PTC_D void ptc_cig_gather_tap_raw(const typename ptc_cig_kind<K>::S* __restrict__ xb,
+                                                                   int ih, int iw, int c, const ptc_cig_args& g,
+                                                                   ptc_cig_braw<K, ptc_cig_cfg<K, BM, NT>::KPT>& r) {
+  typedef ptc_cig_cfg<K, BM, NT> C;
+  typedef typename ptc_cig_kind<K>::S S;
+  const bool in = (unsigned)ih < (unsigned)g.h && (unsigned)iw < (unsigned)g.w;
+  const int left = in ? g.cg - c : 0;  // channels of this chunk inside the group
+  const S* p = xb + c * g.xs_c + (i64)ih * g.xs_h + (i64)iw * g.xs_w;
+#pragma unroll
+  for (int i = 0; i < C::KPT; i++) r.v[i] = ptc_cig_ldp(p + i * g.xs_c, i < left);
+}
+
+// A thread's KPT elements of its column (CPC threads a column): KPT * ES
+// bytes at byte kg * KPT * ES of the column's K-major row.
+template <int K, int BM, int NT> PTC_D void ptc_cig_store_raw(unsigned char* sb,
+                                                              const ptc_cig_braw<K, ptc_cig_cfg<K, BM, NT>::KPT>& b) {
+  typedef ptc_cig_cfg<K, BM, NT> C;
+  enum { W = C::KPT * C::ES / 4 };  // 32-bit words per thread: 8 or 16
+  u32 r[W];
+  if constexpr (K == 2) {
+#pragma unroll
+    for (int i = 0; i < W; i++) r[i] = ptc_cig_tf32(b.v[i]);
+  } else {
+#pragma unroll
+    for (int i = 0; i < W; i++) r[i] = (u32)b.v[2 * i] | ((u32)b.v[2 * i + 1] << 16);
+  }
+  const int lc = threadIdx.x & (PTC_CIG_BN - 1), kg = threadIdx.x >> 7;
+  uint4* dst = (uint4*)(sb + lc * PTC_CIG_KROW + kg * (W * 4));
+#pragma unroll
+  for (int i = 0; i < W / 4; i++) dst[i] = make_uint4(r[4 * i], r[4 * i + 1], r[4 * i + 2], r[4 * i + 3]);
+}
+
+#ifndef PTC_CIG_DEFER
+#define PTC_CIG_DEFER 1
+#endif
+
 // TAP: tap-major K over weights transformed to [OC][KH*KW][nchunk * KT]
 // (ptc_cig_wcopy; kdim = KH*KW*nchunk*KT); else channel-major K over the
 // weights as they are (rows 16-byte aligned) through the offset table.
-template <int K, int BM, bool TAP> PTC_D void ptc_cig_body(const typename ptc_cig_kind<K>::S* __restrict__ x,
+template <int K, int BM, bool TAP, int NT> PTC_D void ptc_cig_body(const typename ptc_cig_kind<K>::S* __restrict__ x,
                                                  const typename ptc_cig_kind<K>::S* __restrict__ w,
                                                  const typename ptc_cig_kind<K>::S* __restrict__ bias,
                                                  typename ptc_cig_kind<K>::S* __restrict__ out,
                                                  float* __restrict__ ws, const ptc_cig_args& g) {
   typedef ptc_cig_kind<K> KD;
   typedef typename KD::S S;
-  typedef ptc_cig_cfg<K, BM> C;
+  typedef ptc_cig_cfg<K, BM, NT> C;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, wm = warp & 1, wn = warp >> 1;
   const int grp = blockIdx.z / g.splits, split = blockIdx.z - grp * g.splits;
@@ -326,7 +412,7 @@ template <int K, int BM, bool TAP> PTC_D void ptc_cig_body(const typename ptc_ci
   int2* tab = (int2*)(smem + PTC_CIG_STAGES * C::STAGE);
   // the k -> (offset, kh*dh << 16 | kw*dw) table of this block's K range
   const int kk = g.kh * g.kw;
-  for (int i = tid; !TAP && i < nk * C::KT; i += 256) {
+  for (int i = tid; !TAP && i < nk * C::KT; i += NT) {
     const int k = kbeg + i;
     int2 e = make_int2(0, PTC_CIG_BAD);
     if (k < kend) {
@@ -351,11 +437,11 @@ template <int K, int BM, bool TAP> PTC_D void ptc_cig_body(const typename ptc_ci
   ptc_cig_walk wk;
   if constexpr (TAP) wk.start(kbeg / C::KT, g);
   const S* wg = w + (i64)grp * g.ocg * g.w_row;
-  float acc[C::MI][4][4];
+  float acc[C::MI][C::NJ][4];
 #pragma unroll
   for (int i = 0; i < C::MI; i++)
 #pragma unroll
-    for (int j = 0; j < 4; j++)
+    for (int j = 0; j < C::NJ; j++)
 #pragma unroll
       for (int e = 0; e < 4; e++) acc[i][j][e] = 0.f;
   __syncthreads();  // the table
@@ -364,8 +450,21 @@ template <int K, int BM, bool TAP> PTC_D void ptc_cig_body(const typename ptc_ci
   // three stages; B gathered into registers two steps ahead (two register
   // sets, b0 / b1 alternating: the loop body is unrolled by two so that
   // they stay registers) and stored to its stage one step ahead.
-  ptc_cig_breg<K> b0, b1;
-  auto gather = [&](int kstep, ptc_cig_breg<K>& r) {
+#if PTC_CIG_DEFER
+  typedef ptc_cig_braw<K, C::KPT> BR;  // raw elements, converted when stored
+  auto gather = [&](int kstep, BR& r) {
+    if constexpr (TAP) {
+      ptc_cig_gather_tap_raw<K, BM, NT>(xb, ih0 + wk.kh * g.dh, iw0 + wk.kw * g.dw,
+                                        wk.chunk * C::KT + kg * C::KPT, g, r);
+      wk.next(g);
+    } else {
+      ptc_cig_gather_raw<K, BM, NT>(xb, tab + kstep * C::KT + kg * C::KPT, ih0, iw0, g.h, g.w, r);
+    }
+  };
+  auto store = [&](unsigned char* sb, const BR& r) { ptc_cig_store_raw<K, BM, NT>(sb, r); };
+#else
+  typedef ptc_cig_breg<K> BR;  // converted right after the loads (the old pipeline)
+  auto gather = [&](int kstep, BR& r) {
     if constexpr (TAP) {
       ptc_cig_gather_tap<K, BM>(xb, ih0 + wk.kh * g.dh, iw0 + wk.kw * g.dw,
                                 wk.chunk * C::KT + kg * C::KPT, g, r);
@@ -374,30 +473,33 @@ template <int K, int BM, bool TAP> PTC_D void ptc_cig_body(const typename ptc_ci
       ptc_cig_gather<K, BM>(xb, tab + kstep * C::KT + kg * C::KPT, ih0, iw0, g.h, g.w, r);
     }
   };
+  auto store = [&](unsigned char* sb, const BR& r) { ptc_cig_store_b<K, BM>(sb, r); };
+#endif
+  BR b0, b1;
   if (nk > 0) {
-    ptc_cig_load_a<K, BM>(wg, smem, g, row0, kbeg, kend);
+    ptc_cig_load_a<K, BM, NT>(wg, smem, g, row0, kbeg, kend);
     ptc_cig_commit();
-    if (nk > 1) ptc_cig_load_a<K, BM>(wg, smem + C::STAGE, g, row0, kbeg + C::KT, kend);
+    if (nk > 1) ptc_cig_load_a<K, BM, NT>(wg, smem + C::STAGE, g, row0, kbeg + C::KT, kend);
     ptc_cig_commit();
     gather(0, b0);
-    ptc_cig_store_b<K, BM>(smem + C::A_BYTES, b0);
+    store(smem + C::A_BYTES, b0);
     if (nk > 1) gather(1, b1);
   }
   // one K step: bnext holds step kt+1 (stored at the end), bnew receives kt+2
-  auto step = [&](int kt, ptc_cig_breg<K>& bnext, ptc_cig_breg<K>& bnew) {
+  auto step = [&](int kt, BR& bnext, BR& bnew) {
     const int cur = kt % PTC_CIG_STAGES;
     ptc_cig_wait1();  // A of step kt (one group, step kt+1's, may stay in flight)
     __syncthreads();  // stage cur complete; stage (kt+2) % 3 free
     if (kt + 2 < nk) {
       const int st2 = cur == 0 ? 2 : cur - 1;
-      ptc_cig_load_a<K, BM>(wg, smem + st2 * C::STAGE, g, row0, kbeg + (kt + 2) * C::KT, kend);
+      ptc_cig_load_a<K, BM, NT>(wg, smem + st2 * C::STAGE, g, row0, kbeg + (kt + 2) * C::KT, kend);
     }
     ptc_cig_commit();  // possibly empty: the group count stays uniform
     if (kt + 2 < nk) gather(kt + 2, bnew);
-    ptc_cig_compute<K, BM>(s0 + cur * C::STAGE, s0 + cur * C::STAGE + C::A_BYTES, acc, wm, wn, lane);
+    ptc_cig_compute<K, BM, NT>(s0 + cur * C::STAGE, s0 + cur * C::STAGE + C::A_BYTES, acc, wm, wn, lane);
     if (kt + 1 < nk) {
       const int st1 = cur == PTC_CIG_STAGES - 1 ? 0 : cur + 1;
-      ptc_cig_store_b<K, BM>(smem + st1 * C::STAGE + C::A_BYTES, bnext);
+      store(smem + st1 * C::STAGE + C::A_BYTES, bnext);
     }
   };
   for (int kt = 0; kt < nk; kt += 2) {
@@ -414,8 +516,8 @@ template <int K, int BM, bool TAP> PTC_D void ptc_cig_body(const typename ptc_ci
     // partials up in split order (deterministic) and runs the epilogue
     __shared__ int last;
 #pragma unroll
-    for (int j = 0; j < 4; j++) {
-      const int n0 = col0 + wn * 32 + j * 8 + 2 * t;
+    for (int j = 0; j < C::NJ; j++) {
+      const int n0 = col0 + wn * C::WTN + j * 8 + 2 * t;
       if (n0 >= g.ncols) continue;
       float* wsp = ws + ((i64)split * g.oc + ocb) * g.ncols + n0;
 #pragma unroll
@@ -439,8 +541,8 @@ template <int K, int BM, bool TAP> PTC_D void ptc_cig_body(const typename ptc_ci
     if (!last) return;
     __threadfence();
 #pragma unroll
-    for (int j = 0; j < 4; j++) {
-      const int n0 = col0 + wn * 32 + j * 8 + 2 * t;
+    for (int j = 0; j < C::NJ; j++) {
+      const int n0 = col0 + wn * C::WTN + j * 8 + 2 * t;
       if (n0 >= g.ncols) continue;
 #pragma unroll
       for (int i = 0; i < C::MI; i++)
@@ -460,8 +562,8 @@ template <int K, int BM, bool TAP> PTC_D void ptc_cig_body(const typename ptc_ci
     }
   }
 #pragma unroll
-  for (int j = 0; j < 4; j++) {
-    const int n0 = col0 + wn * 32 + j * 8 + 2 * t;
+  for (int j = 0; j < C::NJ; j++) {
+    const int n0 = col0 + wn * C::WTN + j * 8 + 2 * t;
     if (n0 >= g.ncols) continue;
     const bool two = n0 + 1 < g.ncols;
     const int img0 = n0 / g.ohw, p0 = n0 - img0 * g.ohw;
@@ -549,39 +651,52 @@ template <int K> PTC_D void ptc_cig_wcopy(const typename ptc_cig_kind<K>::S* __r
   }
 }
 
-#define PTC_CIG_CONV(T, K, S, NAME, BM, TAP)                                                       \
-  extern "C" __global__ void __launch_bounds__(256, 2)                                             \
+#define PTC_CIG_CONV(T, K, S, NAME, BM, TAP, NT)                                                   \
+  extern "C" __global__ void __launch_bounds__(NT, NT == 256 ? 2 : 3)                              \
       ptc_cig_##T##_##NAME(const S* x, const S* w, const S* bias, S* out, float* ws, ptc_cig_args g) { \
-    ptc_cig_body<K, BM, TAP>(x, w, bias, out, ws, g);                                              \
+    ptc_cig_body<K, BM, TAP, NT>(x, w, bias, out, ws, g);                                          \
   }
 // PTC_CIG_VARIANT (defined before this text): only that convolution kernel
-// (0 m64, 1 m128, 2 t64, 3 t128: the library builds the four as separate
-// modules in parallel); undefined: all four.
+// (0 m64, 1 m128, 2 t64, 3 t128, 4 m64w4, 5 t64w4 (the 4-warp blocks, with
+// PTC_CIG_DEFER only): the library builds them as separate modules in
+// parallel); undefined: all.
 #if !defined(PTC_CIG_VARIANT) || PTC_CIG_VARIANT == 0
-#define PTC_CIG_V0(T, K, S) PTC_CIG_CONV(T, K, S, m64, 64, false)
+#define PTC_CIG_V0(T, K, S) PTC_CIG_CONV(T, K, S, m64, 64, false, 256)
 #else
 #define PTC_CIG_V0(T, K, S)
 #endif
 #if !defined(PTC_CIG_VARIANT) || PTC_CIG_VARIANT == 1
-#define PTC_CIG_V1(T, K, S) PTC_CIG_CONV(T, K, S, m128, 128, false)
+#define PTC_CIG_V1(T, K, S) PTC_CIG_CONV(T, K, S, m128, 128, false, 256)
 #else
 #define PTC_CIG_V1(T, K, S)
 #endif
 #if !defined(PTC_CIG_VARIANT) || PTC_CIG_VARIANT == 2
-#define PTC_CIG_V2(T, K, S) PTC_CIG_CONV(T, K, S, t64, 64, true)
+#define PTC_CIG_V2(T, K, S) PTC_CIG_CONV(T, K, S, t64, 64, true, 256)
 #else
 #define PTC_CIG_V2(T, K, S)
 #endif
 #if !defined(PTC_CIG_VARIANT) || PTC_CIG_VARIANT == 3
-#define PTC_CIG_V3(T, K, S) PTC_CIG_CONV(T, K, S, t128, 128, true)
+#define PTC_CIG_V3(T, K, S) PTC_CIG_CONV(T, K, S, t128, 128, true, 256)
 #else
 #define PTC_CIG_V3(T, K, S)
+#endif
+#if PTC_CIG_DEFER && (!defined(PTC_CIG_VARIANT) || PTC_CIG_VARIANT == 4)
+#define PTC_CIG_V4(T, K, S) PTC_CIG_CONV(T, K, S, m64w4, 64, false, 128)
+#else
+#define PTC_CIG_V4(T, K, S)
+#endif
+#if PTC_CIG_DEFER && (!defined(PTC_CIG_VARIANT) || PTC_CIG_VARIANT == 5)
+#define PTC_CIG_V5(T, K, S) PTC_CIG_CONV(T, K, S, t64w4, 64, true, 128)
+#else
+#define PTC_CIG_V5(T, K, S)
 #endif
 #define PTC_CIG_KERNELS(T, K, S)                                                                   \
   PTC_CIG_V0(T, K, S)                                                                              \
   PTC_CIG_V1(T, K, S)                                                                              \
   PTC_CIG_V2(T, K, S)                                                                              \
   PTC_CIG_V3(T, K, S)                                                                              \
+  PTC_CIG_V4(T, K, S)                                                                              \
+  PTC_CIG_V5(T, K, S)                                                                              \
   extern "C" __global__ void __launch_bounds__(256)                                                \
       ptc_cig_##T##_wcopy(const S* w, S* dst, i64 rows, i64 ld, i64 cg, i64 kw, i64 kk, i64 cpad,  \
                           i64 ws0, i64 ws1, i64 ws2, i64 ws3, i32 tap_major, i32 small32) {        \

@@ -32,6 +32,7 @@ typedef struct cuda_conv_desc {
 typedef struct cuda_conv_shape {
   bool tap;          /* tap-major K over transformed weights (else channel-major) */
   int bm;
+  int threads;       /* per block: 256 (8 warps), or 128 (4 warps; BM 64, PTC_CUDA_CONV_W4) */
   int splits;
   int64_t kps;       /* GEMM K per split */
   int64_t smem;      /* dynamic shared memory per block, bytes */
@@ -56,8 +57,10 @@ const char* cuda_conv_igemm_refusal(int cc_major, const cuda_conv_desc* d, bool 
  * sums written and read again), at most 16, more when a channel-major
  * block's K range would not fit its shared-memory table. Environment:
  * PTC_CUDA_CONV_SPLIT=N forces N splits (clamped to the K steps),
- * PTC_CUDA_CONV_TAP=0/1 forces the K order. Pure apart from reading the
- * environment; thread-safe. */
+ * PTC_CUDA_CONV_TAP=0/1 forces the K order, PTC_CUDA_CONV_BM=64/128 the
+ * block rows. Threads: 128 (4-warp blocks) for BM 64 when tap-major or
+ * TF32, else 256; PTC_CUDA_CONV_W4=0/1 forces 256/128 for BM 64. Pure
+ * apart from reading the environment; thread-safe. */
 void cuda_conv_igemm_shape(const cuda_conv_desc* d, int sm_count, int64_t smem_optin,
                            cuda_conv_shape* out);
 

@@ -50,7 +50,7 @@ static void read_wide(void) {
  * PTC_CUDA_CONV_IGEMM=0 none (im2col / 1x1 GEMMs as before), 1 (default)
  * all it takes except, when cuBLASLt is present, 1x1 stride-1 ones and
  * ungrouped ones with windows above 1x1 on output planes of at most 196
- * pixels (1x1 windows: 64 pixels in f32; the wide im2col GEMM wins there),
+ * pixels (1x1 windows: in f32 only; the wide im2col GEMM wins there),
  * 2 all it
  * takes, 3 as 1 but also not those whose output tiles (before any K split)
  * are fewer than the SMs when cuBLASLt is present (small late layers:
@@ -236,16 +236,19 @@ ptc_status cuda_ext_conv_device(const cuda_ext_call* c0, bool* done) {
     d.beta = e->beta;
     bool ok = false, small = false;
     /* default policy: convolutions of one group with windows larger than
-     * 1x1 on output planes of at most 196 pixels (1x1 ones: 64 in f32) run
+     * 1x1 on output planes of at most 196 pixels (1x1 ones: f32 only) run
      * faster as one wide im2col GEMM through cuBLASLt (H100, resnet18 b32,
      * test_cuda_conv --bench, ms im2col vs implicit GEMM: bf16 14x14 s1
      * 0.064 vs 0.127, 28->14 s2 0.046 vs 0.049, 14->7 s2 0.030 vs 0.094,
      * 7x7 s1 0.042 vs 0.116; TF32 0.087 vs 0.164, 0.058 vs 0.133, 0.044 vs
      * 0.117, 0.068 vs 0.151, 1x1 14->7 s2 0.021 vs 0.026; 28x28 planes and
-     * larger stay on the implicit GEMM: bf16 3x3 s1 0.093 vs 0.066) */
+     * larger stay on the implicit GEMM: bf16 3x3 s1 0.093 vs 0.066; after
+     * the kernel's deferred input conversion, same bench: TF32 1x1 28->14
+     * s2 0.0186 vs 0.0219, 14->7 s2 0.0163 vs 0.0235, 56->28 s2 0.0243 vs
+     * 0.0216; bf16 1x1 28->14 s2 0.0180 vs 0.0155: igemm) */
     int64_t ohw = OH * OW;
     if (policy == 1 && have_lt && groups == 1 && ohw < conv_wide_below() &&
-        ((KK > 1 && ohw <= 196) || (out->dtype == PTC_F32 && ohw <= 64)))
+        (KK > 1 || out->dtype == PTC_F32) && ohw <= 196)
       small = true;
     if (policy == 3 && have_lt) {
       cuda_conv_shape sh;

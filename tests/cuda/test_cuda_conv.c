@@ -27,6 +27,8 @@
  *    product back into NCHW with bias and relu fused, and the general
  *    kernels where sizes are not whole vectors), 1x1 stride 2 and 1,
  *    groups, batch 1, a plane of per-image GEMMs.
+ *    The cases of at most 64 output channels per group run again on the
+ *    other block size (PTC_CUDA_CONV_W4: 8-warp or 4-warp kernels).
  *  --bench: resnet18 batch-32 convolutions (bf16, f32 as TF32): the
  *    implicit GEMM with the chosen split and with splits 1/2/4/8, and the
  *    whole convolution extern through a one-node graph with
@@ -107,12 +109,12 @@ static void run_case(const ccase* c, int32_t dt) {
   char what[256];
   snprintf(what, sizeof what,
            "%s n%lld c%lld %lldx%lld oc%lld k%lldx%lld s%lld,%lld p%lld,%lld d%lld,%lld g%lld%s act%d "
-           "x%d wpad%d split%d wtr%d order%d",
+           "x%d wpad%d split%d wtr%d order%d w4 %s",
            dname(dt), (long long)c->n, (long long)c->c, (long long)c->h, (long long)c->w,
            (long long)c->oc, (long long)c->kh, (long long)c->kw, (long long)c->sh, (long long)c->sw,
            (long long)c->ph, (long long)c->pw, (long long)c->dh, (long long)c->dw,
            (long long)c->groups, c->bias ? " bias" : "", c->act, c->x_layout, c->w_pad, c->split,
-           c->w_tr, c->order);
+           c->w_tr, c->order, getenv("PTC_CUDA_CONV_W4") ? getenv("PTC_CUDA_CONV_W4") : "-");
   void* hx = calloc((size_t)xe + 8, es);
   void* hw = calloc((size_t)we + 8, es);
   void* hb = calloc((size_t)c->oc + 8, es);
@@ -243,6 +245,16 @@ static void run_all(void) {
   for (int di = 0; di < 3; di++)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
       run_case(&cases[i], dts[di]);
+      if (cases[i].oc / cases[i].groups <= 64) { /* BM 64: the 8- and 4-warp kernels both */
+        cuda_conv_desc d0;
+        int64_t xe0, we0;
+        fill_desc(&cases[i], dts[di], &d0, &xe0, &we0);
+        cuda_conv_shape sh0;
+        cuda_conv_igemm_shape(&d0, dev->sm_count, dev->max_smem_optin, &sh0);
+        setenv("PTC_CUDA_CONV_W4", sh0.threads == 128 ? "0" : "1", 1);
+        run_case(&cases[i], dts[di]);
+        unsetenv("PTC_CUDA_CONV_W4");
+      }
       if (dts[di] == PTC_F16) continue;
       cuda_conv_desc d;
       int64_t xe, we;
@@ -826,12 +838,12 @@ static void bench(void) {
       unsetenv("PTC_CUDA_CONV_VEC");
       double fl = 2.0 * (double)oe * (double)(d.c * d.kh * d.kw);
       printf("bench %s %-6s c%-3lld %3lldx%-3lld oc%-4lld k%lld s%lld: igemm %.4f ms (%.0f TFLOP/s; "
-             "%s bm %d split %d) | split 1/2/4/8: %.4f %.4f %.4f %.4f | extern im2col %.4f, igemm %.4f, "
+             "%s bm %d x %d threads split %d) | split 1/2/4/8: %.4f %.4f %.4f %.4f | extern im2col %.4f, igemm %.4f, "
              "default %.4f (vector wide kernels off %.4f)\n",
              dname(dts[di]), l->name, (long long)l->c, (long long)l->hw, (long long)l->hw,
              (long long)l->oc, (long long)l->k, (long long)l->s, t_auto,
              t_auto > 0 ? fl / t_auto / 1e9 : 0, sh.tap ? "tap-major" : "channel-major", sh.bm,
-             sh.splits, t_s[0], t_s[1], t_s[2], t_s[3],
+             sh.threads, sh.splits, t_s[0], t_s[1], t_s[2], t_s[3],
              t_col, t_ig, t_def, t_novec);
       fflush(stdout);
       tot[0] += (double)l->count * t_auto;
@@ -879,7 +891,7 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
-  if (check_shapes()) return 1;
+  if (!do_bench && check_shapes()) return 1; /* (benchmarks may force shapes) */
   dev = cuda_device_get();
   if (!dev) {
     printf("skipped: %s\n", cuda_unavailable_reason());
