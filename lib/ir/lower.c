@@ -37,14 +37,22 @@ static lower_fn find_lowering(const char* op) {
 
 /* ---- setup ------------------------------------------------------------------------------- */
 
+static bool is_reduction_op(const char* op) {
+  for (size_t i = 0; i < lower_reduce_count; i++)
+    if (strcmp(lower_reduce_table[i].op, op) == 0) return true;
+  return false;
+}
+
 static void count_users(lower_ctx* L) {
   const ptc_graph* g = L->g;
   for (size_t i = 0; i < g->nodes.len; i++) {
     const gnode* n = graph_node(g, i);
+    bool red = is_reduction_op(n->op->name);
     for (uint32_t k = 0; k < n->n_in; k++) {
       bool dup = n->in[k] == PTC_VALUE_NONE;
       for (uint32_t j = 0; j < k && !dup; j++) dup = n->in[j] == n->in[k];
       if (!dup) L->users[n->in[k]]++;
+      if (red && n->in[k] != PTC_VALUE_NONE) L->feeds_reduction[n->in[k]] = true;
     }
   }
   for (size_t i = 0; i < g->outputs.len; i++) {
@@ -192,6 +200,7 @@ static void ctx_free(lower_ctx* L) {
   free(L->vals);
   free(L->users);
   free(L->is_output);
+  free(L->feeds_reduction);
   free(L->memo);
   free(L->rounding);
   ptc_arena_free(&L->arena);
@@ -202,7 +211,8 @@ static ptc_status lower_all(lower_ctx* L) {
   L->vals = calloc(nv, sizeof *L->vals);
   L->users = calloc(nv, sizeof *L->users);
   L->is_output = calloc(nv, sizeof *L->is_output);
-  if (!L->vals || !L->users || !L->is_output) return ptc_status_oom();
+  L->feeds_reduction = calloc(nv, sizeof *L->feeds_reduction);
+  if (!L->vals || !L->users || !L->is_output || !L->feeds_reduction) return ptc_status_oom();
   count_users(L);
   PTC_TRY(add_leaves(L));
   for (size_t i = 0; i < L->g->nodes.len; i++) PTC_TRY(lower_node(L, (uint32_t)i));

@@ -63,6 +63,7 @@ struct lower_ctx {
   lval* vals;                  /* per graph value */
   uint32_t* users;             /* per graph value: user nodes (+1 if a graph output) */
   bool* is_output;             /* per graph value */
+  bool* feeds_reduction;       /* per graph value: an input of a reduction op */
   ir_body* body;               /* body being emitted */
   ir_val mask;                 /* current load mask (-1: none) */
   uint64_t gen;                /* emission generation of `body` (memo tag) */

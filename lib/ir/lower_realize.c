@@ -192,6 +192,13 @@ ptc_status lower_maybe_realize(lower_ctx* L, lval* v, ptc_value gv, const char* 
   const ir_lower_options* o = &L->o;
   bool reuse = L->users[gv] > 1 && (st.reads > o->realize_reads_threshold ||
                                     st.ops > o->realize_opcount_threshold || st.expensive);
+  /* A value of several reads that a reduction reads and at least two other
+   * users read as well (a transformer's residual stream x + f(x): its layer
+   * norm's mean and centring, and the next residual add) is stored once, by
+   * the reduction's kernel as it reads it: otherwise every later residual
+   * inlines the whole chain of adds, re-reading a growing number of tensors
+   * in each layer norm until the accumulated-reads rule stores one. */
+  reuse = reuse || (L->users[gv] > 2 && L->feeds_reduction[gv] && st.reads > 1);
   if (reuse || st.reads > o->realize_acc_reads_threshold || st.ops > o->max_inline_ops)
     return lower_realize(L, v, false, origin);
   return PTC_OK;

@@ -5,7 +5,8 @@
  * sin -> cos fuses; a pointwise node after a full reduction is not fused
  * into the reduction's loop; a realized diamond fuses without cycles; a
  * matmul stays an extern kernel of its own; a layer norm viewed as a
- * matmul's 2-D input is one kernel with its statistics; a realized chain of 6 pointwise
+ * matmul's 2-D input is one kernel with its statistics; a residual stream
+ * is stored by each layer norm's kernel, not re-added; a realized chain of 6 pointwise
  * nodes without fusion needs at most 2 slots. Every plan is checked against
  * the invariants of sched_check.h. */
 #include "lib/decomp/decomp.h"
@@ -261,6 +262,42 @@ static void test_layernorm_view_matmul(bool permuted) {
   lg_done(&t, permuted ? "layer norm, transpose, view, matmul" : "layer norm, view, matmul");
 }
 
+/* Distinct buffers node i loads. */
+static uint32_t lg_node_reads(const lg* t, size_t i) {
+  const ir_body* b = &ir_node_at(t->p, i)->body;
+  uint32_t n = 0;
+  for (uint32_t k = 0; k < b->n; k++) {
+    if (b->ops[k].opcode != IR_LOAD) continue;
+    bool seen = false;
+    for (uint32_t j = 0; j < k && !seen; j++)
+      seen = b->ops[j].opcode == IR_LOAD && b->ops[j].buf == b->ops[k].buf;
+    n += !seen;
+  }
+  return n;
+}
+
+/* A residual stream r_k = r_{k-1} + a_k, each r_k layer-normed (a pre-norm
+ * transformer's): every r_k is stored once, by its layer norm's kernel, so
+ * no node re-reads the chain x, a_1, .., a_k (before: r_3's layer norm
+ * loaded x, a_1, a_2, a_3); at most one kernel per layer norm. */
+static void test_residual_stream(void) {
+  lg t;
+  lg_init(&t, 0);
+  ptc_value r = lg_input_dyn(&t, 16, 64, false);
+  for (int k = 0; k < 3; k++) {
+    r = lg_bin(&t, "add", r, lg_input_dyn(&t, 16, 64, false));
+    ptc_value mean = lg_red_last(&t, "mean", r);
+    ptc_value d = lg_bin(&t, "sub", r, mean);
+    ptc_value var = lg_red_last(&t, "mean", lg_bin(&t, "mul", d, d));
+    CHECK_OK(ptc_graph_add_output(t.g, lg_bin(&t, "mul", d, lg_un(&t, "rsqrt", var))));
+  }
+  CHECK_OK(ptc_graph_add_output(t.g, r));
+  lg_run(&t, true, true);
+  CHECK(t.plan && t.plan->n_kernels <= 3);
+  for (size_t i = 0; t.p && i < t.p->nodes.len; i++) CHECK(lg_node_reads(&t, i) <= 3);
+  lg_done(&t, "residual stream");
+}
+
 /* 6 realized pointwise nodes, no fusion: in place or ping-pong. */
 static void test_chain(void) {
   lg t;
@@ -291,6 +328,7 @@ int main(void) {
   test_matmul();
   test_layernorm_view_matmul(false);
   test_layernorm_view_matmul(true);
+  test_residual_stream();
   test_chain();
   return check_summary("test_sched_lower");
 }
