@@ -324,6 +324,7 @@ ptc_status cuda_attn_run(const cuda_ext_call* c) {
     return PTC_ERR(UNIMPLEMENTED, "cuda backend: attention output rows not 4-byte aligned");
   if (g->L == 0 || g->nbatch == 0) return PTC_OK;
   const cuda_device* dev = c->plan->dev;
+  /* pipe == args.vec: the kernel takes its load path from PIPE alone */
   attn_variant var = {o->dtype == PTC_BF16, hi, g->mask, vec,
                       attn_small(hi, g->L, g->nbatch, dev->sm_count)};
   attn_mod* mod = &attn_mods[var.bf][var.hi][var.mask][var.pipe][var.small];

@@ -52,7 +52,7 @@ struct ptc_attn_args {
   i32 nb, mask;        // mask: 0 none, 1 additive, 2 boolean
   i32 causal;
   float scale_log2;    // scale * log2(e)
-  i32 vec;             // q/k/v last stride 1, 16-byte aligned rows
+  i32 vec;             // q/k/v last stride 1, 16-byte aligned rows (== PIPE)
   i32 mvec;            // boolean mask: bit 0 last stride 1, rows and base 16-byte
                        // aligned; bit 1 (with bit 0) find the block's kept key tiles
 };
@@ -172,6 +172,8 @@ PTC_D void ptc_attn_tile(u16* dst, u32 sdst, const u16* src, i64 n, i64 rows, i6
 PTC_D void ptc_attn_offsets(const ptc_attn_args& a, i64 bi, i64* off) {
   i64 rest = bi;
   off[0] = off[1] = off[2] = off[3] = off[4] = 0;
+  // once per batch entry: not unrolled (NVVM would copy the 64-bit divisions)
+#pragma unroll 1
   for (int d = a.nb - 1; d >= 0; d--) {
     i64 c = rest % a.batch[d];
     rest /= a.batch[d];
@@ -275,8 +277,9 @@ PTC_D void ptc_attn_mrange(const u8* mb, const ptc_attn_args& a, i64 m0, int nti
   *hi = kr[1] < 0 ? 0 : min(ntiles, kr[1] / BN + 1);
 }
 
-// q rows w0 .. w0 + 16 * MT - 1 as A fragments (zeros past L).
-template <int D, int MT>
+// q rows w0 .. w0 + 16 * MT - 1 as A fragments (zeros past L); VEC: 32-bit
+// loads (args.vec).
+template <int D, int MT, bool VEC>
 PTC_D void ptc_attn_qfrag(u32 (&qa)[MT][D / 16][4], const u16* qb, const ptc_attn_args& a, i64 w0,
                           int qr, int qc) {
 #pragma unroll
@@ -285,10 +288,10 @@ PTC_D void ptc_attn_qfrag(u32 (&qa)[MT][D / 16][4], const u16* qb, const ptc_att
 #pragma unroll
     for (int s = 0; s < D / 16; s++) {
       const i64 c = s * 16 + qc;
-      qa[mt][s][0] = ptc_attn_ld2(qb, r0, a.L, c, a.q_sl, a.q_se, a.vec);
-      qa[mt][s][1] = ptc_attn_ld2(qb, r1, a.L, c, a.q_sl, a.q_se, a.vec);
-      qa[mt][s][2] = ptc_attn_ld2(qb, r0, a.L, c + 8, a.q_sl, a.q_se, a.vec);
-      qa[mt][s][3] = ptc_attn_ld2(qb, r1, a.L, c + 8, a.q_sl, a.q_se, a.vec);
+      qa[mt][s][0] = ptc_attn_ld2(qb, r0, a.L, c, a.q_sl, a.q_se, VEC);
+      qa[mt][s][1] = ptc_attn_ld2(qb, r1, a.L, c, a.q_sl, a.q_se, VEC);
+      qa[mt][s][2] = ptc_attn_ld2(qb, r0, a.L, c + 8, a.q_sl, a.q_se, VEC);
+      qa[mt][s][3] = ptc_attn_ld2(qb, r1, a.L, c + 8, a.q_sl, a.q_se, VEC);
     }
   }
 }
@@ -501,7 +504,7 @@ PTC_D void ptc_attn_body(const u16* __restrict__ q, const u16* __restrict__ k,
     const u16* kb = k + off[1];
     const u16* vb = v + off[2];
     u32 qa[QREG ? MT : 1][QREG ? D / 16 : 1][4];
-    if constexpr (QREG) ptc_attn_qfrag<D, MT>(qa, qb, a, w0, qr, qc);
+    if constexpr (QREG) ptc_attn_qfrag<D, MT, PIPE>(qa, qb, a, w0, qr, qc);
     float acc[MT][D / 8][4];
     float mx[MT][2], l[MT][2];
 #pragma unroll
@@ -518,9 +521,9 @@ PTC_D void ptc_attn_body(const u16* __restrict__ q, const u16* __restrict__ k,
     if constexpr (MASK == 2)
       if (a.mvec & 2) ptc_attn_mrange<BM, BN>((const u8*)mask + off[3], a, m0, ntiles, tid, &t0, &ntiles);
     if (pipe && ntiles > t0) {
-      if (!QREG) ptc_attn_tile<D, BM, KS>(qsm, sq, qb, m0, a.L, a.q_sl, a.q_se, a.vec, true, tid);
-      ptc_attn_tile<D, BN, KS>(ksm, sk, kb, (i64)t0 * BN, a.S, a.k_ss, a.k_se, a.vec, true, tid);
-      ptc_attn_tile<D, BN, KS>(vsm, sv, vb, (i64)t0 * BN, a.S, a.v_ss, a.v_se, a.vec, true, tid);
+      if (!QREG) ptc_attn_tile<D, BM, KS>(qsm, sq, qb, m0, a.L, a.q_sl, a.q_se, PIPE, true, tid);
+      ptc_attn_tile<D, BN, KS>(ksm, sk, kb, (i64)t0 * BN, a.S, a.k_ss, a.k_se, PIPE, true, tid);
+      ptc_attn_tile<D, BN, KS>(vsm, sv, vb, (i64)t0 * BN, a.S, a.v_ss, a.v_se, PIPE, true, tid);
       asm volatile("cp.async.commit_group;");
     }
     for (int it = t0; it < ntiles; it++) {
@@ -531,16 +534,16 @@ PTC_D void ptc_attn_body(const u16* __restrict__ q, const u16* __restrict__ k,
         __syncthreads();  // tile it landed; tile it - 1 is no longer read
         if (it + 1 < ntiles) {
           const u32 nb = (cur ^ 1) * BN * KS;
-          ptc_attn_tile<D, BN, KS>(ksm, sk + nb * 2, kb, n0 + BN, a.S, a.k_ss, a.k_se, a.vec, true, tid);
-          ptc_attn_tile<D, BN, KS>(vsm, sv + nb * 2, vb, n0 + BN, a.S, a.v_ss, a.v_se, a.vec, true, tid);
+          ptc_attn_tile<D, BN, KS>(ksm, sk + nb * 2, kb, n0 + BN, a.S, a.k_ss, a.k_se, PIPE, true, tid);
+          ptc_attn_tile<D, BN, KS>(vsm, sv + nb * 2, vb, n0 + BN, a.S, a.v_ss, a.v_se, PIPE, true, tid);
           asm volatile("cp.async.commit_group;");
         }
       } else {
         __syncthreads();  // tile it - 1 is no longer read
         if (!QREG && it == t0)
-          ptc_attn_tile<D, BM, KS>(qsm, sq, qb, m0, a.L, a.q_sl, a.q_se, a.vec, false, tid);
-        ptc_attn_tile<D, BN, KS>(ksm, sk, kb, n0, a.S, a.k_ss, a.k_se, a.vec, false, tid);
-        ptc_attn_tile<D, BN, KS>(vsm, sv, vb, n0, a.S, a.v_ss, a.v_se, a.vec, false, tid);
+          ptc_attn_tile<D, BM, KS>(qsm, sq, qb, m0, a.L, a.q_sl, a.q_se, PIPE, false, tid);
+        ptc_attn_tile<D, BN, KS>(ksm, sk, kb, n0, a.S, a.k_ss, a.k_se, PIPE, false, tid);
+        ptc_attn_tile<D, BN, KS>(vsm, sv, vb, n0, a.S, a.v_ss, a.v_se, PIPE, false, tid);
         __syncthreads();
       }
       // a warp whose rows are all past L, or (causal) all before the tile's

@@ -1,6 +1,7 @@
 /* cuda_attn_f32.c - the host side of the float32 attention kernels
- * (cuda_attn_f32.cuh): the process-wide modules (one per head dim, built
- * through the kernel cache on first use, dynamic shared memory opted in)
+ * (cuda_attn_f32.cuh): the process-wide modules (one per instantiation a
+ * call needs: head dim, mask kind, cp.async tiles; built through the kernel
+ * cache on first use, dynamic shared memory opted in)
  * and the extern step: the call geometry of cuda_attn_geometry (shared
  * with the f16/bf16 kernels) plus the float32 load paths in
  * ptc_attn32_args, one launch. cuda_attn_run dispatches float32 here. */
@@ -53,21 +54,49 @@ static a32_cfg a32_config(int hi) {
 /* Dynamic shared memory: two buffers of k and v tiles, rows of E + 4 floats. */
 static int a32_smem(a32_cfg c, int e) { return 2 * 2 * c.bn * (e + 4) * 4; }
 
-static pthread_mutex_t a32_lock = PTHREAD_MUTEX_INITIALIZER;
-static cu_module a32_module[3];
-static cu_function a32_fn[3];
-static a32_cfg a32_used[3]; /* the shape each loaded module was built with */
+/* One instantiation: head dim index, and for calls without a mask the load
+ * path (pipe: cp.async k/v tiles, args.vec), the mask code left out; calls
+ * with a mask (additive or boolean, either load path) share one kernel that
+ * reads both from args (mask = pipe = -1: specialised, those spilled
+ * registers under the bound of 3 blocks per SM). Each is its own module:
+ * the compile of a call's module holds only the code that call can run
+ * (NVRTC time grows with every path kept in one kernel). */
+typedef struct a32_variant {
+  int hi, mask, pipe;
+} a32_variant;
 
-/* The prelude, the kernel text and the instantiations of head dims hi[]. */
-static ptc_status a32_source(ptc_strbuf* src, const int* hi, int n) {
+static a32_variant a32_pick(int hi, int mask, bool vec) {
+  return mask ? (a32_variant){hi, -1, -1} : (a32_variant){hi, 0, vec};
+}
+
+typedef struct a32_mod {
+  cu_module mod;
+  cu_function fn;
+  a32_cfg cfg; /* the shape it was built with */
+} a32_mod;
+
+static pthread_mutex_t a32_lock = PTHREAD_MUTEX_INITIALIZER;
+static a32_mod a32_mods[3][3]; /* [hi][no mask: pipe; masked: 2], built on first use */
+
+static void a32_name(a32_variant v, const char* suffix, char* out, size_t cap) {
+  snprintf(out, cap, "ptc_attn_f32_d%d%s", a32_dims[v.hi], suffix);
+}
+
+/* The prelude, the kernel text and the instantiations of variants v[0..n)
+ * (one per module; the compile check puts several in one program, named
+ * apart by a suffix). */
+static ptc_status a32_source(ptc_strbuf* src, const a32_variant* v, int n) {
   ptc_sb_init(src);
-  ptc_sb_printf(src, "// libptc float32 attention kernels (%s)\n", PTC_CUDA_CODEGEN_VERSION);
+  ptc_sb_printf(src, "// libptc float32 attention kernel (%s)\n", PTC_CUDA_CODEGEN_VERSION);
   ptc_sb_append(src, ptc_cuda_prelude_text);
   ptc_sb_append(src, ptc_cuda_attn_f32_text);
   for (int i = 0; i < n; i++) {
-    a32_cfg c = a32_config(hi[i]);
-    ptc_sb_printf(src, "PTC_ATTN32_KERNEL(ptc_attn_f32_d%d, %d, %d, %d)\n", a32_dims[hi[i]],
-                  a32_dims[hi[i]], c.bn, c.minb);
+    a32_cfg c = a32_config(v[i].hi);
+    char name[48], suffix[16] = "";
+    if (n > 1) snprintf(suffix, sizeof suffix, "_%d", i);
+    a32_name(v[i], suffix, name, sizeof name);
+    ptc_sb_printf(src, "PTC_ATTN32_KERNEL(%s, %d, %d, %d, %d, %d)\n", name, a32_dims[v[i].hi],
+                  c.bn, c.minb, v[i].mask, v[i].pipe);
   }
   if (src->oom) {
     ptc_sb_free(src);
@@ -76,42 +105,41 @@ static ptc_status a32_source(ptc_strbuf* src, const int* hi, int n) {
   return PTC_OK;
 }
 
-static ptc_status a32_load(ptc_context* ctx, const cuda_device* d, int hi) {
+static ptc_status a32_load(ptc_context* ctx, const cuda_device* d, a32_variant v, a32_mod* m) {
   const cu_api* cu = &cuda_libs_get()->cu;
   ptc_strbuf src;
-  PTC_TRY(a32_source(&src, &hi, 1));
+  PTC_TRY(a32_source(&src, &v, 1));
   PTC_TRY(cuda_build_module(ctx, d->cc_major * 10 + d->cc_minor, &src, "ptc_attention_f32",
-                            "the float32 attention kernel", &a32_module[hi]));
+                            "the float32 attention kernel", &m->mod));
   char name[48];
-  snprintf(name, sizeof name, "ptc_attn_f32_d%d", a32_dims[hi]);
-  cu_result r = cu->ModuleGetFunction(&a32_fn[hi], a32_module[hi], name);
-  a32_cfg c = a32_config(hi);
-  int smem = a32_smem(c, a32_dims[hi]);
+  a32_name(v, "", name, sizeof name);
+  cu_result r = cu->ModuleGetFunction(&m->fn, m->mod, name);
+  a32_cfg c = a32_config(v.hi);
+  int smem = a32_smem(c, a32_dims[v.hi]);
+  ptc_status s = PTC_OK;
   if (r == CU_SUCCESS && smem > 48 * 1024) {
-    if (d->max_smem_optin > 0 && d->max_smem_optin < smem) {
-      cu->ModuleUnload(a32_module[hi]);
-      a32_module[hi] = NULL;
-      a32_fn[hi] = NULL;
-      return PTC_ERR(UNIMPLEMENTED, "cuda backend: the float32 attention kernel for head dim %d "
-                     "needs %d bytes of shared memory, the device allows %d", a32_dims[hi], smem,
-                     d->max_smem_optin);
-    }
-    r = cu->FuncSetAttribute(a32_fn[hi], A32_FUNC_MAX_DYNAMIC_SMEM, smem);
+    if (d->max_smem_optin > 0 && d->max_smem_optin < smem)
+      s = PTC_ERR(UNIMPLEMENTED, "cuda backend: the float32 attention kernel for head dim %d "
+                  "needs %d bytes of shared memory, the device allows %d", a32_dims[v.hi], smem,
+                  d->max_smem_optin);
+    else
+      r = cu->FuncSetAttribute(m->fn, A32_FUNC_MAX_DYNAMIC_SMEM, smem);
   }
-  if (r != CU_SUCCESS) {
-    cu->ModuleUnload(a32_module[hi]);
-    a32_module[hi] = NULL;
-    a32_fn[hi] = NULL;
-    return cuda_error(r, "loading the float32 attention kernel");
+  if (!s && r != CU_SUCCESS) s = cuda_error(r, "loading the float32 attention kernel");
+  if (s) {
+    cu->ModuleUnload(m->mod);
+    memset(m, 0, sizeof *m);
+    return s;
   }
-  a32_used[hi] = c;
+  m->cfg = c;
   return PTC_OK;
 }
 
 ptc_status cuda_attn_f32_check_compile(int arch) {
-  static const int hi[3] = {0, 1, 2};
+  /* every head dim, mask kind and load path at least once */
+  static const a32_variant v[] = {{1, 0, 1}, {1, 0, 0}, {1, -1, -1}, {0, 0, 1}, {2, 0, 1}, {2, -1, -1}};
   ptc_strbuf src;
-  PTC_TRY(a32_source(&src, hi, 3));
+  PTC_TRY(a32_source(&src, v, (int)(sizeof v / sizeof v[0])));
   cuda_cubin c;
   memset(&c, 0, sizeof c);
   ptc_status s = cuda_nvrtc_compile_ex(src.data, "ptc_attention_f32", arch, NULL, &c);
@@ -141,10 +169,12 @@ ptc_status cuda_attn_f32_run(const cuda_ext_call* c) {
   for (int32_t d = 0; d < nb; d++) ovec = ovec && g->o_bs[d] % 2 == 0;
   a.ovec = ovec;
   if (g->L == 0 || g->nbatch == 0) return PTC_OK;
+  a32_variant var = a32_pick(hi, g->mask, vec);
+  a32_mod* mod = &a32_mods[hi][var.mask ? 2 : var.pipe];
   pthread_mutex_lock(&a32_lock);
-  ptc_status s = a32_fn[hi] ? PTC_OK : a32_load(c->plan->ctx, c->plan->dev, hi);
-  cu_function fn = a32_fn[hi];
-  a32_cfg cfg = a32_used[hi];
+  ptc_status s = mod->fn ? PTC_OK : a32_load(c->plan->ctx, c->plan->dev, var, mod);
+  cu_function fn = mod->fn;
+  a32_cfg cfg = mod->cfg;
   pthread_mutex_unlock(&a32_lock);
   PTC_TRY(s);
   cu_deviceptr pq = (cu_deviceptr)(uintptr_t)c->in[0].data, pk = (cu_deviceptr)(uintptr_t)k->data;

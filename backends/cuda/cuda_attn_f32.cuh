@@ -1,7 +1,8 @@
 // cuda_attn_f32.cuh - the float32 flash-attention forward kernels of the
 // cuda backend (embedded as ptc_cuda_attn_f32_text; compiled after
-// cuda_prelude.cuh into one module per head dim on the first run that
-// needs it; host side in cuda_attn_f32.c).
+// cuda_prelude.cuh into one module per instantiation -- head dim, key
+// tile, mask kind MASK and load path PIPE (-1: read from args) -- on the
+// first run that needs it; host side in cuda_attn_f32.c).
 //
 // out = softmax(q @ k^T * scale + mask) @ v for float32 q, k, v with head
 // dims 32, 64, 128 (E == Ev), never materialising the score matrix (online
@@ -32,8 +33,8 @@
 //    is_causal does); an additive float32 mask is added per element; keys
 //    past S are dropped, rows past L neither loaded nor stored.
 // Any strides: q and masks element by element, k / v by cp.async 16-byte
-// copies when the host says they allow them (args.vec), else element by
-// element. The output is written with its row stride and a unit last
+// copies when the host says they allow them (args.vec: the PIPE
+// instantiation), else element by element. The output is written with its row stride and a unit last
 // stride (float2 stores when args.ovec).
 
 #define PTC_A32_BM 64
@@ -120,11 +121,14 @@ PTC_D void ptc_a32_tile(float* dst, const float* src, i64 n, i64 rows, i64 sr, i
   }
 }
 
-template <int D, int BN>
+template <int D, int BN, int MASK_, int PIPE_>
 PTC_D void ptc_attn32_body(const float* __restrict__ q, const float* __restrict__ k,
                            const float* __restrict__ v, const void* __restrict__ mask,
                            float* __restrict__ o, const ptc_attn32_args& a) {
   constexpr int BM = PTC_A32_BM, KS = D + 4;
+  // MASK_ / PIPE_ -1: the mask kind / load path read from args at run time
+  const int MASK = MASK_ >= 0 ? MASK_ : a.mask;
+  const bool PIPE = PIPE_ >= 0 ? PIPE_ != 0 : a.vec != 0;
   extern __shared__ __align__(16) float ptc_a32_sm[];
   float* ksm = ptc_a32_sm;               // [2][BN * KS]
   float* vsm = ptc_a32_sm + 2 * BN * KS; // [2][BN * KS]
@@ -135,6 +139,7 @@ PTC_D void ptc_attn32_body(const float* __restrict__ q, const float* __restrict_
   const i64 wrow = m0 + warp * 16;  // this warp's first row
   for (i64 bi = blockIdx.y; bi < a.nbatch; bi += gridDim.y) {
     i64 rest = bi, qo = 0, ko = 0, vo = 0, mo = 0, oo = 0;
+#pragma unroll 1
     for (int d = a.nb - 1; d >= 0; d--) {
       i64 c = rest % a.batch[d];
       rest /= a.batch[d];
@@ -164,7 +169,7 @@ PTC_D void ptc_attn32_body(const float* __restrict__ q, const float* __restrict_
     float mx0 = NEG_INF, mx1 = NEG_INF, l0 = 0.f, l1 = 0.f;
     i64 nend = a.S;
     if (a.causal && m0 + BM < nend) nend = m0 + BM;
-    const bool pipe = a.vec != 0;
+    const bool pipe = PIPE;
     if (pipe && nend > 0) {
       ptc_a32_tile<D, BN, KS>(ksm, kb, 0, a.S, a.k_ss, a.k_se, true, tid);
       ptc_a32_tile<D, BN, KS>(vsm, vb, 0, a.S, a.v_ss, a.v_se, true, tid);
@@ -195,7 +200,7 @@ PTC_D void ptc_attn32_body(const float* __restrict__ q, const float* __restrict_
       // r0 (h = 0) / r1 (h = 1), key n0 + 8j + 2t + e; 0 = dropped
       u32 mbits = 0xffffffffu;
       bool skip = a.causal && n0 > wrow + 15;  // tile wholly above this warp's diagonal
-      if (a.mask == 2 && !skip) {
+      if (MASK == 2 && !skip) {
         mbits = 0u;
         const u8* mb = (const u8*)mask + mo;
 #pragma unroll
@@ -227,7 +232,7 @@ PTC_D void ptc_attn32_body(const float* __restrict__ q, const float* __restrict_
         }
         // scale, masks, running max
         float tm0 = NEG_INF, tm1 = NEG_INF;
-        const bool plain = a.mask == 0 && n0 + BN <= a.S && (!a.causal || n0 + BN - 1 <= wrow);
+        const bool plain = MASK == 0 && n0 + BN <= a.S && (!a.causal || n0 + BN - 1 <= wrow);
 #pragma unroll
         for (int j = 0; j < BN / 8; j++) {
 #pragma unroll
@@ -237,9 +242,9 @@ PTC_D void ptc_attn32_body(const float* __restrict__ q, const float* __restrict_
             if (plain) {
             } else if (key >= a.S || (a.causal && key > row)) {
               x = NEG_INF;
-            } else if (a.mask == 2) {
+            } else if (MASK == 2) {
               if (!((mbits >> (4 * j + e)) & 1u)) x = NEG_INF;
-            } else if (a.mask == 1 && row < a.L) {
+            } else if (MASK == 1 && row < a.L) {
               x += ((const float*)mask)[mo + row * a.m_sl + key * a.m_ss] * 1.4426950408889634f;
             }
             sc[j][e] = x;
@@ -314,12 +319,14 @@ PTC_D void ptc_attn32_body(const float* __restrict__ q, const float* __restrict_
   }
 }
 
-#define PTC_ATTN32_KERNEL(name, D, BN, MINB)                                                  \
+#define PTC_ATTN32_KERNEL(name, D, BN, MINB, MASK, PIPE)                                      \
   extern "C" __global__ void __launch_bounds__(128, MINB)                                     \
       name(const float* q, const float* k, const float* v, const void* m, float* o,           \
            ptc_attn32_args a) {                                                               \
-    ptc_attn32_body<D, BN>(q, k, v, m, o, a);                                                 \
+    ptc_attn32_body<D, BN, MASK, PIPE>(q, k, v, m, o, a);                                     \
   }
 // The host appends one instantiation per module (cuda_attn_f32.c): name,
 // head dim, key tile rows, minimum blocks per SM (bounds the registers),
-// e.g. PTC_ATTN32_KERNEL(ptc_attn_f32_d64, 64, 32, 3).
+// mask kind (args.mask; -1: any, read at run time), cp.async k/v tiles
+// (args.vec: 1 / 0, -1: read at run time), e.g.
+// PTC_ATTN32_KERNEL(ptc_attn_f32_d64, 64, 32, 3, 0, 1).

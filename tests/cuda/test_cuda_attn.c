@@ -22,7 +22,11 @@
  *  --bench: b8 h16 s1024 d64 (f16, bf16; causal or not) with the fused
  *    kernel and with the decomposition (PTC_CUDA_ATTN=0), bf16 d32 and
  *    d128 fused, ms per call and TFLOP/s; --bench-fused: the fused rows
- *    only. PTC_CUDA_ATTN_CFG="bn,mt,qreg" picks another kernel shape (for
+ *    only (f32 too).
+ *  --bench-cold: b8 h16 s1024 d64 bf16 and f32, causal or not: the first
+ *    run's seconds (the attention module's build: the NVRTC compile when
+ *    the kernel cache (PTC_CACHE_DIR) is cold) and ms per warm call; run it
+ *    once per kernel shape (the modules are process-wide). PTC_CUDA_ATTN_CFG="bn,mt,qreg" picks another kernel shape (for
  *    the GPU cases too: run them once per shape to cover it), as do
  *    PTC_CUDA_ATTN_CFG_SMALL and PTC_CUDA_ATTN_MRANGE=1 (the bool-mask
  *    kept-tile range).
@@ -62,6 +66,8 @@ static const char* dname(int32_t dt) { return ptc_dtype_name(dt); }
 /* --bench: sdpa nodes per graph (each one's output is the next one's q,
  * so that one run's host time is spread over many kernels) */
 static int chain = 1;
+/* time_case: seconds of its first run (module builds included) */
+static double first_run_s;
 
 /* The graph: sdpa(q, k, v[, mask]) with the case's attributes. */
 static ptc_status build(const acase* c, ptc_graph** out) {
@@ -355,6 +361,16 @@ static double time_case(const acase* c, bool fused) {
     ok = make_input(g, i, &h[i]);
     din[i] = ctd_on_device(&h[i]);
   }
+  first_run_s = -1;
+  if (ok) {
+    double t0 = now_s();
+    ptc_results* res = NULL;
+    ptc_status rs = ptc_executable_run_alloc(e, din, n_in, NULL, &res);
+    ok = !rs && cu()->CtxSynchronize() == CU_SUCCESS;
+    ptc_status_destroy(rs);
+    ptc_results_destroy(res);
+    first_run_s = now_s() - t0;
+  }
   for (int it = 0, iters = 10; ok && it < 2; it++, iters = 100) {
     double t0 = now_s();
     for (int r = 0; ok && r < iters; r++) {
@@ -376,11 +392,13 @@ static double time_case(const acase* c, bool fused) {
 
 int main(int argc, char** argv) {
   bool compile_check = false, bench = false, bench_fused = false, bench_small = false;
+  bool bench_cold = false;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--compile-only")) compile_check = true;
     if (!strcmp(argv[i], "--bench")) bench = true;
     if (!strcmp(argv[i], "--bench-fused")) bench = bench_fused = true;
     if (!strcmp(argv[i], "--bench-small")) bench_small = true;
+    if (!strcmp(argv[i], "--bench-cold")) bench_cold = true;
   }
   if (ptc_context_create(NULL, &ctx)) return 1;
   if (compile_check) {
@@ -391,6 +409,21 @@ int main(int argc, char** argv) {
   if (!ctd_gpu_enter()) {
     ptc_context_release(ctx);
     return 77;
+  }
+  if (bench_cold) {
+    const char* cfg = getenv("PTC_CUDA_ATTN_CFG");
+    const char* cfg32 = getenv("PTC_CUDA_ATTN_F32_CFG");
+    printf("kernel shape: bf16 %s, f32 %s\n", cfg ? cfg : "default", cfg32 ? cfg32 : "default");
+    static const int32_t dts[2] = {PTC_BF16, PTC_F32};
+    for (int r = 0; r < 2; r++)
+      for (int causal = 0; causal < 2; causal++) {
+        acase c = {dts[r], 8, 16, 1024, 1024, 64, causal, 0, 0, 0};
+        double ms = time_case(&c, true);
+        printf("bench-cold sdpa %s b8 h16 s1024 d64%s: first run %.3f s, %.4f ms per call\n",
+               dname(dts[r]), causal ? " causal" : "", first_run_s, ms);
+      }
+    ptc_context_release(ctx);
+    return 0;
   }
   if (bench_small) {
     /* GPT-2's attention (b8 h12 s256 d64 bf16) as is_causal, as a causal
@@ -434,7 +467,7 @@ int main(int argc, char** argv) {
         if (td > 0) printf(", decomposed %.4f ms", td);
         printf("\n");
       }
-    if (!bench_fused) {
+    {
       acase c32 = {PTC_F32, 8, 16, 1024, 1024, 64, 0, 0, 0, 0};
       printf("bench sdpa f32 b8 h16 s1024 d64 (fused, cuda_attn_f32.c): %.4f ms\n", time_case(&c32, true));
     }
@@ -497,6 +530,12 @@ int main(int argc, char** argv) {
       {PTC_F16, 4, 12, 200, 200, 64, 1, 0, 0, 0},
       {PTC_BF16, 4, 4, 96, 96, 32, 0, 2, 0, 0},
       {PTC_F32, 2, 2, 100, 90, 64, 0, 4, 0, 0},
+      /* f32: an instantiation per mask kind and load path (cuda_attn_f32.c) */
+      {PTC_F32, 2, 2, 200, 200, 64, 0, 0, 0, 0},
+      {PTC_F32, 2, 2, 33, 47, 64, 0, 0, 2, 0},
+      {PTC_F32, 1, 2, 130, 70, 128, 1, 0, 2, 0},
+      {PTC_F32, 2, 3, 65, 129, 32, 0, 1, 0, 0},
+      {PTC_F32, 1, 2, 150, 150, 32, 0, 2, 2, 0},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&cases[i]);
   printf("test_cuda_attn: %d passed, %d failed\n", passed, failed);
