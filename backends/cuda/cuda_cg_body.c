@@ -777,12 +777,18 @@ static void fold_one(cug* g, ptc_strbuf* sb, ir_val i, const ir_op* op) {
   const char* type = acc_type(g, op);
   cug_line(g, sb, "%s = %s;", a, acc_init(op, type));
   if (is_arg(op)) cug_line(g, sb, "%s = -1;", ai);
-  /* volatile: the other blocks' partials, not a stale L1 line */
+  /* volatile: the other blocks' partials, not a stale L1 line; vector
+   * columns (a q stride): several partials in flight */
+  if (g->split_qstride) cug_line(g, sb, "#pragma unroll 4");
   cug_line(g, sb, "for (IT q = (IT)lane; q < %s; q += (IT)%u) {", g->split_n, g->lanes);
-  cug_line(g, sb, "  const %s pv = *(volatile %s*)&%s_ws%s[%s + q];", type, type, g->kname, a,
-           g->split_at);
+  char qs[48];
+  snprintf(qs, sizeof qs, "%s%s", g->split_qstride ? " * " : "",
+           g->split_qstride ? g->split_qstride : "");
+  cug_line(g, sb, "  const %s pv = *(volatile %s*)&%s_ws%s[%s + q%s];", type, type, g->kname, a,
+           g->split_at, qs);
   if (is_arg(op)) {
-    cug_line(g, sb, "  const i64 pi = *(volatile i64*)&%s_ws%s[%s + q];", g->kname, ai, g->split_at);
+    cug_line(g, sb, "  const i64 pi = *(volatile i64*)&%s_ws%s[%s + q%s];", g->kname, ai,
+             g->split_at, qs);
     cug_line(g, sb, "  if (ptc_arg_better(pv, pi, %s, %s, %s)) { %s = pv; %s = pi; }", a, ai,
              op->rtype == IR_R_ARGMAX ? "true" : "false", a, ai);
   } else {
@@ -796,6 +802,84 @@ void cug_emit_acc_split(cug* g, ptc_strbuf* sb, bool publish, const char* at, co
   g->split_n = n;
   for_each_reduce(g, sb, publish ? publish_one : fold_one);
   g->split_at = g->split_n = NULL;
+}
+
+/* ---- vector columns: accumulator arrays ------------------------------------------------ */
+
+static void cvec_decl_one(cug* g, ptc_strbuf* sb, ir_val i, const ir_op* op) {
+  char a[32];
+  const char* type = acc_type(g, op);
+  acc_name(g, false, i, a, sizeof a);
+  cug_line(g, sb, "%s %s_c[VR];", type, a);
+  cug_line(g, sb, "#pragma unroll");
+  cug_line(g, sb, "for (int e = 0; e < VR; e++) %s_c[e] = %s;", a, acc_init(op, type));
+  if (is_arg(op)) {
+    acc_name(g, true, i, a, sizeof a);
+    cug_line(g, sb, "i64 %s_c[VR];", a);
+    cug_line(g, sb, "#pragma unroll");
+    cug_line(g, sb, "for (int e = 0; e < VR; e++) %s_c[e] = -1;", a);
+  }
+}
+
+static void cvec_bind_one(cug* g, ptc_strbuf* sb, ir_val i, const ir_op* op) {
+  char a[32];
+  acc_name(g, false, i, a, sizeof a);
+  cug_line(g, sb, "%s& %s = %s_c[e];", acc_type(g, op), a, a);
+  if (is_arg(op)) {
+    acc_name(g, true, i, a, sizeof a);
+    cug_line(g, sb, "i64& %s = %s_c[e];", a, a);
+  }
+}
+
+void cug_emit_acc_cvec(cug* g, ptc_strbuf* sb, bool decl) {
+  for_each_reduce(g, sb, decl ? cvec_decl_one : cvec_bind_one);
+}
+
+static void cvec_comb_one(cug* g, ptc_strbuf* sb, ir_val i, const ir_op* op) {
+  char a[32], ai[32];
+  acc_name(g, false, i, a, sizeof a);
+  acc_name(g, true, i, ai, sizeof ai);
+  const char* type = acc_type(g, op);
+  uint32_t stride = g->lanes + 1; /* padded: a warp's slots read distinct banks */
+  if (g->cvec_phase != 1) {
+    uint32_t id = g->cvec_phase == 2 ? g->cvec_comb++ : g->n_combines++;
+    if (g->cvec_phase == 0) {
+      ptc_sb_printf(&g->shared, "  __shared__ %s smc%u[VR * %u];\n", type, id, g->slots * stride);
+      if (is_arg(op))
+        ptc_sb_printf(&g->shared, "  __shared__ i64 smi%u[VR * %u];\n", id, g->slots * stride);
+    }
+    cug_line(g, sb, "#pragma unroll");
+    cug_line(g, sb, "for (int e = 0; e < VR; e++) {");
+    cug_line(g, sb, "  smc%u[(e * %u + slot) * %u + lane] = %s_c[e];", id, g->slots, stride, a);
+    if (is_arg(op)) cug_line(g, sb, "  smi%u[(e * %u + slot) * %u + lane] = %s_c[e];", id, g->slots, stride, ai);
+    cug_line(g, sb, "}");
+    return;
+  }
+  uint32_t id = g->cvec_comb++;
+  cug_line(g, sb, "#pragma unroll");
+  cug_line(g, sb, "for (int e = 0; e < VR; e++) {");
+  cug_line(g, sb, "  const int c0 = (e * %u + slot) * %u;", g->slots, stride);
+  cug_line(g, sb, "  %s v = smc%u[c0];", type, id);
+  if (is_arg(op)) {
+    cug_line(g, sb, "  i64 vi = smi%u[c0];", id);
+    cug_line(g, sb, "  for (int q = 1; q < %u; q++) {", g->lanes);
+    cug_line(g, sb, "    const %s ov = smc%u[c0 + q];", type, id);
+    cug_line(g, sb, "    const i64 oi = smi%u[c0 + q];", id);
+    cug_line(g, sb, "    if (ptc_arg_better(ov, oi, v, vi, %s)) { v = ov; vi = oi; }",
+             op->rtype == IR_R_ARGMAX ? "true" : "false");
+    cug_line(g, sb, "  }");
+    cug_line(g, sb, "  %s_c[e] = vi;", ai);
+  } else {
+    cug_line(g, sb, "  for (int q = 1; q < %u; q++) v = %s()(v, smc%u[c0 + q]);", g->lanes,
+             combine_op(op), id);
+  }
+  cug_line(g, sb, "  %s_c[e] = v;", a);
+  cug_line(g, sb, "}");
+}
+
+void cug_emit_acc_cvec_combine(cug* g, ptc_strbuf* sb, int phase) {
+  g->cvec_phase = phase;
+  for_each_reduce(g, sb, cvec_comb_one);
 }
 
 /* ---- member queries -------------------------------------------------------------------- */

@@ -112,6 +112,20 @@ typedef struct cug {
   uint32_t split;           /* chunks per row; 0 = off */
   uint32_t split_rows;      /* rows the workspace holds (more: one chunk a row) */
   ptc_strbuf globals;       /* module-scope declarations (split workspace) */
+  /* vector columns (COL layout: cuda_cg_kernel.c, cvec_plan): each thread
+   * takes VR adjacent outer points (columns) of a group; the body is a
+   * template over VR like vector rows (the entry runs VR = cvec when the
+   * innermost outer size and the buffers' alignment allow, else VR = 1). A
+   * buffer of rvec_buf is read in the reduction loop with one ptc_vload at
+   * the group's first column (its index text rvec_key) into vin_b<id>[VR];
+   * the per-column statements run in an unrolled loop over e with the
+   * accumulators in arrays (references a<m>_<i> to element e) */
+  uint32_t cvec;            /* columns per thread of the vector entry; 0 = off */
+  bool cvec_dyn;            /* the entry checks xnumel % cvec (innermost size dynamic) */
+  uint32_t cvec_comb;       /* cug_emit_acc_cvec_combine: the next combine buffer's id */
+  int cvec_phase;           /* cug_emit_acc_cvec_combine: the phase being emitted */
+  uint32_t cvec_comb0;      /* the first combine buffer id of the kernel's first round */
+  const char* split_qstride; /* cug_emit_acc_split fold: partial q at at + q * this (NULL: 1) */
   char kname[48];           /* the kernel's name: prefix of its module globals */
   const char* split_at;     /* cug_emit_acc_split: partial index, count (C expressions) */
   const char* split_n;
@@ -170,6 +184,18 @@ void cug_emit_acc_finalize(cug* g, ptc_strbuf* sb);
  * the row's `n` partials starting at `at` in order, lane-strided (publish:
  * false; cug_emit_acc_combine then finishes the fold across lanes). */
 void cug_emit_acc_split(cug* g, ptc_strbuf* sb, bool publish, const char* at, const char* n);
+/** Vector columns (cug.cvec): declares the accumulator arrays
+ * a<m>_<i>_c[VR] initialised (decl: true), or binds the references
+ * a<m>_<i> to element e of them (decl: false) for the scalar emitters. */
+void cug_emit_acc_cvec(cug* g, ptc_strbuf* sb, bool decl);
+/** Vector columns: the lanes' combine of every column of the thread's
+ * group in one shared-memory round. Phase 0 stores the accumulators of the
+ * current member into fresh buffers (ids from g->n_combines), phase 2 into
+ * the buffers of an earlier round (ids from g->cvec_comb); phase 1, after
+ * the caller's barrier, folds them in lane order into every lane (ids from
+ * g->cvec_comb, which the caller sets to the first id of phase 0 and which
+ * advances in the same member order). */
+void cug_emit_acc_cvec_combine(cug* g, ptc_strbuf* sb, int phase);
 bool cug_member_reads(const cug* g, uint32_t m, int32_t buf);
 bool cug_member_needs_nonempty(const cug* g, uint32_t m);
 /** Up-front checks of member m's indirect ops whose bound may be <= 0. */

@@ -13,7 +13,9 @@
  *    the sums are neither, a column sum over 256 columns splits and one over
  *    4096 does not, and looped bf16 rows of 4096 take half the lanes of f32
  *    rows when only read (var_mean) and as many when written (layer / rms
- *    norm, with rms norm's eps a scalar the loop loads). The model shapes
+ *    norm, with rms norm's eps a scalar the loop loads; those written rows
+ *    unrolled by 2). Column sums of 2-byte elements read 16 bytes of
+ *    adjacent columns a thread (vector columns, split over rows). The model shapes
  *    (short_row_checks): bf16 add + layer norm over rows of 768 as a warp a
  *    row in registers with vector stores of both outputs, softmax's
  *    x * (1 / sum) for bf16 results only, a broadcast bias read as one
@@ -49,7 +51,9 @@ static int failures, passes;
 
 typedef struct work {
   const char* op; /* softmax, layer_norm, rms_norm, rms_chain, var_mean, row_sum, col_sum,
-                   * col_mean, col_argmax (the col_ ones over dim 0), add_ln (x + y, then
+                   * col_mean, col_max, col_argmax (the col_ ones over dim 0), col_slice8
+                   * (x[:, 8:].sum(0)), col_sum_mis (col_sum with x one element past
+                   * an aligned address, GPU part), add_ln (x + y, then
                    * layer norm; both outputs), bias_add (x + b[n], pointwise), sigmoid
                    * (flat pointwise) */
   int32_t dtype;
@@ -67,12 +71,15 @@ static const char* const KNOBS[] = {
     "PW_UNROLL=1 PW_WAVES=1 PW_BLOCK=512",
     "PW_UNROLL=2 PW_WAVES=0",
     "PW_UNROLL=4 PW_WAVES=1 PW_BLOCK=128",
+    "COL_VEC=1 COL_VEC_BLOCK=16,16 COL_VEC_SPLIT=64 COL_UNROLL=2",
+    "COL_VEC=0",
 };
 #define N_KNOBS (sizeof KNOBS / sizeof KNOBS[0])
 static const char* const KNOB_NAMES[] = {"PREFETCH",   "GRID",       "PERSIST_ALL", "OCC",
                                          "ROW_UNROLL", "COL_UNROLL", "SPLIT",       "SHORT_ROW",
                                          "VEC_INNER",  "RCP",        "ROW_BLOCK",
-                                         "PW_UNROLL",  "PW_WAVES",   "PW_BLOCK"};
+                                         "PW_UNROLL",  "PW_WAVES",   "PW_BLOCK",
+                                         "COL_VEC",    "COL_VEC_BLOCK", "COL_VEC_SPLIT"};
 
 static void set_knobs(const char* set) {
   char name[64];
@@ -163,6 +170,15 @@ static ptc_status build(ptc_context* ctx, const work* w, ptc_graph** out) {
   } else if (!strcmp(op, "col_argmax")) {
     a[na++] = ptc_attr_int("dim", 0);
     op = "argmax";
+  } else if (!strcmp(op, "col_max")) {
+    a[na++] = ptc_attr_ints("dim", &dim0, 1);
+    op = "amax";
+  } else if (!strcmp(op, "col_slice8")) {
+    ptc_attr sa[4] = {ptc_attr_int("dim", 1), ptc_attr_int("start", 8), ptc_attr_int("end", w->n),
+                      ptc_attr_int("step", 1)};
+    if (!s) s = ptc_graph_add_node(g, "slice", in, 1, sa, 4, &in[0], 1, NULL);
+    a[na++] = ptc_attr_ints("dim", &dim0, 1);
+    op = "sum";
   } else {
     a[na++] = ptc_attr_ints("dim", !strncmp(op, "col_", 4) ? &dim0 : &dim, 1);
     op = !strcmp(op, "col_mean") ? "mean" : "sum";
@@ -180,7 +196,7 @@ static ptc_status build(ptc_context* ctx, const work* w, ptc_graph** out) {
 /* ---- CPU part: what the generator emits --------------------------------------------------- */
 
 typedef struct kinfo {
-  uint32_t kernels, persist, prefetch, bounded, grid_capped, split;
+  uint32_t kernels, persist, prefetch, bounded, grid_capped, split, cvec;
   uint32_t block_x; /* the last kernel's */
 } kinfo;
 
@@ -208,6 +224,7 @@ static bool generate(ptc_context* ctx, const work* w, const char* knobs, kinfo* 
                        strstr(strstr(src.source, "__launch_bounds__("), ")");
     ki->grid_capped += src.grid_per_sm > 0;
     ki->split += src.split > 1;
+    ki->cvec += strstr(src.source, "vector columns") != NULL;
     ki->block_x = src.block_x;
     const char* body = strstr(src.source, "// libptc generated kernel");
     const char* end = body ? strstr(body, "\n// kernel ") : NULL;
@@ -304,7 +321,62 @@ static void short_row_checks(ptc_context* ctx, ptc_strbuf* tu) {
   CHECK(ki.grid_capped == (CUDA_CG_PW_WAVES >= 0 ? 1u : 0u));
   CHECK(generate(ctx, &pw, "PW_WAVES=-1", &ki, tu)); /* the tune default (4) */
   CHECK(ki.grid_capped == 0);
-  printf("short rows, reciprocal, inner vectors, pointwise unroll: checked\n");
+  /* vector columns: 2-byte column sums read 16 bytes a thread a row step, the
+   * lanes' partials combined in one shared round, the rows split; f32 columns keep
+   * the scalar kernel unless PTC_CUDA_COL_VEC=1; ragged columns (static sizes
+   * not a multiple of the vector) too */
+  const work cs16 = {"col_sum", PTC_BF16, 16384, 4096}, cs32 = {"col_sum", PTC_F32, 16384, 4096};
+  const work cm16 = {"col_max", PTC_BF16, 4096, 1024}, cr16 = {"col_sum", PTC_BF16, 4096, 1020};
+  const work csl = {"col_slice8", PTC_BF16, 4096, 1032}, cam = {"col_argmax", PTC_BF16, 2500, 72};
+  at = tu->len;
+  CHECK(generate(ctx, &cs16, "", &ki, tu));
+  CHECK(ki.cvec == 1 && ki.split == 1 && ki.block_x == 32);
+  CHECK(strstr(tu->data + at, "ptc_vload<u16, VR>(b0 + ((x0 + (r0*(IT)4096))), vin_b0)") != NULL);
+  CHECK(strstr(tu->data + at, "_body<i32, 8>(") != NULL);
+  CHECK(count_of(tu->data + at, "__syncthreads();") == 6); /* 2 combines, the split's count */
+  CHECK(count_of(tu->data + at, "__shared__ float smc") == 1); /* the fold reuses it */
+  at = tu->len;
+  CHECK(generate(ctx, &cs16, "COL_VEC=0", &ki, tu));
+  CHECK(ki.cvec == 0 && strstr(tu->data + at, "vin_b") == NULL);
+  at = tu->len;
+  CHECK(generate(ctx, &cs16, "COL_VEC_SPLIT=0", &ki, tu));
+  CHECK(ki.cvec == 1 && ki.split == 0);
+  at = tu->len;
+  CHECK(generate(ctx, &cs32, "", &ki, tu));
+  CHECK(ki.cvec == 0);
+  at = tu->len;
+  CHECK(generate(ctx, &cs32, "COL_VEC=1", &ki, tu));
+  CHECK(ki.cvec == 1 && strstr(tu->data + at, "_body<i32, 4>(") != NULL);
+  at = tu->len;
+  CHECK(generate(ctx, &cm16, "", &ki, tu));
+  CHECK(ki.cvec == 1 && strstr(tu->data + at, "ptc_op_max") != NULL);
+  CHECK(generate(ctx, &cam, "", &ki, tu));
+  CHECK(ki.cvec == 1);
+  CHECK(generate(ctx, &cr16, "", &ki, tu)); /* 1020 % 8 != 0 */
+  CHECK(ki.cvec == 0);
+  /* looped bf16 rows that are written (layer / rms norm of 4096): loops unrolled by 2
+   * (both vector steps of a lane in flight); ROW_UNROLL=1 not; sums and f32 rows not */
+  const work ln16 = {"layer_norm", PTC_BF16, 8192, 4096}, rs16 = {"row_sum", PTC_BF16, 16384, 4096};
+  const work rc16 = {"rms_chain", PTC_BF16, 8192, 4096}, ln32 = {"layer_norm", PTC_F32, 8192, 4096};
+  at = tu->len;
+  CHECK(generate(ctx, &ln16, "", &ki, tu));
+  CHECK(count_of(tu->data + at, "#pragma unroll 2\n") == 3);
+  at = tu->len;
+  CHECK(generate(ctx, &rc16, "", &ki, tu));
+  CHECK(count_of(tu->data + at, "#pragma unroll 2\n") == 2);
+  at = tu->len;
+  CHECK(generate(ctx, &rc16, "ROW_UNROLL=1", &ki, tu));
+  CHECK(count_of(tu->data + at, "#pragma unroll 2\n") == 0);
+  at = tu->len;
+  CHECK(generate(ctx, &rs16, "", &ki, tu));
+  CHECK(count_of(tu->data + at, "#pragma unroll 2\n") == 0);
+  at = tu->len;
+  CHECK(generate(ctx, &ln32, "", &ki, tu));
+  CHECK(count_of(tu->data + at, "#pragma unroll 2\n") == 0);
+  at = tu->len;
+  CHECK(generate(ctx, &csl, "", &ki, tu)); /* offset 8, rows of 1032: aligned vectors */
+  CHECK(ki.cvec == 1 && strstr(tu->data + at, "ptc_vload<u16, VR>") != NULL);
+  printf("short rows, reciprocal, inner vectors, pointwise unroll, vector columns: checked\n");
 }
 
 static int cpu_tests(void) {
@@ -330,9 +402,9 @@ static int cpu_tests(void) {
         continue;
       }
       printf("%s %s [%lld, %lld] knobs [%s]: %u kernel(s), %u persistent, %u prefetching, "
-             "%u bounded, %u grid-capped, %u split\n",
+             "%u bounded, %u grid-capped, %u split, %u vector columns\n",
              w->op, ptc_dtype_name(w->dtype), (long long)w->m, (long long)w->n, KNOBS[k],
-             ki.kernels, ki.persist, ki.prefetch, ki.bounded, ki.grid_capped, ki.split);
+             ki.kernels, ki.persist, ki.prefetch, ki.bounded, ki.grid_capped, ki.split, ki.cvec);
       bool sm = !strcmp(w->op, "softmax");
       bool sum = !strcmp(w->op, "row_sum") || !strcmp(w->op, "col_sum");
       CHECK(ki.kernels == 1);
@@ -345,8 +417,13 @@ static int cpu_tests(void) {
       if (strstr(KNOBS[k], "GRID=")) CHECK(ki.grid_capped == ki.kernels);
       if (strstr(KNOBS[k], "PREFETCH=0")) CHECK(ki.prefetch == 0 && ki.bounded == 0);
       /* column sums over few columns (col_sum [16384, 256]: 8 tiles) split their rows
-       * over blocks, over many columns (128 tiles) not; rows do not split here */
-      if (strstr(KNOBS[k], "SPLIT=0") || strcmp(w->op, "col_sum") || w->n > 512)
+       * over blocks, over many columns (128 tiles) not, unless 2-byte columns are read
+       * as vectors (by default; PTC_CUDA_COL_VEC=1: every dtype), whose 16 tiles of 256
+       * columns split; rows do not split here */
+      bool cv = !strcmp(w->op, "col_sum") && !strstr(KNOBS[k], "COL_VEC=0") &&
+                (w->dtype == PTC_BF16 || strstr(KNOBS[k], "COL_VEC=1"));
+      CHECK(ki.cvec == (cv ? 1u : 0u));
+      if (strstr(KNOBS[k], "SPLIT=0") || strcmp(w->op, "col_sum") || (w->n > 512 && !cv))
         CHECK(ki.split == 0);
       else
         CHECK(ki.split == 1);
@@ -407,6 +484,8 @@ static void fill(host_in* h, int32_t dtype, int64_t m, int64_t n, int ndim, uint
     float v = lo + (hi - lo) * (float)(r >> 8) / (float)(1u << 24);
     if (dtype == PTC_BF16)
       ((uint16_t*)h->data)[i] = ptc_f32_to_bf16(v);
+    else if (dtype == PTC_F16)
+      ((uint16_t*)h->data)[i] = ptc_f32_to_f16(v);
     else
       ((float*)h->data)[i] = v;
   }
@@ -425,6 +504,7 @@ static ptc_tensor view_of(const host_in* h, void* data, bool device) {
 
 static double elem(const void* p, int32_t dtype, int64_t i) {
   if (dtype == PTC_BF16) return ptc_bf16_to_f32(((const uint16_t*)p)[i]);
+  if (dtype == PTC_F16) return ptc_f16_to_f32(((const uint16_t*)p)[i]);
   if (dtype == PTC_F64) return ((const double*)p)[i];
   if (dtype == PTC_I64) return (double)((const int64_t*)p)[i];
   return ((const float*)p)[i];
@@ -447,8 +527,9 @@ static void run_work(ptc_context* ctx, const work* w) {
     fill(&in[n_in++], w->dtype, 0, w->n, 1, 2, 0.5f, 1.5f);
   if (ln || !strcmp(w->op, "bias_add")) fill(&in[n_in++], w->dtype, 0, w->n, 1, 3, -0.5f, 0.5f);
   char what[160];
-  snprintf(what, sizeof what, "%s %s [%lld, %lld]", w->op, ptc_dtype_name(w->dtype), (long long)w->m,
-           (long long)w->n);
+  size_t skew = !strcmp(w->op, "col_sum_mis") ? ptc_dtype_size(w->dtype) : 0; /* x misaligned */
+  snprintf(what, sizeof what, "%s %s [%lld, %lld]%s", w->op, ptc_dtype_name(w->dtype),
+           (long long)w->m, (long long)w->n, skew ? " misaligned" : "");
   ptc_graph* g = NULL;
   ptc_executable* eref = NULL;
   ptc_results* want = NULL;
@@ -462,21 +543,22 @@ static void run_work(ptc_context* ctx, const work* w) {
   if (!s) s = ptc_executable_run_alloc(eref, hin, n_in, NULL, &want);
   cu_deviceptr dptr[4] = {0, 0, 0, 0};
   for (size_t i = 0; !s && i < n_in; i++) {
-    s = cuda_alloc(in[i].bytes, NULL, &dptr[i]);
-    if (!s && (cu()->MemcpyHtoDAsync(dptr[i], in[i].data, in[i].bytes, NULL) != CU_SUCCESS ||
+    s = cuda_alloc(in[i].bytes + (i ? 0 : skew), NULL, &dptr[i]);
+    if (!s && (cu()->MemcpyHtoDAsync(dptr[i] + (i ? 0 : skew), in[i].data, in[i].bytes, NULL) != CU_SUCCESS ||
                cu()->StreamSynchronize(NULL) != CU_SUCCESS))
       s = PTC_ERR(INTERNAL, "upload");
   }
   /* relative, plus an absolute part for the rounding of long sums (whose
    * result may be small after cancellation) */
-  double tol = w->dtype == PTC_BF16 ? 1e-2 : 2e-5;
+  double tol = w->dtype == PTC_BF16 ? 1e-2 : w->dtype == PTC_F16 ? 2e-3 : 2e-5;
   double atol = 1e-6 * (double)(!strncmp(w->op, "col_", 4) ? w->m : w->n);
   for (size_t k = 0; !s && k < N_KNOBS; k++) {
     set_knobs(KNOBS[k]);
     ptc_executable* e = NULL;
     ptc_results* got = NULL;
     ptc_tensor din[4];
-    for (size_t i = 0; i < n_in; i++) din[i] = view_of(&in[i], (void*)(uintptr_t)dptr[i], true);
+    for (size_t i = 0; i < n_in; i++)
+      din[i] = view_of(&in[i], (void*)(uintptr_t)(dptr[i] + (i ? 0 : skew)), true);
     o.backend = "cuda";
     ptc_status st = ptc_compile(ctx, g, &o, &e);
     set_knobs("");
@@ -552,6 +634,15 @@ static int gpu_tests(void) {
       {"row_sum", PTC_BF16, 1500, 1000},  {"col_sum", PTC_BF16, 1000, 1500},
       {"col_sum", PTC_F32, 3000, 200},    {"col_mean", PTC_F32, 2000, 300},
       {"col_argmax", PTC_F32, 2500, 70},
+      /* column sums read as vectors (2-byte; f32 under COL_VEC=1): vector entry, ragged
+       * columns (the VR = 1 body), a misaligned input (the same), an offset view,
+       * mean / max / argmax, f16 */
+      {"col_sum", PTC_BF16, 3000, 1024},  {"col_sum", PTC_BF16, 777, 1000},
+      {"col_sum", PTC_BF16, 2000, 37},    {"col_sum_mis", PTC_BF16, 1000, 1024},
+      {"col_slice8", PTC_BF16, 1500, 1032}, {"col_mean", PTC_BF16, 1500, 2056},
+      {"col_max", PTC_BF16, 1200, 520},   {"col_argmax", PTC_BF16, 900, 264},
+      {"col_sum", PTC_F16, 1000, 4104},   {"col_sum", PTC_F32, 1000, 1028},
+      {"col_sum", PTC_BF16, 16384, 4096},
       /* short rows (one warp a row, in registers) and pointwise broadcasts */
       {"add_ln", PTC_BF16, 1500, 768},   {"add_ln", PTC_BF16, 700, 770},
       {"add_ln", PTC_F32, 1500, 768},    {"layer_norm", PTC_BF16, 2048, 768},
@@ -568,7 +659,26 @@ static int gpu_tests(void) {
   return failures ? 1 : 0;
 }
 
+/* --dump OP DTYPE M N [KNOBS]: prints the generated kernels (a look at
+ * them without a GPU; KNOBS as in KNOBS[], e.g. "COL=0") */
+static int dump(int argc, char** argv) {
+  if (argc < 6) return 2;
+  work w = {argv[2], ptc_dtype_from_name(argv[3]), atoll(argv[4]), atoll(argv[5])};
+  ptc_context* ctx;
+  if (ptc_context_create(NULL, &ctx)) return 1;
+  ptc_strbuf tu;
+  ptc_sb_init(&tu);
+  kinfo ki;
+  bool ok = generate(ctx, &w, argc > 6 ? argv[6] : "", &ki, &tu);
+  printf("%s\n// %u kernel(s), block_x %u, split %u\n", tu.data ? tu.data : "", ki.kernels,
+         ki.block_x, ki.split);
+  ptc_sb_free(&tu);
+  ptc_context_release(ctx);
+  return ok ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
   if (argc > 1 && strcmp(argv[1], "--cpu") == 0) return cpu_tests();
+  if (argc > 1 && strcmp(argv[1], "--dump") == 0) return dump(argc, argv);
   return gpu_tests();
 }
