@@ -777,9 +777,7 @@ static void fold_one(cug* g, ptc_strbuf* sb, ir_val i, const ir_op* op) {
   const char* type = acc_type(g, op);
   cug_line(g, sb, "%s = %s;", a, acc_init(op, type));
   if (is_arg(op)) cug_line(g, sb, "%s = -1;", ai);
-  /* volatile: the other blocks' partials, not a stale L1 line; vector
-   * columns (a q stride): several partials in flight */
-  if (g->split_qstride) cug_line(g, sb, "#pragma unroll 4");
+  /* volatile: the other blocks' partials, not a stale L1 line */
   cug_line(g, sb, "for (IT q = (IT)lane; q < %s; q += (IT)%u) {", g->split_n, g->lanes);
   char qs[48];
   snprintf(qs, sizeof qs, "%s%s", g->split_qstride ? " * " : "",

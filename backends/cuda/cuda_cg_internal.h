@@ -93,6 +93,8 @@ typedef struct cug {
   bool* no_store;           /* buffer id -> dead after this kernel: the registers suffice */
   bool* prefetch;           /* buffer id -> a persistent row loaded one tile ahead into
                              * pf_b<id> (cuda_cg_kernel.c, prefetch_plan) */
+  bool persist_2pass;       /* persistent 2-byte rows read in exactly two loops (rms
+                             * norm): the occupancy target OCC_2PASS (cuda_cg_kernel.c) */
   uint32_t min_blocks;      /* reduction layouts: __launch_bounds__ minimum blocks per SM
                              * (register cap for occupancy); 0 = none */
   /* vector row access (ROW layout, cuda_cg_kernel.c, rvec_plan): the body

@@ -1074,7 +1074,18 @@ static ptc_status persist_plan(cug* g, cuda_kernel_src* out) {
     free(bad);
     return ptc_status_oom();
   }
-  for (size_t b = 0; b < nb; b++) first_g[b] = -1;
+  int32_t* last_g = malloc((nb ? nb : 1) * sizeof *last_g);
+  uint32_t* n_groups = calloc(nb ? nb : 1, sizeof *n_groups); /* loops that access b */
+  if (!last_g || !n_groups) {
+    free(gid);
+    free(first_g);
+    free(multi);
+    free(bad);
+    free(last_g);
+    free(n_groups);
+    return ptc_status_oom();
+  }
+  for (size_t b = 0; b < nb; b++) first_g[b] = last_g[b] = -1;
   ptc_status st = assign_groups(g, gid);
   for (uint32_t m = 0; !st && m < g->k->n_nodes; m++) {
     cug_member_begin(g, m);
@@ -1087,6 +1098,10 @@ static ptc_status persist_plan(cug* g, cuda_kernel_src* out) {
       if (mb->stage[i] != CU_LOOP || gid[m] < 0 || (op->opcode == IR_LOAD && op->args[0] >= 0)) {
         bad[b] = true;
         continue;
+      }
+      if (last_g[b] != gid[m]) {
+        last_g[b] = gid[m];
+        n_groups[b]++;
       }
       ptc_strbuf idx;
       /* printed as the loops will print it; an index through an indirect
@@ -1105,11 +1120,12 @@ static ptc_status persist_plan(cug* g, cuda_kernel_src* out) {
     }
   }
   uint32_t n_cached = 0;
-  bool saves_store = false, narrow = false;
+  bool saves_store = false, narrow = false, two_pass = true;
   for (size_t b = 0; st && b < nb; b++) bad[b] = true;
   for (size_t b = 0; b < nb; b++) {
     if (!multi[b] || bad[b]) continue;
     n_cached++;
+    if (n_groups[b] != 2) two_pass = false;
     if (ptc_dtype_size(ir_buf(g->p, (int32_t)b)->dtype) < 4) narrow = true;
     if (g->s->buf_home[b] == SCHED_HOME_SLOT && g->s->buf_free_after &&
         g->s->buf_free_after[b] == (int32_t)g->kidx)
@@ -1123,11 +1139,19 @@ static ptc_status persist_plan(cug* g, cuda_kernel_src* out) {
    * bf16 0.051 -> 0.061), which hit L2 cheaply. PTC_CUDA_PERSIST_ALL=1
    * persists every eligible row, =0 only those that spare a store. */
   const char* all = getenv("PTC_CUDA_PERSIST_ALL");
+  /* 2-byte rows read in two loops and written (rms norm: the sum of
+   * squares, then the output) do pay in registers with OCC_2PASS resident
+   * threads (H100 GPU time, bf16 8192x4096 rms norm, two runs: 48.9 ->
+   * 48.1 / 48.2 us; without the bound 53.3; layer norm, read in three
+   * loops, 49.3 -> 50.1 and stays looped); PTC_CUDA_PERSIST_2PASS=0 not */
+  two_pass = two_pass && n_cached && narrow && !short_narrow && stores_rows(g) &&
+             env_knob("PTC_CUDA_PERSIST_2PASS", 1, 0, 1) && !(all && !strcmp(all, "0"));
   bool want = saves_store || ((!narrow || short_narrow) && !(all && !strcmp(all, "0"))) ||
-              (all && !strcmp(all, "1"));
+              (all && !strcmp(all, "1")) || two_pass;
   if (!want) n_cached = 0;
   if (n_cached && (int64_t)n_cached * per_lane <= persist_max_regs()) {
     g->persist = (uint32_t)per_lane;
+    g->persist_2pass = two_pass && !saves_store;
     if (lanes != g->lanes) { /* a row widened to fit: rows per block to keep 256+ threads */
       g->lanes = lanes;
       uint32_t bt = row_block_threads(lanes);
@@ -1147,6 +1171,8 @@ static ptc_status persist_plan(cug* g, cuda_kernel_src* out) {
   free(first_g);
   free(multi);
   free(bad);
+  free(last_g);
+  free(n_groups);
   return st;
 }
 
@@ -1247,6 +1273,7 @@ static void emit_prefetch(cug* g, uint64_t bufs, const char* tile) {
  * (cuda_tune.c). */
 #define OCC_PERSIST 1024
 #define OCC_PREFETCH 768
+#define OCC_2PASS 2048 /* persist_2pass rows (rms norm): 8 blocks of 256 */
 /* more than OCC_WIDE_REGS row elements a lane in registers (short 2-byte
  * rows, 24-32 a buffer): a bound for OCC_WIDE threads, so 64 registers a
  * thread do not force spills */
@@ -1264,7 +1291,11 @@ static void occupancy_plan(cug* g, cuda_kernel_src* out) {
   uint32_t cached = 0; /* row elements a lane holds in registers */
   for (size_t b = 0; b < g->n_buffers; b++) cached += g->cache[b] ? g->persist : 0;
   if (occ < 0)
-    occ = pf ? OCC_PREFETCH : cached > OCC_WIDE_REGS ? OCC_WIDE : g->persist ? OCC_PERSIST : 0;
+    occ = pf                          ? OCC_PREFETCH
+          : cached > OCC_WIDE_REGS      ? OCC_WIDE
+          : g->persist && g->persist_2pass ? OCC_2PASS
+          : g->persist                  ? OCC_PERSIST
+                                        : 0;
   uint32_t mb = (uint32_t)(occ / threads);
   if (mb > 1) g->min_blocks = mb > 32 ? 32 : mb;
   long grid = env_knob("PTC_CUDA_GRID", 0, 0, 64);
@@ -1604,22 +1635,25 @@ static ptc_status emit_reduction(cug* g) {
  * blocks, the rows are split as in the scalar column split (a block per
  * (tile, chunk), partials in the module workspace, the last block of a
  * tile folds them in chunk order) to about PTC_CUDA_COL_VEC_SPLIT blocks.
- * H100 GPU time, bf16 [16384, 4096] column sum (scalar kernel 53.0 us,
- * Inductor 50.4): 32x8 blocks, 512 blocks (32 chunks a tile) 51.4 us;
- * 256 blocks 56.4, 1024 56.5, 2048 66.3; 32x16 62.9, 64x4 68.6, 16x16
- * 57.7 (1024 blocks); unroll 2 / 8 as 4. f32 columns: scalar 90.4 us,
- * vector 91.5 (512 blocks), 96.7 (1024) - hence 2-byte columns only.
+ * H100 GPU time, bf16 [16384, 4096] column sum (scalar kernel 53.0 us in
+ * two runs, Inductor 50.4): 32x8 blocks, 512 blocks (32 chunks a tile)
+ * 51.4 us in one run, 56.1 in the next (with the fold's loop unrolled,
+ * since removed; 528 blocks 57.0, 64x8 with 256 blocks 52.9); 256 blocks
+ * 56.4, 1024 56.5 / 58.4, 2048 66.3; 32x16 62.9, 64x4 68.6 / 63.1, 128x2
+ * 94.3, 16x16 57.7; unroll 8 55.5. f32 columns: scalar 90.4 us, vector
+ * 91.5 (512 blocks), 96.7 (1024). Not a stable win: off by default
+ * (CVEC_DEFAULT_MODE 0), PTC_CUDA_COL_VEC=2 for 2-byte columns.
  * Kernels whose members are one group of reductions followed only by
  * outer members (column sums, means, max/min, argmax), no indirect ops.
  * The entry takes VR = cvec when the innermost outer size is a multiple
  * of it (static, or xnumel checked per launch for one outer dim) and each
  * vector buffer is 16-byte aligned, else the same body with VR = 1.
- * Knobs (read at code generation): PTC_CUDA_COL_VEC=0 off, =1 every
- * dtype, unset/2 elements narrower than 4 bytes only (CVEC_DEFAULT_MODE);
+ * Knobs (read at code generation): PTC_CUDA_COL_VEC=0 off (the default,
+ * CVEC_DEFAULT_MODE), =1 every dtype, =2 elements narrower than 4 bytes;
  * PTC_CUDA_COL_VEC_BLOCK="X,Y"; PTC_CUDA_COL_VEC_SPLIT=N (0 = no split;
  * PTC_CUDA_SPLIT=0 also turns it off); PTC_CUDA_COL_UNROLL (default
  * CVEC_UNROLL). */
-#define CVEC_DEFAULT_MODE 2
+#define CVEC_DEFAULT_MODE 0
 #define CVEC_X 32
 #define CVEC_Y 8
 #define CVEC_SPLIT 512

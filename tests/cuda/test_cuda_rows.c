@@ -72,14 +72,15 @@ static const char* const KNOBS[] = {
     "PW_UNROLL=2 PW_WAVES=0",
     "PW_UNROLL=4 PW_WAVES=1 PW_BLOCK=128",
     "COL_VEC=1 COL_VEC_BLOCK=16,16 COL_VEC_SPLIT=64 COL_UNROLL=2",
-    "COL_VEC=0",
+    "COL_VEC=2 PERSIST_2PASS=0",
 };
 #define N_KNOBS (sizeof KNOBS / sizeof KNOBS[0])
 static const char* const KNOB_NAMES[] = {"PREFETCH",   "GRID",       "PERSIST_ALL", "OCC",
                                          "ROW_UNROLL", "COL_UNROLL", "SPLIT",       "SHORT_ROW",
                                          "VEC_INNER",  "RCP",        "ROW_BLOCK",
                                          "PW_UNROLL",  "PW_WAVES",   "PW_BLOCK",
-                                         "COL_VEC",    "COL_VEC_BLOCK", "COL_VEC_SPLIT"};
+                                         "COL_VEC",    "COL_VEC_BLOCK", "COL_VEC_SPLIT",
+                                         "PERSIST_2PASS"};
 
 static void set_knobs(const char* set) {
   char name[64];
@@ -321,15 +322,18 @@ static void short_row_checks(ptc_context* ctx, ptc_strbuf* tu) {
   CHECK(ki.grid_capped == (CUDA_CG_PW_WAVES >= 0 ? 1u : 0u));
   CHECK(generate(ctx, &pw, "PW_WAVES=-1", &ki, tu)); /* the tune default (4) */
   CHECK(ki.grid_capped == 0);
-  /* vector columns: 2-byte column sums read 16 bytes a thread a row step, the
-   * lanes' partials combined in one shared round, the rows split; f32 columns keep
-   * the scalar kernel unless PTC_CUDA_COL_VEC=1; ragged columns (static sizes
-   * not a multiple of the vector) too */
+  /* vector columns (PTC_CUDA_COL_VEC=2; off by default): 2-byte column sums read
+   * 16 bytes a thread a row step, the lanes' partials combined in one shared round,
+   * the rows split; f32 columns keep the scalar kernel unless PTC_CUDA_COL_VEC=1;
+   * ragged columns (static sizes not a multiple of the vector) too */
   const work cs16 = {"col_sum", PTC_BF16, 16384, 4096}, cs32 = {"col_sum", PTC_F32, 16384, 4096};
   const work cm16 = {"col_max", PTC_BF16, 4096, 1024}, cr16 = {"col_sum", PTC_BF16, 4096, 1020};
   const work csl = {"col_slice8", PTC_BF16, 4096, 1032}, cam = {"col_argmax", PTC_BF16, 2500, 72};
   at = tu->len;
-  CHECK(generate(ctx, &cs16, "", &ki, tu));
+  CHECK(generate(ctx, &cs16, "", &ki, tu)); /* the default: the scalar kernel */
+  CHECK(ki.cvec == 0 && ki.split == 0 && strstr(tu->data + at, "vin_b") == NULL);
+  at = tu->len;
+  CHECK(generate(ctx, &cs16, "COL_VEC=2", &ki, tu));
   CHECK(ki.cvec == 1 && ki.split == 1 && ki.block_x == 32);
   CHECK(strstr(tu->data + at, "ptc_vload<u16, VR>(b0 + ((x0 + (r0*(IT)4096))), vin_b0)") != NULL);
   CHECK(strstr(tu->data + at, "_body<i32, 8>(") != NULL);
@@ -339,23 +343,25 @@ static void short_row_checks(ptc_context* ctx, ptc_strbuf* tu) {
   CHECK(generate(ctx, &cs16, "COL_VEC=0", &ki, tu));
   CHECK(ki.cvec == 0 && strstr(tu->data + at, "vin_b") == NULL);
   at = tu->len;
-  CHECK(generate(ctx, &cs16, "COL_VEC_SPLIT=0", &ki, tu));
+  CHECK(generate(ctx, &cs16, "COL_VEC=2 COL_VEC_SPLIT=0", &ki, tu));
   CHECK(ki.cvec == 1 && ki.split == 0);
   at = tu->len;
-  CHECK(generate(ctx, &cs32, "", &ki, tu));
+  CHECK(generate(ctx, &cs32, "COL_VEC=2", &ki, tu));
   CHECK(ki.cvec == 0);
   at = tu->len;
   CHECK(generate(ctx, &cs32, "COL_VEC=1", &ki, tu));
   CHECK(ki.cvec == 1 && strstr(tu->data + at, "_body<i32, 4>(") != NULL);
   at = tu->len;
-  CHECK(generate(ctx, &cm16, "", &ki, tu));
+  CHECK(generate(ctx, &cm16, "COL_VEC=2", &ki, tu));
   CHECK(ki.cvec == 1 && strstr(tu->data + at, "ptc_op_max") != NULL);
-  CHECK(generate(ctx, &cam, "", &ki, tu));
+  CHECK(generate(ctx, &cam, "COL_VEC=2", &ki, tu));
   CHECK(ki.cvec == 1);
-  CHECK(generate(ctx, &cr16, "", &ki, tu)); /* 1020 % 8 != 0 */
+  CHECK(generate(ctx, &cr16, "COL_VEC=2", &ki, tu)); /* 1020 % 8 != 0 */
   CHECK(ki.cvec == 0);
-  /* looped bf16 rows that are written (layer / rms norm of 4096): loops unrolled by 2
-   * (both vector steps of a lane in flight); ROW_UNROLL=1 not; sums and f32 rows not */
+  /* looped bf16 rows that are written (layer norm of 4096; rms norm with
+   * PERSIST_2PASS=0): loops unrolled by 2 (both vector steps of a lane in flight);
+   * ROW_UNROLL=1 not; sums and f32 rows not. rms norm by default: its row in
+   * registers, a bound for 8 blocks of 256 */
   const work ln16 = {"layer_norm", PTC_BF16, 8192, 4096}, rs16 = {"row_sum", PTC_BF16, 16384, 4096};
   const work rc16 = {"rms_chain", PTC_BF16, 8192, 4096}, ln32 = {"layer_norm", PTC_F32, 8192, 4096};
   at = tu->len;
@@ -363,9 +369,12 @@ static void short_row_checks(ptc_context* ctx, ptc_strbuf* tu) {
   CHECK(count_of(tu->data + at, "#pragma unroll 2\n") == 3);
   at = tu->len;
   CHECK(generate(ctx, &rc16, "", &ki, tu));
-  CHECK(count_of(tu->data + at, "#pragma unroll 2\n") == 2);
+  CHECK(ki.persist == 1 && strstr(tu->data + at, "__launch_bounds__(256, 8)") != NULL);
   at = tu->len;
-  CHECK(generate(ctx, &rc16, "ROW_UNROLL=1", &ki, tu));
+  CHECK(generate(ctx, &rc16, "PERSIST_2PASS=0", &ki, tu));
+  CHECK(ki.persist == 0 && count_of(tu->data + at, "#pragma unroll 2\n") == 2);
+  at = tu->len;
+  CHECK(generate(ctx, &rc16, "PERSIST_2PASS=0 ROW_UNROLL=1", &ki, tu));
   CHECK(count_of(tu->data + at, "#pragma unroll 2\n") == 0);
   at = tu->len;
   CHECK(generate(ctx, &rs16, "", &ki, tu));
@@ -374,7 +383,7 @@ static void short_row_checks(ptc_context* ctx, ptc_strbuf* tu) {
   CHECK(generate(ctx, &ln32, "", &ki, tu));
   CHECK(count_of(tu->data + at, "#pragma unroll 2\n") == 0);
   at = tu->len;
-  CHECK(generate(ctx, &csl, "", &ki, tu)); /* offset 8, rows of 1032: aligned vectors */
+  CHECK(generate(ctx, &csl, "COL_VEC=2", &ki, tu)); /* offset 8, rows of 1032: aligned vectors */
   CHECK(ki.cvec == 1 && strstr(tu->data + at, "ptc_vload<u16, VR>") != NULL);
   printf("short rows, reciprocal, inner vectors, pointwise unroll, vector columns: checked\n");
 }
@@ -418,9 +427,9 @@ static int cpu_tests(void) {
       if (strstr(KNOBS[k], "PREFETCH=0")) CHECK(ki.prefetch == 0 && ki.bounded == 0);
       /* column sums over few columns (col_sum [16384, 256]: 8 tiles) split their rows
        * over blocks, over many columns (128 tiles) not, unless 2-byte columns are read
-       * as vectors (by default; PTC_CUDA_COL_VEC=1: every dtype), whose 16 tiles of 256
-       * columns split; rows do not split here */
-      bool cv = !strcmp(w->op, "col_sum") && !strstr(KNOBS[k], "COL_VEC=0") &&
+       * as vectors (PTC_CUDA_COL_VEC=2; =1: every dtype; off by default), whose 16 tiles
+       * of 256 columns split; rows do not split here */
+      bool cv = !strcmp(w->op, "col_sum") && strstr(KNOBS[k], "COL_VEC=") &&
                 (w->dtype == PTC_BF16 || strstr(KNOBS[k], "COL_VEC=1"));
       CHECK(ki.cvec == (cv ? 1u : 0u));
       if (strstr(KNOBS[k], "SPLIT=0") || strcmp(w->op, "col_sum") || (w->n > 512 && !cv))
@@ -431,9 +440,12 @@ static int cpu_tests(void) {
         CHECK(ki.bounded == ki.persist);
         CHECK(ki.prefetch == 0); /* off by default since e5438d3's rows */
         /* looped bf16 rows of 4096: half the lanes of f32 rows when only
-         * read (var_mean), the same when written (layer / rms norm) */
+         * read (var_mean), the same when written (layer norm); rms norm's,
+         * read in two loops, in registers with a bound for 8 blocks of 256 */
+        bool rms = !strncmp(w->op, "rms_", 4);
         if (w->dtype == PTC_BF16 && !sm && !sum)
-          CHECK(ki.persist == 0 && ki.block_x == (strcmp(w->op, "var_mean") ? 256u : 128u));
+          CHECK(ki.persist == (rms ? 1u : 0u) &&
+                ki.block_x == (strcmp(w->op, "var_mean") ? 256u : 128u));
       }
     }
   }
@@ -629,7 +641,8 @@ static int gpu_tests(void) {
       {"softmax", PTC_F32, 700, 1030},    {"softmax", PTC_BF16, 600, 4096},
       {"softmax", PTC_BF16, 900, 1030},   {"layer_norm", PTC_F32, 1500, 1024},
       {"layer_norm", PTC_BF16, 1500, 1024}, {"rms_norm", PTC_BF16, 1500, 768},
-      {"rms_chain", PTC_BF16, 1500, 2048},
+      {"rms_chain", PTC_BF16, 1500, 2048}, {"rms_chain", PTC_BF16, 600, 4096},
+      {"rms_chain", PTC_BF16, 300, 3004}, /* rows of > 2048 in registers (two loops) */
       {"var_mean", PTC_F32, 1500, 1000},  {"var_mean", PTC_BF16, 1500, 1000},
       {"row_sum", PTC_BF16, 1500, 1000},  {"col_sum", PTC_BF16, 1000, 1500},
       {"col_sum", PTC_F32, 3000, 200},    {"col_mean", PTC_F32, 2000, 300},
