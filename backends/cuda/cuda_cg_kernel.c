@@ -149,18 +149,24 @@ static bool col_favoured(const cug* g) {
 
 /* COL block shape: outer points per block (x) and reduction lanes per point
  * (y); PTC_CUDA_COL="X,Y" overrides (powers of two, X*Y <= 1024). */
-static void col_shape(uint32_t* x, uint32_t* y) {
-  *x = CUDA_CG_COL_X;
-  *y = CUDA_CG_COL_Y;
-  const char* e = getenv("PTC_CUDA_COL");
+/* A block shape "X,Y" from environment variable name into *x, *y when
+ * both are powers of two, Y >= min_y and 32 <= X*Y <= 1024; else unchanged. */
+static void env_block_shape(const char* name, long min_y, uint32_t* x, uint32_t* y) {
+  const char* e = getenv(name);
   if (!e || !*e) return;
   char* end;
   long a = strtol(e, &end, 10), b = *end == ',' ? strtol(end + 1, NULL, 10) : 0;
-  bool pow2 = a > 0 && b > 0 && !(a & (a - 1)) && !(b & (b - 1));
+  bool pow2 = a > 0 && b >= min_y && b > 0 && !(a & (a - 1)) && !(b & (b - 1));
   if (pow2 && a * b <= 1024 && a * b >= 32) {
     *x = (uint32_t)a;
     *y = (uint32_t)b;
   }
+}
+
+static void col_shape(uint32_t* x, uint32_t* y) {
+  *x = CUDA_CG_COL_X;
+  *y = CUDA_CG_COL_Y;
+  env_block_shape("PTC_CUDA_COL", 1, x, y);
 }
 
 /* Whether index e of an access in member mb's reduction loop moves along
@@ -1663,15 +1669,7 @@ static ptc_status emit_reduction(cug* g) {
 static void cvec_block(uint32_t* x, uint32_t* y) {
   *x = CVEC_X;
   *y = CVEC_Y;
-  const char* e = getenv("PTC_CUDA_COL_VEC_BLOCK");
-  if (!e || !*e) return;
-  char* end;
-  long a = strtol(e, &end, 10), b = *end == ',' ? strtol(end + 1, NULL, 10) : 0;
-  bool pow2 = a > 0 && b > 1 && !(a & (a - 1)) && !(b & (b - 1));
-  if (pow2 && a * b <= 1024 && a * b >= 32) {
-    *x = (uint32_t)a;
-    *y = (uint32_t)b;
-  }
+  env_block_shape("PTC_CUDA_COL_VEC_BLOCK", 2, x, y);
 }
 
 static ptc_status cvec_plan(cug* g, cuda_kernel_src* out) {
