@@ -328,7 +328,7 @@ static ptc_status make_symbols(rg_gen* G) {
     ptc_symbol_options so;
     ptc_symbol_options_init(&so);
     so.hint = rg->hints[i] = rg_int(G, 2, 12);
-    char name[8];
+    char name[16];
     snprintf(name, sizeof name, "s%u", i);
     ptc_status s = ptc_graph_add_symbol(G->g, name, &so, &G->sym_ids[i]);
     if (s) return s;
