@@ -686,18 +686,8 @@ static bool disk_path(const lt_call* k, int n, int variants, char* out, size_t c
 }
 
 static bool disk_get(const char* path, int n, int* idx) {
-  char* data = NULL;
-  size_t len = 0;
-  ptc_status s = kcache_read(path, &data, &len);
-  if (s) {
-    ptc_status_destroy(s);
-    return false;
-  }
   char text[64];
-  size_t m = len < sizeof text - 1 ? len : sizeof text - 1;
-  memcpy(text, data, m);
-  text[m] = 0;
-  free(data);
+  if (!kcache_read_text(path, text, sizeof text)) return false;
   int i = -1, of = -1;
   char tail = 0;
   if (sscanf(text, "ptc-lt-tune-1 index %d of %d%c", &i, &of, &tail) != 3 || tail != '\n' ||

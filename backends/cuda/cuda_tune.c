@@ -199,21 +199,9 @@ bool cuda_tune_lookup(const char* key, cuda_launch_cfg* c) {
   if (table_get(key, c)) return true;
   char path[600];
   if (!tune_path(key, path, sizeof path)) return false;
-  char* data = NULL;
-  size_t len = 0;
-  ptc_status s = kcache_read(path, &data, &len);
-  if (s) {
-    ptc_status_destroy(s);
-    return false;
-  }
-  char* text = realloc(data, len + 1);
-  if (!text) {
-    free(data);
-    return false;
-  }
-  text[len] = 0;
+  char text[128];
+  if (!kcache_read_text(path, text, sizeof text)) return false;
   bool ok = cuda_tune_parse(text, c);
-  free(text);
   if (ok) table_put(key, c);
   return ok;
 }

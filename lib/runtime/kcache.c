@@ -144,6 +144,21 @@ ptc_status kcache_read(const char* path, char** data, size_t* len) {
   return *data ? PTC_OK : ptc_status_oom();
 }
 
+bool kcache_read_text(const char* path, char* out, size_t cap) {
+  char* data = NULL;
+  size_t len = 0;
+  ptc_status s = kcache_read(path, &data, &len);
+  if (s) {
+    ptc_status_destroy(s);
+    return false;
+  }
+  size_t m = len < cap - 1 ? len : cap - 1;
+  memcpy(out, data, m);
+  out[m] = 0;
+  free(data);
+  return true;
+}
+
 void kcache_release(const char* path, const char* const* sibling_suffixes) {
   const char* slash = strrchr(path, '/');
   if (!slash) return;

@@ -48,6 +48,10 @@ ptc_status kcache_write_atomic(const char* path, const void* data, size_t len);
  * NOT_FOUND when it does not exist, PERMISSION_DENIED when it cannot be
  * read, RESOURCE_EXHAUSTED. */
 ptc_status kcache_read(const char* path, char** data, size_t* len);
+/** Reads a small text record (a tuning choice): at most cap - 1 bytes of
+ * `path` into out[cap], NUL-terminated (a longer file is cut there, so its
+ * record's own end check fails). False when it cannot be read. */
+bool kcache_read_text(const char* path, char* out, size_t cap);
 /** For an entry in a private folder: removes `path` and its siblings with
  * the same stem and the given suffixes (NULL-terminated list), then the
  * folder once it is empty. No-op for shared cache entries. */
