@@ -13,7 +13,8 @@
 const char* const cuda_nvrtc_flags[] = {"--std=c++17", "--fmad=true", NULL};
 
 void cuda_arch_option(int arch, char* out, size_t cap) {
-  snprintf(out, cap, "--gpu-architecture=sm_%d", arch);
+  snprintf(out, cap, "--gpu-architecture=sm_%d%s", arch & ~CUDA_ARCH_SPECIFIC,
+           (arch & CUDA_ARCH_SPECIFIC) ? "a" : "");
 }
 
 static char* program_log(const nvrtc_api* nv, nvrtc_program prog) {
@@ -56,8 +57,8 @@ ptc_status cuda_nvrtc_compile_ex(const char* source, const char* name, int arch,
   ptc_status s = PTC_OK;
   if (r != NVRTC_OK) {
     char* log = program_log(nv, prog);
-    s = PTC_ERR(INTERNAL, "cuda backend: NVRTC could not compile kernel %s for sm_%d (see "
-                "compiler_log)", name, arch);
+    s = PTC_ERR(INTERNAL, "cuda backend: NVRTC could not compile kernel %s for %s (see "
+                "compiler_log)", name, archopt + strlen("--gpu-architecture="));
     s = ptc_status_add_detail(s, "compiler_log", log ? log : "");
     free(log);
   }

@@ -14,7 +14,12 @@ typedef struct cuda_cubin {
 
 /** The NVRTC options every kernel gets besides the architecture. */
 extern const char* const cuda_nvrtc_flags[];
-/** "--gpu-architecture=sm_<arch>" into out. */
+/** Or'ed into an `arch` argument of the functions below: compile for the
+ * architecture-specific target sm_<arch>a (e.g. sm_90a, which wgmma and
+ * setmaxnreg need); such a cubin loads only on exactly that architecture. */
+#define CUDA_ARCH_SPECIFIC 0x10000
+/** "--gpu-architecture=sm_<arch>" (or "sm_<arch>a" with CUDA_ARCH_SPECIFIC)
+ * into out. */
 void cuda_arch_option(int arch, char* out, size_t cap);
 
 /** Compiles `source` (file name `<name>.cu` in messages) for sm_<arch>.
