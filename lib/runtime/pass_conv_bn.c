@@ -23,7 +23,9 @@
  * b32, torch.compile backend, parameters as inputs) it was slower than the
  * unfolded graph (f32 2.13 vs 2.08 ms, bf16 1.47 vs 1.37), while folding
  * constant parameters (ptc.from_fx) was faster (f32 1.91 vs 1.98 ms, bf16
- * 1.26 vs 1.32).
+ * 1.26 vs 1.32). The torch.compile backend therefore freezes the parameter
+ * and buffer inputs of inference graphs into constants (guarded per call,
+ * python/ptc/backend.py; PTC_FREEZE_PARAMS=0: not), so they fold here.
  *
  * Mixed precision: f16/bf16 convolutions compute s, W' and b' in f32 and
  * cast W' and b' back to the convolution's dtype. Numerics differ from the

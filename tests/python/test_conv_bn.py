@@ -4,7 +4,8 @@ residual block with a downsample, a conv1d stack, a grouped conv, a conv
 with bias) through ptc.from_fx on the cpu backend (and on cuda where there
 is a GPU) against torch in eval mode, with the fold on (default) and off
 (PTC_FOLD_CONV_BN=0); the fold must leave fewer kernels per call. ptc.compile
-(ptc's own bytecode capture) runs the residual block too."""
+(ptc's own bytecode capture) runs the residual block too; the torch.compile
+backend's frozen parameters (python/ptc/backend.py) fold as constants."""
 import copy
 import sys
 
@@ -145,3 +146,31 @@ def test_from_fx_cuda(dtype):
         md = copy.deepcopy(m).to(dtype)
         got, _ = _run_from_fx(md, x.to(dtype), "cuda")
     assert _err(got, want) < (1e-3 if dtype == torch.float32 else 5e-2)
+
+
+@pytest.mark.parametrize("fold", ["default", "0"])
+def test_backend_frozen_params_fold(fold, monkeypatch):
+    """The torch.compile backend path: parameters and BN buffers arrive as
+    graph inputs (a Dynamo-shaped lifted graph); frozen into constants they
+    fold by default (fewer kernels than with PTC_FOLD_CONV_BN=0), results
+    equal eager either way."""
+    from test_frozen_params import Runner
+
+    torch.manual_seed(5)
+    m = _randomize_bn(BasicBlock())
+    x = torch.randn(2, 8, 12, 12)
+    monkeypatch.delenv("PTC_FREEZE_PARAMS", raising=False)
+    if fold == "0":
+        monkeypatch.setenv("PTC_FOLD_CONV_BN", "0")
+    else:
+        monkeypatch.delenv("PTC_FOLD_CONV_BN", raising=False)
+    with torch.no_grad():
+        want = m(x)
+        r = Runner(m)
+        got = r(x)
+        monkeypatch.setenv("PTC_FOLD_CONV_BN", "0")
+        r0 = Runner(m)
+        r0(x)
+    assert _err(got, want) < 1e-4
+    k, k0 = r.fn.compiled.executables[-1].num_kernels, r0.fn.compiled.executables[-1].num_kernels
+    assert (k < k0) if fold == "default" else (k == k0), (k, k0)
