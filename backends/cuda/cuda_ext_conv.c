@@ -1,8 +1,9 @@
 /* cuda_ext_conv.c - convolution and pooling on the device, the extern
  * steps cuda_ext.c hands over (IR_EXT_CONV of floating types; max_pool2d,
  * avg_pool2d, adaptive_avg_pool2d fallback nodes).
- *  - Convolution: on sm_80+ in f16/bf16 (f32 as TF32 when conv_precision
- *    allows) the implicit-GEMM tensor-core kernel (cuda_conv_igemm.c: no
+ *  - Convolution: on sm_90 the wgmma kernels first when enabled
+ *    (cuda_conv_wg.c, PTC_CUDA_CONV_WG); on sm_80+ in f16/bf16 (f32 as TF32
+ *    when conv_precision allows) the implicit-GEMM tensor-core kernel (cuda_conv_igemm.c: no
  *    patch matrix, bias + activation in its epilogue); else (and for 1x1
  *    stride-1 ones cuBLASLt runs on the input as it is) im2col into a
  *    workspace (chunks of images up to 1 GiB), one batched GEMM per group
@@ -13,6 +14,7 @@
  * runs the node on the host.
  */
 #include "cuda_conv_igemm.h"
+#include "cuda_conv_wg.h"
 #include "cuda_ext_internal.h"
 
 #include <pthread.h>
@@ -235,6 +237,16 @@ ptc_status cuda_ext_conv_device(const cuda_ext_call* c0, bool* done) {
     d.bias_st = bias ? bias->strides[0] : 0;
     d.beta = e->beta;
     bool ok = false, small = false;
+    /* Hopper: the wgmma kernels (cuda_conv_wg.c) take what they can, small
+     * planes included, before the implicit GEMM and the im2col GEMMs */
+    if (policy != 0 && cuda_conv_wg_enabled()) {
+      PTC_TRY(cuda_conv_wg(c->plan->ctx, c->plan->dev, c->stream, &d, c->tf32, px, pw,
+                           bias ? (cu_deviceptr)(uintptr_t)bias->data : 0, pc, &ok));
+      if (ok) {
+        *done = true;
+        return PTC_OK;
+      }
+    }
     /* default policy: convolutions of one group with windows larger than
      * 1x1 on output planes of at most 196 pixels (1x1 ones: f32 only) run
      * faster as one wide im2col GEMM through cuBLASLt (H100, resnet18 b32,

@@ -29,15 +29,24 @@
  *    groups, batch 1, a plane of per-image GEMMs.
  *    The cases of at most 64 output channels per group run again on the
  *    other block size (PTC_CUDA_CONV_W4: 8-warp or 4-warp kernels).
+ *    The wgmma kernels (cuda_conv_wg.c; on sm_90 only): every case above
+ *    they take and the wg cases (3x3 / 1x1 / 5x5 / 3x2 windows, strides 1,
+ *    2, 3, padding 0..2, channel tails, output channels past a tile, planes
+ *    whose flat rows span tiles), in f16, bf16 and TF32, with the chosen
+ *    tile shape and each of the three forced (PTC_CUDA_CONV_WG_CFG); the
+ *    TF32 exactness case; the graph cases with PTC_CUDA_CONV_WG=1.
  *  --bench: resnet18 batch-32 convolutions (bf16, f32 as TF32): the
- *    implicit GEMM with the chosen split and with splits 1/2/4/8, and the
- *    whole convolution extern through a one-node graph with
- *    PTC_CUDA_CONV_IGEMM=0 (im2col + GEMM), 2 and 1 (the default policy,
- *    also with PTC_CUDA_CONV_VEC=0), ms and TFLOP/s.
+ *    implicit GEMM with the chosen split, the convolution extern through a
+ *    one-node graph with the default policy, the wgmma kernels (sm_90;
+ *    chosen tile shape and each forced one, and the extern with them
+ *    tried first), ms and TFLOP/s; with PTC_BENCH_FULL=1 also splits
+ *    1/2/4/8 and the extern with PTC_CUDA_CONV_IGEMM=0 (im2col + GEMM), 2,
+ *    and PTC_CUDA_CONV_VEC=0 (-1 when not run).
  * Exit status: 0 passed, 1 a failure, 77 skipped.
  */
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/cuda_conv_igemm.h"
+#include "backends/cuda/cuda_conv_wg.h"
 #include "backends/cuda/cuda_rt.h"
 #include "cuda_test_dev.h"
 
@@ -50,6 +59,8 @@
 static ptc_context* ctx;
 static const cuda_device* dev;
 static int failed, passed;
+static bool use_wg; /* run_case / run_tf32_exact: the wgmma kernels (cuda_conv_wg) */
+static int wg_skipped;
 
 static double now_s(void) {
   struct timespec ts;
@@ -115,6 +126,16 @@ static void run_case(const ccase* c, int32_t dt) {
            (long long)c->ph, (long long)c->pw, (long long)c->dh, (long long)c->dw,
            (long long)c->groups, c->bias ? " bias" : "", c->act, c->x_layout, c->w_pad, c->split,
            c->w_tr, c->order, getenv("PTC_CUDA_CONV_W4") ? getenv("PTC_CUDA_CONV_W4") : "-");
+  if (use_wg) {
+    cuda_conv_wg_plan pl;
+    const char* fc = getenv("PTC_CUDA_CONV_WG_CFG");
+    if (cuda_conv_wg_refusal(dev->cc_major, dev->cc_minor, &d, true) ||
+        !cuda_conv_wg_shape(&d, dev->sm_count, dev->max_smem_optin, fc ? atoi(fc) : -1, &pl)) {
+      wg_skipped++;
+      return;
+    }
+    snprintf(what + strlen(what), sizeof what - strlen(what), " wg cfg %d", pl.cfg);
+  }
   void* hx = calloc((size_t)xe + 8, es);
   void* hw = calloc((size_t)we + 8, es);
   void* hb = calloc((size_t)c->oc + 8, es);
@@ -147,8 +168,10 @@ static void run_case(const ccase* c, int32_t dt) {
   if (c->split) setenv("PTC_CUDA_CONV_SPLIT", sv, 1);
   if (c->order) setenv("PTC_CUDA_CONV_TAP", c->order == 2 ? "1" : "0", 1);
   bool done = false;
-  ptc_status s = cuda_conv_igemm(ctx, dev, NULL, &d, true, px + (cu_deviceptr)(x_off * (int64_t)es), pw,
-                                 c->bias ? pb : 0, po, &done);
+  ptc_status s = use_wg ? cuda_conv_wg(ctx, dev, NULL, &d, true, px + (cu_deviceptr)(x_off * (int64_t)es), pw,
+                                       c->bias ? pb : 0, po, &done)
+                        : cuda_conv_igemm(ctx, dev, NULL, &d, true, px + (cu_deviceptr)(x_off * (int64_t)es),
+                                          pw, c->bias ? pb : 0, po, &done);
   unsetenv("PTC_CUDA_CONV_SPLIT");
   unsetenv("PTC_CUDA_CONV_TAP");
   if (!s && cu->StreamSynchronize(NULL) != CU_SUCCESS) s = PTC_ERR(INTERNAL, "synchronize failed");
@@ -267,6 +290,55 @@ static void run_all(void) {
     }
 }
 
+/* The wgmma kernels' own cases: resnet-like layers (small batches), strides
+ * 2 and 3 (stride phases), 1x1 stride 2, padding 0 and 2, channel tails
+ * (C not a multiple of the K stage), output channels past a tile, 5x5 and
+ * 3x2 windows, odd planes, x views (channel slice, H/W transposed). */
+static const ccase wg_cases[] = {
+    /* n  c   h   w   oc  kh kw sh sw ph pw dh dw g  bias act              x  wpad split */
+    {1, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, IR_ACT_RELU, 0, 0, 0, 0, 0},     /* layer1 */
+    {2, 64, 56, 56, 128, 3, 3, 2, 2, 1, 1, 1, 1, 1, 0, IR_ACT_NONE, 0, 0, 0, 0, 0},    /* layer2.0 */
+    {2, 64, 56, 56, 128, 1, 1, 2, 2, 0, 0, 1, 1, 1, 1, IR_ACT_NONE, 0, 0, 0, 0, 0},    /* downsample */
+    {2, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, IR_ACT_RELU, 0, 0, 0, 0, 0},
+    {1, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, IR_ACT_NONE, 0, 0, 0, 0, 0},
+    {2, 256, 14, 14, 512, 3, 3, 2, 2, 1, 1, 1, 1, 1, 0, IR_ACT_RELU, 0, 0, 0, 0, 0},
+    {1, 512, 7, 7, 512, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, IR_ACT_RELU, 0, 0, 0, 0, 0},
+    {2, 24, 19, 23, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, IR_ACT_SILU, 0, 0, 0, 0, 0},    /* C tail */
+    {3, 40, 17, 15, 200, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, IR_ACT_NONE, 0, 0, 0, 0, 0},    /* N tail, odd */
+    {2, 32, 21, 20, 48, 5, 5, 1, 1, 2, 2, 1, 1, 1, 0, IR_ACT_GELU, 0, 0, 0, 0, 0},     /* 5x5 */
+    {2, 16, 22, 25, 72, 3, 2, 3, 2, 0, 1, 1, 1, 1, 1, IR_ACT_RELU, 0, 0, 0, 0, 0},     /* 3x2 s3,2 */
+    {2, 48, 13, 11, 64, 3, 3, 1, 1, 0, 0, 1, 1, 1, 0, IR_ACT_NONE, 1, 0, 0, 0, 0},     /* no pad, slice */
+    {2, 32, 12, 14, 64, 3, 3, 2, 1, 2, 1, 1, 1, 1, 1, IR_ACT_TANH, 2, 3, 0, 0, 0},     /* H/W transposed */
+    {1, 8, 9, 9, 16, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, IR_ACT_SIGMOID, 0, 0, 0, 0, 0},     /* 1x1, 8 ch */
+    {5, 64, 7, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, IR_ACT_NONE, 0, 0, 0, 1, 0},       /* weights KW/KH */
+};
+
+/* The wgmma kernels (sm_90 only): the cases above and every ccase they
+ * take, each type, the chosen tile shape and each forced one. */
+static void run_all_wg(void) {
+  if (dev->cc_major != 9 || dev->cc_minor != 0) {
+    printf("wgmma convolution: skipped (sm_%d%d)\n", dev->cc_major, dev->cc_minor);
+    return;
+  }
+  static const int32_t dts[3] = {PTC_BF16, PTC_F32, PTC_F16};
+  int before = failed, ran = passed;
+  use_wg = true;
+  for (int cfg = -1; cfg < 3; cfg++) {
+    char cv[8];
+    snprintf(cv, sizeof cv, "%d", cfg);
+    if (cfg >= 0) setenv("PTC_CUDA_CONV_WG_CFG", cv, 1);
+    for (int di = 0; di < 3; di++) {
+      if (cfg >= 0 && di == 2) continue; /* f16: the chosen shape only */
+      for (size_t i = 0; i < sizeof wg_cases / sizeof wg_cases[0]; i++) run_case(&wg_cases[i], dts[di]);
+      for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i], dts[di]);
+    }
+    unsetenv("PTC_CUDA_CONV_WG_CFG");
+  }
+  use_wg = false;
+  printf("wgmma convolution: %d cases passed, %d failed, %d not taken (refused or no tile shape)\n",
+         passed - ran, failed - before, wg_skipped);
+}
+
 /* ---- TF32 rounding: exact values ------------------------------------------------------------ */
 
 /* f32 -> TF32 as cvt.rna: round to nearest on the 10-bit mantissa, ties away
@@ -289,7 +361,8 @@ static void run_tf32_exact(void) {
   float hx[C * HW], hw[OC * C], ho[OC * HW];
   for (int i = 0; i < C * HW; i++) hx[i] = (i % 3 ? 1.0f : -1.0f) * (1.0f + 0.75f / 1024.0f);
   for (int i = 0; i < OC * C; i++) hw[i] = (i % 5 ? 1.0f : 2.0f) * (1.0f + 0.75f / 1024.0f);
-  for (int order = 1; order <= 2; order++) {
+  for (int order = 1; order <= 3; order++) { /* 3: the wgmma kernels (sm_90) */
+    if (order == 3 && (dev->cc_major != 9 || dev->cc_minor != 0)) break;
     cuda_conv_desc d;
     memset(&d, 0, sizeof d);
     d.dtype = PTC_F32;
@@ -305,7 +378,9 @@ static void run_tf32_exact(void) {
         cu->MemcpyHtoDAsync(pw, hw, sizeof hw, NULL))
       s = PTC_ERR(INTERNAL, "device memory");
     setenv("PTC_CUDA_CONV_TAP", order == 2 ? "1" : "0", 1);
-    if (!s) s = cuda_conv_igemm(ctx, dev, NULL, &d, true, px, pw, 0, po, &done);
+    if (!s)
+      s = order == 3 ? cuda_conv_wg(ctx, dev, NULL, &d, true, px, pw, 0, po, &done)
+                     : cuda_conv_igemm(ctx, dev, NULL, &d, true, px, pw, 0, po, &done);
     unsetenv("PTC_CUDA_CONV_TAP");
     if (!s && (cu->MemcpyDtoHAsync(ho, po, sizeof ho, NULL) != CU_SUCCESS ||
                cu->StreamSynchronize(NULL) != CU_SUCCESS))
@@ -619,6 +694,14 @@ static void run_graphs(void) {
     for (size_t i = 0; i < sizeof gcases / sizeof gcases[0]; i++)
       for (int pi = 0; pi < 2; pi++)
         for (int vec = 1; vec >= 0; vec--) run_graph_case(&gcases[i], dts[di], policies[pi], vec != 0);
+  /* the extern with the wgmma kernels tried first (they take f16/bf16 here:
+   * the graphs' f32 is full precision) */
+  if (dev->cc_major == 9 && dev->cc_minor == 0) {
+    setenv("PTC_CUDA_CONV_WG", "1", 1);
+    for (int di = 1; di < 3; di++)
+      for (size_t i = 0; i < sizeof gcases / sizeof gcases[0]; i++) run_graph_case(&gcases[i], dts[di], "1", true);
+    unsetenv("PTC_CUDA_CONV_WG");
+  }
 }
 
 /* ---- pure checks (no device) ---------------------------------------------------------- */
@@ -697,6 +780,40 @@ static int check_shapes(void) {
     printf("FAIL: f64 must be refused\n");
     bad++;
   }
+  /* the wgmma kernels: sm_90 only, not the stem; every other resnet18 b32
+   * layer gets a tile shape whose window and four stages fit */
+  fill_desc(&l1, PTC_BF16, &d, &xe, &we);
+  if (!cuda_conv_wg_refusal(8, 0, &d, true) || !cuda_conv_wg_refusal(10, 0, &d, true) ||
+      cuda_conv_wg_refusal(9, 0, &d, true)) {
+    printf("FAIL: wgmma convolution: sm_90 only\n");
+    bad++;
+  }
+  fill_desc(&stem, PTC_BF16, &d, &xe, &we);
+  if (!cuda_conv_wg_refusal(9, 0, &d, true)) {
+    printf("FAIL: wgmma convolution must refuse the 3-channel stem\n");
+    bad++;
+  }
+  static const int64_t rl[10][5] = {{64, 56, 64, 3, 1},  {64, 56, 128, 3, 2},  {128, 28, 128, 3, 1},
+                                    {64, 56, 128, 1, 2}, {128, 28, 256, 3, 2}, {256, 14, 256, 3, 1},
+                                    {128, 28, 256, 1, 2}, {256, 14, 512, 3, 2}, {512, 7, 512, 3, 1},
+                                    {256, 14, 512, 1, 2}};
+  for (int i = 0; i < 10; i++)
+    for (int t = 0; t < 2; t++) {
+      ccase lc = {32, rl[i][0], rl[i][1], rl[i][1], rl[i][2], rl[i][3], rl[i][3], rl[i][4], rl[i][4],
+                  rl[i][3] / 2, rl[i][3] / 2, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0};
+      fill_desc(&lc, t ? PTC_F32 : PTC_BF16, &d, &xe, &we);
+      cuda_conv_wg_plan pl;
+      if (cuda_conv_wg_refusal(9, 0, &d, true) || !cuda_conv_wg_shape(&d, 132, 227 * 1024, -1, &pl) ||
+          pl.smem > 227 * 1024 || pl.units > 1024) {
+        printf("FAIL: wgmma convolution: resnet18 layer %d (%s) not taken\n", i, t ? "tf32" : "bf16");
+        bad++;
+      } else if (getenv("PTC_TEST_VERBOSE")) {
+        printf("wg plan layer %d %s: cfg %d bm %d bn %d wq %lld wl %lld units %lld mtiles %lld ntiles %lld "
+               "nk %lld smem %lld blocks %lld\n", i, t ? "tf32" : "bf16", pl.cfg, pl.bm, pl.bn,
+               (long long)pl.wq, (long long)pl.wl, (long long)pl.units, (long long)pl.mtiles,
+               (long long)pl.ntiles, (long long)pl.nk, (long long)pl.smem, (long long)pl.blocks);
+      }
+    }
   return bad;
 }
 
@@ -715,6 +832,37 @@ static const lcase resnet[] = {
     {"l4.0", 256, 14, 512, 3, 2, 1, 1},     {"l4", 512, 7, 512, 3, 1, 1, 3},
     {"l4.ds", 256, 14, 512, 1, 2, 0, 1},    {"1x1s1", 256, 14, 1024, 1, 1, 0, 0},
 };
+
+/* The wgmma kernels (cuda_conv_wg), ms per call (weight copy included),
+ * tile shape cfg (-1 chosen); -1 when not taken. */
+static double time_wg(const cuda_conv_desc* d, cu_deviceptr px, cu_deviceptr pw, cu_deviceptr po, int cfg) {
+  const cu_api* cu = &cuda_libs_get()->cu;
+  char cv[8];
+  snprintf(cv, sizeof cv, "%d", cfg);
+  if (cfg >= 0) setenv("PTC_CUDA_CONV_WG_CFG", cv, 1);
+  double ms = -1;
+  int reps = 10;
+  for (int round = 0; round < 2; round++) {
+    double t0 = now_s();
+    bool ok = true;
+    for (int r = 0; r < reps && ok; r++) {
+      bool done = false;
+      ptc_status s = cuda_conv_wg(ctx, dev, NULL, d, true, px, pw, 0, po, &done);
+      ok = !s && done;
+      ptc_status_destroy(s);
+    }
+    ok = ok && cu->StreamSynchronize(NULL) == CU_SUCCESS;
+    if (!ok) {
+      ms = -1;
+      break;
+    }
+    ms = (now_s() - t0) * 1e3 / reps;
+    reps = ms > 0 ? (int)(3.0 / ms) + 5 : 50;
+    if (reps > 200) reps = 200;
+  }
+  unsetenv("PTC_CUDA_CONV_WG_CFG");
+  return ms;
+}
 
 static double time_igemm(const cuda_conv_desc* d, cu_deviceptr px, cu_deviceptr pw, cu_deviceptr po,
                          int split) {
@@ -808,7 +956,7 @@ static void bench(void) {
   const cu_api* cu = &cuda_libs_get()->cu;
   static const int32_t dts[2] = {PTC_BF16, PTC_F32};
   for (int di = 0; di < 2; di++) {
-    double tot[5] = {0, 0, 0, 0, 0};
+    double tot[5] = {0, 0, 0, 0, 0}, tot_wg = 0, tot_best = 0, tot_wgdef = 0;
     for (size_t li = 0; li < sizeof resnet / sizeof resnet[0]; li++) {
       const lcase* l = &resnet[li];
       ccase c = {32, l->c, l->hw, l->hw, l->oc, l->k, l->k, l->s, l->s, l->p, l->p, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0};
@@ -830,12 +978,36 @@ static void bench(void) {
       double t_auto = time_igemm(&d, px, pw, po, 0);
       double t_s[4];
       static const int splits[4] = {1, 2, 4, 8};
-      for (int i = 0; i < 4; i++) t_s[i] = time_igemm(&d, px, pw, po, splits[i]);
-      double t_col = time_graph(&d, px, pw, "0"), t_ig = time_graph(&d, px, pw, "2");
+      /* the split sweep and the extern variants only with PTC_BENCH_FULL=1 */
+      bool full = getenv("PTC_BENCH_FULL") != NULL;
+      for (int i = 0; i < 4; i++) t_s[i] = full ? time_igemm(&d, px, pw, po, splits[i]) : -1;
+      double t_col = full ? time_graph(&d, px, pw, "0") : -1, t_ig = full ? time_graph(&d, px, pw, "2") : -1;
       double t_def = time_graph(&d, px, pw, "1");
       setenv("PTC_CUDA_CONV_VEC", "0", 1);
-      double t_novec = time_graph(&d, px, pw, "1");
+      double t_novec = full ? time_graph(&d, px, pw, "1") : -1;
       unsetenv("PTC_CUDA_CONV_VEC");
+      /* the wgmma kernels: chosen tile shape, each forced one, and the
+       * extern's default policy with them tried first */
+      double t_wg = -1, t_wgc[3] = {-1, -1, -1}, t_wgdef = -1;
+      cuda_conv_wg_plan pl;
+      memset(&pl, 0, sizeof pl);
+      if (dev->cc_major == 9 && dev->cc_minor == 0 && !cuda_conv_wg_refusal(9, 0, &d, true) &&
+          cuda_conv_wg_shape(&d, dev->sm_count, dev->max_smem_optin, -1, &pl)) {
+        t_wg = time_wg(&d, px, pw, po, -1);
+        for (int i = 0; i < 3; i++) t_wgc[i] = time_wg(&d, px, pw, po, i);
+        setenv("PTC_CUDA_CONV_WG", "1", 1);
+        t_wgdef = time_graph(&d, px, pw, "1");
+        unsetenv("PTC_CUDA_CONV_WG");
+      }
+      double best = t_def;
+      if (t_wg > 0 && t_wg < best) best = t_wg;
+      tot_wg += (double)l->count * (t_wg > 0 ? t_wg : t_def);
+      tot_wgdef += (double)l->count * (t_wgdef > 0 ? t_wgdef : t_def);
+      tot_best += (double)l->count * best;
+      printf("bench %s %-6s wgmma %.4f ms (%.0f TFLOP/s; cfg %d: bm %d bn %d, %lld blocks, smem %lld) | "
+             "cfg 0/1/2: %.4f %.4f %.4f | extern default + wgmma %.4f\n", dname(dts[di]), l->name, t_wg,
+             t_wg > 0 ? 2.0 * (double)oe * (double)(d.c * d.kh * d.kw) / t_wg / 1e9 : 0, pl.cfg, pl.bm, pl.bn,
+             (long long)pl.blocks, (long long)pl.smem, t_wgc[0], t_wgc[1], t_wgc[2], t_wgdef);
       double fl = 2.0 * (double)oe * (double)(d.c * d.kh * d.kw);
       printf("bench %s %-6s c%-3lld %3lldx%-3lld oc%-4lld k%lld s%lld: igemm %.4f ms (%.0f TFLOP/s; "
              "%s bm %d x %d threads split %d) | split 1/2/4/8: %.4f %.4f %.4f %.4f | extern im2col %.4f, igemm %.4f, "
@@ -859,6 +1031,9 @@ static void bench(void) {
            "extern im2col %.3f ms, extern igemm %.3f ms, extern default policy %.3f ms (vector wide "
            "kernels off: %.3f ms)\n",
            dname(dts[di]), tot[0], tot[1], tot[2], tot[3], tot[4]);
+    printf("bench %s resnet18 b32 convolutions (sum over its 20 layers): wgmma kernels where taken "
+           "(else the default extern) %.3f ms; extern default + wgmma %.3f ms; best of wgmma / default "
+           "%.3f ms\n", dname(dts[di]), tot_wg, tot_wgdef, tot_best);
   }
 }
 
@@ -889,6 +1064,16 @@ int main(int argc, char** argv) {
       printf("implicit-GEMM convolution module: compiled for sm_%d (%.0f ms)\n", archs[i],
              (now_s() - t0) * 1e3);
     }
+    double t0 = now_s();
+    ptc_status s = cuda_conv_wg_check_compile(false);
+    if (s) {
+      printf("FAIL: the wgmma convolution module for sm_90a: %s\n", ptc_status_message(s));
+      const char* log = ptc_status_detail(s, "compiler_log");
+      if (log) printf("%s\n", log);
+      ptc_status_destroy(s);
+      return 1;
+    }
+    printf("wgmma convolution module: compiled for sm_90a (%.0f ms)\n", (now_s() - t0) * 1e3);
     return 0;
   }
   if (!do_bench && check_shapes()) return 1; /* (benchmarks may force shapes) */
@@ -916,6 +1101,7 @@ int main(int argc, char** argv) {
   } else {
     double t0 = now_s();
     run_all();
+    run_all_wg();
     run_pools();
     run_graphs();
     run_tf32_exact();

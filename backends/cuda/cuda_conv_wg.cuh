@@ -1,0 +1,392 @@
+// cuda_conv_wg.cuh - convolution on Hopper's warpgroup MMA (wgmma, sm_90a
+// only; embedded as ptc_cuda_conv_wg_text, compiled after the prelude once
+// per process, element type and tile shape; host side in cuda_conv_wg.c).
+//
+// NCHW input and output (any input strides, contiguous output), one group,
+// no dilation. GEMM per image: D[m][n] = sum_k A[m][k] * B[k][n], m = an
+// output pixel, n = an output channel, k = (channel chunk, tap). The M index
+// is "flat": m = oy * WQ + ox with WQ = OW + (KW-1)/SW, so that the input
+// pixel of tap (kh, kw) is, in the stride phase (kh % SH, kw % SW) of the
+// padded input, the flat entry m + (kh/SH) * WQ + kw/SW: every tap's A tile
+// is the same shared-memory window of the input shifted by a constant. Rows
+// with ox >= OW (the WQ - OW extra columns) are computed and discarded.
+// Per K stage (KC channels: 16 for f16/bf16, 8 for TF32) the block gathers
+// the window of its BM rows once (phases x (BM + (KH-1)/SH * WQ + (KW-1)/SW)
+// entries of KC channels, 32 bytes each, stored as two 16-byte K columns:
+// the no-swizzle K-major "core matrix" image wgmma reads: 8 consecutive
+// rows of 16 bytes, SBO 128 between 8-row groups, LBO one K column apart)
+// and then runs KH*KW wgmmas over it, one per tap, the A descriptor moved
+// by the tap's offset. A tap-shifted start is only 16-byte aligned, which
+// the no-swizzle layout allows. The window comes through registers: its
+// loads for stage k+2 are issued after stage k's wgmmas, stored to shared
+// memory one stage later (TF32: rounded with cvt.rna there). B (weights)
+// is copied once per call by ptc_cwg_*_wprep into the exact shared-memory
+// image of each (N tile, K stage): [tap][2 K columns][BN rows][16 bytes],
+// so a stage's B is one linear cp.async copy, issued two stages ahead.
+// Four stages of shared memory; wgmma.fence / commit_group / wait_group 1
+// keep one stage's MMAs in flight while the next stage is prepared.
+//
+// Block: 256 threads = two warpgroups, each a 64 x WN wgmma tile: stacked
+// along M (WGM 2: BM 128, BN WN) or side by side along N (WGM 1: BM 64,
+// BN 2 * WN). Grid: one block per (image, M tile, N tile), N tiles
+// fastest (blocks sharing a window run together). Epilogue: + beta *
+// bias[oc], the activation (ir_activation codes), one store per element.
+
+struct ptc_cwg_args {  // layout = cwg_args (cuda_conv_wg.c)
+  i64 xs_n;                   // image stride (elements)
+  i64 bias_st;
+  i32 xs_c, xs_h, xs_w;       // input strides inside an image (32-bit: checked by the host)
+  i32 c, h, w, oc, oh, ow;
+  i32 kh, kw, sh, sw, ph, pw;
+  i32 wq;                     // flat row width: ow + (kw - 1) / sw
+  i32 pwn;                    // stride phases along w used: min(kw, sw)
+  i32 wl;                     // window entries per phase and K column: bm + (kh-1)/sh*wq + (kw-1)/sw
+  i32 wlp;                    // wl rounded up to 8
+  i32 units;                  // 16-byte window units per stage: phases * 2 * wl
+  i32 mtiles, ntiles;         // M tiles per image, N tiles
+  i32 nk;                     // K stages: ceil(c / KC)
+  i32 win_bytes, b_bytes, stage_bytes;
+  i32 act, has_bias;
+  float beta;
+  i32 fullc;                  // c % KC == 0: no channel tail test
+  i32 pad_;
+};
+
+template <int K> struct ptc_cwg_kind;
+template <> struct ptc_cwg_kind<0> {  // f16
+  typedef u16 S;
+  enum { ES = 2 };
+  static PTC_D float load(S v) { return ptc_h2f(v); }
+  static PTC_D S store(float v) { return ptc_f2h(v); }
+};
+template <> struct ptc_cwg_kind<1> {  // bf16
+  typedef u16 S;
+  enum { ES = 2 };
+  static PTC_D float load(S v) { return ptc_bf2f(v); }
+  static PTC_D S store(float v) { return ptc_f2bf(v); }
+};
+template <> struct ptc_cwg_kind<2> {  // f32 as tf32
+  typedef float S;
+  enum { ES = 4 };
+  static PTC_D float load(S v) { return v; }
+  static PTC_D S store(float v) { return v; }
+};
+
+__device__ __noinline__ float ptc_cwg_act_slow(int act, float x) {
+  switch (act) {
+    case 2: return 0.5f * x * (1.f + erff(x * 0.70710678118654752440f));
+    case 3: return 0.5f * x * (1.f + tanhf(0.79788456080286535588f * (x + 0.044715f * x * x * x)));
+    case 4: return x / (1.f + expf(-x));
+    case 5: return 1.f / (1.f + expf(-x));
+    case 6: return tanhf(x);
+    default: return x;
+  }
+}
+PTC_D float ptc_cwg_act(int act, float x) {
+  return act == 0 ? x : act == 1 ? (x < 0.f ? 0.f : x) : ptc_cwg_act_slow(act, x);
+}
+
+#define PTC_CWG_STAGES 4  // = CWG_STAGES in cuda_conv_wg.c
+#define PTC_CWG_UPT 4     // window units per thread and stage (= CWG_UPT)
+
+PTC_D u32 ptc_cwg_smem(const void* p) { return (u32)__cvta_generic_to_shared(p); }
+PTC_D void ptc_cwg_cp16(u32 dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
+}
+PTC_D void ptc_cwg_cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> PTC_D void ptc_cwg_cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+PTC_D void ptc_cwg_fence_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+PTC_D void ptc_cwg_wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+PTC_D void ptc_cwg_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N> PTC_D void ptc_cwg_wg_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+PTC_D u32 ptc_cwg_tf32(float x) {
+  u32 r;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+  return r;
+}
+// A no-swizzle K-major shared-memory matrix descriptor: start (16-byte
+// aligned), LBO (bytes between K-adjacent core matrices), SBO (bytes
+// between M/N-adjacent ones).
+PTC_D u64 ptc_cwg_desc(u32 addr, u32 lbo, u32 sbo) {
+  return (u64)((addr & 0x3FFFF) >> 4) | ((u64)(lbo >> 4) << 16) | ((u64)(sbo >> 4) << 32);
+}
+
+// One wgmma m64 x N x (16 halves | 8 tf32), A and B from shared memory.
+template <int K, int N> struct ptc_cwg_mma;
+template <> struct ptc_cwg_mma<0, 64> {
+  static PTC_D void run(float* d, u64 da, u64 db) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "l"(da), "l"(db), "r"(1));
+  }
+};
+template <> struct ptc_cwg_mma<0, 128> {
+  static PTC_D void run(float* d, u64 da, u64 db) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(da), "l"(db), "r"(1));
+  }
+};
+template <> struct ptc_cwg_mma<1, 64> {
+  static PTC_D void run(float* d, u64 da, u64 db) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "l"(da), "l"(db), "r"(1));
+  }
+};
+template <> struct ptc_cwg_mma<1, 128> {
+  static PTC_D void run(float* d, u64 da, u64 db) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(da), "l"(db), "r"(1));
+  }
+};
+template <> struct ptc_cwg_mma<2, 64> {
+  static PTC_D void run(float* d, u64 da, u64 db) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "l"(da), "l"(db), "r"(1));
+  }
+};
+template <> struct ptc_cwg_mma<2, 128> {
+  static PTC_D void run(float* d, u64 da, u64 db) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(da), "l"(db), "r"(1));
+  }
+};
+
+// The block's pinned accumulators: the compiler must not move reads or
+// writes of them across the asynchronous wgmma.
+template <int R> PTC_D void ptc_cwg_pin(float* d) {
+#pragma unroll
+  for (int i = 0; i < R; i++) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+template <int K, int WGM, int WN> PTC_D void ptc_cwg_body(const typename ptc_cwg_kind<K>::S* __restrict__ x,
+                                                          const typename ptc_cwg_kind<K>::S* __restrict__ wp,
+                                                          const typename ptc_cwg_kind<K>::S* __restrict__ bias,
+                                                          typename ptc_cwg_kind<K>::S* __restrict__ out,
+                                                          const ptc_cwg_args& g) {
+  typedef ptc_cwg_kind<K> KD;
+  typedef typename KD::S S;
+  enum {
+    BM = 64 * WGM,
+    BN = WN * (2 / WGM),
+    E = 16 / KD::ES,  // elements per 16-byte K column entry
+    KC = 2 * E,       // channels per K stage
+    R = WN / 2,       // accumulators per thread
+    ST = PTC_CWG_STAGES,
+    UPT = PTC_CWG_UPT,
+  };
+  extern __shared__ __align__(128) unsigned char smem[];
+  const int tid = threadIdx.x, wg = tid >> 7;
+  const int wgm = WGM == 2 ? wg : 0, wgn = WGM == 2 ? 0 : wg;
+  const int nt = (int)(blockIdx.x % (unsigned)g.ntiles), mtall = (int)(blockIdx.x / (unsigned)g.ntiles);
+  const int img = mtall / g.mtiles, m0 = (mtall - img * g.mtiles) * BM;
+  const S* xb = x + (i64)img * g.xs_n;
+  // this thread's window units (fixed for the block; the stage adds its channels)
+  int uoff[UPT];
+  u32 udst[UPT];
+  int uch[UPT];
+#pragma unroll
+  for (int i = 0; i < UPT; i++) {
+    const int u = tid + 256 * i;
+    uoff[i] = -1;
+    udst[i] = 0;
+    uch[i] = 0;
+    if (u < g.units) {
+      const int pc = u / g.wl, j = u - pc * g.wl, p = pc >> 1, cp = pc & 1;
+      const int py = p / g.pwn, px = p - py * g.pwn;
+      const int q = m0 + j, iyq = q / g.wq, ixq = q - iyq * g.wq;
+      const int iy = iyq * g.sh + py - g.ph, ix = ixq * g.sw + px - g.pw;
+      if ((unsigned)iy < (unsigned)g.h && (unsigned)ix < (unsigned)g.w)
+        uoff[i] = iy * g.xs_h + ix * g.xs_w + cp * E * g.xs_c;
+      uch[i] = cp * E;
+      udst[i] = (u32)(pc * g.wlp + j) * 16u;
+    }
+  }
+  S v[UPT][E];
+  auto gather = [&](int kt) {
+    const int cb = kt * KC;
+    const S* xc = xb + (i64)cb * g.xs_c;
+#pragma unroll
+    for (int i = 0; i < UPT; i++) {
+      const bool in = uoff[i] >= 0;
+      if (g.fullc) {
+#pragma unroll
+        for (int e = 0; e < E; e++) v[i][e] = in ? __ldg(xc + uoff[i] + e * g.xs_c) : (S)0;
+      } else {
+#pragma unroll
+        for (int e = 0; e < E; e++)
+          v[i][e] = in && cb + uch[i] + e < g.c ? __ldg(xc + uoff[i] + e * g.xs_c) : (S)0;
+      }
+    }
+  };
+  auto store = [&](int kt) {
+    unsigned char* sw = smem + (kt % ST) * g.stage_bytes;
+#pragma unroll
+    for (int i = 0; i < UPT; i++) {
+      if (tid + 256 * i >= g.units) continue;
+      uint4 r;
+      if constexpr (K == 2) {
+        r = make_uint4(ptc_cwg_tf32(v[i][0]), ptc_cwg_tf32(v[i][1]), ptc_cwg_tf32(v[i][2]), ptc_cwg_tf32(v[i][3]));
+      } else {
+        r = make_uint4((u32)v[i][0] | ((u32)v[i][1] << 16), (u32)v[i][2] | ((u32)v[i][3] << 16),
+                       (u32)v[i][4] | ((u32)v[i][5] << 16), (u32)v[i][6] | ((u32)v[i][7] << 16));
+      }
+      *(uint4*)(sw + udst[i]) = r;
+    }
+  };
+  const unsigned char* wsrc = (const unsigned char*)wp + (i64)nt * g.nk * g.b_bytes;
+  const u32 s0 = ptc_cwg_smem(smem);
+  auto load_b = [&](int kt) {
+    const u32 dst = s0 + (u32)((kt % ST) * g.stage_bytes + g.win_bytes);
+    const unsigned char* src = wsrc + (i64)kt * g.b_bytes;
+    for (int c = tid * 16; c < g.b_bytes; c += 256 * 16) ptc_cwg_cp16(dst + (u32)c, src + c);
+  };
+  float acc[R];
+#pragma unroll
+  for (int i = 0; i < R; i++) acc[i] = 0.f;
+  const int nk = g.nk;
+  const u32 a_lbo = (u32)g.wlp * 16u, b_lbo = (u32)BN * 16u;
+#pragma unroll
+  for (int s = 0; s < ST - 2; s++) {
+    if (s < nk) load_b(s);
+    ptc_cwg_cp_commit();
+  }
+  gather(0);
+  store(0);
+  if (nk > 1) gather(1);
+  for (int kt = 0; kt < nk; kt++) {
+    ptc_cwg_cp_wait<ST - 3>();  // B of stage kt
+    ptc_cwg_fence_async();      // this thread's window stores and copies -> the async proxy
+    __syncthreads();            // stage kt complete; every warpgroup's MMAs of kt-2 done
+    const u32 sb = s0 + (u32)((kt % ST) * g.stage_bytes);
+    ptc_cwg_pin<R>(acc);
+    ptc_cwg_wg_fence();
+    int kh = 0, kw = 0;
+    for (int t = 0, n = g.kh * g.kw; t < n; t++) {
+      const int p = (kh % g.sh) * g.pwn + (kw % g.sw);
+      const int off = (kh / g.sh) * g.wq + kw / g.sw;
+      const u32 aa = sb + (u32)(p * 2 * g.wlp + wgm * 64 + off) * 16u;
+      const u32 ba = sb + (u32)(g.win_bytes + t * BN * 32 + wgn * (WN / 8) * 128);
+      ptc_cwg_mma<K, WN>::run(acc, ptc_cwg_desc(aa, a_lbo, 128), ptc_cwg_desc(ba, b_lbo, 128));
+      if (++kw == g.kw) kw = 0, kh++;
+    }
+    ptc_cwg_wg_commit();
+    if (kt + ST - 2 < nk) load_b(kt + ST - 2);
+    ptc_cwg_cp_commit();  // possibly empty: the group count stays uniform
+    if (kt + 1 < nk) store(kt + 1);
+    if (kt + 2 < nk) gather(kt + 2);
+    ptc_cwg_wg_wait<1>();
+    ptc_cwg_pin<R>(acc);
+  }
+  ptc_cwg_wg_wait<0>();
+  ptc_cwg_pin<R>(acc);
+  // epilogue: acc[4j + 2h + e] = D[row 16*warp + lane/4 + 8h][col 8j + 2*(lane%4) + e]
+  const int warp = (tid >> 5) & 3, lane = tid & 31, gq = lane >> 2, tq = lane & 3;
+  const i64 ohw = (i64)g.oh * g.ow;
+  const float beta = g.beta;
+#pragma unroll
+  for (int h = 0; h < 2; h++) {
+    const int q = m0 + wgm * 64 + warp * 16 + gq + 8 * h, oy = q / g.wq, ox = q - oy * g.wq;
+    if (oy >= g.oh || ox >= g.ow) continue;
+    S* o = out + (i64)img * g.oc * ohw + (i64)oy * g.ow + ox;
+#pragma unroll
+    for (int j = 0; j < WN / 8; j++)
+#pragma unroll
+      for (int e = 0; e < 2; e++) {
+        const int n = nt * BN + wgn * WN + 8 * j + 2 * tq + e;
+        if (n >= g.oc) continue;
+        const float bv = g.has_bias ? beta * KD::load(bias[(i64)n * g.bias_st]) : 0.f;
+        o[(i64)n * ohw] = KD::store(ptc_cwg_act(g.act, acc[4 * j + 2 * h + e] + bv));
+      }
+  }
+}
+
+// Weights [OC][C][KH][KW] (any strides) -> the shared-memory image of every
+// (N tile, K stage): [ntile][stage][tap][2 K columns][BN rows][E elements],
+// zero past OC and C; f32 rounded to TF32 (cvt.rna).
+template <int K> PTC_D void ptc_cwg_wprep(const typename ptc_cwg_kind<K>::S* __restrict__ w,
+                                          typename ptc_cwg_kind<K>::S* __restrict__ dst, i64 total, i32 bn,
+                                          i32 nk, i32 oc, i32 c, i32 kh, i32 kw, i64 ws0, i64 ws1, i64 ws2,
+                                          i64 ws3) {
+  typedef typename ptc_cwg_kind<K>::S S;
+  enum { E = 16 / ptc_cwg_kind<K>::ES };
+  const int kk = kh * kw;
+  for (i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x; idx < total; idx += (i64)gridDim.x * blockDim.x) {
+    i64 r = idx / E;
+    const int e = (int)(idx - r * E);
+    const int n = (int)(r % bn);
+    r /= bn;
+    const int c2 = (int)(r & 1);
+    r >>= 1;
+    const int tap = (int)(r % kk);
+    r /= kk;
+    const int cc = (int)(r % nk);
+    const int ntile = (int)(r / nk);
+    const int o = ntile * bn + n, ch = cc * 2 * E + c2 * E + e, ky = tap / kw, kx = tap - ky * kw;
+    S val = (S)0;
+    if (o < oc && ch < c) {
+      val = w[o * ws0 + ch * ws1 + ky * ws2 + kx * ws3];
+      if constexpr (K == 2) val = __uint_as_float(ptc_cwg_tf32(val));
+    }
+    dst[idx] = val;
+  }
+}
+
+#define PTC_CWG_CONV(T, K, S, NAME, WGM, WN)                                                       \
+  extern "C" __global__ void __launch_bounds__(256, WN == 64 ? 2 : 1)                              \
+      ptc_cwg_##T##_##NAME(const S* x, const S* w, const S* bias, S* out, ptc_cwg_args g) {        \
+    ptc_cwg_body<K, WGM, WN>(x, w, bias, out, g);                                                  \
+  }
+// PTC_CWG_VARIANT (defined before this text): only that tile shape (0 m128n64:
+// WGM 2, WN 64; 1 m128n128: WGM 2, WN 128; 2 m64n128: WGM 1, WN 64; the
+// weight copy with variant 0); undefined: all.
+#if !defined(PTC_CWG_VARIANT) || PTC_CWG_VARIANT == 0
+#define PTC_CWG_V0(T, K, S)                                                                        \
+  PTC_CWG_CONV(T, K, S, m128n64, 2, 64)                                                            \
+  extern "C" __global__ void __launch_bounds__(256)                                                \
+      ptc_cwg_##T##_wprep(const S* w, S* dst, i64 total, i32 bn, i32 nk, i32 oc, i32 c, i32 kh,    \
+                          i32 kw, i64 ws0, i64 ws1, i64 ws2, i64 ws3) {                            \
+    ptc_cwg_wprep<K>(w, dst, total, bn, nk, oc, c, kh, kw, ws0, ws1, ws2, ws3);                    \
+  }
+#else
+#define PTC_CWG_V0(T, K, S)
+#endif
+#if !defined(PTC_CWG_VARIANT) || PTC_CWG_VARIANT == 1
+#define PTC_CWG_V1(T, K, S) PTC_CWG_CONV(T, K, S, m128n128, 2, 128)
+#else
+#define PTC_CWG_V1(T, K, S)
+#endif
+#if !defined(PTC_CWG_VARIANT) || PTC_CWG_VARIANT == 2
+#define PTC_CWG_V2(T, K, S) PTC_CWG_CONV(T, K, S, m64n128, 1, 64)
+#else
+#define PTC_CWG_V2(T, K, S)
+#endif
+#define PTC_CWG_KERNELS(T, K, S) PTC_CWG_V0(T, K, S) PTC_CWG_V1(T, K, S) PTC_CWG_V2(T, K, S)
+// PTC_CWG_TYPE (defined before this text): only that type's kernels; undefined: all.
+#if !defined(PTC_CWG_TYPE) || PTC_CWG_TYPE == 0
+PTC_CWG_KERNELS(f16, 0, u16)
+#endif
+#if !defined(PTC_CWG_TYPE) || PTC_CWG_TYPE == 1
+PTC_CWG_KERNELS(bf16, 1, u16)
+#endif
+#if !defined(PTC_CWG_TYPE) || PTC_CWG_TYPE == 2
+PTC_CWG_KERNELS(tf32, 2, float)
+#endif
