@@ -27,32 +27,43 @@ typedef struct attn32_args {
 } attn32_args;
 _Static_assert(sizeof(attn32_args) == 408, "attn32_args must match ptc_attn32_args");
 
-/* The shape of a kernel instantiation: key tile rows and the minimum
- * blocks per SM its registers are bounded for. */
+/* The shape of a kernel instantiation: key tile rows, the minimum blocks
+ * per SM its registers are bounded for, and the loop form (ROLL of
+ * cuda_attn_f32.cuh: 0 straight-line products with q in registers, n >= 1
+ * loops of n unrolled trips with q and P in shared-memory slots). */
 typedef struct a32_cfg {
-  int bn, minb;
+  int bn, minb, roll;
 } a32_cfg;
 
 static const int a32_dims[3] = {32, 64, 128};
 
-/* The shape for head dim index hi: the defaults (sm_90 ptxas, no register
- * spills: d32 64 keys 3 blocks 161 registers, d64 32 keys 3 blocks 168,
- * d128 32 keys 2 blocks 255), or PTC_CUDA_ATTN_F32_CFG="bn,minb" for every
- * head dim (bn 16/32/64, minb 1-4; a tuning knob read when a module is
- * built). */
-static a32_cfg a32_config(int hi) {
-  static const a32_cfg def[3] = {{64, 3}, {32, 3}, {32, 2}};
-  a32_cfg c = def[hi];
-  const char* env = getenv("PTC_CUDA_ATTN_F32_CFG");
-  int bn, minb;
-  if (env && sscanf(env, "%d,%d", &bn, &minb) == 2 && (bn == 16 || bn == 32 || bn == 64) &&
-      minb >= 1 && minb <= 4)
-    c = (a32_cfg){bn, minb};
-  return c;
+/* Dynamic shared memory: two buffers of k and v tiles, rows of E + 4
+ * floats; with roll, the q and P slots (a float4 per lane and 8-dim /
+ * 8-key step, 4 warps). */
+static int a32_smem(a32_cfg c, int e) {
+  return 2 * 2 * c.bn * (e + 4) * 4 + (c.roll ? 4 * 32 * (e / 8 + c.bn / 8) * 16 : 0);
 }
 
-/* Dynamic shared memory: two buffers of k and v tiles, rows of E + 4 floats. */
-static int a32_smem(a32_cfg c, int e) { return 2 * 2 * c.bn * (e + 4) * 4; }
+/* The shape for head dim index hi: the defaults (sm_90 ptxas, no register
+ * spills; straight-line: d32 64 keys 3 blocks 161 registers, d64 32 keys 3
+ * blocks 168, d128 32 keys 2 blocks 255; rolled: d64 136, d128 206), or
+ * PTC_CUDA_ATTN_F32_CFG="bn,minb" for every head dim (bn 16/32/64, minb
+ * 1-4) and PTC_CUDA_ATTN_F32_ROLL=n (0-8) for the loop form (tuning knobs
+ * read when a module is built). A rolled shape whose shared memory exceeds
+ * max_smem (the device's opt-in limit, 0 = unknown) falls back to roll 0. */
+static a32_cfg a32_config(int hi, int max_smem) {
+  static const a32_cfg def[3] = {{64, 3, 0}, {32, 3, 0}, {32, 2, 0}};
+  a32_cfg c = def[hi];
+  const char* env = getenv("PTC_CUDA_ATTN_F32_CFG");
+  int bn, minb, roll;
+  if (env && sscanf(env, "%d,%d", &bn, &minb) == 2 && (bn == 16 || bn == 32 || bn == 64) &&
+      minb >= 1 && minb <= 4)
+    c.bn = bn, c.minb = minb;
+  env = getenv("PTC_CUDA_ATTN_F32_ROLL");
+  if (env && sscanf(env, "%d", &roll) == 1 && roll >= 0 && roll <= 8) c.roll = roll;
+  if (c.roll && max_smem > 0 && a32_smem(c, a32_dims[hi]) > max_smem) c.roll = 0;
+  return c;
+}
 
 /* One instantiation: head dim index, and for calls without a mask the load
  * path (pipe: cp.async k/v tiles, args.vec), the mask code left out; calls
@@ -63,10 +74,11 @@ static int a32_smem(a32_cfg c, int e) { return 2 * 2 * c.bn * (e + 4) * 4; }
  * (NVRTC time grows with every path kept in one kernel). */
 typedef struct a32_variant {
   int hi, mask, pipe;
+  int roll; /* -1: the shape's (a32_config); else this loop form (compile check) */
 } a32_variant;
 
 static a32_variant a32_pick(int hi, int mask, bool vec) {
-  return mask ? (a32_variant){hi, -1, -1} : (a32_variant){hi, 0, vec};
+  return mask ? (a32_variant){hi, -1, -1, -1} : (a32_variant){hi, 0, vec, -1};
 }
 
 typedef struct a32_mod {
@@ -85,18 +97,19 @@ static void a32_name(a32_variant v, const char* suffix, char* out, size_t cap) {
 /* The prelude, the kernel text and the instantiations of variants v[0..n)
  * (one per module; the compile check puts several in one program, named
  * apart by a suffix). */
-static ptc_status a32_source(ptc_strbuf* src, const a32_variant* v, int n) {
+static ptc_status a32_source(ptc_strbuf* src, const a32_variant* v, int n, int max_smem) {
   ptc_sb_init(src);
   ptc_sb_printf(src, "// libptc float32 attention kernel (%s)\n", PTC_CUDA_CODEGEN_VERSION);
   ptc_sb_append(src, ptc_cuda_prelude_text);
   ptc_sb_append(src, ptc_cuda_attn_f32_text);
   for (int i = 0; i < n; i++) {
-    a32_cfg c = a32_config(v[i].hi);
+    a32_cfg c = a32_config(v[i].hi, max_smem);
+    if (v[i].roll >= 0) c.roll = v[i].roll;
     char name[48], suffix[16] = "";
     if (n > 1) snprintf(suffix, sizeof suffix, "_%d", i);
     a32_name(v[i], suffix, name, sizeof name);
-    ptc_sb_printf(src, "PTC_ATTN32_KERNEL(%s, %d, %d, %d, %d, %d)\n", name, a32_dims[v[i].hi],
-                  c.bn, c.minb, v[i].mask, v[i].pipe);
+    ptc_sb_printf(src, "PTC_ATTN32_KERNEL(%s, %d, %d, %d, %d, %d, %d)\n", name,
+                  a32_dims[v[i].hi], c.bn, c.minb, v[i].mask, v[i].pipe, c.roll);
   }
   if (src->oom) {
     ptc_sb_free(src);
@@ -108,13 +121,13 @@ static ptc_status a32_source(ptc_strbuf* src, const a32_variant* v, int n) {
 static ptc_status a32_load(ptc_context* ctx, const cuda_device* d, a32_variant v, a32_mod* m) {
   const cu_api* cu = &cuda_libs_get()->cu;
   ptc_strbuf src;
-  PTC_TRY(a32_source(&src, &v, 1));
+  PTC_TRY(a32_source(&src, &v, 1, d->max_smem_optin));
   PTC_TRY(cuda_build_module(ctx, d->cc_major * 10 + d->cc_minor, &src, "ptc_attention_f32",
                             "the float32 attention kernel", &m->mod));
   char name[48];
   a32_name(v, "", name, sizeof name);
   cu_result r = cu->ModuleGetFunction(&m->fn, m->mod, name);
-  a32_cfg c = a32_config(v.hi);
+  a32_cfg c = a32_config(v.hi, d->max_smem_optin);
   int smem = a32_smem(c, a32_dims[v.hi]);
   ptc_status s = PTC_OK;
   if (r == CU_SUCCESS && smem > 48 * 1024) {
@@ -136,10 +149,12 @@ static ptc_status a32_load(ptc_context* ctx, const cuda_device* d, a32_variant v
 }
 
 ptc_status cuda_attn_f32_check_compile(int arch) {
-  /* every head dim, mask kind and load path at least once */
-  static const a32_variant v[] = {{1, 0, 1}, {1, 0, 0}, {1, -1, -1}, {0, 0, 1}, {2, 0, 1}, {2, -1, -1}};
+  /* every head dim, mask kind, load path and loop form at least once */
+  static const a32_variant v[] = {{1, 0, 1, -1}, {1, 0, 0, -1}, {1, -1, -1, -1}, {0, 0, 1, -1},
+                                  {2, 0, 1, -1},  {2, -1, -1, -1}, {1, 0, 1, 0},  {1, -1, -1, 0},
+                                  {0, 0, 1, 0},   {2, 0, 1, 0},    {1, 0, 1, 2}};
   ptc_strbuf src;
-  PTC_TRY(a32_source(&src, v, (int)(sizeof v / sizeof v[0])));
+  PTC_TRY(a32_source(&src, v, (int)(sizeof v / sizeof v[0]), 0));
   cuda_cubin c;
   memset(&c, 0, sizeof c);
   ptc_status s = cuda_nvrtc_compile_ex(src.data, "ptc_attention_f32", arch, NULL, &c);
