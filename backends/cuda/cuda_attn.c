@@ -7,6 +7,7 @@
  * use) and the extern step: one launch of the flash-attention kernel. */
 #include "cuda_attn.h"
 #include "cuda_attn_f32.h"
+#include "cuda_attn_wg.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -324,6 +325,10 @@ ptc_status cuda_attn_run(const cuda_ext_call* c) {
     return PTC_ERR(UNIMPLEMENTED, "cuda backend: attention output rows not 4-byte aligned");
   if (g->L == 0 || g->nbatch == 0) return PTC_OK;
   const cuda_device* dev = c->plan->dev;
+  if (cuda_attn_wg_takes(dev, g, hi, vec))
+    return cuda_attn_wg_run(c, g, o->dtype == PTC_BF16, hi, (cu_deviceptr)(uintptr_t)q->data,
+                            (cu_deviceptr)(uintptr_t)k->data, (cu_deviceptr)(uintptr_t)v->data,
+                            (cu_deviceptr)(uintptr_t)o->data);
   /* pipe == args.vec: the kernel takes its load path from PIPE alone */
   attn_variant var = {o->dtype == PTC_BF16, hi, g->mask, vec,
                       attn_small(hi, g->L, g->nbatch, dev->sm_count)};

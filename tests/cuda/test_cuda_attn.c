@@ -15,7 +15,12 @@
  *    causal row tiles with ragged ends and L > S, boolean masks holding the
  *    causal pattern (Hugging Face's) and causal with left padding (rows
  *    keeping no key), GPT-2's shape (small-grid tile shape); plus f32
- *    (cuda_attn_f32.c) for the dispatch.
+ *    (cuda_attn_f32.c) for the dispatch. On an H100 the f16/bf16 cases with
+ *    head dim 64/128, no mask tensor and unit last stride run the wgmma
+ *    kernel (cuda_attn_wg.cuh) unless PTC_CUDA_ATTN_WG=0.
+ *  --wg-cases: only the default cases the Hopper wgmma kernel takes
+ *    (cuda_attn_wg.c: f16/bf16, head dim 64/128, no mask tensor, unit last
+ *    stride); run with each PTC_CUDA_ATTN_WG_CFG to cover the kernel shapes.
  *  --bench-small: GPT-2's attention shape (b8 h12 s256 d64 bf16:
  *    is_causal, causal bool mask, causal + padding mask, no mask) and b8
  *    h16 s1024, 12 chained sdpa per run, ms per sdpa.
@@ -34,6 +39,7 @@
  */
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/cuda_attn.h"
+#include "backends/cuda/cuda_attn_wg.h"
 #include "backends/cuda/cuda_rt.h"
 #include "cuda_test_dev.h"
 
@@ -177,6 +183,18 @@ static int compile_only(void) {
       report_status(what, s);
     } else {
       report(true, what, NULL);
+    }
+  }
+  {
+    /* the wgmma kernels (cuda_attn_wg.cuh) for sm_90a: every shape, both
+     * dtypes and head dims, causal or not */
+    ptc_status s = cuda_attn_wg_check_compile(90);
+    if (s) {
+      const char* log = ptc_status_detail(s, "compiler_log");
+      if (log) printf("%s\n", log);
+      report_status("wgmma attention module for sm_90a", s);
+    } else {
+      report(true, "wgmma attention module for sm_90a", NULL);
     }
   }
   struct {
@@ -392,8 +410,9 @@ static double time_case(const acase* c, bool fused) {
 
 int main(int argc, char** argv) {
   bool compile_check = false, bench = false, bench_fused = false, bench_small = false;
-  bool bench_cold = false;
+  bool bench_cold = false, wg_only = false;
   for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--wg-cases")) wg_only = true;
     if (!strcmp(argv[i], "--compile-only")) compile_check = true;
     if (!strcmp(argv[i], "--bench")) bench = true;
     if (!strcmp(argv[i], "--bench-fused")) bench = bench_fused = true;
@@ -536,8 +555,26 @@ int main(int argc, char** argv) {
       {PTC_F32, 1, 2, 130, 70, 128, 1, 0, 2, 0},
       {PTC_F32, 2, 3, 65, 129, 32, 0, 1, 0, 0},
       {PTC_F32, 1, 2, 150, 150, 32, 0, 2, 2, 0},
+      /* the wgmma kernel's cases (on an H100; the
+       * mma.sync kernel elsewhere; PTC_CUDA_ATTN_WG=0 forces that):
+       * many key tiles, ragged L and S,
+       * causal with L != S, a negative scale (every tile scaled and tested
+       * per element), head dim 128, q/k/v transposed views */
+      {PTC_BF16, 1, 2, 1024, 1024, 64, 0, 0, 0, 0},
+      {PTC_F16, 1, 1, 1024, 1024, 128, 0, 0, 0, 0},
+      {PTC_F16, 1, 1, 1536, 1536, 64, 1, 0, 0, 0},
+      {PTC_BF16, 2, 3, 1000, 777, 64, 0, 0, 0, 0},
+      {PTC_BF16, 2, 2, 130, 250, 64, 0, 0, 0, -0.5},
+      {PTC_BF16, 1, 3, 513, 700, 128, 1, 0, 1, 0.2},
+      {PTC_F16, 2, 2, 777, 513, 128, 1, 0, 0, 0},
+      {PTC_BF16, 1, 2, 65, 64, 64, 1, 0, 0, 0},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&cases[i]);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const acase* c = &cases[i];
+    /* --wg-cases: only the cases the wgmma kernel takes */
+    if (wg_only && (c->dtype == PTC_F32 || c->mask || c->E == 32 || c->transposed == 2)) continue;
+    check_case(c);
+  }
   printf("test_cuda_attn: %d passed, %d failed\n", passed, failed);
   ptc_context_release(ctx);
   return failed ? 1 : 0;

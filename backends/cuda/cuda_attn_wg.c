@@ -1,0 +1,178 @@
+/* cuda_attn_wg.c - the Hopper attention path: which sdpa calls take the
+ * wgmma kernel of cuda_attn_wg.cuh (sm_90, f16/bf16, head dim 64 or 128, no
+ * mask tensor, cp.async layouts), its modules (the prelude, cuda_attn.cuh
+ * and cuda_attn_wg.cuh plus one instantiation, compiled for sm_90a through
+ * the kernel cache on first use, process-wide) and the launch. */
+#include "cuda_attn_wg.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern const char ptc_cuda_attn_text[];
+extern const char ptc_cuda_attn_wg_text[];
+
+#define WG_FUNC_MAX_DYN_SMEM 8 /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
+
+/* Device layout of ptc_attn_args (cuda_attn.cuh). */
+typedef struct wg_args {
+  cuda_attn_geom g;
+  int32_t vec, mvec;
+} wg_args;
+_Static_assert(sizeof(wg_args) == 408, "wg_args must match ptc_attn_args");
+
+/* A kernel shape: warpgroups per block (64 query rows each), key tile
+ * rows, minimum blocks per SM (__launch_bounds__), buffers per k and v
+ * tile (2 or 3). */
+typedef struct wg_cfg {
+  int nwg, bn, minb, ns;
+} wg_cfg;
+
+static const wg_cfg wg_cfgs[] = {
+    {2, 64, 2, 2}, {2, 128, 1, 2}, {2, 64, 1, 2}, {2, 64, 2, 3}, {1, 64, 4, 2},
+    {1, 64, 4, 3}, {1, 64, 3, 3},  {2, 128, 1, 3}, {1, 128, 2, 3}, {3, 64, 1, 3},
+};
+#define WG_NCFG ((int)(sizeof wg_cfgs / sizeof wg_cfgs[0]))
+/* The default shape per head dim index (1: 64, 2: 128), the fastest of
+ * those measured on an H100 (b8 h16 s1024, bf16): d64 2,64,2,2 (0.118 ms
+ * against 0.134 for the mma.sync kernel), d128 2,128,1,2 (0.226 ms against
+ * 0.334). */
+static const int wg_default[3] = {0, 0, 1};
+/* The shape of calls whose grid at the default shape has fewer than two
+ * blocks per SM (per head dim index). */
+static const int wg_small[3] = {0, 0, 1};
+
+typedef struct wg_mod {
+  cu_module mod;
+  cu_function fn;
+} wg_mod;
+
+static pthread_mutex_t wg_lock = PTHREAD_MUTEX_INITIALIZER;
+static wg_mod wg_mods[2][2][2][WG_NCFG]; /* [bf][d128][causal][shape] */
+
+bool cuda_attn_wg_takes(const cuda_device* d, const cuda_attn_geom* g, int hi, bool vec) {
+  const char* env = getenv("PTC_CUDA_ATTN_WG");
+  /* off unless PTC_CUDA_ATTN_WG=1 until this form is checked on a GPU */
+  if (!env || strcmp(env, "1") != 0) return false;
+  return d->cc_major == 9 && d->cc_minor == 0 && vec && g->mask == 0 && (hi == 1 || hi == 2);
+}
+
+/* The shape index of a call: PTC_CUDA_ATTN_WG_CFG="nwg,bn,minb,ns" when
+ * it names a row of the table, else the head dim's default (wg_small for
+ * grids of fewer than two blocks per SM at the default). */
+static int wg_shape(int hi, const cuda_attn_geom* g, int sm_count) {
+  const char* env = getenv("PTC_CUDA_ATTN_WG_CFG");
+  int nwg, bn, minb, ns;
+  if (env && sscanf(env, "%d,%d,%d,%d", &nwg, &bn, &minb, &ns) == 4)
+    for (int i = 0; i < WG_NCFG; i++)
+      if (wg_cfgs[i].nwg == nwg && wg_cfgs[i].bn == bn && wg_cfgs[i].minb == minb &&
+          wg_cfgs[i].ns == ns)
+        return i;
+  int64_t bm = 64 * wg_cfgs[wg_default[hi]].nwg;
+  int64_t blocks = (g->L + bm - 1) / bm * g->nbatch;
+  return blocks < 2 * (int64_t)(sm_count > 0 ? sm_count : 132) ? wg_small[hi] : wg_default[hi];
+}
+
+static int wg_smem_bytes(wg_cfg c, int d) { return 1024 + 2 * c.ns * c.bn * d * 2; }
+
+/* Appends the instantiation `name` of (bf, d, shape c, causal). */
+static void wg_instance(ptc_strbuf* src, const char* name, bool bf, int d, wg_cfg c, bool causal) {
+  ptc_sb_printf(src, "PTC_ATTN_WG_KERNEL(%s, %s, %d, %d, %d, %d, %d, %s)\n", name,
+                bf ? "true" : "false", d, c.bn, c.nwg, c.minb, c.ns, causal ? "true" : "false");
+}
+
+static void wg_source(ptc_strbuf* src) {
+  ptc_sb_init(src);
+  ptc_sb_printf(src, "// libptc attention kernel, wgmma (%s)\n", PTC_CUDA_CODEGEN_VERSION);
+  ptc_sb_append(src, ptc_cuda_prelude_text);
+  ptc_sb_append(src, ptc_cuda_attn_text);
+  ptc_sb_append(src, ptc_cuda_attn_wg_text);
+}
+
+static ptc_status load_wg(ptc_context* ctx, const cuda_device* dev, bool bf, int d, bool causal,
+                          wg_cfg c, wg_mod* m) {
+  const cu_api* cu = &cuda_libs_get()->cu;
+  ptc_strbuf src;
+  wg_source(&src);
+  wg_instance(&src, "ptc_attn_wg", bf, d, c, causal);
+  if (src.oom) {
+    ptc_sb_free(&src);
+    return ptc_status_oom();
+  }
+  int arch = (dev->cc_major * 10 + dev->cc_minor) | CUDA_ARCH_SPECIFIC;
+  PTC_TRY(cuda_build_module(ctx, arch, &src, "ptc_attention_wg", "the wgmma attention kernel",
+                            &m->mod));
+  cu_result r = cu->ModuleGetFunction(&m->fn, m->mod, "ptc_attn_wg");
+  int smem = wg_smem_bytes(c, d);
+  const char* what = "finding the wgmma attention kernel";
+  ptc_status s = PTC_OK;
+  if (r == CU_SUCCESS && smem > dev->max_smem_optin) {
+    s = PTC_ERR(UNIMPLEMENTED, "cuda backend: the wgmma attention kernel needs %d bytes of shared "
+                "memory, the device allows %d", smem, dev->max_smem_optin);
+  } else if (r == CU_SUCCESS) {
+    what = "allowing the wgmma attention kernel's shared memory";
+    r = cu->FuncSetAttribute(m->fn, WG_FUNC_MAX_DYN_SMEM, smem);
+  }
+  if (!s && r != CU_SUCCESS) s = cuda_error(r, what);
+  if (s) {
+    cu->ModuleUnload(m->mod);
+    memset(m, 0, sizeof *m);
+  }
+  return s;
+}
+
+ptc_status cuda_attn_wg_run(const cuda_ext_call* c, const cuda_attn_geom* g, bool bf, int hi,
+                            cu_deviceptr q, cu_deviceptr k, cu_deviceptr v, cu_deviceptr o) {
+  const cuda_device* dev = c->plan->dev;
+  int sh = wg_shape(hi, g, dev->sm_count), d = hi == 2 ? 128 : 64;
+  bool causal = g->causal != 0;
+  wg_cfg cfg = wg_cfgs[sh];
+  wg_mod* mod = &wg_mods[bf][hi == 2][causal][sh];
+  pthread_mutex_lock(&wg_lock);
+  ptc_status s = mod->fn ? PTC_OK : load_wg(c->plan->ctx, dev, bf, d, causal, cfg, mod);
+  cu_function fn = mod->fn;
+  pthread_mutex_unlock(&wg_lock);
+  PTC_TRY(s);
+  wg_args a;
+  memset(&a, 0, sizeof a);
+  a.g = *g;
+  a.vec = 1;
+  cu_deviceptr pm = 0;
+  void* params[] = {&q, &k, &v, &pm, &o, &a};
+  int64_t bm = 64 * cfg.nwg, gx = (g->L + bm - 1) / bm, gy = g->nbatch < 65535 ? g->nbatch : 65535;
+  if (gx > INT32_MAX || g->S > INT32_MAX)
+    return PTC_ERR(UNIMPLEMENTED, "cuda backend: attention with too many queries or keys");
+  CUDA_TRY(cuda_libs_get()->cu.LaunchKernel(fn, (unsigned)gx, (unsigned)gy, 1, 128u * (unsigned)cfg.nwg,
+                                            1, 1, (unsigned)wg_smem_bytes(cfg, d), c->stream, params,
+                                            NULL),
+           "launching the wgmma attention kernel");
+  return PTC_OK;
+}
+
+ptc_status cuda_attn_wg_check_compile(int arch) {
+  ptc_strbuf src;
+  wg_source(&src);
+  int n = 0;
+  char name[32];
+  for (int i = 0; i < WG_NCFG; i++) {
+    snprintf(name, sizeof name, "ptc_attn_wg_%d", n++);
+    wg_instance(&src, name, true, 64, wg_cfgs[i], false);
+  }
+  snprintf(name, sizeof name, "ptc_attn_wg_%d", n++);
+  wg_instance(&src, name, false, 64, wg_cfgs[wg_default[1]], true);
+  snprintf(name, sizeof name, "ptc_attn_wg_%d", n++);
+  wg_instance(&src, name, true, 128, wg_cfgs[wg_default[2]], false);
+  snprintf(name, sizeof name, "ptc_attn_wg_%d", n++);
+  wg_instance(&src, name, false, 128, wg_cfgs[wg_default[2]], true);
+  if (src.oom) {
+    ptc_sb_free(&src);
+    return ptc_status_oom();
+  }
+  cuda_cubin cb;
+  memset(&cb, 0, sizeof cb);
+  ptc_status s = cuda_nvrtc_compile_ex(src.data, "ptc_attention_wg", arch | CUDA_ARCH_SPECIFIC, NULL, &cb);
+  cuda_cubin_free(&cb);
+  ptc_sb_free(&src);
+  return s;
+}
