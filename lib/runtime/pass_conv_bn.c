@@ -25,7 +25,9 @@
  * constant parameters (ptc.from_fx) was faster (f32 1.91 vs 1.98 ms, bf16
  * 1.26 vs 1.32). The torch.compile backend therefore freezes the parameter
  * and buffer inputs of inference graphs into constants (guarded per call,
- * python/ptc/backend.py; PTC_FREEZE_PARAMS=0: not), so they fold here.
+ * python/ptc/backend.py; PTC_FREEZE_PARAMS=0: not), so they fold here:
+ * H100 resnet18 b32 through the backend f32 1.86 -> 1.76 ms, bf16 1.25 ->
+ * 1.19 ms.
  *
  * Mixed precision: f16/bf16 convolutions compute s, W' and b' in f32 and
  * cast W' and b' back to the convolution's dtype. Numerics differ from the

@@ -224,7 +224,9 @@ class FrozenGraph:
     arguments (all of them, parameters included), returns its outputs.
 
     Each call checks that every frozen argument is the tensor object frozen,
-    with the same data_ptr() and _version (a few us for ~60 parameters);
+    with the same data_ptr() and _version (~18 us per call for resnet18's
+    102 frozen tensors on the H100 machine's host, less than passing them
+    as inputs costs);
     on a mismatch it freezes the current arguments again (a new from_fx
     compile) before computing, never running with stale constants; after
     `max_refreezes` re-freezes it compiles the graph with the parameters as
