@@ -24,7 +24,7 @@ the value before it).
 Usage (GPU machine):
     PTC_PYTHONPATH=build/python python3 bench/model_kernels.py \
         [--dtype bfloat16,float32] [--only add_ln,ln,...] [--systems eager,inductor,ptc]
-        [--variants "base;..."] [--calls 20]
+        [--variants "base;..."] [--calls 20] [--wall]
 Exit status: 0 when everything ran, 77 without a CUDA device.
 """
 import argparse
@@ -145,6 +145,24 @@ def gpu_time_per_call(fn, inputs, calls):
     return total / calls / 1000.0, n / calls, sorted(names)
 
 
+def wall_per_call(fn, inputs, calls):
+    """Wall time per call (ms) of calls back-to-back calls, host time included
+    (one synchronize at the end); best of 3 batches."""
+    import time
+    best = 1e9
+    with torch.no_grad():
+        for _ in range(3):
+            fn(*inputs)
+        torch.cuda.synchronize()
+        for _ in range(3):
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn(*inputs)
+            torch.cuda.synchronize()
+            best = min(best, (time.perf_counter() - t0) / calls * 1e3)
+    return best
+
+
 def check(ref, out, dtype):
     ref = ref if isinstance(ref, tuple) else (ref,)
     out = out if isinstance(out, (tuple, list)) else (out,)
@@ -162,6 +180,8 @@ def main():
     p.add_argument("--systems", default="eager,inductor,ptc")
     p.add_argument("--variants", default="base")
     p.add_argument("--calls", type=int, default=20)
+    p.add_argument("--wall", action="store_true",
+                   help="also the wall time per call (host time included, best of 3 batches)")
     a = p.parse_args()
     if not torch.cuda.is_available():
         print("model_kernels: no CUDA device")
@@ -224,10 +244,12 @@ def main():
                         with torch.no_grad():
                             ok = check(ref, fn(*inputs), dtype)
                         ms, nk, names = gpu_time_per_call(fn, inputs, a.calls)
+                        wall = wall_per_call(fn, inputs, a.calls) if a.wall else None
                         gbs = nbytes / (ms * 1e-3) / 1e9
                         tag = system + (f"[{label}]" if label and label != "base" else "")
+                        ws = f", wall {wall * 1000:.2f} us" if wall is not None else ""
                         row.append(f"{tag} {ms * 1000:.2f} us ({gbs:.0f} GB/s, {100 * gbs / copy_gbs:.0f}%, "
-                                   f"{nk:.0f} k) {ok}")
+                                   f"{nk:.0f} k{ws}) {ok}")
                     except Exception as e:
                         failed += 1
                         row.append(f"{system}[{label}] FAILED {type(e).__name__}: {str(e).splitlines()[0][:100]}")

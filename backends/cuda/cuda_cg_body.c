@@ -777,16 +777,30 @@ static void fold_one(cug* g, ptc_strbuf* sb, ir_val i, const ir_op* op) {
   const char* type = acc_type(g, op);
   cug_line(g, sb, "%s = %s;", a, acc_init(op, type));
   if (is_arg(op)) cug_line(g, sb, "%s = -1;", ai);
-  /* volatile: the other blocks' partials, not a stale L1 line */
-  cug_line(g, sb, "for (IT q = (IT)lane; q < %s; q += (IT)%u) {", g->split_n, g->lanes);
   char qs[48];
   snprintf(qs, sizeof qs, "%s%s", g->split_qstride ? " * " : "",
            g->split_qstride ? g->split_qstride : "");
-  cug_line(g, sb, "  const %s pv = *(volatile %s*)&%s_ws%s[%s + q%s];", type, type, g->kname, a,
-           g->split_at, qs);
+  char pv[160], pi[160];
+  if (g->split_fold_fast) {
+    /* __ldcg (L2, not a stale L1 line) in a loop of a static trip count,
+     * unrolled: the loads of several partials in flight at once (the
+     * volatile loads of a dynamic loop wait for each other) */
+    uint32_t kq = (g->split + g->lanes - 1) / g->lanes;
+    cug_line(g, sb, "#pragma unroll %u", kq <= 8 ? kq : g->split_fold_fast);
+    cug_line(g, sb, "for (int k = 0; k < %u; k++) {", kq);
+    cug_line(g, sb, "  const IT q = (IT)lane + (IT)k * (IT)%u;", g->lanes);
+    cug_line(g, sb, "  if (q >= %s) continue;", g->split_n);
+    snprintf(pv, sizeof pv, "__ldcg(&%s_ws%s[%s + q%s])", g->kname, a, g->split_at, qs);
+    snprintf(pi, sizeof pi, "__ldcg(&%s_ws%s[%s + q%s])", g->kname, ai, g->split_at, qs);
+  } else {
+    /* volatile: the other blocks' partials, not a stale L1 line */
+    cug_line(g, sb, "for (IT q = (IT)lane; q < %s; q += (IT)%u) {", g->split_n, g->lanes);
+    snprintf(pv, sizeof pv, "*(volatile %s*)&%s_ws%s[%s + q%s]", type, g->kname, a, g->split_at, qs);
+    snprintf(pi, sizeof pi, "*(volatile i64*)&%s_ws%s[%s + q%s]", g->kname, ai, g->split_at, qs);
+  }
+  cug_line(g, sb, "  const %s pv = %s;", type, pv);
   if (is_arg(op)) {
-    cug_line(g, sb, "  const i64 pi = *(volatile i64*)&%s_ws%s[%s + q%s];", g->kname, ai,
-             g->split_at, qs);
+    cug_line(g, sb, "  const i64 pi = %s;", pi);
     cug_line(g, sb, "  if (ptc_arg_better(pv, pi, %s, %s, %s)) { %s = pv; %s = pi; }", a, ai,
              op->rtype == IR_R_ARGMAX ? "true" : "false", a, ai);
   } else {

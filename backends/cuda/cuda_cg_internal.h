@@ -128,6 +128,8 @@ typedef struct cug {
   int cvec_phase;           /* cug_emit_acc_cvec_combine: the phase being emitted */
   uint32_t cvec_comb0;      /* the first combine buffer id of the kernel's first round */
   const char* split_qstride; /* cug_emit_acc_split fold: partial q at at + q * this (NULL: 1) */
+  uint32_t split_fold_fast;  /* fold: partials read with __ldcg in a loop of ceil(split /
+                             * lanes) steps unrolled (vector columns); 0: volatile loads */
   char kname[48];           /* the kernel's name: prefix of its module globals */
   const char* split_at;     /* cug_emit_acc_split: partial index, count (C expressions) */
   const char* split_n;

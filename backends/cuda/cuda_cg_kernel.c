@@ -1647,24 +1647,32 @@ static ptc_status emit_reduction(cug* g) {
  * since removed; 528 blocks 57.0, 64x8 with 256 blocks 52.9); 256 blocks
  * 56.4, 1024 56.5 / 58.4, 2048 66.3; 32x16 62.9, 64x4 68.6 / 63.1, 128x2
  * 94.3, 16x16 57.7; unroll 8 55.5. f32 columns: scalar 90.4 us, vector
- * 91.5 (512 blocks), 96.7 (1024). Not a stable win: off by default
- * (CVEC_DEFAULT_MODE 0), PTC_CUDA_COL_VEC=2 for 2-byte columns.
+ * 91.5 (512 blocks), 96.7 (1024). Session 9: the tile's last block folds
+ * the partials with __ldcg loads in an unrolled loop of a static trip count
+ * (the volatile loads of the old fold waited for each other: 32 chunks by 8
+ * lanes, 8 columns a thread = 32 L2 round trips at the end of the kernel),
+ * and the workspace is element-major (slot e * NG + group, NG = (WSC - 1) /
+ * VR) so that a warp publishes and folds 32 adjacent floats (old layout and
+ * fold: PTC_CUDA_COL_VEC_FOLD=0). Off by default (CVEC_DEFAULT_MODE 0;
+ * tests/cuda/test_cuda_rows.c's CVEC_DEFAULT_ON follows it) until measured
+ * and run through the random-graph suite on a GPU.
  * Kernels whose members are one group of reductions followed only by
  * outer members (column sums, means, max/min, argmax), no indirect ops.
  * The entry takes VR = cvec when the innermost outer size is a multiple
  * of it (static, or xnumel checked per launch for one outer dim) and each
  * vector buffer is 16-byte aligned, else the same body with VR = 1.
- * Knobs (read at code generation): PTC_CUDA_COL_VEC=0 off (the default,
- * CVEC_DEFAULT_MODE), =1 every dtype, =2 elements narrower than 4 bytes;
+ * Knobs (read at code generation): PTC_CUDA_COL_VEC=0 off (CVEC_DEFAULT_MODE),
+ * =1 every dtype, =2 elements narrower than 4 bytes;
  * PTC_CUDA_COL_VEC_BLOCK="X,Y"; PTC_CUDA_COL_VEC_SPLIT=N (0 = no split;
  * PTC_CUDA_SPLIT=0 also turns it off); PTC_CUDA_COL_UNROLL (default
- * CVEC_UNROLL). */
+ * CVEC_UNROLL); PTC_CUDA_COL_VEC_FOLD=0 the old fold (above). */
 #define CVEC_DEFAULT_MODE 0
 #define CVEC_X 32
 #define CVEC_Y 8
 #define CVEC_SPLIT 512
 #define CVEC_UNROLL 4
 #define CVEC_MIN_ROWS_PER_LANE 16
+#define CVEC_FOLD_UNROLL 4
 
 static void cvec_block(uint32_t* x, uint32_t* y) {
   *x = CVEC_X;
@@ -1916,11 +1924,21 @@ static ptc_status emit_cvec(cug* g) {
   /* the lanes' combine of every column; split: the chunk's partials, at
    * cid * WSC + column (coalesced), folded by the tile's last block */
   cvec_combine(g, &gr, false);
+  /* the workspace slot of column xg + e: column-major (xg + e) with the
+   * old fold (PTC_CUDA_COL_VEC_FOLD=0), else element-major (e * NG + the
+   * group), so that a warp's slots publish and fold 32 adjacent floats */
+  bool fast = env_knob("PTC_CUDA_COL_VEC_FOLD", 1, 0, 1) != 0;
+  char xw[160];
+  if (fast)
+    snprintf(xw, sizeof xw, "const IT xw = xvalid ? (IT)e * (IT)((WSC - 1) / VR) + xg / (IT)VR : (IT)%u;",
+             g->split_rows - 1);
+  else
+    snprintf(xw, sizeof xw, "const IT xw = xvalid ? xg + (IT)e : (IT)%u;", g->split_rows - 1);
   if (sp) {
     cug_line(g, &g->body, "if (S > 1) {");
     g->indent++;
     cvec_open_columns(g, &gr, false);
-    cug_line(g, &g->body, "const IT xw = xvalid ? xg + (IT)e : (IT)%u;", g->split_rows - 1);
+    cug_line(g, &g->body, "%s", xw);
     for (uint32_t j = 0; j < gr.n; j++) {
       cug_member_begin(g, gr.m[j]);
       cug_emit_acc_split(g, &g->body, true, "cid * (IT)WSC + xw", "S");
@@ -1934,13 +1952,15 @@ static ptc_status emit_cvec(cug* g) {
     cug_line(g, &g->body, "if (!sp_last) continue;");
     cug_line(g, &g->body, "__threadfence();");
     cvec_open_columns(g, &gr, false);
-    cug_line(g, &g->body, "const IT xw = xvalid ? xg + (IT)e : (IT)%u;", g->split_rows - 1);
+    cug_line(g, &g->body, "%s", xw);
     g->split_qstride = "(IT)WSC";
+    g->split_fold_fast = fast ? CVEC_FOLD_UNROLL : 0;
     for (uint32_t j = 0; j < gr.n; j++) {
       cug_member_begin(g, gr.m[j]);
       cug_emit_acc_split(g, &g->body, false, "xw", "S");
     }
     g->split_qstride = NULL;
+    g->split_fold_fast = 0;
     cvec_close(g);
     cvec_combine(g, &gr, true);
     cug_line(g, &g->body, "if (lane == 0 && slot == 0) %s_cnt[tile] = 0u;", g->kname);

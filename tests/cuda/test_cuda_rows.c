@@ -60,6 +60,10 @@ typedef struct work {
   int64_t m, n;
 } work;
 
+/* Whether 2-byte column reductions take vector columns by default (as
+ * CVEC_DEFAULT_MODE 2 in backends/cuda/cuda_cg_kernel.c; 0 there: 0 here). */
+#define CVEC_DEFAULT_ON 0
+
 /* Knob sets (PTC_CUDA_<name>=<value> pairs, space-separated). */
 static const char* const KNOBS[] = {
     "",
@@ -72,7 +76,7 @@ static const char* const KNOBS[] = {
     "PW_UNROLL=2 PW_WAVES=0",
     "PW_UNROLL=4 PW_WAVES=1 PW_BLOCK=128",
     "COL_VEC=1 COL_VEC_BLOCK=16,16 COL_VEC_SPLIT=64 COL_UNROLL=2",
-    "COL_VEC=2 PERSIST_2PASS=0",
+    "COL_VEC=2 COL_VEC_FOLD=0 PERSIST_2PASS=0",
 };
 #define N_KNOBS (sizeof KNOBS / sizeof KNOBS[0])
 static const char* const KNOB_NAMES[] = {"PREFETCH",   "GRID",       "PERSIST_ALL", "OCC",
@@ -80,7 +84,7 @@ static const char* const KNOB_NAMES[] = {"PREFETCH",   "GRID",       "PERSIST_AL
                                          "VEC_INNER",  "RCP",        "ROW_BLOCK",
                                          "PW_UNROLL",  "PW_WAVES",   "PW_BLOCK",
                                          "COL_VEC",    "COL_VEC_BLOCK", "COL_VEC_SPLIT",
-                                         "PERSIST_2PASS"};
+                                         "PERSIST_2PASS", "COL_VEC_FOLD"};
 
 static void set_knobs(const char* set) {
   char name[64];
@@ -322,16 +326,28 @@ static void short_row_checks(ptc_context* ctx, ptc_strbuf* tu) {
   CHECK(ki.grid_capped == (CUDA_CG_PW_WAVES >= 0 ? 1u : 0u));
   CHECK(generate(ctx, &pw, "PW_WAVES=-1", &ki, tu)); /* the tune default (4) */
   CHECK(ki.grid_capped == 0);
-  /* vector columns (PTC_CUDA_COL_VEC=2; off by default): 2-byte column sums read
+  /* vector columns (PTC_CUDA_COL_VEC=2, the default when CVEC_DEFAULT_ON): 2-byte column sums read
    * 16 bytes a thread a row step, the lanes' partials combined in one shared round,
-   * the rows split; f32 columns keep the scalar kernel unless PTC_CUDA_COL_VEC=1;
-   * ragged columns (static sizes not a multiple of the vector) too */
+   * the rows split, the tile's last block folding the partials element-major with
+   * unrolled __ldcg loads (COL_VEC_FOLD=0: column-major, volatile loads); f32
+   * columns keep the scalar kernel unless PTC_CUDA_COL_VEC=1; ragged columns
+   * (static sizes not a multiple of the vector) too; COL_VEC=0: the scalar kernel */
   const work cs16 = {"col_sum", PTC_BF16, 16384, 4096}, cs32 = {"col_sum", PTC_F32, 16384, 4096};
   const work cm16 = {"col_max", PTC_BF16, 4096, 1024}, cr16 = {"col_sum", PTC_BF16, 4096, 1020};
   const work csl = {"col_slice8", PTC_BF16, 4096, 1032}, cam = {"col_argmax", PTC_BF16, 2500, 72};
   at = tu->len;
-  CHECK(generate(ctx, &cs16, "", &ki, tu)); /* the default: the scalar kernel */
-  CHECK(ki.cvec == 0 && ki.split == 0 && strstr(tu->data + at, "vin_b") == NULL);
+  CHECK(generate(ctx, &cs16, "", &ki, tu)); /* the default */
+  CHECK(ki.cvec == CVEC_DEFAULT_ON && ki.split == CVEC_DEFAULT_ON);
+  at = tu->len;
+  CHECK(generate(ctx, &cs16, "COL_VEC=2", &ki, tu));
+  CHECK(ki.cvec == 1 && ki.split == 1 && ki.block_x == 32);
+  CHECK(strstr(tu->data + at, "__ldcg(&") != NULL && strstr(tu->data + at, "volatile") == NULL);
+  CHECK(strstr(tu->data + at, "(IT)e * (IT)((WSC - 1) / VR) + xg / (IT)VR") != NULL);
+  CHECK(strstr(tu->data + at, "for (int k = 0; k < 4; k++)") != NULL); /* 32 chunks, 8 lanes */
+  at = tu->len;
+  CHECK(generate(ctx, &cs16, "COL_VEC=2 COL_VEC_FOLD=0", &ki, tu));
+  CHECK(ki.cvec == 1 && strstr(tu->data + at, "__ldcg(") == NULL);
+  CHECK(strstr(tu->data + at, "volatile") != NULL && strstr(tu->data + at, "xg + (IT)e : ") != NULL);
   at = tu->len;
   CHECK(generate(ctx, &cs16, "COL_VEC=2", &ki, tu));
   CHECK(ki.cvec == 1 && ki.split == 1 && ki.block_x == 32);
@@ -427,10 +443,11 @@ static int cpu_tests(void) {
       if (strstr(KNOBS[k], "PREFETCH=0")) CHECK(ki.prefetch == 0 && ki.bounded == 0);
       /* column sums over few columns (col_sum [16384, 256]: 8 tiles) split their rows
        * over blocks, over many columns (128 tiles) not, unless 2-byte columns are read
-       * as vectors (PTC_CUDA_COL_VEC=2; =1: every dtype; off by default), whose 16 tiles
-       * of 256 columns split; rows do not split here */
-      bool cv = !strcmp(w->op, "col_sum") && strstr(KNOBS[k], "COL_VEC=") &&
-                (w->dtype == PTC_BF16 || strstr(KNOBS[k], "COL_VEC=1"));
+       * as vectors (PTC_CUDA_COL_VEC=2, the default when CVEC_DEFAULT_ON; =1: every
+       * dtype), whose 16 tiles of 256 columns split; rows do not split here */
+      bool cv = !strcmp(w->op, "col_sum") &&
+                ((w->dtype == PTC_BF16 && (CVEC_DEFAULT_ON || strstr(KNOBS[k], "COL_VEC="))) ||
+                 strstr(KNOBS[k], "COL_VEC=1"));
       CHECK(ki.cvec == (cv ? 1u : 0u));
       if (strstr(KNOBS[k], "SPLIT=0") || strcmp(w->op, "col_sum") || (w->n > 512 && !cv))
         CHECK(ki.split == 0);
@@ -656,6 +673,10 @@ static int gpu_tests(void) {
       {"col_max", PTC_BF16, 1200, 520},   {"col_argmax", PTC_BF16, 900, 264},
       {"col_sum", PTC_F16, 1000, 4104},   {"col_sum", PTC_F32, 1000, 1028},
       {"col_sum", PTC_BF16, 16384, 4096},
+      /* a fold of more partials than its unrolled loop takes at once (156 chunks,
+       * 8 lanes: 20 steps, unrolled by 4, lanes 4..7 one fewer) over 2 tiles, the
+       * second one group wide */
+      {"col_sum", PTC_BF16, 20000, 264},
       /* short rows (one warp a row, in registers) and pointwise broadcasts */
       {"add_ln", PTC_BF16, 1500, 768},   {"add_ln", PTC_BF16, 700, 770},
       {"add_ln", PTC_F32, 1500, 768},    {"layer_norm", PTC_BF16, 2048, 768},
