@@ -727,6 +727,15 @@ class OutputGraph:
                 ns["_layout"] = tuple(_layout(t) for t in consts)
                 ns["_same_layout"] = _same_layout
                 guards.append("_same_layout(_consts, _layout)")
+            # constants the compiled graph holds as copies (device backends,
+            # folded conv + batch norm): an in-place update must recompile
+            from .fx import same_versions, snapshot_constants
+            snap = snapshot_constants(self._pick_backend(), consts, self.graph, self.root)
+            if snap:
+                ns["_snap"] = tuple(snap)
+                ns["_snap_versions"] = tuple(t._version for t in snap)
+                ns["_same_versions"] = same_versions
+                guards.append("_same_versions(_snap, _snap_versions)")
         if not guards:
             return None
         params = ", ".join("t%d" % i for i in range(len(self.inputs)))
@@ -823,7 +832,7 @@ class OutputGraph:
         backend = self._pick_backend()
         info["backend"] = backend
         cg = from_fx(gm, list(self.inputs), backend=backend, mode=self.mode,
-                     dynamic_dims=frozenset(self.dynamic))
+                     dynamic_dims=frozenset(self.dynamic), guard_versions=False)
         return _direct(cg), info
 
 

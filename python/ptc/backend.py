@@ -283,7 +283,7 @@ class FrozenGraph:
         fgm = _frozen_module(self.gm, dict(zip(self.frozen_inputs, ts)))
         o = self._owner
         cg = from_fx(fgm, list(self._get_rest(args)), backend=o.backend, mode=o.mode,
-                     dynamic=o.dynamic, debug_dir=o.debug_dir)
+                     dynamic=o.dynamic, debug_dir=o.debug_dir, guard_versions=False)
         self._state = _FrozenState(ts, ptrs, versions, cg)
 
     def _guard(self, st, ts):

@@ -62,6 +62,7 @@ from ._map_shape import setitem
 __all__ = ["from_fx", "CompiledGraph", "UnsupportedError", "unsupported_nodes"]
 
 MAX_SPECIALISATIONS = 8
+_VERSION = operator.attrgetter("_version")
 
 # targets whose result may alias their input (in-place writes through them
 # would also modify the input: refused)
@@ -165,6 +166,46 @@ def _fetch_attr(gm, target):
     for part in target.split("."):
         obj = getattr(obj, part)
     return obj
+
+
+def _may_fold(graph, root=None):
+    """Whether ptc's compile-time passes may fold constants of this FX graph
+    into new values (conv + batch_norm, lib/runtime/pass_conv_bn.c): the
+    graph calls a batch norm (or a module that cannot be looked up)."""
+    root = graph.owning_module if root is None else root
+    for node in graph.nodes:
+        if node.op == "call_module":
+            try:
+                mod = _fetch_attr(root, node.target)
+            except AttributeError:
+                return True
+            if "BatchNorm" in type(mod).__name__:
+                return True
+        elif node.op in ("call_function", "call_method") and "batch_norm" in fmt_target(node.target):
+            return True
+    return False
+
+
+def snapshot_constants(backend, consts, graph, root=None):
+    """The graph constants (torch tensors) whose values a graph compiled for
+    `backend` holds as a copy taken at compile time, so an in-place update
+    of one (a bumped tensor._version) must recompile: every constant of a
+    device backend (uploaded at compile time); on "cpu", every constant
+    when the graph may fold constants (_may_fold), else those not borrowed
+    (CPU tensors that are not contiguous are copied). "ref" and cpu
+    constants otherwise are read live on every call."""
+    consts = list(consts)
+    if backend not in ("cpu", "ref"):
+        return consts
+    if backend == "cpu" and graph is not None and _may_fold(graph, root):
+        return consts
+    return [t for t in consts if t.device.type != "cpu" or not t.is_contiguous()]
+
+
+def same_versions(tensors, versions):
+    """Every tensor still has the _version it had when it was recorded
+    (versions: a tuple)."""
+    return tuple(map(_VERSION, tensors)) == versions
 
 
 def unsupported_nodes(gm):
@@ -387,6 +428,7 @@ class _Converter:
         if not problems:
             template = self._outputs(b, env, mutated)
         self.last_graph = g
+        self.last_constants = [t for t, _ in b._consts.values()]
         return g, template, problems
 
     def _mutation(self, target, res, env, mutated, b):
@@ -541,7 +583,7 @@ class CompiledGraph:
     CompiledFunctions, one per distinct tuple of non-tensor inputs)."""
 
     def __init__(self, gm, converter, kinds, sources, backend, mode, dynamic, debug_dir,
-                 max_recompiles):
+                 max_recompiles, guard_versions=True):
         self.gm = gm
         self.fallback = gm
         self._conv = converter
@@ -561,6 +603,13 @@ class CompiledGraph:
         self._nargs = len(kinds)
         self.compiled = None
         self._extra_dyn = frozenset()  # from_fx(dynamic_dims=): dynamic in every build
+        # constants held as compile-time copies (snapshot_constants) and their
+        # _version then: an in-place update drops the compiled functions
+        self._guard_versions = guard_versions
+        self._snap = ()
+        self._snap_versions = ()
+        self._stale_count = 0
+        self._eager = False
 
     @property
     def graph(self):
@@ -611,6 +660,7 @@ class CompiledGraph:
                 with conv.lock:
                     g, template, _ = conv.build(self._kinds, sp.consts, self._sources,
                                                 list(tensors), dynamic_dims, collect=False)
+            self._note_constants(conv.last_constants)
             if sp.template is None:
                 sp.template = template
             elif sp.template.key() != template.key():
@@ -663,7 +713,42 @@ class CompiledGraph:
             return compiled, False
         return None
 
+    def _note_constants(self, consts):
+        """Records the constants of a build that are compile-time copies,
+        with their versions (kept with those of earlier builds)."""
+        if not self._guard_versions:
+            return
+        snap = snapshot_constants(self._opts["backend"], consts, self.gm.graph)
+        with self._lock:
+            known = {id(t): (t, v) for t, v in zip(self._snap, self._snap_versions)}
+            for t in snap:
+                known[id(t)] = (t, t._version)
+            self._snap = tuple(t for t, _ in known.values())
+            self._snap_versions = tuple(v for _, v in known.values())
+
+    def _stale(self):
+        """A snapshot constant was updated in place: forget every compiled
+        function (the next call rebuilds with the new values); after
+        max_recompiles such updates, run the GraphModule eagerly."""
+        with self._lock:
+            if same_versions(self._snap, self._snap_versions):
+                return  # another thread did it
+            self._specs.clear()
+            self._fast = None
+            self.compiled = None
+            self._trial = None
+            self._snap, self._snap_versions = (), ()
+            self._stale_count += 1
+            if self._stale_count > self._opts["max_recompiles"]:
+                self._guard_versions = False
+                self._eager = True
+                warnings.warn("ptc: %s: constants updated in place more than %d times; "
+                              "running eagerly" % (type(self.gm).__name__,
+                                                   self._opts["max_recompiles"]), stacklevel=3)
+
     def __call__(self, *args):
+        if self._snap and not same_versions(self._snap, self._snap_versions):
+            self._stale()
         fast = self._fast
         if fast is not None and len(args) == self._nargs:
             # the CompiledFunction itself (C): its tuple, or its one output
@@ -675,6 +760,8 @@ class CompiledGraph:
         if len(args) != len(self._kinds):
             raise TypeError("%s: expected %d arguments, got %d" % (
                 type(self.gm).__name__, len(self._kinds), len(args)))
+        if self._eager:
+            return self.gm(*args)
         sp = self._spec(self._key(args), args)
         if sp is None:
             if not self._warned:
@@ -736,7 +823,7 @@ def _initial_dynamic(tensors, dynamic):
 
 
 def from_fx(gm, example_inputs, backend="cpu", mode=None, dynamic=None, debug_dir=None,
-            max_recompiles=8, dynamic_dims=None):
+            max_recompiles=8, dynamic_dims=None, guard_versions=True):
     """Compiles a torch.fx.GraphModule with libptc.
 
     gm: the GraphModule (parameters/buffers it holds become borrowed
@@ -748,7 +835,14 @@ def from_fx(gm, example_inputs, backend="cpu", mode=None, dynamic=None, debug_di
     recompile), True (every dim >= 2 dynamic from the start) or False;
     max_recompiles: the CompiledFunction's cap before eager fallback;
     dynamic_dims: a set of (tensor input index, dim) traced as dynamic from
-    the first compile on (dims of size >= 2; the bytecode capture's).
+    the first compile on (dims of size >= 2; the bytecode capture's);
+    guard_versions: check, on every call, the _version of the constants the
+    compiled graph holds as copies (snapshot_constants: on a device backend
+    all of them, on cpu those folded by compile-time passes or copied) and
+    rebuild after an in-place update (optimizer step, load_state_dict, BN
+    statistics); False where the caller guards them itself (the
+    torch.compile backend's frozen parameters, ptc.compile's guards).
+    Parameters read live (cpu, borrowed, not folded) need no check.
 
     Returns a CompiledGraph. Raises UnsupportedError listing every node that
     cannot be converted (see the module comment). Compiling itself happens
@@ -766,7 +860,7 @@ def from_fx(gm, example_inputs, backend="cpu", mode=None, dynamic=None, debug_di
     if problems:
         raise UnsupportedError(problems)
     cg = CompiledGraph(gm, conv, kinds, sources, backend, mode, dynamic, debug_dir,
-                       max_recompiles)
+                       max_recompiles, guard_versions)
     cg._extra_dyn = extra
     args = list(values)
     sp = cg._spec(cg._key(args), args)
@@ -774,5 +868,6 @@ def from_fx(gm, example_inputs, backend="cpu", mode=None, dynamic=None, debug_di
     # (grad needed, recompile cap) may run before the first compile.
     sp.template = template
     cg._trial = (sp, _sig(tensors, dims), g, template)
+    cg._note_constants(conv.last_constants)
     sp.template = template
     return cg

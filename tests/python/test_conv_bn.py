@@ -178,15 +178,11 @@ def test_backend_frozen_params_fold(fold, monkeypatch):
 
 @pytest.mark.skipif(not (3, 11) <= sys.version_info[:2] <= (3, 12),
                     reason="ptc.compile needs CPython 3.11 or 3.12")
-@pytest.mark.xfail(strict=True, reason="known: ptc.compile guards borrowed parameters on "
-                   "data_ptr/strides/dtype only (in-place updates are meant to be read live, "
-                   "test_dynamo_guards_recompile), but folded conv-bn weights are copies")
 def test_ptc_compile_inplace_update_refolds():
-    """ptc.compile folds the block's constant parameters; an in-place update
-    of a BN running stat or a conv weight after the first call should reach
-    the results. It does not yet (stale folded constants): xfail documents it.
-    The torch.compile backend's frozen parameters are guarded on _version
-    (test_frozen_params.py)."""
+    """ptc.compile folds the block's constant parameters into copies; an
+    in-place update of a BN running stat or a conv weight after the first
+    call must reach the results (the capture's guard checks the _version of
+    constants held as copies, fx.snapshot_constants, and recompiles)."""
     torch.manual_seed(6)
     m = _randomize_bn(BasicBlock())
     x = torch.randn(2, 8, 12, 12)
@@ -197,3 +193,54 @@ def test_ptc_compile_inplace_update_refolds():
         assert _err(f(x), m(x)) < 1e-4
         m.conv1.weight.mul_(1.5)
         assert _err(f(x), m(x)) < 1e-4
+        assert _err(f(x), m(x)) < 1e-4  # no further change: the new entry
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=requires_cuda)])
+def test_from_fx_inplace_update_refolds(device):
+    """from_fx: folded constants (cpu) and uploaded constants (cuda) are
+    copies taken at compile time; in-place updates (a BN running stat, a
+    conv weight, load_state_dict) rebuild before the next call computes."""
+    torch.manual_seed(7)
+    m = _randomize_bn(BasicBlock()).to(device)
+    other = _randomize_bn(BasicBlock()).to(device)
+    x = torch.randn(2, 8, 12, 12, device=device)
+    gm = torch.fx.symbolic_trace(m)
+    with torch.no_grad():
+        f = ptc.from_fx(gm, [x], backend=device)
+        assert _err(f(x), m(x)) < 1e-4
+        m.bn2.running_var.mul_(2.0)
+        assert _err(f(x), m(x)) < 1e-4
+        m.downsample[0].weight.add_(0.25)
+        assert _err(f(x), m(x)) < 1e-4
+        m.load_state_dict(other.state_dict())
+        assert _err(f(x), m(x)) < 1e-4
+        assert _err(f(x), other(x)) < 1e-4
+    assert f._stale_count == 3, f._stale_count
+
+
+def test_from_fx_live_parameters_not_rebuilt():
+    """cpu constants that are borrowed and not folded (no batch norm) are
+    read live: an in-place update reaches the result with no rebuild."""
+    m = nn.Sequential(nn.Linear(6, 5), nn.ReLU())
+    x = torch.randn(3, 6)
+    f = ptc.from_fx(torch.fx.symbolic_trace(m), [x])
+    with torch.no_grad():
+        assert _err(f(x), m(x)) < 1e-5
+        m[0].weight.mul_(-2.0)
+        assert _err(f(x), m(x)) < 1e-5
+    assert f._stale_count == 0 and not f._snap
+
+
+def test_from_fx_inplace_update_cap():
+    """After max_recompiles in-place updates the graph runs eagerly (still
+    right, warned once)."""
+    torch.manual_seed(8)
+    m = _randomize_bn(nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU()))
+    x = torch.randn(1, 3, 8, 8)
+    f = ptc.from_fx(torch.fx.symbolic_trace(m), [x], max_recompiles=2)
+    with torch.no_grad(), pytest.warns(UserWarning, match="updated in place"):
+        for _ in range(4):
+            m[1].running_mean.add_(0.1)
+            assert _err(f(x), m(x)) < 1e-4
+    assert f._eager
