@@ -14,7 +14,7 @@
 #          [--device cpu|cuda] [--dtype float32|bfloat16] [--json OUT]
 #          [--only NAME,...] [--systems eager,inductor,ptc-fx,ptc-backend,ptc-compile]
 #          [--repeat N] [--quick] [--threads N] [--mode MODE] [--hf auto|yes|no]
-#          [--blas auto|system] [--keep-cache]
+#          [--blas auto|system] [--keep-cache] [--compile-in subprocess|process]
 
 import argparse
 import gc
@@ -57,6 +57,13 @@ def parse_args(argv=None):
                    help="time each system alone in turn (default: samples of all systems taken in turn)")
     p.add_argument("--keep-cache", action="store_true",
                    help="use the usual ptc/Inductor caches (default: fresh empty ones, so first calls are cold)")
+    p.add_argument("--compile-in", choices=["subprocess", "process"], default="subprocess",
+                   help="where each ptc system's first call (the compile column) is timed: subprocess "
+                        "(default): a fresh process per workload and system (after its own start-up) "
+                        "with fresh ptc and NVRTC caches, so no module an earlier system or workload "
+                        "loaded or compiled (attention, GEMM, welford, support modules are process-wide; "
+                        "NVRTC caches programs) is reused; process: the first call in this process")
+    p.add_argument("--cold-child", default=None, help=argparse.SUPPRESS)  # NAME:SYSTEM, internal
     a = p.parse_args(argv)
     a.systems = [s.strip() for s in a.systems.split(",") if s.strip()]
     for s in a.systems:
@@ -78,6 +85,12 @@ if not ARGS.keep_cache:
     os.environ["PTC_CACHE_DIR"] = os.path.join(CACHE_ROOT, "ptc")
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(CACHE_ROOT, "inductor")
     os.environ["TRITON_CACHE_DIR"] = os.path.join(CACHE_ROOT, "triton")
+    # NVRTC (CUDA 12.9+) keeps its own cache of compiled programs in the
+    # driver's compute cache (~/.nv/ComputeCache, CUDA_CACHE_PATH), read when
+    # the driver starts: without a fresh one, a module compiled by any
+    # earlier process on the machine (a test run, an earlier benchmark) comes
+    # back in milliseconds whatever PTC_CACHE_DIR says.
+    os.environ["CUDA_CACHE_PATH"] = os.path.join(CACHE_ROOT, "nv")
 
 import torch  # noqa: E402
 
@@ -313,6 +326,82 @@ def _error(r, e):
                 traceback=traceback.format_exc(), **{k: v for k, v in r.items() if k != "status"})
 
 
+def cache_compiles(folder):
+    """What the ptc kernel cache under `folder` holds: one entry per compiled
+    binary (cuda .cubin, cpu .so), the first line of its source kept beside it
+    when there is one (e.g. '// libptc float32 attention kernel (...)'; the
+    cuda backend keeps a miss's source only on errors), else the file name."""
+    out = []
+    for root, _, files in os.walk(folder):
+        for f in files:
+            stem, ext = os.path.splitext(f)
+            if ext not in (".cubin", ".so"):
+                continue
+            label = f[:16] + "..." + ext
+            for src in (".cu", ".c"):
+                try:
+                    with open(os.path.join(root, stem + src), errors="replace") as fh:
+                        label = fh.readline().strip()[:80]
+                    break
+                except OSError:
+                    pass
+            out.append(label)
+    return sorted(out)
+
+
+def cold_first_call(name, system):
+    """First call (seconds) of `system` on workload `name` in a fresh process of
+    this script (--cold-child): its own start-up first (as startup() here), then
+    the timed first call with an empty ptc cache folder. Returns (seconds, what
+    the child's cache folder compiled); raises RuntimeError when the child fails."""
+    import subprocess
+    argv = [sys.executable, os.path.abspath(__file__), "--device", ARGS.device, "--dtype", ARGS.dtype,
+            "--hf", ARGS.hf, "--blas", ARGS.blas, "--cold-child", f"{name}:{system}"]
+    if ARGS.quick:
+        argv.append("--quick")
+    if ARGS.mode:
+        argv += ["--mode", ARGS.mode]
+    if ARGS.keep_cache:
+        argv.append("--keep-cache")
+    if ARGS.threads:
+        argv += ["--threads", str(ARGS.threads)]
+    env = dict(os.environ)
+    if not ARGS.keep_cache:  # the child makes its own fresh folders (ptc, NVRTC / driver, Inductor)
+        for k in ("PTC_CACHE_DIR", "CUDA_CACHE_PATH", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):
+            env.pop(k, None)
+        env["CUDA_CACHE_DISABLE"] = "1"  # and no NVRTC program cache at all in the child
+    p = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=900)
+    for line in p.stdout.splitlines():
+        if line.startswith("COLD_FIRST_CALL "):
+            d = json.loads(line[len("COLD_FIRST_CALL "):])
+            return d["first_call_s"], d.get("compiled", [])
+    tail = " | ".join((p.stderr or "").strip().splitlines()[-3:])
+    raise RuntimeError(f"cold child exited {p.returncode}: {tail}")
+
+
+def cold_child_main(ptc):
+    """--cold-child NAME:SYSTEM: start-up of SYSTEM, then its timed first call on
+    workload NAME with an empty cache folder; prints COLD_FIRST_CALL {json}."""
+    name, system = ARGS.cold_child.split(":", 1)
+    startup([system], ptc)
+    dtype = getattr(torch, ARGS.dtype)
+    spec = W.build(name, ARGS.device, dtype, ARGS.quick, ARGS.hf)
+    folder = None
+    if CACHE_ROOT:
+        folder = os.path.join(CACHE_ROOT, "ptc", f"{name}-{system}-cold")
+        os.environ["PTC_CACHE_DIR"] = folder
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sync()
+        t0 = time.perf_counter()
+        fn = prepare(system, spec, ptc, {})
+        fn(*spec.inputs)
+        sync()
+        dt = time.perf_counter() - t0
+    print("COLD_FIRST_CALL " + json.dumps(dict(first_call_s=dt, compiled=cache_compiles(folder) if folder else [])),
+          flush=True)
+
+
 def setup_system(system, spec, ref, ptc, tol, ref_s):
     """Prepares `system` on the workload: first call (timed: the compile), check
     against eager, warm-up and sampling plan. Returns (result dict, fn or None).
@@ -346,6 +435,8 @@ def setup_system(system, spec, ref, ptc, tol, ref_s):
                 sync()
             r["first_call_s"] = time.perf_counter() - t0
             r["warnings"] = sorted({str(x.message) for x in caught if "ptc" in str(x.message)})
+            if CACHE_ROOT and system.startswith("ptc"):
+                r["compiled"] = cache_compiles(os.environ["PTC_CACHE_DIR"])
             if system != "eager":
                 abs_err, norm_err, ok, msg = compare(ref, out, tol)
                 r.update(max_abs_err=abs_err, norm_err=norm_err, tol=tol)
@@ -353,6 +444,15 @@ def setup_system(system, spec, ref, ptc, tol, ref_s):
                     r["status"] = "WRONG"
                     r["wrong"] = msg
             del out
+        if system.startswith("ptc") and ARGS.compile_in == "subprocess":
+            # the compile column: a fresh process, so that no module loaded here
+            # by an earlier system or workload is reused
+            r["first_call_inproc_s"] = r["first_call_s"]
+            try:
+                r["first_call_s"], r["compiled_cold"] = cold_first_call(spec.name, system)
+            except Exception as e:  # noqa: BLE001
+                r["cold_error"] = first_line(e)
+        with torch.no_grad():
             r["inner"], r["samples"] = plan(fn, spec.inputs)
         return r, fn
     except Exception as e:
@@ -388,6 +488,9 @@ def run_workload(spec, ref, ref_s, systems, ptc, tol):
         res[s] = r
         log(f"  {s:12s} {r['status']:6s}"
             + (f"  first call {r['first_call_s']:.2f} s" if "first_call_s" in r else "")
+            + (f" (fresh process, {len(r['compiled_cold'])} compiled; here {r['first_call_inproc_s']:.2f} s, "
+               f"{len(r.get('compiled', []))} compiled)" if "compiled_cold" in r else "")
+            + (f" (in this process: {r['cold_error']})" if "cold_error" in r else "")
             + (f"  err {r['max_abs_err']:.2e}" if r.get("max_abs_err") is not None else "")
             + (f"  {r['error']}" if r["status"] == "error" else "")
             + (f"  {r.get('why', '')}" if r["status"] == "n/a" else ""))
@@ -680,7 +783,10 @@ def print_report(meta, results, systems):
           f"(>1 = ptc faster), ptc = ptc-backend when it ran, else ptc-compile, else ptc-fx "
           f"(column 'ratios of'; the tiny row: the fastest ptc system, its per-call host time); "
           f"throughput: ptc's GB/s (% of the copy bandwidth) or GFLOP/s; "
-          f"compile: first call in s ({' / '.join(ran)}); caches {'kept' if meta['keep_cache'] else 'cold'}")
+          f"compile: first call in s ({' / '.join(ran)}); caches {'kept' if meta['keep_cache'] else 'cold'}"
+          + ("; each ptc system's first call in a fresh process after its own start-up (--compile-in)"
+             if ARGS.compile_in == "subprocess" else "; ptc first calls in this process (may reuse modules "
+             "an earlier system or workload loaded or NVRTC cached)"))
     print()
     head = ["workload"] + [f"{short[s]} ms" for s in systems] + \
         ["ptc/eager", "ptc/inductor", "ratios of", "throughput", "compile s"]
@@ -769,6 +875,11 @@ def main():
     dtype = getattr(torch, ARGS.dtype)
     systems = ARGS.systems
     ptc = import_ptc() if any(s.startswith("ptc") for s in systems) else None
+    if ARGS.cold_child:
+        cold_child_main(ptc if ptc else import_ptc())
+        if CACHE_ROOT:
+            shutil.rmtree(CACHE_ROOT, ignore_errors=True)
+        return
 
     meta = machine_info(ptc)
     meta["keep_cache"] = ARGS.keep_cache
