@@ -9,8 +9,8 @@
 # per-layer times of the same 20 convolutions (cuDNN, NCHW, TF32 allowed as
 # torch's default, and bf16), then, with --vs, bench/vs_torch.py on
 # resnet18 for the dtypes listed (float32,bfloat16; systems --vs-sys,
-# default eager,inductor,ptc-backend), and with --vs-env VAR=VALUE once
-# more per dtype for ptc-backend alone with that setting. Logs go to $OUT
+# default eager,inductor,ptc-backend), and with --vs-env VAR=VALUE[,...]
+# once more per dtype and setting for ptc-backend alone with it. Logs go to $OUT
 # (at most 5 files: test.txt, bench.txt, cudnn.txt, vs.txt). Step time limits:
 # T_TEST (default 90 s), T_BENCH (60 s per bench run).
 #
@@ -73,11 +73,11 @@ if [ -n "$VS" ]; then
   for dt in ${VS//,/ }; do
     "$PYT" bench/vs_torch.py --device cuda --dtype "$dt" --only resnet18 \
       --systems "$VSSYS" 2>&1 | tail -n 12
-    if [ -n "$VSENV" ]; then
-      echo "#### $dt with $VSENV (ptc-backend)"
-      env "$VSENV" "$PYT" bench/vs_torch.py --device cuda --dtype "$dt" \
+    for ve in ${VSENV//,/ }; do
+      echo "#### $dt with $ve (ptc-backend)"
+      env "$ve" "$PYT" bench/vs_torch.py --device cuda --dtype "$dt" \
         --only resnet18 --systems ptc-backend 2>&1 | tail -n 9
-    fi
+    done
   done >"$O/vs.txt" 2>&1
   echo "== vs_torch ($(( $(date +%s) - t0 )) s)"; cat "$O/vs.txt"
 fi

@@ -10,27 +10,30 @@
 // padded input, the flat entry m + (kh/SH) * WQ + kw/SW: every tap's A tile
 // is the same shared-memory window of the input shifted by a constant. Rows
 // with ox >= OW (the WQ - OW extra columns) are computed and discarded.
-// Per K stage (KC channels: 16 for f16/bf16, 8 for TF32) the block gathers
-// the window of its BM rows once (phases x (BM + (KH-1)/SH * WQ + (KW-1)/SW)
-// entries of KC channels, 32 bytes each, stored as two 16-byte K columns:
-// the no-swizzle K-major "core matrix" image wgmma reads: 8 consecutive
-// rows of 16 bytes, SBO 128 between 8-row groups, LBO one K column apart)
-// and then runs KH*KW wgmmas over it, one per tap, the A descriptor moved
-// by the tap's offset. A tap-shifted start is only 16-byte aligned, which
-// the no-swizzle layout allows. The window comes through registers: its
-// loads for stage k+2 are issued after stage k's wgmmas, stored to shared
-// memory one stage later (TF32: rounded with cvt.rna there). B (weights)
-// is copied once per call by ptc_cwg_*_wprep into the exact shared-memory
-// image of each (N tile, K stage): [tap][2 K columns][BN rows][16 bytes],
-// so a stage's B is one linear cp.async copy, issued two stages ahead.
-// Four stages of shared memory; wgmma.fence / commit_group / wait_group 1
-// keep one stage's MMAs in flight while the next stage is prepared.
+// The input is first copied to NHWC (ptc_cwg_*_nhwc: channels zero-padded
+// to whole stages, TF32-rounded with cvt.rna), so that 16 bytes of K (8
+// f16/bf16 or 4 f32 channels of one pixel) are contiguous. Per K stage
+// (kch chunks of KC channels: 16 for f16/bf16, 8 for TF32; one wgmma K
+// step each) the block copies by cp.async the window of its BM rows once
+// (phases x 2*kch K columns x (BM + (KH-1)/SH * WQ + (KW-1)/SW) entries of
+// 16 bytes: the no-swizzle K-major "core matrix" image wgmma reads: 8
+// consecutive rows of 16 bytes, SBO 128 between 8-row groups, LBO one K
+// column apart; zero-filled outside the image) and then runs KH*KW*kch
+// wgmmas over it, the A descriptor of a tap moved by its offset (a table
+// in shared memory). A tap-shifted start is only 16-byte aligned, which
+// the no-swizzle layout allows. B (weights) is copied once per call by
+// ptc_cwg_*_wprep into the exact shared-memory image of each (N tile, K
+// stage): [tap][chunk][2 K columns][BN rows][16 bytes], so a stage's B is
+// one linear cp.async copy. Window and B of stage k+2 are issued after
+// stage k's wgmmas; four stages of shared memory; wgmma.fence /
+// commit_group / wait_group 1 keep one stage's MMAs in flight.
 //
 // Block: 256 threads = two warpgroups, each a 64 x WN wgmma tile: stacked
 // along M (WGM 2: BM 128, BN WN) or side by side along N (WGM 1: BM 64,
 // BN 2 * WN). Grid: one block per (image, M tile, N tile), N tiles
 // fastest (blocks sharing a window run together). Epilogue: + beta *
-// bias[oc], the activation (ir_activation codes), one store per element.
+// bias[oc], the activation (ir_activation codes), through a float tile in
+// shared memory, stored along the pixels of each output channel.
 
 struct ptc_cwg_args {  // layout = cwg_args (cuda_conv_wg.c)
   i64 xs_n;                   // image stride (elements)
@@ -44,11 +47,14 @@ struct ptc_cwg_args {  // layout = cwg_args (cuda_conv_wg.c)
   i32 wlp;                    // wl rounded up to 8
   i32 units;                  // 16-byte window units per stage: phases * 2 * wl
   i32 mtiles, ntiles;         // M tiles per image, N tiles
-  i32 nk;                     // K stages: ceil(c / KC)
+  i32 nk;                     // K stages: ceil(c / (KC * kch))
   i32 win_bytes, b_bytes, stage_bytes;
   i32 act, has_bias;
   float beta;
-  i32 fullc;                  // c % KC == 0: no channel tail test
+  i32 cp;                     // channels of the NHWC copy: nk * KC * kch (zero past c)
+  i32 kch;                    // K chunks (of KC channels) per stage
+  i32 kk;                     // taps: kh * kw (<= PTC_CWG_MAX_TAPS)
+  i32 tab_off;                // bytes: the tap and row tables after the stages / epilogue tile
   i32 pad_;
 };
 
@@ -87,11 +93,16 @@ PTC_D float ptc_cwg_act(int act, float x) {
 }
 
 #define PTC_CWG_STAGES 4  // = CWG_STAGES in cuda_conv_wg.c
-#define PTC_CWG_UPT 4     // window units per thread and stage (= CWG_UPT)
+#define PTC_CWG_UPT 8     // window units per thread and stage (= CWG_UPT)
+#define PTC_CWG_MAX_TAPS 64  // = CWG_MAX_TAPS
 
 PTC_D u32 ptc_cwg_smem(const void* p) { return (u32)__cvta_generic_to_shared(p); }
 PTC_D void ptc_cwg_cp16(u32 dst, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
+}
+// 16 bytes, or zeros when bytes is 0 (nothing read)
+PTC_D void ptc_cwg_cp16z(u32 dst, const void* src, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
 }
 PTC_D void ptc_cwg_cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N> PTC_D void ptc_cwg_cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
@@ -188,74 +199,59 @@ template <int K, int WGM, int WN> PTC_D void ptc_cwg_body(const typename ptc_cwg
     BM = 64 * WGM,
     BN = WN * (2 / WGM),
     E = 16 / KD::ES,  // elements per 16-byte K column entry
-    KC = 2 * E,       // channels per K stage
+    KC = 2 * E,       // channels per K chunk (one wgmma K step)
     R = WN / 2,       // accumulators per thread
     ST = PTC_CWG_STAGES,
     UPT = PTC_CWG_UPT,
+    BMP = BM + 4,     // epilogue tile row (floats): conflict-free stores of the fragments
   };
   extern __shared__ __align__(128) unsigned char smem[];
+  int* tap_tab = (int*)(smem + g.tab_off);            // A start of each tap (16-byte units)
+  int* row_tab = tap_tab + PTC_CWG_MAX_TAPS;          // output offset of each tile row (-1: none)
   const int tid = threadIdx.x, wg = tid >> 7;
   const int wgm = WGM == 2 ? wg : 0, wgn = WGM == 2 ? 0 : wg;
   const int nt = (int)(blockIdx.x % (unsigned)g.ntiles), mtall = (int)(blockIdx.x / (unsigned)g.ntiles);
   const int img = mtall / g.mtiles, m0 = (mtall - img * g.mtiles) * BM;
   const S* xb = x + (i64)img * g.xs_n;
-  // this thread's window units (fixed for the block; the stage adds its channels)
+  const int cols = 2 * g.kch;  // 16-byte K columns per phase and stage
+  if (tid < g.kk) {
+    const int kh = tid / g.kw, kw = tid - kh * g.kw;
+    const int p = (kh % g.sh) * g.pwn + (kw % g.sw);
+    tap_tab[tid] = p * cols * g.wlp + (kh / g.sh) * g.wq + kw / g.sw;
+  }
+  if (tid >= 128 && tid - 128 < BM) {
+    const int q = m0 + tid - 128, oy = q / g.wq, ox = q - oy * g.wq;
+    row_tab[tid - 128] = oy < g.oh && ox < g.ow ? oy * g.ow + ox : -1;
+  }
+  // this thread's window units (fixed for the block; the stage adds its
+  // channels): 16 bytes of the NHWC copy (E channels of one pixel) each
   int uoff[UPT];
   u32 udst[UPT];
-  int uch[UPT];
 #pragma unroll
   for (int i = 0; i < UPT; i++) {
     const int u = tid + 256 * i;
     uoff[i] = -1;
     udst[i] = 0;
-    uch[i] = 0;
     if (u < g.units) {
-      const int pc = u / g.wl, j = u - pc * g.wl, p = pc >> 1, cp = pc & 1;
+      const int pc = u / g.wl, j = u - pc * g.wl, p = pc / cols, col = pc - p * cols;
       const int py = p / g.pwn, px = p - py * g.pwn;
       const int q = m0 + j, iyq = q / g.wq, ixq = q - iyq * g.wq;
       const int iy = iyq * g.sh + py - g.ph, ix = ixq * g.sw + px - g.pw;
-      if ((unsigned)iy < (unsigned)g.h && (unsigned)ix < (unsigned)g.w)
-        uoff[i] = iy * g.xs_h + ix * g.xs_w + cp * E * g.xs_c;
-      uch[i] = cp * E;
+      if ((unsigned)iy < (unsigned)g.h && (unsigned)ix < (unsigned)g.w) uoff[i] = (iy * g.w + ix) * g.cp + col * E;
       udst[i] = (u32)(pc * g.wlp + j) * 16u;
     }
   }
-  S v[UPT][E];
-  auto gather = [&](int kt) {
-    const int cb = kt * KC;
-    const S* xc = xb + (i64)cb * g.xs_c;
-#pragma unroll
-    for (int i = 0; i < UPT; i++) {
-      const bool in = uoff[i] >= 0;
-      if (g.fullc) {
-#pragma unroll
-        for (int e = 0; e < E; e++) v[i][e] = in ? __ldg(xc + uoff[i] + e * g.xs_c) : (S)0;
-      } else {
-#pragma unroll
-        for (int e = 0; e < E; e++)
-          v[i][e] = in && cb + uch[i] + e < g.c ? __ldg(xc + uoff[i] + e * g.xs_c) : (S)0;
-      }
-    }
-  };
-  auto store = [&](int kt) {
-    unsigned char* sw = smem + (kt % ST) * g.stage_bytes;
-#pragma unroll
-    for (int i = 0; i < UPT; i++) {
-      if (tid + 256 * i >= g.units) continue;
-      uint4 r;
-      if constexpr (K == 2) {
-        r = make_uint4(ptc_cwg_tf32(v[i][0]), ptc_cwg_tf32(v[i][1]), ptc_cwg_tf32(v[i][2]), ptc_cwg_tf32(v[i][3]));
-      } else {
-        r = make_uint4((u32)v[i][0] | ((u32)v[i][1] << 16), (u32)v[i][2] | ((u32)v[i][3] << 16),
-                       (u32)v[i][4] | ((u32)v[i][5] << 16), (u32)v[i][6] | ((u32)v[i][7] << 16));
-      }
-      *(uint4*)(sw + udst[i]) = r;
-    }
-  };
+  const int cps = KC * g.kch;  // channels per stage
   const unsigned char* wsrc = (const unsigned char*)wp + (i64)nt * g.nk * g.b_bytes;
   const u32 s0 = ptc_cwg_smem(smem);
-  auto load_b = [&](int kt) {
-    const u32 dst = s0 + (u32)((kt % ST) * g.stage_bytes + g.win_bytes);
+  // stage kt's window and B tile, by cp.async into buffer kt % ST
+  auto load = [&](int kt) {
+    const u32 sw = s0 + (u32)((kt % ST) * g.stage_bytes);
+    const S* xc = xb + kt * cps;
+#pragma unroll
+    for (int i = 0; i < UPT; i++)
+      if (tid + 256 * i < g.units) ptc_cwg_cp16z(sw + udst[i], uoff[i] >= 0 ? xc + uoff[i] : xb, uoff[i] >= 0 ? 16 : 0);
+    const u32 dst = sw + (u32)g.win_bytes;
     const unsigned char* src = wsrc + (i64)kt * g.b_bytes;
     for (int c = tid * 16; c < g.b_bytes; c += 256 * 16) ptc_cwg_cp16(dst + (u32)c, src + c);
   };
@@ -264,68 +260,103 @@ template <int K, int WGM, int WN> PTC_D void ptc_cwg_body(const typename ptc_cwg
   for (int i = 0; i < R; i++) acc[i] = 0.f;
   const int nk = g.nk;
   const u32 a_lbo = (u32)g.wlp * 16u, b_lbo = (u32)BN * 16u;
+  // descriptor steps (16-byte units in the start field): a K chunk of A
+  // (two columns), a (tap, chunk) B tile
+  const u64 a_chunk = (u64)(2 * g.wlp), b_tile = (u64)(BN * 2);
 #pragma unroll
   for (int s = 0; s < ST - 2; s++) {
-    if (s < nk) load_b(s);
+    if (s < nk) load(s);
     ptc_cwg_cp_commit();
   }
-  gather(0);
-  store(0);
-  if (nk > 1) gather(1);
   for (int kt = 0; kt < nk; kt++) {
-    ptc_cwg_cp_wait<ST - 3>();  // B of stage kt
-    ptc_cwg_fence_async();      // this thread's window stores and copies -> the async proxy
+    ptc_cwg_cp_wait<ST - 3>();  // stage kt's copies (this thread's)
+    ptc_cwg_fence_async();      // -> the async proxy
     __syncthreads();            // stage kt complete; every warpgroup's MMAs of kt-2 done
     const u32 sb = s0 + (u32)((kt % ST) * g.stage_bytes);
+    const u64 da0 = ptc_cwg_desc(sb + (u32)(wgm * 64) * 16u, a_lbo, 128);
+    u64 db = ptc_cwg_desc(sb + (u32)(g.win_bytes + wgn * (WN / 8) * 128), b_lbo, 128);
     ptc_cwg_pin<R>(acc);
     ptc_cwg_wg_fence();
-    int kh = 0, kw = 0;
-    for (int t = 0, n = g.kh * g.kw; t < n; t++) {
-      const int p = (kh % g.sh) * g.pwn + (kw % g.sw);
-      const int off = (kh / g.sh) * g.wq + kw / g.sw;
-      const u32 aa = sb + (u32)(p * 2 * g.wlp + wgm * 64 + off) * 16u;
-      const u32 ba = sb + (u32)(g.win_bytes + t * BN * 32 + wgn * (WN / 8) * 128);
-      ptc_cwg_mma<K, WN>::run(acc, ptc_cwg_desc(aa, a_lbo, 128), ptc_cwg_desc(ba, b_lbo, 128));
-      if (++kw == g.kw) kw = 0, kh++;
+    for (int t = 0; t < g.kk; t++) {
+      u64 da = da0 + (u64)tap_tab[t];
+      for (int ch = 0; ch < g.kch; ch++, da += a_chunk, db += b_tile) ptc_cwg_mma<K, WN>::run(acc, da, db);
     }
     ptc_cwg_wg_commit();
-    if (kt + ST - 2 < nk) load_b(kt + ST - 2);
+    if (kt + ST - 2 < nk) load(kt + ST - 2);  // its buffer's MMAs (kt-2) are done everywhere
     ptc_cwg_cp_commit();  // possibly empty: the group count stays uniform
-    if (kt + 1 < nk) store(kt + 1);
-    if (kt + 2 < nk) gather(kt + 2);
     ptc_cwg_wg_wait<1>();
     ptc_cwg_pin<R>(acc);
   }
   ptc_cwg_wg_wait<0>();
   ptc_cwg_pin<R>(acc);
-  // epilogue: acc[4j + 2h + e] = D[row 16*warp + lane/4 + 8h][col 8j + 2*(lane%4) + e]
+  __syncthreads();  // every warpgroup done with the stages: the epilogue tile reuses them
+  // epilogue: acc[4j + 2h + e] = D[row 16*warp + lane/4 + 8h][col 8j + 2*(lane%4) + e],
+  // + bias, activation, into a [BN][BMP] float tile; then each output
+  // channel's rows stored along the pixels (coalesced)
   const int warp = (tid >> 5) & 3, lane = tid & 31, gq = lane >> 2, tq = lane & 3;
-  const i64 ohw = (i64)g.oh * g.ow;
+  float* tile = (float*)smem;
   const float beta = g.beta;
 #pragma unroll
-  for (int h = 0; h < 2; h++) {
-    const int q = m0 + wgm * 64 + warp * 16 + gq + 8 * h, oy = q / g.wq, ox = q - oy * g.wq;
-    if (oy >= g.oh || ox >= g.ow) continue;
-    S* o = out + (i64)img * g.oc * ohw + (i64)oy * g.ow + ox;
+  for (int j = 0; j < WN / 8; j++)
 #pragma unroll
-    for (int j = 0; j < WN / 8; j++)
+    for (int e = 0; e < 2; e++) {
+      const int nl = wgn * WN + 8 * j + 2 * tq + e, n = nt * BN + nl;
+      const float bv = g.has_bias && n < g.oc ? beta * KD::load(bias[(i64)n * g.bias_st]) : 0.f;
 #pragma unroll
-      for (int e = 0; e < 2; e++) {
-        const int n = nt * BN + wgn * WN + 8 * j + 2 * tq + e;
-        if (n >= g.oc) continue;
-        const float bv = g.has_bias ? beta * KD::load(bias[(i64)n * g.bias_st]) : 0.f;
-        o[(i64)n * ohw] = KD::store(ptc_cwg_act(g.act, acc[4 * j + 2 * h + e] + bv));
+      for (int h = 0; h < 2; h++) {
+        const int m = wgm * 64 + warp * 16 + gq + 8 * h;
+        tile[nl * BMP + m] = ptc_cwg_act(g.act, acc[4 * j + 2 * h + e] + bv);
       }
+    }
+  __syncthreads();
+  const i64 ohw = (i64)g.oh * g.ow;
+  S* ob = out + ((i64)img * g.oc + (i64)nt * BN) * ohw;
+  const int nmax = min(BN, g.oc - nt * BN);
+  for (int idx = tid; idx < nmax * BM; idx += 256) {
+    const int nl = idx / BM, m = idx - nl * BM, ro = row_tab[m];
+    if (ro >= 0) ob[(i64)nl * ohw + ro] = KD::store(tile[nl * BMP + m]);
+  }
+}
+
+// The input [N][C][H][W] (any strides) -> an NHWC copy [N][H][W][cp],
+// channels zero past c (f32 rounded to TF32, cvt.rna): the window's 16-byte
+// units become contiguous (cp.async). A block transposes 32 channels x 64
+// pixels of one image through shared memory (coalesced on both sides).
+template <int K> PTC_D void ptc_cwg_nhwc(const typename ptc_cwg_kind<K>::S* __restrict__ x,
+                                         typename ptc_cwg_kind<K>::S* __restrict__ y, i64 xs_n, i64 xs_c,
+                                         i64 xs_h, i64 xs_w, i32 c, i32 h, i32 w, i32 cp) {
+  typedef typename ptc_cwg_kind<K>::S S;
+  __shared__ float t[32][65];
+  const int hw = h * w, p0 = blockIdx.x * 64, c0 = blockIdx.y * 32, img = blockIdx.z;
+  const S* xi = x + (i64)img * xs_n;
+  for (int idx = threadIdx.x; idx < 32 * 64; idx += blockDim.x) {
+    const int cl = idx >> 6, pl = idx & 63, ch = c0 + cl, p = p0 + pl;
+    float v = 0.f;
+    if (ch < c && p < hw) {
+      const int iy = p / w, ix = p - iy * w;
+      v = ptc_cwg_kind<K>::load(xi[ch * xs_c + iy * xs_h + ix * xs_w]);
+    }
+    t[cl][pl] = v;
+  }
+  __syncthreads();
+  S* yi = y + (i64)img * hw * cp;
+  for (int idx = threadIdx.x; idx < 32 * 64; idx += blockDim.x) {
+    const int pl = idx >> 5, cl = idx & 31, ch = c0 + cl, p = p0 + pl;
+    if (ch < cp && p < hw) {
+      float v = t[cl][pl];
+      if constexpr (K == 2) v = __uint_as_float(ptc_cwg_tf32(v));
+      yi[(i64)p * cp + ch] = ptc_cwg_kind<K>::store(v);
+    }
   }
 }
 
 // Weights [OC][C][KH][KW] (any strides) -> the shared-memory image of every
-// (N tile, K stage): [ntile][stage][tap][2 K columns][BN rows][E elements],
+// (N tile, K stage): [ntile][stage][tap][chunk][2 K columns][BN rows][E elements],
 // zero past OC and C; f32 rounded to TF32 (cvt.rna).
 template <int K> PTC_D void ptc_cwg_wprep(const typename ptc_cwg_kind<K>::S* __restrict__ w,
                                           typename ptc_cwg_kind<K>::S* __restrict__ dst, i64 total, i32 bn,
                                           i32 nk, i32 oc, i32 c, i32 kh, i32 kw, i64 ws0, i64 ws1, i64 ws2,
-                                          i64 ws3) {
+                                          i64 ws3, i32 kch) {
   typedef typename ptc_cwg_kind<K>::S S;
   enum { E = 16 / ptc_cwg_kind<K>::ES };
   const int kk = kh * kw;
@@ -336,11 +367,13 @@ template <int K> PTC_D void ptc_cwg_wprep(const typename ptc_cwg_kind<K>::S* __r
     r /= bn;
     const int c2 = (int)(r & 1);
     r >>= 1;
+    const int chunk = (int)(r % kch);
+    r /= kch;
     const int tap = (int)(r % kk);
     r /= kk;
     const int cc = (int)(r % nk);
     const int ntile = (int)(r / nk);
-    const int o = ntile * bn + n, ch = cc * 2 * E + c2 * E + e, ky = tap / kw, kx = tap - ky * kw;
+    const int o = ntile * bn + n, ch = (cc * kch + chunk) * 2 * E + c2 * E + e, ky = tap / kw, kx = tap - ky * kw;
     S val = (S)0;
     if (o < oc && ch < c) {
       val = w[o * ws0 + ch * ws1 + ky * ws2 + kx * ws3];
@@ -363,8 +396,13 @@ template <int K> PTC_D void ptc_cwg_wprep(const typename ptc_cwg_kind<K>::S* __r
   PTC_CWG_CONV(T, K, S, m128n64, 2, 64)                                                            \
   extern "C" __global__ void __launch_bounds__(256)                                                \
       ptc_cwg_##T##_wprep(const S* w, S* dst, i64 total, i32 bn, i32 nk, i32 oc, i32 c, i32 kh,    \
-                          i32 kw, i64 ws0, i64 ws1, i64 ws2, i64 ws3) {                            \
-    ptc_cwg_wprep<K>(w, dst, total, bn, nk, oc, c, kh, kw, ws0, ws1, ws2, ws3);                    \
+                          i32 kw, i64 ws0, i64 ws1, i64 ws2, i64 ws3, i32 kch) {                   \
+    ptc_cwg_wprep<K>(w, dst, total, bn, nk, oc, c, kh, kw, ws0, ws1, ws2, ws3, kch);               \
+  }                                                                                                \
+  extern "C" __global__ void __launch_bounds__(256)                                                \
+      ptc_cwg_##T##_nhwc(const S* x, S* y, i64 xs_n, i64 xs_c, i64 xs_h, i64 xs_w, i32 c, i32 h,   \
+                         i32 w, i32 cp) {                                                          \
+    ptc_cwg_nhwc<K>(x, y, xs_n, xs_c, xs_h, xs_w, c, h, w, cp);                                    \
   }
 #else
 #define PTC_CWG_V0(T, K, S)

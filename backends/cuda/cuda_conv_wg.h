@@ -1,8 +1,9 @@
 /* cuda_conv_wg.h - convolution on Hopper's warpgroup MMA (internal): the
  * host side (cuda_conv_wg.c) of the wgmma kernels in cuda_conv_wg.cuh.
  * sm_90 (compiled for sm_90a), NCHW, one group, no dilation, f16 / bf16
- * and f32 as TF32; every tap's A tile is a shifted view of one shared-memory
- * window of the input per K stage (no im2col matrix, no per-tap gather);
+ * and f32 as TF32; the input copied to NHWC once, every tap's A tile a
+ * shifted view of one shared-memory window of it per K stage (no im2col
+ * matrix, no per-tap gather);
  * weights rearranged per call into wgmma's shared-memory image; bias +
  * activation in the epilogue. Used by the convolution extern
  * (cuda_ext_conv.c) before the mma.sync implicit GEMM (cuda_conv_igemm.c),
@@ -23,6 +24,8 @@ typedef struct cuda_conv_wg_plan {
   int64_t wl, wlp;    /* window entries per phase and K column (wlp: rounded up to 8) */
   int64_t units;      /* 16-byte window units per stage */
   int64_t mtiles, ntiles, nk;
+  int64_t kch;        /* K chunks (one wgmma K step each) per stage */
+  int64_t tab_off;    /* shared-memory offset of the tap and row tables */
   int64_t win_bytes, b_bytes, stage_bytes, smem;
   int64_t blocks;
   double cost;        /* the model's estimate (relative) */
@@ -31,28 +34,32 @@ typedef struct cuda_conv_wg_plan {
 /** Why the wgmma kernels cannot take d on a device of compute capability
  * cc_major.cc_minor (NULL when they can): exactly sm_90 (the sm_90a cubin
  * loads nowhere else), dtype (f16/bf16; f32 only when `tf32`), one group,
- * no dilation, at least half a K stage of channels (8 for f16/bf16, 4 for
- * TF32: the 3-channel stem stays on the implicit GEMM), non-negative
+ * no dilation, at most 64 taps, at least half a K step of channels (8 for
+ * f16/bf16, 4 for TF32: the 3-channel stem stays on the implicit GEMM), non-negative
  * input strides and in-image offsets within 32 bits. Pure; thread-safe. */
 const char* cuda_conv_wg_refusal(int cc_major, int cc_minor, const cuda_conv_desc* d, bool tf32);
 
 /** The launch shape of d (accepted by cuda_conv_wg_refusal) on `sm_count`
- * SMs whose blocks may opt into `smem_optin` bytes of shared memory: the
- * tile shape of least modelled time (waves x blocks per SM x block work,
- * one block per SM counted 15% slower) among those whose window and four
- * stages fit; `force` 0..2 takes that tile shape only (-1: choose). false
- * when none fits. Pure; thread-safe. */
+ * SMs whose blocks may opt into `smem_optin` bytes of shared memory: per
+ * tile shape the fewest K chunks per stage giving a stage at least 8 MMAs
+ * (else the most that fit), then the tile shape of least modelled time
+ * (waves x blocks per SM x padded block work, the 64x64 wgmmas 1.3x) among
+ * those whose window and four stages fit;
+ * `force` 0..2 takes that tile shape only (-1: choose). false when none
+ * fits. Pure; thread-safe. */
 bool cuda_conv_wg_shape(const cuda_conv_desc* d, int sm_count, int64_t smem_optin, int force,
                         cuda_conv_wg_plan* out);
 
-/** Whether the convolution extern tries the wgmma kernels first:
- * PTC_CUDA_CONV_WG=0 no, 1 yes; unset: the default (see cuda_conv_wg.c).
- * Read per call (tests and benchmarks switch it). */
-bool cuda_conv_wg_enabled(void);
+/** Whether the convolution extern tries the wgmma kernels: 0 no
+ * (PTC_CUDA_CONV_WG=0), 1 first, for every convolution they take (=1), 2
+ * only for those its policy gives the implicit GEMM (=2: small planes stay
+ * on the im2col GEMMs); unset: the default (see cuda_conv_wg.c). Read per
+ * call (tests and benchmarks switch it). */
+int cuda_conv_wg_enabled(void);
 
 /** Runs the convolution on `stream`: out = act(conv(x, w) + beta * bias)
- * (pbias 0 = none), after copying the weights into the kernels' layout (a
- * workspace, freed on the stream). PTC_CUDA_CONV_WG_CFG=0/1/2 forces the
+ * (pbias 0 = none), after copying the input to NHWC and the weights into
+ * the kernels' layout (workspaces, freed on the stream). PTC_CUDA_CONV_WG_CFG=0/1/2 forces the
  * tile shape (read per call). The modules of the dtype (one per tile
  * shape, built in parallel through the kernel cache for sm_90a) are loaded
  * on first use (thread-safe; the primary context must be current). *done

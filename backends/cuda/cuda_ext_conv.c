@@ -237,9 +237,11 @@ ptc_status cuda_ext_conv_device(const cuda_ext_call* c0, bool* done) {
     d.bias_st = bias ? bias->strides[0] : 0;
     d.beta = e->beta;
     bool ok = false, small = false;
-    /* Hopper: the wgmma kernels (cuda_conv_wg.c) take what they can, small
-     * planes included, before the implicit GEMM and the im2col GEMMs */
-    if (policy != 0 && cuda_conv_wg_enabled()) {
+    /* Hopper: the wgmma kernels (cuda_conv_wg.c) take what they can before
+     * the implicit GEMM and the im2col GEMMs (cuda_conv_wg_enabled 1), or
+     * only what the policy below gives the implicit GEMM (2) */
+    int wgp = policy != 0 ? cuda_conv_wg_enabled() : 0;
+    if (wgp == 1) {
       PTC_TRY(cuda_conv_wg(c->plan->ctx, c->plan->dev, c->stream, &d, c->tf32, px, pw,
                            bias ? (cu_deviceptr)(uintptr_t)bias->data : 0, pc, &ok));
       if (ok) {
@@ -267,7 +269,10 @@ ptc_status cuda_ext_conv_device(const cuda_ext_call* c0, bool* done) {
       cuda_conv_igemm_shape(&d, c->plan->dev->sm_count, c->plan->dev->max_smem_optin, &sh);
       small = sh.gx * sh.gy * groups < c->plan->dev->sm_count;
     }
-    if (!small)
+    if (!small && wgp == 2)
+      PTC_TRY(cuda_conv_wg(c->plan->ctx, c->plan->dev, c->stream, &d, c->tf32, px, pw,
+                           bias ? (cu_deviceptr)(uintptr_t)bias->data : 0, pc, &ok));
+    if (!small && !ok)
       PTC_TRY(cuda_conv_igemm(c->plan->ctx, c->plan->dev, c->stream, &d, c->tf32, px, pw,
                               bias ? (cu_deviceptr)(uintptr_t)bias->data : 0, pc, &ok));
     if (ok) {
