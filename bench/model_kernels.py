@@ -168,8 +168,12 @@ def check(ref, out, dtype):
     out = out if isinstance(out, (tuple, list)) else (out,)
     tol = 2e-2 if dtype != torch.float32 else 1e-4
     for a, b in zip(ref, out):
-        if not torch.allclose(a.float(), b.float(), rtol=tol, atol=tol):
-            return "MISMATCH max |d| %.3g" % (a.float() - b.float()).abs().max().item()
+        # as bench/vs_torch.py: the largest difference over max(1, max |ref|)
+        # (f32 column sums of 16384 values differ from eager's order by ~3e-4)
+        d = (a.float() - b.float()).abs().max().item()
+        scale = max(1.0, a.float().abs().max().item())
+        if not d / scale <= tol:
+            return "MISMATCH max |d| %.3g (normalised %.3g)" % (d, d / scale)
     return "ok"
 
 

@@ -62,7 +62,7 @@ typedef struct work {
 
 /* Whether 2-byte column reductions take vector columns by default (as
  * CVEC_DEFAULT_MODE 2 in backends/cuda/cuda_cg_kernel.c; 0 there: 0 here). */
-#define CVEC_DEFAULT_ON 0
+#define CVEC_DEFAULT_ON 1
 
 /* Knob sets (PTC_CUDA_<name>=<value> pairs, space-separated). */
 static const char* const KNOBS[] = {
