@@ -24,24 +24,26 @@ _Static_assert(sizeof(wg_args) == 408, "wg_args must match ptc_attn_args");
 
 /* A kernel shape: warpgroups per block (64 query rows each), key tile
  * rows, minimum blocks per SM (__launch_bounds__), buffers per k and v
- * tile (2 or 3). */
+ * tile (2 or 3; 3 or 4 with mb), mb: the mbarrier form (tiles' arrival
+ * and release by mbarriers, no block barrier per tile). */
 typedef struct wg_cfg {
-  int nwg, bn, minb, ns;
+  int nwg, bn, minb, ns, mb;
 } wg_cfg;
 
 static const wg_cfg wg_cfgs[] = {
-    {2, 64, 2, 2}, {2, 128, 1, 2}, {2, 64, 1, 2}, {2, 64, 2, 3}, {1, 64, 4, 2},
-    {1, 64, 4, 3}, {1, 64, 3, 3},  {2, 128, 1, 3}, {1, 128, 2, 3}, {3, 64, 1, 3},
+    {2, 64, 2, 2, 0},  {2, 128, 1, 2, 0}, {2, 64, 1, 2, 0},  {2, 64, 2, 3, 0},  {1, 64, 4, 2, 0},
+    {1, 64, 4, 3, 0},  {1, 64, 3, 3, 0},  {2, 128, 1, 3, 0}, {1, 128, 2, 3, 0}, {3, 64, 1, 3, 0},
+    {2, 64, 2, 4, 1},  {2, 64, 2, 3, 1},  {2, 128, 1, 4, 1}, {3, 64, 1, 4, 1},  {2, 64, 1, 4, 1},
+    {2, 128, 1, 3, 1}, {1, 64, 4, 4, 1},
 };
 #define WG_NCFG ((int)(sizeof wg_cfgs / sizeof wg_cfgs[0]))
 /* The default shape per head dim index (1: 64, 2: 128), the fastest of
- * those measured on an H100 (b8 h16 s1024, bf16): d64 2,64,2,2 (0.118 ms
- * against 0.134 for the mma.sync kernel), d128 2,128,1,2 (0.226 ms against
- * 0.334). */
+ * those timed on an H100 (b8 h16 s1024 bf16, torch flash sdpa 0.083 / d128
+ * 0.114 ms): d64 2,64,2,2 0.118 ms against 0.134 for the mma.sync kernel
+ * (causal 0.091 / 0.097; b4 h16 s2048 0.218 / 0.245), d128 2,128,1,2
+ * 0.226 against 0.334. The mbarrier shapes pass the same GPU checks but
+ * were not timed yet. */
 static const int wg_default[3] = {0, 0, 1};
-/* The shape of calls whose grid at the default shape has fewer than two
- * blocks per SM (per head dim index). */
-static const int wg_small[3] = {0, 0, 1};
 
 typedef struct wg_mod {
   cu_module mod;
@@ -51,34 +53,40 @@ typedef struct wg_mod {
 static pthread_mutex_t wg_lock = PTHREAD_MUTEX_INITIALIZER;
 static wg_mod wg_mods[2][2][2][WG_NCFG]; /* [bf][d128][causal][shape] */
 
-bool cuda_attn_wg_takes(const cuda_device* d, const cuda_attn_geom* g, int hi, bool vec) {
-  const char* env = getenv("PTC_CUDA_ATTN_WG");
-  /* off unless PTC_CUDA_ATTN_WG=1 until this form is checked on a GPU */
-  if (!env || strcmp(env, "1") != 0) return false;
-  return d->cc_major == 9 && d->cc_minor == 0 && vec && g->mask == 0 && (hi == 1 || hi == 2);
+/* [1024-byte alignment slack][ns k tiles][ns v tiles][4 ns mbarriers] */
+static int wg_smem_bytes(wg_cfg c, int d) {
+  return 1024 + 2 * c.ns * c.bn * d * 2 + (c.mb ? 32 * c.ns : 0);
 }
 
-/* The shape index of a call: PTC_CUDA_ATTN_WG_CFG="nwg,bn,minb,ns" when
- * it names a row of the table, else the head dim's default (wg_small for
- * grids of fewer than two blocks per SM at the default). */
-static int wg_shape(int hi, const cuda_attn_geom* g, int sm_count) {
+/* The shape index PTC_CUDA_ATTN_WG_CFG="nwg,bn,minb,ns[,mb]" names (a row
+ * of the table whose shared memory fits head dim d on the device), or -1. */
+static int wg_env_shape(int d, const cuda_device* dev) {
   const char* env = getenv("PTC_CUDA_ATTN_WG_CFG");
-  int nwg, bn, minb, ns;
-  if (env && sscanf(env, "%d,%d,%d,%d", &nwg, &bn, &minb, &ns) == 4)
+  int nwg, bn, minb, ns, mb = 0;
+  if (env && sscanf(env, "%d,%d,%d,%d,%d", &nwg, &bn, &minb, &ns, &mb) >= 4)
     for (int i = 0; i < WG_NCFG; i++)
       if (wg_cfgs[i].nwg == nwg && wg_cfgs[i].bn == bn && wg_cfgs[i].minb == minb &&
-          wg_cfgs[i].ns == ns)
-        return i;
-  int64_t bm = 64 * wg_cfgs[wg_default[hi]].nwg;
-  int64_t blocks = (g->L + bm - 1) / bm * g->nbatch;
-  return blocks < 2 * (int64_t)(sm_count > 0 ? sm_count : 132) ? wg_small[hi] : wg_default[hi];
+          wg_cfgs[i].ns == ns && wg_cfgs[i].mb == mb)
+        return wg_smem_bytes(wg_cfgs[i], d) <= dev->max_smem_optin ? i : -1;
+  return -1;
 }
 
-static int wg_smem_bytes(wg_cfg c, int d) { return 1024 + 2 * c.ns * c.bn * d * 2; }
+bool cuda_attn_wg_takes(const cuda_device* d, const cuda_attn_geom* g, int hi, bool vec) {
+  const char* env = getenv("PTC_CUDA_ATTN_WG");
+  if (env && strcmp(env, "0") == 0) return false;
+  if (d->cc_major != 9 || d->cc_minor != 0 || !vec || g->mask != 0 || (hi != 1 && hi != 2))
+    return false;
+  if (wg_env_shape(hi == 2 ? 128 : 64, d) >= 0) return true;
+  /* grids of fewer than two blocks per SM at the default shape stay on the
+   * mma.sync kernel (H100: b2 h3 L1000 S777 d64 0.019 ms there, 0.021
+   * here; GPT-2's b8 h12 s256 causal 0.020 both) */
+  int64_t bm = 64 * wg_cfgs[wg_default[hi]].nwg, blocks = (g->L + bm - 1) / bm * g->nbatch;
+  return blocks >= 2 * (int64_t)(d->sm_count > 0 ? d->sm_count : 132);
+}
 
 /* Appends the instantiation `name` of (bf, d, shape c, causal). */
 static void wg_instance(ptc_strbuf* src, const char* name, bool bf, int d, wg_cfg c, bool causal) {
-  ptc_sb_printf(src, "PTC_ATTN_WG_KERNEL(%s, %s, %d, %d, %d, %d, %d, %s)\n", name,
+  ptc_sb_printf(src, "PTC_ATTN_WG%s_KERNEL(%s, %s, %d, %d, %d, %d, %d, %s)\n", c.mb ? "_MB" : "", name,
                 bf ? "true" : "false", d, c.bn, c.nwg, c.minb, c.ns, causal ? "true" : "false");
 }
 
@@ -125,7 +133,8 @@ static ptc_status load_wg(ptc_context* ctx, const cuda_device* dev, bool bf, int
 ptc_status cuda_attn_wg_run(const cuda_ext_call* c, const cuda_attn_geom* g, bool bf, int hi,
                             cu_deviceptr q, cu_deviceptr k, cu_deviceptr v, cu_deviceptr o) {
   const cuda_device* dev = c->plan->dev;
-  int sh = wg_shape(hi, g, dev->sm_count), d = hi == 2 ? 128 : 64;
+  int d = hi == 2 ? 128 : 64, sh = wg_env_shape(d, dev);
+  if (sh < 0) sh = wg_default[hi];
   bool causal = g->causal != 0;
   wg_cfg cfg = wg_cfgs[sh];
   wg_mod* mod = &wg_mods[bf][hi == 2][causal][sh];
@@ -165,6 +174,8 @@ ptc_status cuda_attn_wg_check_compile(int arch) {
   wg_instance(&src, name, true, 128, wg_cfgs[wg_default[2]], false);
   snprintf(name, sizeof name, "ptc_attn_wg_%d", n++);
   wg_instance(&src, name, false, 128, wg_cfgs[wg_default[2]], true);
+  snprintf(name, sizeof name, "ptc_attn_wg_%d", n++);
+  wg_instance(&src, name, false, 128, (wg_cfg){2, 64, 1, 4, 1}, true); /* mbarrier form, d128 */
   if (src.oom) {
     ptc_sb_free(&src);
     return ptc_status_oom();

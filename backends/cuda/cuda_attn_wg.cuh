@@ -332,6 +332,163 @@ PTC_D void ptc_attn_wg_body(const u16* __restrict__ q, const u16* __restrict__ k
   }
 }
 
+// ---- mbarrier form (MB): no block barrier per tile ----
+// Every thread still copies its share of each tile with cp.async, but a
+// tile's arrival and release go through mbarriers (full: the cp.async
+// arrivals of all NT threads; empty: all NT threads done reading), so the
+// warpgroups of a block drift apart by up to a tile instead of meeting at
+// a barrier per tile (one computes its softmax while another's wgmma
+// runs). Step j copies k tile j + NS - 1 (into the buffer of k tile j - 1)
+// and v tile j + NS - 2 (into that of v tile j - 2). Tile phases count
+// over the block's batch entries (tg).
+
+PTC_D void ptc_mb_init(u32 bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+PTC_D void ptc_mb_arrive(u32 bar) {
+  u64 st;
+  asm volatile("mbarrier.arrive.shared::cta.b64 %0, [%1];" : "=l"(st) : "r"(bar) : "memory");
+  (void)st;
+}
+// Arrives on bar once this thread's cp.async copies so far have landed.
+PTC_D void ptc_mb_cp_arrive(u32 bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
+}
+// Waits for the completion of bar's phase of parity `par`.
+PTC_D void ptc_mb_wait(u32 bar, u32 par) {
+  asm volatile(
+      "{\n.reg .pred P1;\nLAB_WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
+      "@P1 bra DONE;\nbra LAB_WAIT;\nDONE:\n}\n" ::"r"(bar),
+      "r"(par)
+      : "memory");
+}
+
+template <bool BF, int D, int BN, int NWG, int NS, bool CAUSAL>
+PTC_D void ptc_attn_wg_body_mb(const u16* __restrict__ q, const u16* __restrict__ k,
+                               const u16* __restrict__ v, u16* __restrict__ o, const ptc_attn_args& a) {
+  constexpr int BM = 64 * NWG, NT = 128 * NWG, TILE = BN * D * 2;
+  static_assert(D == 64 || D == 128, "head dim 64 or 128");
+  static_assert(BN == 64 || BN == 128, "key tiles of 64 or 128");
+  static_assert(NS == 3 || NS == 4, "3 or 4 buffers");
+  const u32 base = (ptc_attn_smem(ptc_wg_sm) + 1023u) & ~1023u;
+  const u32 sk = base, sv = base + NS * TILE;
+  // mbarriers: k full, k empty, v full, v empty (NS each, 8 bytes)
+  const u32 kf = base + 2 * NS * TILE, ke = kf + 8 * NS, vf = ke + 8 * NS, ve = vf + 8 * NS;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int qr = lane >> 2, qc = (lane & 3) * 2;
+  if (tid == 0) {
+    for (int i = 0; i < 4 * NS; i++) ptc_mb_init(kf + 8 * i, NT);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  const i64 m0 = (i64)(CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x) * BM;
+  const i64 w0 = m0 + warp * 16;
+  u32 tg = 0;  // tiles of the block's earlier batch entries
+  for (i64 bi = blockIdx.y; bi < a.nbatch; bi += gridDim.y) {
+    i64 off[5];
+    ptc_attn_offsets(a, bi, off);
+    const u16* kb = k + off[1];
+    const u16* vb = v + off[2];
+    i64 nend = a.S;
+    if (CAUSAL && m0 + BM < nend) nend = m0 + BM;
+    const int nt = (int)((nend + BN - 1) / BN);
+    // copy k / v tile i (this thread's share): wait for the release of the
+    // tile NS before it in the buffer, copy, arrive on full
+    auto put_k = [&](int i) {
+      const u32 g = tg + (u32)i, b = g % NS;
+      if (g >= NS) ptc_mb_wait(ke + 8 * b, (g / NS - 1) & 1);
+      __syncwarp();
+      ptc_wg_tile<D, BN, NT>(sk + b * TILE, kb, (i64)i * BN, a.S, a.k_ss, tid);
+      ptc_mb_cp_arrive(kf + 8 * b);
+    };
+    auto put_v = [&](int i) {
+      const u32 g = tg + (u32)i, b = g % NS;
+      if (g >= NS) ptc_mb_wait(ve + 8 * b, (g / NS - 1) & 1);
+      __syncwarp();
+      ptc_wg_tile<D, BN, NT>(sv + b * TILE, vb, (i64)i * BN, a.S, a.v_ss, tid);
+      ptc_mb_cp_arrive(vf + 8 * b);
+    };
+#pragma unroll
+    for (int i = 0; i < NS - 1; i++)
+      if (i < nt) put_k(i);
+#pragma unroll
+    for (int i = 0; i < NS - 2; i++)
+      if (i < nt) put_v(i);
+    u32 qa[1][D / 16][4];
+    ptc_attn_qfrag<D, 1, true>(qa, q + off[0], a, w0, qr, qc);
+    float acc[D / 2], s[BN / 2], mx[2] = {-PTC_INF_F, -PTC_INF_F}, l[2] = {0.f, 0.f}, al[2];
+    u32 pa[BN / 16][4], pb[BN / 16][4];
+#pragma unroll
+    for (int i = 0; i < D / 2; i++) acc[i] = 0.f;
+    for (int j = -1; j < nt; j++) {
+      if (j >= 0) {
+        if (j + NS - 1 < nt) put_k(j + NS - 1);
+        if (j + NS - 2 < nt) put_v(j + NS - 2);
+      }
+      const bool more = j + 1 < nt;
+      const u32 gk = tg + (u32)(j + 1), gv = tg + (u32)j;
+      if (more) ptc_mb_wait(kf + 8 * (gk % NS), (gk / NS) & 1);
+      if (j >= 0) ptc_mb_wait(vf + 8 * (gv % NS), (gv / NS) & 1);
+      __syncwarp();  // the warp converged again before the .aligned wgmma
+      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+      ptc_wg_fence();
+      if (more) ptc_wg_qk<BF, D, BN>(s, qa, sk + (gk % NS) * TILE);
+      ptc_wg_commit();
+      if (j >= 0) ptc_wg_pv<BF, D, BN>(acc, pa, sv + (gv % NS) * TILE);
+      ptc_wg_commit();
+      if (more) {
+        ptc_wg_wait<1>();
+        ptc_wg_hold<BN / 2>(s);
+        ptc_mb_arrive(ke + 8 * (gk % NS));
+        ptc_wg_softmax<BF, BN, CAUSAL>(s, a, (i64)(j + 1) * BN, w0, qr, qc, mx, l, al, pb);
+        ptc_wg_wait<0>();
+        ptc_wg_hold<D / 2>(acc);
+        ptc_wg_hold_a<BN / 16>(pa);
+        if (j >= 0) ptc_mb_arrive(ve + 8 * (gv % NS));
+#pragma unroll
+        for (int t = 0; t < D / 8; t++) {
+          acc[4 * t] *= al[0];
+          acc[4 * t + 1] *= al[0];
+          acc[4 * t + 2] *= al[1];
+          acc[4 * t + 3] *= al[1];
+        }
+#pragma unroll
+        for (int i = 0; i < BN / 16; i++)
+#pragma unroll
+          for (int e = 0; e < 4; e++) pa[i][e] = pb[i][e];
+      } else {
+        ptc_wg_wait<0>();
+        ptc_wg_hold<D / 2>(acc);
+        if (j >= 0) ptc_mb_arrive(ve + 8 * (gv % NS));
+      }
+    }
+    tg += (u32)nt;
+    u16* ob = o + off[4];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      float lh = l[h];
+      lh += __shfl_xor_sync(0xffffffffu, lh, 1);
+      lh += __shfl_xor_sync(0xffffffffu, lh, 2);
+      const float inv = lh > 0.f ? 1.f / lh : 0.f;
+      const i64 r = w0 + qr + 8 * h;
+      if (r < a.L) {
+#pragma unroll
+        for (int t = 0; t < D / 8; t++)
+          *(u32*)&ob[r * a.o_sl + t * 8 + qc] =
+              ptc_attn_pack<BF>(acc[4 * t + 2 * h] * inv, acc[4 * t + 2 * h + 1] * inv);
+      }
+    }
+  }
+}
+
+#define PTC_ATTN_WG_MB_KERNEL(name, BF, D, BN, NWG, MINB, NS, CAUSAL)                         \
+  extern "C" __global__ void __launch_bounds__(128 * NWG, MINB)                              \
+      name(const u16* q, const u16* k, const u16* v, const u16* m, u16* o, ptc_attn_args a) { \
+    (void)m;                                                                                  \
+    ptc_attn_wg_body_mb<BF, D, BN, NWG, NS, CAUSAL>(q, k, v, o, a);                           \
+  }
+
 #define PTC_ATTN_WG_KERNEL(name, BF, D, BN, NWG, MINB, NS, CAUSAL)                            \
   extern "C" __global__ void __launch_bounds__(128 * NWG, MINB)                              \
       name(const u16* q, const u16* k, const u16* v, const u16* m, u16* o, ptc_attn_args a) { \

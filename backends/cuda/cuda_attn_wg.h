@@ -10,9 +10,12 @@
 /** True if the wgmma kernel runs this call: the device is sm_90 (the
  * module is built for sm_90a), f16/bf16 with head dim index hi 1 or 2 (64,
  * 128), no mask tensor (is_causal allowed), `vec` (q/k/v unit last stride,
- * 16-byte aligned rows: cp.async), and PTC_CUDA_ATTN_WG=1 (off by
- * default for now: every call on the mma.sync kernel). Reads the
- * environment; thread-safe. */
+ * 16-byte aligned rows: cp.async), PTC_CUDA_ATTN_WG is not "0"
+ * (PTC_CUDA_ATTN_WG=0 keeps every call on the mma.sync kernel), and the
+ * grid fills two blocks per SM at the default shape (smaller grids stay on
+ * the mma.sync kernel, measured as fast there) unless PTC_CUDA_ATTN_WG_CFG
+ * names a shape (then every call it fits). Reads the environment;
+ * thread-safe. */
 bool cuda_attn_wg_takes(const cuda_device* d, const cuda_attn_geom* g, int hi, bool vec);
 
 /** Runs one sdpa call the wgmma kernel takes (cuda_attn_wg_takes true) on

@@ -17,10 +17,12 @@
  *    keeping no key), GPT-2's shape (small-grid tile shape); plus f32
  *    (cuda_attn_f32.c) for the dispatch. On an H100 the f16/bf16 cases with
  *    head dim 64/128, no mask tensor and unit last stride run the wgmma
- *    kernel (cuda_attn_wg.cuh) unless PTC_CUDA_ATTN_WG=0.
+ *    kernel (cuda_attn_wg.cuh) unless PTC_CUDA_ATTN_WG=0 or the grid is small
+ *    (all of them with PTC_CUDA_ATTN_WG_CFG set).
  *  --wg-cases: only the default cases the Hopper wgmma kernel takes
  *    (cuda_attn_wg.c: f16/bf16, head dim 64/128, no mask tensor, unit last
- *    stride); run with each PTC_CUDA_ATTN_WG_CFG to cover the kernel shapes.
+ *    stride); run with each PTC_CUDA_ATTN_WG_CFG (a named shape takes every
+ *    call, small grids too) to cover the kernel shapes.
  *  --bench-small: GPT-2's attention shape (b8 h12 s256 d64 bf16:
  *    is_causal, causal bool mask, causal + padding mask, no mask) and b8
  *    h16 s1024, 12 chained sdpa per run, ms per sdpa.
