@@ -570,6 +570,10 @@ int main(int argc, char** argv) {
       {PTC_BF16, 1, 3, 513, 700, 128, 1, 0, 1, 0.2},
       {PTC_F16, 2, 2, 777, 513, 128, 1, 0, 0, 0},
       {PTC_BF16, 1, 2, 65, 64, 64, 1, 0, 0, 0},
+      /* grids of at least two blocks per SM at the default shape: the
+       * wgmma kernel's default path (without PTC_CUDA_ATTN_WG_CFG) */
+      {PTC_BF16, 300, 1, 130, 70, 64, 0, 0, 0, 0},
+      {PTC_F16, 150, 2, 100, 129, 128, 1, 0, 0, 0},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     const acase* c = &cases[i];
