@@ -187,6 +187,7 @@ static ptc_status module_source(ptc_strbuf* src, int ti, int v, bool defer) {
   if (v >= 0) ptc_sb_printf(src, "#define PTC_CIG_VARIANT %d\n", v);
   if (!defer) ptc_sb_printf(src, "#define PTC_CIG_DEFER 0\n");
   ptc_sb_append(src, ptc_cuda_prelude_text);
+  ptc_sb_append(src, ptc_cuda_conv_common_text);
   ptc_sb_append(src, ptc_cuda_conv_igemm_text);
   if (src->oom) {
     ptc_sb_free(src);

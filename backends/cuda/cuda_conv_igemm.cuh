@@ -65,41 +65,6 @@ struct ptc_cig_args {  // layout = cuda_cig_args (cuda_conv_igemm.c)
   i32 pad2_;
 };
 
-template <int K> struct ptc_cig_kind;
-template <> struct ptc_cig_kind<0> {  // f16
-  typedef u16 S;
-  enum { ES = 2 };
-  static PTC_D float load(S v) { return ptc_h2f(v); }
-  static PTC_D S store(float v) { return ptc_f2h(v); }
-};
-template <> struct ptc_cig_kind<1> {  // bf16
-  typedef u16 S;
-  enum { ES = 2 };
-  static PTC_D float load(S v) { return ptc_bf2f(v); }
-  static PTC_D S store(float v) { return ptc_f2bf(v); }
-};
-template <> struct ptc_cig_kind<2> {  // f32 as tf32
-  typedef float S;
-  enum { ES = 4 };
-  static PTC_D float load(S v) { return v; }
-  static PTC_D S store(float v) { return v; }
-};
-
-// The transcendental activations out of line: inlined into every epilogue
-// element they would multiply the code (and NVRTC's time) many times.
-__device__ __noinline__ float ptc_cig_act_slow(int act, float x) {
-  switch (act) {
-    case 2: return 0.5f * x * (1.f + erff(x * 0.70710678118654752440f));
-    case 3: return 0.5f * x * (1.f + tanhf(0.79788456080286535588f * (x + 0.044715f * x * x * x)));
-    case 4: return x / (1.f + expf(-x));
-    case 5: return 1.f / (1.f + expf(-x));
-    case 6: return tanhf(x);
-    default: return x;
-  }
-}
-PTC_D float ptc_cig_act(int act, float x) {
-  return act == 0 ? x : act == 1 ? (x < 0.f ? 0.f : x) : ptc_cig_act_slow(act, x);
-}
 
 #define PTC_CIG_BN 128
 #define PTC_CIG_KROW 80   // bytes per K-major tile row: 64 bytes of K + 16 pad
@@ -149,7 +114,7 @@ template <> PTC_D void ptc_cig_mma<2>(float* c, const u32* a, u32 b0, u32 b1) {
 // 64, one thread per column: fewer fragment loads per MMA; PTC_CIG_W4).
 template <int K, int BM, int NT = 256> struct ptc_cig_cfg {
   enum {
-    ES = ptc_cig_kind<K>::ES,
+    ES = ptc_conv_kind<K>::ES,
     KT = 64 / ES,                        // K per step
     WN_N = NT / 64,                      // warps along N (2 along M)
     WTN = PTC_CIG_BN / WN_N,             // warp tile N: 32 or 64
@@ -217,7 +182,7 @@ template <int K, int BM, int NT> PTC_D void ptc_cig_compute(u32 sa, u32 sb,
 
 // cp.async of one A (weights) tile: rows row0.. of the group's weights,
 // K [k0, k0 + KT), zero past ocg rows and past kend.
-template <int K, int BM, int NT> PTC_D void ptc_cig_load_a(const typename ptc_cig_kind<K>::S* w,
+template <int K, int BM, int NT> PTC_D void ptc_cig_load_a(const typename ptc_conv_kind<K>::S* w,
                                                            unsigned char* sa, const ptc_cig_args& g,
                                                            int row0, int k0, int kend) {
   typedef ptc_cig_cfg<K, BM, NT> C;
@@ -242,11 +207,11 @@ template <int K> struct ptc_cig_breg {
   u32 v[8];
 };
 
-template <int K, int BM> PTC_D void ptc_cig_gather(const typename ptc_cig_kind<K>::S* __restrict__ xb,
+template <int K, int BM> PTC_D void ptc_cig_gather(const typename ptc_conv_kind<K>::S* __restrict__ xb,
                                                    const int2* tab, int ih0, int iw0, int h, int w,
                                                    ptc_cig_breg<K>& r) {
   typedef ptc_cig_cfg<K, BM> C;
-  typedef typename ptc_cig_kind<K>::S S;
+  typedef typename ptc_conv_kind<K>::S S;
   S v[C::KPT];
 #pragma unroll
   for (int i = 0; i < C::KPT; i++) {
@@ -265,11 +230,11 @@ template <int K, int BM> PTC_D void ptc_cig_gather(const typename ptc_cig_kind<K
 
 // Tap-major K (k = (kh, kw, c)): one thread's KPT consecutive channels of
 // one tap: one bounds test, then loads a channel stride apart.
-template <int K, int BM> PTC_D void ptc_cig_gather_tap(const typename ptc_cig_kind<K>::S* __restrict__ xb,
+template <int K, int BM> PTC_D void ptc_cig_gather_tap(const typename ptc_conv_kind<K>::S* __restrict__ xb,
                                                        int ih, int iw, int c, const ptc_cig_args& g,
                                                        ptc_cig_breg<K>& r) {
   typedef ptc_cig_cfg<K, BM> C;
-  typedef typename ptc_cig_kind<K>::S S;
+  typedef typename ptc_conv_kind<K>::S S;
   S v[C::KPT];
   const bool in = (unsigned)ih < (unsigned)g.h && (unsigned)iw < (unsigned)g.w;
   const S* p = xb + c * g.xs_c + (i64)ih * g.xs_h + (i64)iw * g.xs_w;
@@ -340,10 +305,10 @@ PTC_D u16 ptc_cig_ldp(const u16* p, bool ok) {
 }
 
 template <int K, int KPT> struct ptc_cig_braw {
-  typename ptc_cig_kind<K>::S v[KPT];
+  typename ptc_conv_kind<K>::S v[KPT];
 };
 
-template <int K, int BM, int NT> PTC_D void ptc_cig_gather_raw(const typename ptc_cig_kind<K>::S* __restrict__ xb,
+template <int K, int BM, int NT> PTC_D void ptc_cig_gather_raw(const typename ptc_conv_kind<K>::S* __restrict__ xb,
                                                                const int2* tab, int ih0, int iw0, int h, int w,
                                                                ptc_cig_braw<K, ptc_cig_cfg<K, BM, NT>::KPT>& r) {
   typedef ptc_cig_cfg<K, BM, NT> C;
@@ -355,11 +320,11 @@ template <int K, int BM, int NT> PTC_D void ptc_cig_gather_raw(const typename pt
   }
 }
 
-template <int K, int BM, int NT> PTC_D void ptc_cig_gather_tap_raw(const typename ptc_cig_kind<K>::S* __restrict__ xb,
+template <int K, int BM, int NT> PTC_D void ptc_cig_gather_tap_raw(const typename ptc_conv_kind<K>::S* __restrict__ xb,
                                                                    int ih, int iw, int c, const ptc_cig_args& g,
                                                                    ptc_cig_braw<K, ptc_cig_cfg<K, BM, NT>::KPT>& r) {
   typedef ptc_cig_cfg<K, BM, NT> C;
-  typedef typename ptc_cig_kind<K>::S S;
+  typedef typename ptc_conv_kind<K>::S S;
   const bool in = (unsigned)ih < (unsigned)g.h && (unsigned)iw < (unsigned)g.w;
   const int left = in ? g.cg - c : 0;  // channels of this chunk inside the group
   const S* p = xb + c * g.xs_c + (i64)ih * g.xs_h + (i64)iw * g.xs_w;
@@ -394,12 +359,12 @@ template <int K, int BM, int NT> PTC_D void ptc_cig_store_raw(unsigned char* sb,
 // TAP: tap-major K over weights transformed to [OC][KH*KW][nchunk * KT]
 // (ptc_cig_wcopy; kdim = KH*KW*nchunk*KT); else channel-major K over the
 // weights as they are (rows 16-byte aligned) through the offset table.
-template <int K, int BM, bool TAP, int NT> PTC_D void ptc_cig_body(const typename ptc_cig_kind<K>::S* __restrict__ x,
-                                                 const typename ptc_cig_kind<K>::S* __restrict__ w,
-                                                 const typename ptc_cig_kind<K>::S* __restrict__ bias,
-                                                 typename ptc_cig_kind<K>::S* __restrict__ out,
+template <int K, int BM, bool TAP, int NT> PTC_D void ptc_cig_body(const typename ptc_conv_kind<K>::S* __restrict__ x,
+                                                 const typename ptc_conv_kind<K>::S* __restrict__ w,
+                                                 const typename ptc_conv_kind<K>::S* __restrict__ bias,
+                                                 typename ptc_conv_kind<K>::S* __restrict__ out,
                                                  float* __restrict__ ws, const ptc_cig_args& g) {
-  typedef ptc_cig_kind<K> KD;
+  typedef ptc_conv_kind<K> KD;
   typedef typename KD::S S;
   typedef ptc_cig_cfg<K, BM, NT> C;
   extern __shared__ __align__(128) unsigned char smem[];
@@ -578,8 +543,8 @@ template <int K, int BM, bool TAP, int NT> PTC_D void ptc_cig_body(const typenam
         if (m >= g.ocg) continue;
         const int oc = ocb + m;
         const float bv = g.has_bias ? beta * KD::load(bias[(i64)oc * g.bias_st]) : 0.f;
-        const float v0 = ptc_cig_act(g.act, acc[i][j][2 * h] + bv);
-        const float v1 = ptc_cig_act(g.act, acc[i][j][2 * h + 1] + bv);
+        const float v0 = ptc_conv_act(g.act, acc[i][j][2 * h] + bv);
+        const float v1 = ptc_conv_act(g.act, acc[i][j][2 * h + 1] + bv);
         S* o = out + (i64)oc * g.ohw;
         if (two && g.pair) {
           if constexpr (K == 2) {
@@ -602,18 +567,18 @@ template <int K, int BM, bool TAP, int NT> PTC_D void ptc_cig_body(const typenam
 // TF32 here (cvt.rna, once per weight instead of once per use in the MMA
 // loop). 32-bit index math when the host says the sizes allow (small32),
 // else 64-bit.
-template <int K> PTC_D typename ptc_cig_kind<K>::S ptc_cig_wval(typename ptc_cig_kind<K>::S v) {
+template <int K> PTC_D typename ptc_conv_kind<K>::S ptc_cig_wval(typename ptc_conv_kind<K>::S v) {
   if constexpr (K == 2) {
     return __uint_as_float(ptc_cig_tf32(v));
   } else {
     return v;
   }
 }
-template <int K> PTC_D void ptc_cig_wcopy(const typename ptc_cig_kind<K>::S* __restrict__ w,
-                                          typename ptc_cig_kind<K>::S* __restrict__ dst, i64 rows,
+template <int K> PTC_D void ptc_cig_wcopy(const typename ptc_conv_kind<K>::S* __restrict__ w,
+                                          typename ptc_conv_kind<K>::S* __restrict__ dst, i64 rows,
                                           i64 ld, i64 cg, i64 kw, i64 kk, i64 cpad, i64 ws0, i64 ws1,
                                           i64 ws2, i64 ws3, i32 tap_major, i32 small32) {
-  typedef typename ptc_cig_kind<K>::S S;
+  typedef typename ptc_conv_kind<K>::S S;
   const i64 total = rows * ld;
   if (small32) {
     const u32 n = (u32)total, uld = (u32)ld, ucpad = (u32)cpad, ukk = (u32)kk, ukw = (u32)kw;

@@ -10,6 +10,9 @@
 #include "cuda_plan.h"
 
 extern const char ptc_cuda_conv_igemm_text[];
+/** cuda_conv_common.cuh: element kinds and activations of both convolution
+ * modules (appended before cuda_conv_igemm.cuh / cuda_conv_wg.cuh). */
+extern const char ptc_cuda_conv_common_text[];
 
 /** One convolution, 2-D (a 1-D one as H = 1): input x [N, C, H, W] (any
  * strides, elements), weights [OC, C/groups, KH, KW] (ws: strides; the

@@ -180,6 +180,7 @@ static ptc_status module_source(ptc_strbuf* src, int ti, int v) {
   if (ti >= 0) ptc_sb_printf(src, "#define PTC_CWG_TYPE %d\n", ti);
   if (v >= 0) ptc_sb_printf(src, "#define PTC_CWG_VARIANT %d\n", v);
   ptc_sb_append(src, ptc_cuda_prelude_text);
+  ptc_sb_append(src, ptc_cuda_conv_common_text);
   ptc_sb_append(src, ptc_cuda_conv_wg_text);
   if (src->oom) {
     ptc_sb_free(src);

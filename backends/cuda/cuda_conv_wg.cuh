@@ -58,39 +58,6 @@ struct ptc_cwg_args {  // layout = cwg_args (cuda_conv_wg.c)
   i32 pad_;
 };
 
-template <int K> struct ptc_cwg_kind;
-template <> struct ptc_cwg_kind<0> {  // f16
-  typedef u16 S;
-  enum { ES = 2 };
-  static PTC_D float load(S v) { return ptc_h2f(v); }
-  static PTC_D S store(float v) { return ptc_f2h(v); }
-};
-template <> struct ptc_cwg_kind<1> {  // bf16
-  typedef u16 S;
-  enum { ES = 2 };
-  static PTC_D float load(S v) { return ptc_bf2f(v); }
-  static PTC_D S store(float v) { return ptc_f2bf(v); }
-};
-template <> struct ptc_cwg_kind<2> {  // f32 as tf32
-  typedef float S;
-  enum { ES = 4 };
-  static PTC_D float load(S v) { return v; }
-  static PTC_D S store(float v) { return v; }
-};
-
-__device__ __noinline__ float ptc_cwg_act_slow(int act, float x) {
-  switch (act) {
-    case 2: return 0.5f * x * (1.f + erff(x * 0.70710678118654752440f));
-    case 3: return 0.5f * x * (1.f + tanhf(0.79788456080286535588f * (x + 0.044715f * x * x * x)));
-    case 4: return x / (1.f + expf(-x));
-    case 5: return 1.f / (1.f + expf(-x));
-    case 6: return tanhf(x);
-    default: return x;
-  }
-}
-PTC_D float ptc_cwg_act(int act, float x) {
-  return act == 0 ? x : act == 1 ? (x < 0.f ? 0.f : x) : ptc_cwg_act_slow(act, x);
-}
 
 #define PTC_CWG_STAGES 4  // = CWG_STAGES in cuda_conv_wg.c
 #define PTC_CWG_UPT 8     // window units per thread and stage (= CWG_UPT)
@@ -188,12 +155,12 @@ template <int R> PTC_D void ptc_cwg_pin(float* d) {
   for (int i = 0; i < R; i++) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-template <int K, int WGM, int WN> PTC_D void ptc_cwg_body(const typename ptc_cwg_kind<K>::S* __restrict__ x,
-                                                          const typename ptc_cwg_kind<K>::S* __restrict__ wp,
-                                                          const typename ptc_cwg_kind<K>::S* __restrict__ bias,
-                                                          typename ptc_cwg_kind<K>::S* __restrict__ out,
+template <int K, int WGM, int WN> PTC_D void ptc_cwg_body(const typename ptc_conv_kind<K>::S* __restrict__ x,
+                                                          const typename ptc_conv_kind<K>::S* __restrict__ wp,
+                                                          const typename ptc_conv_kind<K>::S* __restrict__ bias,
+                                                          typename ptc_conv_kind<K>::S* __restrict__ out,
                                                           const ptc_cwg_args& g) {
-  typedef ptc_cwg_kind<K> KD;
+  typedef ptc_conv_kind<K> KD;
   typedef typename KD::S S;
   enum {
     BM = 64 * WGM,
@@ -305,7 +272,7 @@ template <int K, int WGM, int WN> PTC_D void ptc_cwg_body(const typename ptc_cwg
 #pragma unroll
       for (int h = 0; h < 2; h++) {
         const int m = wgm * 64 + warp * 16 + gq + 8 * h;
-        tile[nl * BMP + m] = ptc_cwg_act(g.act, acc[4 * j + 2 * h + e] + bv);
+        tile[nl * BMP + m] = ptc_conv_act(g.act, acc[4 * j + 2 * h + e] + bv);
       }
     }
   __syncthreads();
@@ -322,10 +289,10 @@ template <int K, int WGM, int WN> PTC_D void ptc_cwg_body(const typename ptc_cwg
 // channels zero past c (f32 rounded to TF32, cvt.rna): the window's 16-byte
 // units become contiguous (cp.async). A block transposes 32 channels x 64
 // pixels of one image through shared memory (coalesced on both sides).
-template <int K> PTC_D void ptc_cwg_nhwc(const typename ptc_cwg_kind<K>::S* __restrict__ x,
-                                         typename ptc_cwg_kind<K>::S* __restrict__ y, i64 xs_n, i64 xs_c,
+template <int K> PTC_D void ptc_cwg_nhwc(const typename ptc_conv_kind<K>::S* __restrict__ x,
+                                         typename ptc_conv_kind<K>::S* __restrict__ y, i64 xs_n, i64 xs_c,
                                          i64 xs_h, i64 xs_w, i32 c, i32 h, i32 w, i32 cp) {
-  typedef typename ptc_cwg_kind<K>::S S;
+  typedef typename ptc_conv_kind<K>::S S;
   __shared__ float t[32][65];
   const int hw = h * w, p0 = blockIdx.x * 64, c0 = blockIdx.y * 32, img = blockIdx.z;
   const S* xi = x + (i64)img * xs_n;
@@ -334,7 +301,7 @@ template <int K> PTC_D void ptc_cwg_nhwc(const typename ptc_cwg_kind<K>::S* __re
     float v = 0.f;
     if (ch < c && p < hw) {
       const int iy = p / w, ix = p - iy * w;
-      v = ptc_cwg_kind<K>::load(xi[ch * xs_c + iy * xs_h + ix * xs_w]);
+      v = ptc_conv_kind<K>::load(xi[ch * xs_c + iy * xs_h + ix * xs_w]);
     }
     t[cl][pl] = v;
   }
@@ -345,7 +312,7 @@ template <int K> PTC_D void ptc_cwg_nhwc(const typename ptc_cwg_kind<K>::S* __re
     if (ch < cp && p < hw) {
       float v = t[cl][pl];
       if constexpr (K == 2) v = __uint_as_float(ptc_cwg_tf32(v));
-      yi[(i64)p * cp + ch] = ptc_cwg_kind<K>::store(v);
+      yi[(i64)p * cp + ch] = ptc_conv_kind<K>::store(v);
     }
   }
 }
@@ -353,12 +320,12 @@ template <int K> PTC_D void ptc_cwg_nhwc(const typename ptc_cwg_kind<K>::S* __re
 // Weights [OC][C][KH][KW] (any strides) -> the shared-memory image of every
 // (N tile, K stage): [ntile][stage][tap][chunk][2 K columns][BN rows][E elements],
 // zero past OC and C; f32 rounded to TF32 (cvt.rna).
-template <int K> PTC_D void ptc_cwg_wprep(const typename ptc_cwg_kind<K>::S* __restrict__ w,
-                                          typename ptc_cwg_kind<K>::S* __restrict__ dst, i64 total, i32 bn,
+template <int K> PTC_D void ptc_cwg_wprep(const typename ptc_conv_kind<K>::S* __restrict__ w,
+                                          typename ptc_conv_kind<K>::S* __restrict__ dst, i64 total, i32 bn,
                                           i32 nk, i32 oc, i32 c, i32 kh, i32 kw, i64 ws0, i64 ws1, i64 ws2,
                                           i64 ws3, i32 kch) {
-  typedef typename ptc_cwg_kind<K>::S S;
-  enum { E = 16 / ptc_cwg_kind<K>::ES };
+  typedef typename ptc_conv_kind<K>::S S;
+  enum { E = 16 / ptc_conv_kind<K>::ES };
   const int kk = kh * kw;
   for (i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x; idx < total; idx += (i64)gridDim.x * blockDim.x) {
     i64 r = idx / E;
