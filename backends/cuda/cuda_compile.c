@@ -177,27 +177,42 @@ ptc_status cuda_build_all(ptc_context* ctx, cuda_build_job* jobs, size_t n, int 
   return s;
 }
 
-ptc_status cuda_build_module(ptc_context* ctx, int arch, ptc_strbuf* src, const char* name,
-                             const char* what, cu_module* out) {
-  *out = NULL;
-  if (src->oom) {
-    ptc_sb_free(src);
-    return ptc_status_oom();
+ptc_status cuda_build_modules(ptc_context* ctx, int arch, ptc_strbuf* srcs, size_t n,
+                              const char* name, const char* what, cu_module* out) {
+  if (n > CUDA_BUILD_MODULES_MAX) {
+    for (size_t i = 0; i < n; i++) ptc_sb_free(&srcs[i]);
+    return PTC_ERR(INTERNAL, "cuda backend: %zu modules at once (at most %d)", n,
+                   CUDA_BUILD_MODULES_MAX);
   }
-  cuda_build_job job;
-  memset(&job, 0, sizeof job);
-  job.source = src->data;
-  job.name = name;
-  ptc_status s = cuda_build_all(ctx, &job, 1, arch);
-  ptc_sb_free(src);
+  cuda_build_job jobs[CUDA_BUILD_MODULES_MAX];
+  memset(jobs, 0, sizeof jobs);
+  ptc_status s = PTC_OK;
+  for (size_t i = 0; i < n; i++) {
+    out[i] = NULL;
+    if (srcs[i].oom && !s) s = ptc_status_oom();
+    jobs[i].source = srcs[i].data;
+    jobs[i].name = name;
+  }
+  if (!s) s = cuda_build_all(ctx, jobs, n, arch);
+  for (size_t i = 0; i < n; i++) ptc_sb_free(&srcs[i]);
   if (s) return s;
-  cu_result r = cuda_libs_get()->cu.ModuleLoadData(out, job.cubin.data);
-  cuda_cubin_free(&job.cubin);
+  const cu_api* cu = &cuda_libs_get()->cu;
+  cu_result r = CU_SUCCESS;
+  for (size_t i = 0; i < n && r == CU_SUCCESS; i++) r = cu->ModuleLoadData(&out[i], jobs[i].cubin.data);
+  for (size_t i = 0; i < n; i++) cuda_cubin_free(&jobs[i].cubin);
   if (r != CU_SUCCESS) {
-    *out = NULL;
+    for (size_t i = 0; i < n; i++) {
+      if (out[i]) cu->ModuleUnload(out[i]);
+      out[i] = NULL;
+    }
     char msg[96];
     snprintf(msg, sizeof msg, "loading %s", what);
     return cuda_error(r, msg);
   }
   return PTC_OK;
+}
+
+ptc_status cuda_build_module(ptc_context* ctx, int arch, ptc_strbuf* src, const char* name,
+                             const char* what, cu_module* out) {
+  return cuda_build_modules(ctx, arch, src, 1, name, what, out);
 }

@@ -203,36 +203,27 @@ static ptc_status load_module(ptc_context* ctx, const cuda_device* d, int ti) {
   const cu_api* cu = &cuda_libs_get()->cu;
   cig_module* m = &cig_mod[ti];
   ptc_strbuf src[CIG_VARIANTS];
-  cuda_build_job jobs[CIG_VARIANTS];
-  memset(jobs, 0, sizeof jobs);
   ptc_status s = PTC_OK;
   int made = 0;
   bool defer = conv_defer();
   int nvar = defer ? 6 : 4; /* the 4-warp kernels need the deferred conversion */
-  for (; made < nvar && !s; made++) {
-    s = module_source(&src[made], ti, made, defer);
-    if (s) break;
-    jobs[made].source = src[made].data;
-    jobs[made].name = "ptc_conv_igemm";
-  }
-  if (!s) s = cuda_build_all(ctx, jobs, nvar, d->cc_major * 10 + d->cc_minor);
-  for (int v = 0; v < made; v++) ptc_sb_free(&src[v]);
+  for (; made < nvar; made++)
+    if ((s = module_source(&src[made], ti, made, defer))) break;
   if (s) {
-    for (int v = 0; v < nvar; v++) cuda_cubin_free(&jobs[v].cubin);
+    for (int v = 0; v < made; v++) ptc_sb_free(&src[v]);
     return s;
   }
+  PTC_TRY(cuda_build_modules(ctx, d->cc_major * 10 + d->cc_minor, src, (size_t)nvar,
+                             "ptc_conv_igemm", "the implicit-GEMM convolution kernels",
+                             m->module));
   static const char* const conv[CIG_VARIANTS] = {"m64", "m128", "t64", "t128", "m64w4", "t64w4"};
   cu_result r = CU_SUCCESS;
-  int loaded = 0;
-  for (; loaded < nvar && r == CU_SUCCESS; loaded++) {
-    r = cu->ModuleLoadData(&m->module[loaded], jobs[loaded].cubin.data);
-    if (r != CU_SUCCESS) break;
+  for (int v = 0; v < nvar && r == CU_SUCCESS; v++) {
     char name[48];
-    snprintf(name, sizeof name, "ptc_cig_%s_%s", cig_types[ti], conv[loaded]);
-    cu_function* f = loaded < 4 ? &m->conv[loaded / 2][loaded % 2] : &m->conv_w4[loaded - 4];
-    r = cu->ModuleGetFunction(f, m->module[loaded], name);
+    snprintf(name, sizeof name, "ptc_cig_%s_%s", cig_types[ti], conv[v]);
+    cu_function* f = v < 4 ? &m->conv[v / 2][v % 2] : &m->conv_w4[v - 4];
+    r = cu->ModuleGetFunction(f, m->module[v], name);
   }
-  for (int v = 0; v < nvar; v++) cuda_cubin_free(&jobs[v].cubin);
   char name[48];
   snprintf(name, sizeof name, "ptc_cig_%s_wcopy", cig_types[ti]);
   if (r == CU_SUCCESS) r = cu->ModuleGetFunction(&m->wcopy, m->module[0], name);

@@ -193,31 +193,22 @@ static ptc_status load_module(ptc_context* ctx, const cuda_device* d, int ti) {
   const cu_api* cu = &cuda_libs_get()->cu;
   cwg_module* m = &cwg_mod[ti];
   ptc_strbuf src[CWG_CFGS];
-  cuda_build_job jobs[CWG_CFGS];
-  memset(jobs, 0, sizeof jobs);
   ptc_status s = PTC_OK;
   int made = 0;
-  for (; made < CWG_CFGS && !s; made++) {
-    s = module_source(&src[made], ti, made);
-    if (s) break;
-    jobs[made].source = src[made].data;
-    jobs[made].name = "ptc_conv_wg";
-  }
-  if (!s) s = cuda_build_all(ctx, jobs, CWG_CFGS, 90 | CUDA_ARCH_SPECIFIC);
-  for (int v = 0; v < made; v++) ptc_sb_free(&src[v]);
+  for (; made < CWG_CFGS; made++)
+    if ((s = module_source(&src[made], ti, made))) break;
   if (s) {
-    for (int v = 0; v < CWG_CFGS; v++) cuda_cubin_free(&jobs[v].cubin);
+    for (int v = 0; v < made; v++) ptc_sb_free(&src[v]);
     return s;
   }
+  PTC_TRY(cuda_build_modules(ctx, 90 | CUDA_ARCH_SPECIFIC, src, CWG_CFGS, "ptc_conv_wg",
+                             "the wgmma convolution kernels", m->module));
   cu_result r = CU_SUCCESS;
   for (int v = 0; v < CWG_CFGS && r == CU_SUCCESS; v++) {
-    r = cu->ModuleLoadData(&m->module[v], jobs[v].cubin.data);
-    if (r != CU_SUCCESS) break;
     char name[48];
     snprintf(name, sizeof name, "ptc_cwg_%s_%s", cwg_types[ti], cwg_cfg_names[v]);
     r = cu->ModuleGetFunction(&m->conv[v], m->module[v], name);
   }
-  for (int v = 0; v < CWG_CFGS; v++) cuda_cubin_free(&jobs[v].cubin);
   char name[48];
   snprintf(name, sizeof name, "ptc_cwg_%s_wprep", cwg_types[ti]);
   if (r == CU_SUCCESS) r = cu->ModuleGetFunction(&m->wprep, m->module[0], name);

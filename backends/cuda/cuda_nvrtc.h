@@ -60,4 +60,14 @@ ptc_status cuda_build_all(ptc_context* ctx, cuda_build_job* jobs, size_t n, int 
 ptc_status cuda_build_module(ptc_context* ctx, int arch, ptc_strbuf* src, const char* name,
                              const char* what, cu_module* out);
 
+/** The most modules cuda_build_modules builds at once. */
+#define CUDA_BUILD_MODULES_MAX 16
+/** Builds n module sources in parallel through the cache (cuda_build_all)
+ * and loads out[i] from srcs[i] into the current context (the variant
+ * modules of the convolution kernels). Takes ownership of every srcs[i]
+ * (all freed, also on error). On error no module stays loaded (out[] all
+ * NULL); a load failure says "loading <what>". */
+ptc_status cuda_build_modules(ptc_context* ctx, int arch, ptc_strbuf* srcs, size_t n,
+                              const char* name, const char* what, cu_module* out);
+
 #endif /* PTC_BACKENDS_CUDA_NVRTC_H */
