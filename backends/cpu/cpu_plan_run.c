@@ -340,13 +340,25 @@ static void copy_outputs(const run_frame* f, const ptc_tensor* out, size_t n_out
   }
 }
 
+/* View buffers (IR_BUF_VIEW, read by externs) share their base's memory,
+ * bound by now. */
+static void bind_views(run_frame* f) {
+  const ir_program* p = f->plan->p;
+  for (size_t i = 0; i < p->buffers.len; i++) {
+    const ir_buffer* b = ir_buf(p, (int32_t)i);
+    if (b->kind == IR_BUF_VIEW) set_base(&f->b[i], f->b[b->base].base, esize(b));
+  }
+}
+
 static ptc_status bind_all(run_frame* f, const ptc_tensor* in, size_t n_in, const ptc_tensor* out,
                            size_t n_out) {
   PTC_TRY(eval_layouts(f));
   PTC_TRY(bind_inputs(f, in, n_in));
   bind_outputs_in_place(f, out, n_out);
   PTC_TRY(bind_workspace(f));
-  return bind_rest(f);
+  PTC_TRY(bind_rest(f));
+  bind_views(f);
+  return PTC_OK;
 }
 
 ptc_status cpu_plan_run(const cpu_plan* plan, const ptc_tensor* inputs, size_t n_in,

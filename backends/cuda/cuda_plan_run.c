@@ -309,6 +309,16 @@ ptc_status cuda_plan_static_layout(cuda_plan* plan) {
   return PTC_OK;
 }
 
+/* View buffers (IR_BUF_VIEW, read by externs) share their base's memory,
+ * bound by now. */
+static void bind_views(run_frame* f) {
+  const ir_program* p = f->plan->p;
+  for (size_t i = 0; i < p->buffers.len; i++) {
+    const ir_buffer* b = ir_buf(p, (int32_t)i);
+    if (b->kind == IR_BUF_VIEW) set_base(&f->b[i], f->b[b->base].base, esize(b));
+  }
+}
+
 static ptc_status bind_all(run_frame* f, const ptc_tensor* in, size_t n_in, const ptc_tensor* out,
                            size_t n_out) {
   const cuda_plan* plan = f->plan;
@@ -329,7 +339,9 @@ static ptc_status bind_all(run_frame* f, const ptc_tensor* in, size_t n_in, cons
   }
   bind_outputs_in_place(f, out, n_out);
   PTC_TRY(bind_workspace(f));
-  return bind_rest(f);
+  PTC_TRY(bind_rest(f));
+  bind_views(f);
+  return PTC_OK;
 }
 
 static void frame_free(run_frame* f) {

@@ -79,6 +79,8 @@ static void buffer_name(const ir_program* p, const ir_buffer* b, size_t id, char
     snprintf(tmp, sizeof tmp, "in%d_%zu", (int)b->graph_input, id);
   else if (b->kind == IR_BUF_CONSTANT)
     snprintf(tmp, sizeof tmp, "c%zu", id);
+  else if (b->kind == IR_BUF_VIEW)
+    snprintf(tmp, sizeof tmp, "buf%d_v%zu", (int)b->base, id);
   else
     snprintf(tmp, sizeof tmp, "buf%zu", id);
   ptc_copy_out(tmp, name, cap);
@@ -86,6 +88,11 @@ static void buffer_name(const ir_program* p, const ir_buffer* b, size_t id, char
 
 ptc_status ir_add_buffer(ir_program* p, const ir_buffer* b, int32_t* id) {
   if (p->buffers.len >= INT32_MAX) return PTC_ERR(RESOURCE_EXHAUSTED, "ir: too many buffers");
+  if (b->kind == IR_BUF_VIEW &&
+      (b->base < 0 || (size_t)b->base >= p->buffers.len ||
+       ir_buf(p, b->base)->kind != IR_BUF_COMPUTED))
+    return PTC_ERR(INVALID_ARGUMENT, "ir: a view buffer's base %d is not a computed buffer",
+                   (int)b->base);
   ir_buffer c = *b;
   if (!copy_exprs(p, b->shape, b->rank, &c.shape) ||
       !copy_exprs(p, b->strides, b->rank, &c.strides))

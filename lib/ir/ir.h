@@ -111,7 +111,14 @@ typedef struct ir_body {
 } ir_body;
 
 /* ---- buffers ---------------------------------------------------------------- */
-typedef enum ir_buf_kind { IR_BUF_INPUT = 0, IR_BUF_CONSTANT, IR_BUF_COMPUTED } ir_buf_kind;
+/* IR_BUF_VIEW: a view (shape, strides, offset in elements) of the storage of
+ * COMPUTED buffer `base` - no storage, producer or writer of its own; only
+ * extern nodes read it (lowering passes an extern a view of a computed
+ * buffer this way instead of copying it, where the extern takes the
+ * layout). Backends bind it to base's memory; the scheduler counts its
+ * reads as reads of base (lib/sched/deps.c), so base lives as long as the
+ * view is read. */
+typedef enum ir_buf_kind { IR_BUF_INPUT = 0, IR_BUF_CONSTANT, IR_BUF_COMPUTED, IR_BUF_VIEW } ir_buf_kind;
 
 typedef struct ir_buffer {
   int32_t kind;              /* ir_buf_kind */
@@ -124,6 +131,7 @@ typedef struct ir_buffer {
   int32_t graph_input;       /* INPUT: index among graph inputs */
   ptc_value graph_value;     /* INPUT/CONSTANT: the graph value */
   int32_t producer;          /* COMPUTED: node index */
+  int32_t base;              /* VIEW: the COMPUTED buffer whose storage it views */
   char name[24];             /* "buf3", "in0", "c2" */
 } ir_buffer;
 
@@ -247,6 +255,12 @@ typedef struct ir_lower_options {
    * (default) = round after every op, as eager. Explicit casts (to_dtype)
    * still round. */
   bool lowp_f32_math;
+  /* Externs that take a strided operand (GEMM operands of a layout a GEMM
+   * takes, attention q/k/v/mask) read views of computed buffers in place
+   * (IR_BUF_VIEW) instead of copies, and attention writes [B, L, H, Ev]
+   * for a transposing user. Default true; PTC_EXTERN_VIEWS=0 in the
+   * environment makes the default false. */
+  bool extern_views;
 } ir_lower_options;
 void ir_lower_options_init(ir_lower_options* o);
 /** Lowers a graph (already decomposed) into a program. Ops without a
@@ -271,7 +285,18 @@ ptc_status ir_interpret(const ir_program* p, const ptc_tensor* inputs, size_t n_
  *    (both without static size-1 dims); the body is the inlined input (ops
  *    marked inner), one IR_REDUCE (inner = 0), ops on its result, the store.
  *    A reduction with nothing to reduce is lowered as a pointwise value.
- *  - Computed buffers are contiguous with offset 0 and written by one node.
+ *  - Computed buffers are written by one node and have offset 0; they are
+ *    contiguous except the output of a scaled_dot_product_attention
+ *    fallback of rank >= 4 whose only users swap its dims R-3 and R-2
+ *    (transpose(1, 2) of [B, H, L, Ev]): that one is laid out [B, L, H, Ev],
+ *    as eager's fused attention returns it, so the transposed value is
+ *    contiguous and a reshape of it for the next GEMM needs no copy.
+ *  - IR_BUF_VIEW buffers (views of a computed buffer's storage) are inputs of
+ *    MATMUL externs whose layout a GEMM takes as it is (a unit stride in one
+ *    matrix dim, the other at least the matrix extent, batch dims that
+ *    collapse into one stride, a constant offset of a multiple of 256 bytes)
+ *    and inputs of scaled_dot_product_attention fallbacks (any strides);
+ *    other extern inputs that view a computed buffer are copies.
  *  - Several INPUT (or CONSTANT) buffers may view the same graph input
  *    (same graph_input / graph_value) with other shape, strides and offset:
  *    views passed to externs without a copy, e.g. linear's transposed weight.

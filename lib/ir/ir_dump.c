@@ -24,15 +24,16 @@ static const char* buf_name(const ir_program* p, int32_t id) {
 }
 
 static void dump_buffer(const ir_program* p, int32_t id, ptc_strbuf* sb) {
-  static const char* const kinds[] = {"input", "constant", "computed"};
+  static const char* const kinds[] = {"input", "constant", "computed", "view"};
   const ir_buffer* b = ir_buf(p, id);
-  ptc_sb_printf(sb, "  %s: %s %s ", b->name, kinds[b->kind % 3], ptc_dtype_name(b->dtype));
+  ptc_sb_printf(sb, "  %s: %s %s ", b->name, kinds[b->kind % 4], ptc_dtype_name(b->dtype));
   exprs(p, b->rank, b->shape, sb);
   ptc_sb_append(sb, " strides ");
   exprs(p, b->rank, b->strides, sb);
   ptc_sb_append(sb, " offset ");
   expr(p, b->offset, sb);
   if (b->kind == IR_BUF_INPUT) ptc_sb_printf(sb, " (graph input %d)", (int)b->graph_input);
+  if (b->kind == IR_BUF_VIEW) ptc_sb_printf(sb, " (view of %s)", buf_name(p, b->base));
   if (b->kind == IR_BUF_COMPUTED) {
     ptc_sb_append(sb, " numel ");
     expr(p, b->numel, sb);

@@ -2,7 +2,8 @@
  * generators; slow on purpose: every index expression is evaluated with
  * sym_eval at every point). Inputs are copied into storage laid out as the
  * graph declares (alias buffers of an input share it), constants are read in
- * place, computed buffers are allocated zeroed. Nodes run in order; a
+ * place, computed buffers are allocated zeroed (view buffers share their
+ * base's). Nodes run in order; a
  * reduction runs its body in three phases per outer point: ops that do not
  * depend on the reduction vars, the inner loop (inner ops, then folding
  * every IR_REDUCE), and the ops after the reduction. */
@@ -70,6 +71,12 @@ static ptc_status setup_buffer(interp* it, int32_t id, const ptc_tensor* inputs)
   const ir_program* p = it->p;
   const ir_buffer* b = ir_buf(p, id);
   interp_buf* ib = &it->bufs[id];
+  if (b->kind == IR_BUF_VIEW) { /* a view shares its computed base's storage */
+    if (b->base < 0 || b->base >= id) return PTC_ERR(INTERNAL, "ir_interpret: view %s", b->name);
+    *ib = it->bufs[b->base];
+    ib->owned = false;
+    return PTC_OK;
+  }
   for (int32_t k = 0; k < id; k++) { /* an alias shares its leaf's storage */
     const ir_buffer* o = ir_buf(p, k);
     if (b->kind != IR_BUF_COMPUTED && o->kind == b->kind && o->graph_value == b->graph_value) {

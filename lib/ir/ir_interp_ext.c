@@ -3,8 +3,9 @@
  * runs the ref matmul kernel on its two operand buffers and applies the
  * epilogue (alpha, beta * bias broadcast to the output, activation); CONV
  * runs the graph node's conv kernel (attributes from the node, bias in[2])
- * and applies the activation; CUSTOM calls the host function through
- * lib/runtime (runtime_fallback_run). */
+ * and applies the activation; CUSTOM (the host function) and FALLBACK with
+ * an output that is not contiguous (sdpa's [B, L, H, Ev] layout: the ref
+ * kernel on a staged output) go through lib/runtime (runtime_fallback_run). */
 #include "ir_interp_internal.h"
 
 #include <string.h>
@@ -105,13 +106,27 @@ static ptc_status custom(interp* it, const ir_extern* e, const ext_call* c) {
                               e->n_out, it->vals, it->p->n_size_syms, it->seed);
 }
 
+/* True if every output of c is laid out contiguously (what the ref kernels
+ * write); other outputs go through runtime_fallback_run, which stages them. */
+static bool outputs_contiguous(const ir_extern* e, const ext_call* c) {
+  for (uint32_t k = 0; k < e->n_out; k++) {
+    int64_t expect = 1;
+    for (int32_t d = c->out[k].rank - 1; d >= 0; d--) {
+      if (c->out[k].shape[d] != 1 && c->out[k].strides[d] != expect) return false;
+      expect *= c->out[k].shape[d];
+    }
+  }
+  return true;
+}
+
 ptc_status interp_extern(interp* it, const ir_node* n) {
   const ir_extern* e = &n->ext;
   ext_call c;
   memset(&c, 0, sizeof c);
   PTC_TRY(gather(it, e, &c));
   switch (e->kind) {
-    case IR_EXT_FALLBACK: return call_kernel(it, e, NULL, &c, e->n_in);
+    case IR_EXT_FALLBACK:
+      return outputs_contiguous(e, &c) ? call_kernel(it, e, NULL, &c, e->n_in) : custom(it, e, &c);
     case IR_EXT_MATMUL:
       if (e->n_in < 2 || !c.in[0] || !c.in[1] || e->n_out != 1)
         return PTC_ERR(INTERNAL, "ir_interpret: malformed matmul extern");

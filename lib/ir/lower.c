@@ -17,6 +17,8 @@ void ir_lower_options_init(ir_lower_options* o) {
   o->realize_acc_reads_threshold = 8;
   o->max_inline_ops = 100;
   o->inline_pointwise = true;
+  const char* ev = getenv("PTC_EXTERN_VIEWS");
+  o->extern_views = !(ev && strcmp(ev, "0") == 0);
 }
 
 static const struct {

@@ -3,7 +3,11 @@
  * linear weight transposed through strides), convolutions (IR_EXT_CONV,
  * attributes read from graph node `graph_node`), the generic ref-kernel
  * fallback for every op without a lowering and host-registered ops
- * (IR_EXT_CUSTOM), both on inputs realized into buffers; and epilogue
+ * (IR_EXT_CUSTOM), both on inputs realized into buffers. GEMM operands and
+ * attention's q/k/v/mask that are views of computed buffers are passed as
+ * view buffers (IR_BUF_VIEW) where the extern takes the layout (no copy),
+ * and an attention output whose users transpose heads and sequence back is
+ * stored in that transposed order. And epilogue
  * folding: a 1-D bias `add` along the last dim and a following
  * relu/gelu/silu/sigmoid/tanh consuming a MATMUL (activation: also CONV)
  * output that has no other user are folded into the extern. */
@@ -11,9 +15,28 @@
 
 #include <string.h>
 
-/* Contiguous output buffers for the node's outputs; out[k] become views of
+/* Contiguous strides of shape (rank r) into st, or with `swap` (r >= 3)
+ * those of the layout with dims r-3 and r-2 exchanged ([B, H, L, E] stored
+ * as [B, L, H, E]). */
+static bool out_strides(lower_ctx* L, uint32_t r, const sym_expr* const* shape, bool swap,
+                        const sym_expr** st) {
+  if (!swap) return lower_contig(L, r, shape, st);
+  const sym_expr *sh[PTC_MAX_RANK + 1], *ps[PTC_MAX_RANK + 1];
+  for (uint32_t d = 0; d < r; d++) sh[d] = shape[d];
+  sh[r - 3] = shape[r - 2];
+  sh[r - 2] = shape[r - 3];
+  if (!lower_contig(L, r, sh, ps)) return false;
+  for (uint32_t d = 0; d < r; d++) st[d] = ps[d];
+  st[r - 3] = ps[r - 2];
+  st[r - 2] = ps[r - 3];
+  return true;
+}
+
+/* Output buffers for the node's outputs (contiguous; with `swap`, output 0
+ * laid out with its dims r-3 and r-2 exchanged); out[k] become views of
  * them. */
-static ptc_status output_buffers(lower_ctx* L, const gnode* n, lval* out, int32_t* ids) {
+static ptc_status output_buffers(lower_ctx* L, const gnode* n, lval* out, int32_t* ids,
+                                 bool swap) {
   for (uint32_t k = 0; k < n->n_out; k++) {
     const sym_expr** st = lower_exprs(L, out[k].rank);
     ir_buffer b;
@@ -27,7 +50,8 @@ static ptc_status output_buffers(lower_ctx* L, const gnode* n, lval* out, int32_
     b.numel = lower_numel(L, b.rank, b.shape);
     b.graph_input = -1;
     b.graph_value = PTC_VALUE_NONE;
-    if (!st || !lower_contig(L, b.rank, b.shape, st) || !b.offset || !b.numel)
+    if (!st || !out_strides(L, b.rank, b.shape, swap && k == 0 && b.rank >= 3, st) || !b.offset ||
+        !b.numel)
       return ptc_status_oom();
     PTC_TRY(ir_add_buffer(L->p, &b, &ids[k]));
     const ir_buffer* nb = ir_buf(L->p, ids[k]);
@@ -42,11 +66,11 @@ static ptc_status output_buffers(lower_ctx* L, const gnode* n, lval* out, int32_
 }
 
 /* Adds an extern node (inputs already buffers); returns its index. */
-static ptc_status add_extern(lower_ctx* L, const gnode* n, int32_t kind, int32_t* in,
-                             uint32_t n_in, lval* out, size_t* index) {
+static ptc_status add_extern_swap(lower_ctx* L, const gnode* n, int32_t kind, int32_t* in,
+                                  uint32_t n_in, lval* out, size_t* index, bool swap) {
   int32_t* ids = lower_alloc(L, (n->n_out + 1) * sizeof *ids);
   if (!ids) return ptc_status_oom();
-  PTC_TRY(output_buffers(L, n, out, ids));
+  PTC_TRY(output_buffers(L, n, out, ids, swap));
   ir_node node;
   memset(&node, 0, sizeof node);
   node.kind = IR_EXTERN;
@@ -64,16 +88,120 @@ static ptc_status add_extern(lower_ctx* L, const gnode* n, int32_t kind, int32_t
   return ir_add_node(L->p, &node, index);
 }
 
-/* The node run whole on realized inputs: its ref kernel, or a host op. */
+static ptc_status add_extern(lower_ctx* L, const gnode* n, int32_t kind, int32_t* in,
+                             uint32_t n_in, lval* out, size_t* index) {
+  return add_extern_swap(L, n, kind, in, n_in, out, index, false);
+}
+
+/* ---- views of computed buffers as extern operands ------------------------------------- */
+
+static bool is_static(lower_ctx* L, sym_rel rel, const sym_expr* a, const sym_expr* b) {
+  return a && b && sym_static(L->env, rel, a, b) == 1;
+}
+
+/* Dim d of v has unit stride or size 1. */
+static bool unit_dim(const lval* v, uint32_t d) {
+  return lower_is(v->strides[d], 1) || lower_is(v->shape[d], 1);
+}
+
+/* A GEMM operand layout every backend's GEMM takes in place (cuBLASLt's
+ * model, cuda_blaslt.c: a unit stride in one matrix dim and a leading
+ * dimension covering the other, batch dims collapsing into one stride; an
+ * offset of a multiple of 256 bytes, the alignment cuBLASLt's heuristics
+ * assume), decided statically. */
+static bool gemm_view_ok(lower_ctx* L, const lval* v) {
+  int64_t off = -1;
+  int64_t es = (int64_t)ptc_dtype_size(v->dtype);
+  uint32_t r = v->rank;
+  if (r < 1 || !sym_is_const(v->offset, &off) || off < 0 || (off * es) % 256 != 0) return false;
+  const sym_expr* zero = lower_const(L, 0);
+  for (uint32_t d = 0; d < r; d++)
+    if (!is_static(L, SYM_GE, v->strides[d], zero)) return false;
+  if (r == 1) return unit_dim(v, 0);
+  uint32_t rm = r - 2, cm = r - 1;
+  if (unit_dim(v, cm)) {
+    if (!lower_is(v->shape[rm], 1) && !is_static(L, SYM_GE, v->strides[rm], v->shape[cm]))
+      return false;
+  } else if (unit_dim(v, rm)) {
+    if (!lower_is(v->shape[cm], 1) && !is_static(L, SYM_GE, v->strides[cm], v->shape[rm]))
+      return false;
+  } else {
+    return false;
+  }
+  const sym_expr* expect = NULL; /* stride * size of the inner batch dim seen last */
+  for (uint32_t d = rm; d-- > 0;) {
+    if (lower_is(v->shape[d], 1)) continue;
+    if (expect && !is_static(L, SYM_EQ, v->strides[d], expect)) return false;
+    expect = sym_mul(L->env, v->strides[d], v->shape[d]);
+    if (!expect) return false;
+  }
+  return true;
+}
+
+/* The attention kernels (cuda_attn*.c) and the ref kernel take any strides
+ * for q, k, v and the mask. */
+static bool any_view_ok(lower_ctx* L, const lval* v) {
+  (void)L;
+  (void)v;
+  return true;
+}
+
+static bool is_sdpa(const gnode* n) {
+  return strcmp(n->op->name, "scaled_dot_product_attention") == 0;
+}
+
+/* True if node u (a user of a rank-r value) is transpose/permute exchanging
+ * dims r-3 and r-2 and nothing else. */
+static bool swaps_heads(const gnode* u, uint32_t r) {
+  if (strcmp(u->op->name, "transpose") == 0) {
+    uint32_t d0 = lower_norm_dim(lower_attr_int(u, "dim0", 0), r);
+    uint32_t d1 = lower_norm_dim(lower_attr_int(u, "dim1", 0), r);
+    return (d0 == r - 3 && d1 == r - 2) || (d0 == r - 2 && d1 == r - 3);
+  }
+  if (strcmp(u->op->name, "permute") != 0) return false;
+  const gattr* dims = lower_attr(u, "dims");
+  if (!dims || dims->count != r) return false;
+  for (uint32_t i = 0; i < r; i++) {
+    int64_t d = -1;
+    if (!sym_is_const(dims->exprs[i], &d)) return false;
+    uint32_t want = i == r - 3 ? r - 2 : i == r - 2 ? r - 3 : i;
+    if (lower_norm_dim(d, r) != want) return false;
+  }
+  return true;
+}
+
+/* An attention output [..., H, L, Ev] (rank >= 4) that no graph output is
+ * and whose every user swaps H and L back (the way models merge heads):
+ * stored [..., L, H, Ev], so that the transposed value is contiguous. */
+static bool attn_out_swapped(lower_ctx* L, const gnode* n) {
+  if (!L->o.extern_views || !is_sdpa(n) || n->n_out != 1) return false;
+  ptc_value v = n->out[0];
+  uint32_t r = graph_value(L->g, v)->rank, seen = 0;
+  if (r < 4 || L->is_output[v] || L->users[v] == 0) return false;
+  for (size_t i = L->node_index + 1; i < L->g->nodes.len; i++) {
+    const gnode* u = graph_node(L->g, i);
+    bool uses = false;
+    for (uint32_t k = 0; k < u->n_in; k++) uses = uses || u->in[k] == v;
+    if (!uses) continue;
+    if (u->n_in < 1 || u->in[0] != v || !swaps_heads(u, r)) return false;
+    seen++;
+  }
+  return seen == L->users[v];
+}
+
+/* The node run whole on realized inputs: its ref kernel, or a host op.
+ * Attention reads views of computed buffers in place. */
 static ptc_status node_call(lower_ctx* L, const gnode* n, lval* out, int32_t kind) {
   int32_t* in = lower_alloc(L, (n->n_in + 1) * sizeof *in);
   if (!in) return ptc_status_oom();
+  bool attn = kind == IR_EXT_FALLBACK && is_sdpa(n);
   for (uint32_t k = 0; k < n->n_in; k++) {
     lval* v = lower_in(L, n, k);
     in[k] = -1;
-    if (v) PTC_TRY(lower_as_buffer(L, v, n->name, &in[k]));
+    if (v) PTC_TRY(lower_as_view_buffer(L, v, attn ? any_view_ok : NULL, n->name, &in[k]));
   }
-  return add_extern(L, n, kind, in, n->n_in, out, NULL);
+  return add_extern_swap(L, n, kind, in, n->n_in, out, NULL,
+                         attn && attn_out_swapped(L, n));
 }
 
 ptc_status lower_fallback(lower_ctx* L, const gnode* n, lval* out) {
@@ -98,8 +226,8 @@ static ptc_status matmul(lower_ctx* L, const gnode* n, lval* a, lval* bm, lval* 
   int32_t* in = lower_alloc(L, 4 * sizeof *in);
   if (!in) return ptc_status_oom();
   in[2] = -1;
-  PTC_TRY(lower_as_buffer(L, a, n->name, &in[0]));
-  PTC_TRY(lower_as_buffer(L, bm, n->name, &in[1]));
+  PTC_TRY(lower_as_view_buffer(L, a, gemm_view_ok, n->name, &in[0]));
+  PTC_TRY(lower_as_view_buffer(L, bm, gemm_view_ok, n->name, &in[1]));
   if (bias) PTC_TRY(lower_as_buffer(L, bias, n->name, &in[2]));
   size_t idx;
   PTC_TRY(add_extern(L, n, IR_EXT_MATMUL, in, 3, out, &idx));

@@ -173,6 +173,14 @@ ptc_status lower_realize(lower_ctx* L, lval* v, bool copy, const char* origin);
  * the buffer itself, an alias INPUT/CONSTANT buffer with v's view layout,
  * or a realized copy. */
 ptc_status lower_as_buffer(lower_ctx* L, lval* v, const char* origin, int32_t* buf);
+/** Decides whether an extern takes strided view v (LV_BUF of a computed
+ * buffer, not the whole buffer) as it is. */
+typedef bool (*lower_view_ok_fn)(lower_ctx* L, const lval* v);
+/** lower_as_buffer, except that a strided view of a computed buffer that
+ * `ok` accepts becomes an IR_BUF_VIEW of that buffer (no copy) when
+ * L->o.extern_views is set. */
+ptc_status lower_as_view_buffer(lower_ctx* L, lval* v, lower_view_ok_fn ok, const char* origin,
+                                int32_t* buf);
 /** Realizes v if it is lazy and has ops that may fail when run on masked
  * placeholder values (integer division, indirect indexing): a value read
  * under a mask (cat, pad) only runs where the mask holds. */

@@ -1,6 +1,7 @@
 /* lower_realize.c - turning values into buffers: the IR_POINTWISE node that
  * stores a lazy value contiguously, alias buffers for views of inputs and
- * constants passed to externs, and Inductor's realize rules (reads, op
+ * constants passed to externs, view buffers (IR_BUF_VIEW) for views of
+ * computed buffers passed to externs that take their layout, and Inductor's realize rules (reads, op
  * count, expensive ops, multiple users) measured by tracing a value's loader
  * into a scratch body; values read under a mask (cat, pad) are realized
  * when their ops could fail on the masked-off placeholders. */
@@ -106,6 +107,32 @@ static ptc_status alias_buffer(lower_ctx* L, const lval* v, int32_t* id) {
   b.strides = v->strides;
   b.offset = v->offset;
   return ir_add_buffer(L->p, &b, id);
+}
+
+/* A view buffer of computed buffer v->buf with v's layout. */
+static ptc_status view_buffer(lower_ctx* L, const lval* v, int32_t* id) {
+  const ir_buffer* base = ir_buf(L->p, v->buf);
+  ir_buffer b;
+  memset(&b, 0, sizeof b);
+  b.kind = IR_BUF_VIEW;
+  b.dtype = base->dtype;
+  b.rank = v->rank;
+  b.shape = v->shape;
+  b.strides = v->strides;
+  b.offset = v->offset;
+  b.numel = base->numel;
+  b.graph_input = -1;
+  b.graph_value = PTC_VALUE_NONE;
+  b.base = v->buf;
+  return ir_add_buffer(L->p, &b, id);
+}
+
+ptc_status lower_as_view_buffer(lower_ctx* L, lval* v, lower_view_ok_fn ok, const char* origin,
+                                int32_t* buf) {
+  if (L->o.extern_views && v->kind == LV_BUF && !lval_is_whole_buffer(L, v) &&
+      ir_buf(L->p, v->buf)->kind == IR_BUF_COMPUTED && ok && ok(L, v))
+    return view_buffer(L, v, buf);
+  return lower_as_buffer(L, v, origin, buf);
 }
 
 ptc_status lower_as_buffer(lower_ctx* L, lval* v, const char* origin, int32_t* buf) {

@@ -1,7 +1,8 @@
 /* deps.c - dependency extraction: the buffers each node reads and writes,
  * at which index (walking IR_LOAD / IR_STORE of the body; extern calls read
- * and write whole buffers; loads through an IR_INDIRECT symbol read an
- * unknown element), and the buffer -> writer / readers tables. */
+ * and write whole buffers, a view buffer's reads count as its base's; loads
+ * through an IR_INDIRECT symbol read an unknown element), and the buffer ->
+ * writer / readers tables. */
 #include <stdlib.h>
 
 #include "sched_internal.h"
@@ -62,6 +63,9 @@ static ptc_status body_deps(const ir_program* p, size_t i, const ir_body* b, dep
     const ir_op* op = &b->ops[k];
     if (op->opcode == IR_LOAD) {
       st = check_buf(p, i, op->buf, "loads");
+      if (!st && ir_buf(p, op->buf)->kind == IR_BUF_VIEW) /* only externs read views */
+        st = PTC_ERR(INVALID_ARGUMENT, "scheduler: node %zu loads view buffer %s", i,
+                     ir_buf(p, op->buf)->name);
       const sym_expr* idx = mentions(op->index, ind, n_ind) ? NULL : op->index;
       if (!st && !dep_add(&l->d->reads, &l->d->n_reads, &l->rcap, op->buf, idx))
         st = ptc_status_oom();
@@ -75,11 +79,18 @@ static ptc_status body_deps(const ir_program* p, size_t i, const ir_body* b, dep
   return st;
 }
 
+/* An extern reading a view buffer (IR_BUF_VIEW) reads its base: ordering
+ * after the base's writer and the base's lifetime follow from that. */
 static ptc_status extern_deps(const ir_program* p, size_t i, const ir_extern* e, dep_lists* l) {
   for (uint32_t k = 0; k < e->n_in; k++) {
-    if (e->in[k] < 0) continue;
-    PTC_TRY(check_buf(p, i, e->in[k], "reads"));
-    if (!dep_add(&l->d->reads, &l->d->n_reads, &l->rcap, e->in[k], NULL)) return ptc_status_oom();
+    int32_t b = e->in[k];
+    if (b < 0) continue;
+    PTC_TRY(check_buf(p, i, b, "reads"));
+    if (ir_buf(p, b)->kind == IR_BUF_VIEW) {
+      b = ir_buf(p, b)->base;
+      PTC_TRY(check_buf(p, i, b, "reads (through a view)"));
+    }
+    if (!dep_add(&l->d->reads, &l->d->n_reads, &l->rcap, b, NULL)) return ptc_status_oom();
   }
   for (uint32_t k = 0; k < e->n_out; k++) {
     PTC_TRY(check_buf(p, i, e->out[k], "writes"));

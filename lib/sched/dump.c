@@ -57,6 +57,8 @@ static void dump_buffer(const ir_program* p, const sched_plan* s, size_t b, ptc_
   ptc_sb_printf(sb, "  %s: %s", ir_buf(p, (int32_t)b)->name,
                 h >= 0 && h <= SCHED_HOME_LOCAL ? home_names[h] : "?");
   if (h == SCHED_HOME_SLOT) ptc_sb_printf(sb, " %d", s->buf_slot[b]);
+  const ir_buffer* buf = ir_buf(p, (int32_t)b);
+  if (buf->kind == IR_BUF_VIEW) ptc_sb_printf(sb, " (view of %s)", ir_buf(p, buf->base)->name);
   if (s->buf_free_after[b] >= 0) ptc_sb_printf(sb, ", dead after kernel %d", s->buf_free_after[b]);
   ptc_sb_append(sb, "\n");
 }
