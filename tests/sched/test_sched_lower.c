@@ -7,8 +7,13 @@
  * matmul stays an extern kernel of its own; a layer norm viewed as a
  * matmul's 2-D input is one kernel with its statistics; a residual stream
  * is stored by each layer norm's kernel, not re-added; a realized chain of 6 pointwise
- * nodes without fusion needs at most 2 slots. Every plan is checked against
- * the invariants of sched_check.h. */
+ * nodes without fusion needs at most 2 slots; views of computed buffers
+ * passed to externs in place (GPT-2's q/k/v split of a GEMM output into
+ * attention, the attention output stored [B, L, H, E] and read by the next
+ * GEMM, GEMM operands sliced from a GEMM output) with no copy node, layouts
+ * a GEMM does not take still copied, results against the ref backend (IR
+ * interpreter, cpu backend). Every plan is checked against the invariants of
+ * sched_check.h. */
 #include "lib/decomp/decomp.h"
 
 #include <math.h>
