@@ -17,6 +17,7 @@ void rg_options_init(rg_options* o, uint64_t seed) {
   o->lowp_percent = 10;
   o->int_percent = 10;
   o->strided_percent = 10;
+  o->view_percent = 18;
   o->max_numel = 6000;
 }
 
@@ -433,9 +434,16 @@ static ptc_status generate(rg_gen* G) {
     if (rg_new_input(G, G->main_dtype, 1, &d) < 0) return NULL; /* reported below */
   }
   uint32_t steps = (uint32_t)rg_int(G, G->o->min_ops, G->o->max_ops);
-  for (uint32_t k = 0; k < steps; k++) {
+  /* whether (and before which step) an extern-view block comes, from the
+   * seed alone, so that graphs without one are those of earlier versions */
+  uint64_t h = G->o->seed * 0x9E3779B97F4A7C15ull + 0x5851F42D4C957F2Dull;
+  h = (h ^ (h >> 31)) * 0xBF58476D1CE4E5B9ull;
+  h ^= h >> 29;
+  uint32_t block_at = h % 100 < G->o->view_percent ? (uint32_t)((h >> 8) % (steps + 1)) : UINT32_MAX;
+  for (uint32_t k = 0; k <= steps; k++) {
+    if (k == block_at) rg_view_block(G);
     int tries = 0;
-    while (tries++ < 8 && !rg_step(G)) continue; /* a step that fitted nothing retries */
+    while (k < steps && tries++ < 8 && !rg_step(G)) continue; /* a step that fitted nothing retries */
   }
   return make_outputs(G);
 }

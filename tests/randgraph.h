@@ -5,7 +5,12 @@
  * and shapes (1-4 dims, sizes 1-17, sometimes bigger, some dims symbolic),
  * then a random mix of pointwise unary/binary ops (broadcasting, scalar
  * `other`), views, reductions, softmax/log_softmax/layer_norm/rms_norm,
- * matmul/linear, cat, where and to_dtype, then outputs. Values stay well
+ * matmul/linear, cat, where and to_dtype, then outputs. Some graphs
+ * (view_percent) also get one extern-view block: GEMM outputs split,
+ * sliced, reshaped, expanded or transposed into further GEMMs and
+ * scaled_dot_product_attention, whose output is merged back into a GEMM
+ * (lowering passes such views to externs in place, IR_BUF_VIEW); the other
+ * graphs are the same as without blocks. Values stay well
  * conditioned: the generator tracks a bound on every value's magnitude and
  * inserts abs/+0.5 before log-like ops, tanh before exp-like ops and a
  * rescale when values grow. Discontinuous ops (comparisons, floor, casts to
@@ -47,6 +52,7 @@ typedef struct rg_options {
   uint32_t lowp_percent;       /* graphs whose main dtype is f16/bf16; default 10 */
   uint32_t int_percent;        /* graphs whose main dtype is i32/i64; default 10 */
   uint32_t strided_percent;    /* run-time inputs given with a permuted layout; default 10 */
+  uint32_t view_percent;       /* graphs with one extern-view block added; default 18 */
   int64_t max_numel;           /* elements per tensor (at the largest run size); default 6000 */
 } rg_options;
 void rg_options_init(rg_options* o, uint64_t seed);

@@ -110,5 +110,10 @@ int32_t rg_rescale(rg_gen* G, int32_t x);
 /** One generator step: picks an op family by weight and tries to add it;
  * returns the number of nodes added (0 = nothing fitted). */
 uint32_t rg_step(rg_gen* G);
+/** One extern-view block (randgraph_ops.c): GEMM outputs split, sliced,
+ * reshaped, expanded or transposed into the operands of further GEMMs and of
+ * scaled_dot_product_attention, attention outputs merged back into a GEMM,
+ * and other users of the viewed bases; returns the number of nodes added. */
+uint32_t rg_view_block(rg_gen* G);
 
 #endif

@@ -2,7 +2,9 @@
  * table of families (unary, binary, view, reduce, norm, matmul, cat,
  * select, to_dtype), per family a table of ops with their accepted dtypes,
  * domain and error model, and one builder per family that picks operands,
- * conditions them and adds the node. Public API only. */
+ * conditions them and adds the node; and the extern-view blocks (GEMM
+ * outputs viewed into further GEMMs and attention, rg_view_block). Public
+ * API only. */
 #include "randgraph_internal.h"
 
 #include <math.h>
@@ -1072,6 +1074,505 @@ static uint32_t b_to_dtype(rg_gen* G) {
                         to == PTC_BOOL ? 0 : xv.lo - 1, xv.err, exact);
   ptc_attr a = ptc_attr_dtype("dtype", to);
   return rg_add1(G, "to_dtype", &xv.v, 1, &a, 1, &m) >= 0;
+}
+
+/* ---- extern-view blocks ---------------------------------------------------------------------------------- */
+/* Patterns that make lowering pass views of computed buffers to externs in
+ * place (IR_BUF_VIEW, lib/ir/lower_extern.c) or, where the layout does not
+ * fit, copy them: a GEMM output split, sliced, selected, reshaped, expanded,
+ * permuted or transposed into the operands of further GEMMs and of
+ * scaled_dot_product_attention, with offsets that are and are not 256-byte
+ * aligned, unit strides in either matrix dim, batch dims that do and do not
+ * collapse into one stride, a step that forces a copy; attention outputs
+ * transposed back and flattened into a GEMM (stored transposed) or read by
+ * other users too; bases that pointwise ops and reductions also read before
+ * and after the views (the base must live while a view is read). One block
+ * is added to rg_options.view_percent of the graphs (rg_view_block). */
+
+/* Elements of dtype dt in 256 bytes: the unit of an aligned offset. */
+static int64_t align_elems(int32_t dt) { return 256 / (int64_t)ptc_dtype_size(dt); }
+
+/* A dim of `size`, or the graph's first symbol (40% when there is one). */
+static ptc_dim vb_dim(rg_gen* G, int64_t size, bool may_be_sym) {
+  if (may_be_sym && G->rg->n_syms && rg_chance(G, 40))
+    return (ptc_dim){G->rg->hints[0], G->sym_ids[0], 0};
+  return (ptc_dim){size, 0, 0};
+}
+
+/* A [rows, cols] weight of magnitude about 1/sqrt(k), a power of two (a
+ * k-term GEMM of random signs then keeps its input's typical size, so that
+ * outputs stay well above the comparison's atol): a constant (f32/f64,
+ * static dims) or a new input times that power of two. Dims are static or
+ * bare symbols. */
+static int32_t vb_weight(rg_gen* G, int32_t dt, ptc_dim rows, ptc_dim cols, int64_t k) {
+  double f = ldexp(1.0, -(int)lround(0.5 * log2((double)(k > 1 ? k : 1))));
+  if ((dt == PTC_F32 || dt == PTC_F64) && !rows.sym && !cols.sym && rg_chance(G, 85)) {
+    int64_t shape[2] = {rows.value, cols.value};
+    return rg_new_constant(G, dt, 2, shape, f);
+  }
+  ptc_dim dims[2] = {rows, cols};
+  int32_t w = rg_new_input(G, dt, 2, dims);
+  if (w < 0 || f == 1) return w;
+  ptc_attr a = ptc_attr_float("other", f);
+  return rg_add1(G, "mul", &G->pool[w].v, 1, &a, 1, &(rg_model){f, -f, 0, true});
+}
+
+/* A single-output view (or any shape op keeping values) of pool value x. */
+static int32_t vb_view(rg_gen* G, const char* op, int32_t x, const ptc_attr* a, size_t na) {
+  if (x < 0) return -1;
+  rg_model m = same_model(&G->pool[x]);
+  return rg_add1(G, op, &G->pool[x].v, 1, a, na, &m);
+}
+
+static int32_t vb_transpose(rg_gen* G, int32_t x, int64_t d0, int64_t d1) {
+  ptc_attr a[2] = {ptc_attr_int("dim0", d0), ptc_attr_int("dim1", d1)};
+  return vb_view(G, "transpose", x, a, 2);
+}
+
+/* a @ b (bmm for two 3-D operands half of the time); -1 if the result
+ * would pass the element budget. */
+static int32_t vb_mm(rg_gen* G, int32_t a, int32_t b) {
+  if (a < 0 || b < 0) return -1;
+  const rg_val *av = &G->pool[a], *bv = &G->pool[b];
+  if (av->rank < 2 || bv->rank < 2) return -1;
+  uint32_t r = av->rank > bv->rank ? av->rank : bv->rank;
+  ptc_dim out[RG_MAX_RANK];
+  for (uint32_t i = 0; i + 2 < r; i++) {
+    const ptc_dim* da = i + av->rank >= r ? &av->dims[i + av->rank - r] : NULL;
+    const ptc_dim* db = i + bv->rank >= r ? &bv->dims[i + bv->rank - r] : NULL;
+    out[i] = da && (!db || da->sym || da->value != 1) ? *da : *db;
+  }
+  out[r - 2] = av->dims[av->rank - 2];
+  out[r - 1] = bv->dims[bv->rank - 1];
+  if (rg_numel_max(G, r, out) > G->o->max_numel) return -1;
+  int64_t k = rg_dim_max(G, &av->dims[av->rank - 1]);
+  ptc_value in[2] = {av->v, bv->v};
+  rg_model m = mm_model(av, bv, (double)k, 0);
+  bool bmm = av->rank == 3 && bv->rank == 3 && rg_chance(G, 50);
+  return rg_add1(G, bmm ? "bmm" : "matmul", in, 2, NULL, 0, &m);
+}
+
+/* Columns of a new right operand: as many as fit the budget, at most 12. */
+static int64_t vb_out_cols(rg_gen* G, const rg_val* x) {
+  int64_t rest = rg_numel_max(G, x->rank - 1, x->dims);
+  int64_t pmax = G->o->max_numel / (rest > 0 ? rest : 1);
+  return pmax < 1 ? 0 : rg_int(G, 1, pmax < 12 ? pmax : 12);
+}
+
+/* v @ w[K, P] with w a new weight (v is the left GEMM operand). */
+static int32_t vb_times_weight(rg_gen* G, int32_t v) {
+  if (v < 0) return -1;
+  const rg_val* x = &G->pool[v];
+  ptc_dim kd = x->dims[x->rank - 1];
+  int64_t p = vb_out_cols(G, x);
+  if (!p || (kd.sym && rg_sym_index(G, kd.sym) < 0)) return -1;
+  return vb_mm(G, v, vb_weight(G, x->dtype, kd, (ptc_dim){p, 0, 0}, rg_dim_max(G, &kd)));
+}
+
+/* w[P, M] @ v with w a new weight (v is the right GEMM operand). */
+static int32_t vb_weight_times(rg_gen* G, int32_t v) {
+  if (v < 0) return -1;
+  const rg_val* x = &G->pool[v];
+  ptc_dim kd = x->dims[x->rank - 2];
+  int64_t p = rg_int(G, 1, 8);
+  if (kd.sym && rg_sym_index(G, kd.sym) < 0) return -1;
+  return vb_mm(G, vb_weight(G, x->dtype, (ptc_dim){p, 0, 0}, kd, rg_dim_max(G, &kd)), v);
+}
+
+/* Longest contraction the blocks prefer: the error model grows about
+ * sqrt(k) times faster than the actual error per GEMM, so chains of long
+ * contractions would make tolerances too loose for the sensitivity probes. */
+enum { VB_SHORT_K = 24 };
+
+/* The view as a GEMM operand: on the left (70%) or the right, or on the
+ * side whose contraction is short when only one is. */
+static int32_t vb_use(rg_gen* G, int32_t v) {
+  if (v < 0) return -1;
+  const rg_val* x = &G->pool[v];
+  bool left_short = rg_dim_max(G, &x->dims[x->rank - 1]) <= VB_SHORT_K;
+  bool right_short = rg_dim_max(G, &x->dims[x->rank - 2]) <= VB_SHORT_K;
+  bool left = left_short == right_short ? rg_chance(G, 70) : left_short;
+  return left ? vb_times_weight(G, v) : vb_weight_times(G, v);
+}
+
+/* Start of a slice of length len within n along a dim whose stride is
+ * `stride` elements: 0, a 256-byte-aligned offset or an unaligned one. */
+static int64_t vb_start(rg_gen* G, int64_t n, int64_t len, int64_t stride, int64_t unit) {
+  int64_t room = n - len;
+  if (room <= 0) return 0;
+  uint64_t r = rg_next(G) % 100;
+  if (r < 25) return 0;
+  if (r < 65) /* the first aligned start that fits, if any */
+    for (int64_t s = 1; s <= room; s++)
+      if ((s * stride) % unit == 0) return s;
+  return rg_int(G, 1, room);
+}
+
+/* A pointwise op or a reduction reading base h: another user of the base. */
+static int32_t vb_other_user(rg_gen* G, int32_t h) {
+  rg_val x = G->pool[h];
+  uint64_t r = rg_next(G) % 100;
+  if (r < 40) {
+    ptc_attr a = ptc_attr_float("other", 0.5);
+    return rg_add1(G, "mul", &x.v, 1, &a, 1,
+                   &(rg_model){0.5 * x.mag, -0.5 * x.mag, 0.5 * x.err, x.exact});
+  }
+  if (r < 70) {
+    rg_model m = model_of(1, -1, x.err + 4 * op_roundoff(x.dtype), false);
+    return rg_add1(G, "tanh", &x.v, 1, NULL, 0, &m);
+  }
+  int64_t d = -1;
+  double n = (double)rg_dim_max(G, &x.dims[x.rank - 1]), u = op_roundoff(x.dtype);
+  if (n > VB_SHORT_K) return rg_add1(G, "relu", &x.v, 1, NULL, 0, &(rg_model){x.mag, 0, x.err, x.exact});
+  ptc_attr a = ptc_attr_ints("dim", &d, 1);
+  rg_model m = model_of(n * x.mag, -n * x.mag, n * x.err + log2p(n) * u * n * x.mag, false);
+  return rg_add1(G, "sum", &x.v, 1, &a, 1, &m);
+}
+
+enum { VB_T, VB_COLS, VB_ROWS, VB_SELECT, VB_SPLIT, VB_RESHAPE, VB_EXPAND, VB_GRAM, VB_PERMUTE,
+       VB_STEP, VB_KINDS };
+
+/* One GEMM reading a view of base h ([M, N] or [B, M, N]); its result, or -1. */
+static int32_t vb_consumer(rg_gen* G, int32_t h, int kind) {
+  if (h < 0) return -1;
+  const rg_val x = G->pool[h];
+  uint32_t r = x.rank;
+  if (r < 2 || r > 3 || x.dims[r - 1].sym) return -1;
+  int64_t unit = align_elems(x.dtype);
+  const ptc_dim *md = &x.dims[r - 2], *nd = &x.dims[r - 1];
+  int64_t n = nd->value; /* the last dim is static */
+  switch (kind) {
+    case VB_T: { /* the unit stride moves to the row dim */
+      int32_t t = vb_transpose(G, h, rg_chance(G, 50) ? -1 : (int64_t)r - 1, -2);
+      return vb_use(G, t);
+    }
+    case VB_COLS: case VB_STEP: { /* a column range: offset start (aligned or not) */
+      int64_t len = rg_int(G, 1, n), step = kind == VB_STEP ? 2 : 1;
+      if (rg_chance(G, 50) && n >= 2 * unit) len = unit;
+      int64_t s = vb_start(G, n, len, 1, unit);
+      ptc_attr a[4] = {ptc_attr_int("dim", -1), ptc_attr_int("start", s),
+                       ptc_attr_int("end", s + len), ptc_attr_int("step", step)};
+      int32_t v = rg_chance(G, 30) && step == 1
+                      ? vb_view(G, "narrow", h, (ptc_attr[]){ptc_attr_int("dim", (int64_t)r - 1),
+                                                             ptc_attr_int("start", s),
+                                                             ptc_attr_int("length", len)}, 3)
+                      : vb_view(G, "slice", h, a, 4);
+      return rg_chance(G, 25) ? vb_use(G, vb_transpose(G, v, -1, -2)) : vb_use(G, v);
+    }
+    case VB_ROWS: { /* a row range: offset start * N */
+      if (md->sym || md->value < 2) return -1;
+      int64_t m = md->value, len = rg_int(G, 1, m - 1), s = vb_start(G, m, len, n, unit);
+      ptc_attr a[3] = {ptc_attr_int("dim", -2), ptc_attr_int("start", s),
+                       ptc_attr_int("end", s + len)};
+      return vb_use(G, vb_view(G, "slice", h, a, 3));
+    }
+    case VB_SELECT: { /* one matrix of a batch: offset i * M * N */
+      if (r < 3 || x.dims[0].sym) return -1;
+      ptc_attr a[2] = {ptc_attr_int("dim", 0), ptc_attr_int("index", rg_int(G, 0, x.dims[0].value - 1))};
+      return vb_use(G, vb_view(G, "select", h, a, 2));
+    }
+    case VB_SPLIT: { /* pieces of the columns (split or chunk); one piece is used */
+      if (n < 2) return -1;
+      int32_t out[4];
+      int64_t parts = rg_int(G, 2, n < 4 ? n : 4);
+      bool split = rg_chance(G, 50);
+      ptc_attr a[2] = {ptc_attr_int("dim", -1), ptc_attr_int("chunks", parts)};
+      if (split) a[1] = ptc_attr_int("split_size", (n + parts - 1) / parts);
+      rg_model m = same_model(&x);
+      uint32_t got = rg_add(G, split ? "split" : "chunk", &x.v, 1, a, 2, &m, out);
+      if (!got) return -1;
+      return vb_use(G, out[rg_int(G, 0, got - 1)]);
+    }
+    case VB_RESHAPE: { /* the same storage in another shape: offset 0, not the whole buffer */
+      if (r == 3) {
+        ptc_attr a[2] = {ptc_attr_int("start_dim", 0), ptc_attr_int("end_dim", 1)};
+        return vb_use(G, vb_view(G, "flatten", h, a, 2));
+      }
+      int64_t d = md->sym ? 0 : some_divisor(G, md->value);
+      if (!d) return -1;
+      int64_t sizes[2] = {d, -1};
+      ptc_attr a[2] = {ptc_attr_int("dim", 0), ptc_attr_ints("sizes", sizes, 2)};
+      return vb_use(G, vb_view(G, "unflatten", h, a, 2));
+    }
+    case VB_EXPAND: { /* a batch of copies of one matrix: batch stride 0 */
+      if (r != 2) return -1;
+      int64_t b = rg_int(G, 2, 3), size[3] = {b, -1, -1};
+      ptc_attr u = ptc_attr_int("dim", 0), e = ptc_attr_ints("size", size, 3);
+      int32_t v = vb_view(G, "expand", vb_view(G, "unsqueeze", h, &u, 1), &e, 1);
+      if (v < 0) return -1;
+      ptc_dim yd[3] = {{b, 0, 0}, *nd, {rg_int(G, 1, 6), 0, 0}};
+      if (rg_numel_max(G, 3, yd) > G->o->max_numel) return -1;
+      return vb_mm(G, v, rg_new_input(G, x.dtype, 3, yd));
+    }
+    case VB_GRAM: { /* both operands read h: h @ h^T or h^T @ h */
+      if (n > VB_SHORT_K) return -1;
+      int32_t t = vb_transpose(G, h, -2, -1);
+      return rg_chance(G, 50) ? vb_mm(G, h, t) : vb_mm(G, t, h);
+    }
+    case VB_PERMUTE: { /* [B, M, N] -> [M, B, N] (batch stride N) or [B, N, M] */
+      if (r != 3) return -1;
+      int64_t p[3] = {1, 0, 2};
+      if (rg_chance(G, 50)) p[0] = 0, p[1] = 2, p[2] = 1;
+      ptc_attr a = ptc_attr_ints("dims", p, 3);
+      return vb_use(G, vb_view(G, "permute", h, &a, 1));
+    }
+    default: return -1;
+  }
+}
+
+/* A GEMM output h = act(x @ W (+ bias)) and 1-3 GEMMs reading views of it,
+ * some nested, with other users of h before and after. */
+static uint32_t vb_gemm_chain(rg_gen* G, int32_t dt) {
+  uint32_t before = G->rg->n_ops;
+  int64_t unit = align_elems(dt), b = rg_chance(G, 35) ? rg_int(G, 2, 3) : 0;
+  int64_t k = rg_int(G, 1, 16), n = rg_chance(G, 45) ? 2 * unit : rg_int(G, 2, 24);
+  ptc_dim hd[3];
+  uint32_t r = 0;
+  if (b) hd[r++] = (ptc_dim){b, 0, 0};
+  hd[r++] = vb_dim(G, rg_chance(G, 10) ? 1 : rg_int(G, 2, 12), true);
+  hd[r++] = (ptc_dim){n, 0, 0};
+  if (rg_numel_max(G, r, hd) > G->o->max_numel) hd[r - 1].value = n = rg_int(G, 2, 24);
+  ptc_dim xd[3];
+  memcpy(xd, hd, sizeof xd);
+  xd[r - 1].value = k;
+  int32_t x = rg_new_input(G, dt, r, xd);
+  if (x < 0) return 0;
+  bool linear = rg_chance(G, 50);
+  int32_t w = linear ? vb_weight(G, dt, (ptc_dim){n, 0, 0}, (ptc_dim){k, 0, 0}, k)
+                     : vb_weight(G, dt, (ptc_dim){k, 0, 0}, (ptc_dim){n, 0, 0}, k);
+  if (w < 0) return 0;
+  ptc_value in[3] = {G->pool[x].v, G->pool[w].v, PTC_VALUE_NONE};
+  double bmag = 0;
+  if (linear && rg_chance(G, 50)) {
+    int32_t bias = param(G, dt, 1, &n);
+    if (bias >= 0) in[2] = G->pool[bias].v, bmag = 1;
+  }
+  rg_model m = mm_model(&G->pool[x], &G->pool[w], (double)k, bmag);
+  int32_t h = rg_add1(G, linear ? "linear" : "matmul", in, linear ? 3 : 2, NULL, 0, &m);
+  if (h < 0) return G->rg->n_ops - before;
+  if (rg_chance(G, 30)) { /* an activation the lowering folds into the GEMM */
+    static const char* const acts[] = {"relu", "gelu", "silu", "tanh", "sigmoid"};
+    const char* act = acts[rg_int(G, 0, 4)];
+    const rg_val* hv = &G->pool[h];
+    rg_model am = model_of(hv->mag, -hv->mag, 1.13 * hv->err + 4 * op_roundoff(dt) * hv->mag, false);
+    int32_t a = rg_add1(G, act, &hv->v, 1, NULL, 0, &am);
+    if (a >= 0) h = a;
+  }
+  if (rg_chance(G, 25)) vb_other_user(G, h);
+  uint32_t n_cons = (uint32_t)rg_int(G, 1, 3);
+  for (uint32_t i = 0; i < n_cons; i++) {
+    int32_t c = -1;
+    for (int tries = 0; tries < 4 && c < 0; tries++)
+      c = vb_consumer(G, h, (int)rg_int(G, 0, VB_KINDS - 1));
+    if (c >= 0 && rg_chance(G, 25)) /* a view of a view-reading GEMM's output */
+      vb_consumer(G, c, rg_chance(G, 50) ? VB_T : VB_COLS);
+  }
+  if (rg_chance(G, 45)) vb_other_user(G, h); /* h is read after its views */
+  return G->rg->n_ops - before;
+}
+
+/* softmax(q k^T * scale + mask) v model: the output is a convex combination
+ * of v's rows; a score error e moves the weights by at most 2e in sum. */
+static rg_model sdpa_model(const rg_val* q, const rg_val* k, const rg_val* v, const rg_val* mask,
+                           double e, double s_len, double scale) {
+  double u = op_roundoff(q->dtype);
+  double smag = e * q->mag * k->mag * scale + (mask ? mask->mag : 0);
+  double serr = scale * e * (q->err * k->mag + k->err * q->mag) + (log2p(e) + 2) * u * smag +
+                (mask ? mask->err : 0);
+  return model_of(v->mag, -v->mag, v->err + 2 * serr * v->mag + (log2p(s_len) + 6) * u * v->mag,
+                  false);
+}
+
+/* [..., L, H * E] -> [..., H, L, E] (unflatten and transpose), or as it is
+ * when there is one head and `keep`. */
+static int32_t vb_heads(rg_gen* G, int32_t x, int64_t h, int64_t e, bool keep) {
+  if (x < 0 || keep) return x;
+  int64_t sizes[2] = {h, rg_chance(G, 50) ? -1 : e};
+  ptc_attr a[2] = {ptc_attr_int("dim", -1), ptc_attr_ints("sizes", sizes, 2)};
+  return vb_transpose(G, vb_view(G, "unflatten", x, a, 2), -3, -2);
+}
+
+/* q, k, v from GEMM outputs: one packed [.., L, 3D] (split, chunk, narrow,
+ * or unflatten-permute-select) or q from one GEMM and k, v from another
+ * (cross attention, S != L); attention with no mask, causal, a float mask
+ * that views a GEMM output, or a bool mask; its output transposed back and
+ * flattened into a GEMM, or read otherwise. */
+static uint32_t vb_attention(rg_gen* G, int32_t dt) {
+  uint32_t before = G->rg->n_ops;
+  static const int64_t heads[] = {1, 2, 4};
+  int64_t unit = align_elems(dt), h = heads[rg_int(G, 0, 2)], e = rg_int(G, 1, 12);
+  uint64_t he = rg_next(G) % 100;
+  /* head dims 32/64 are those the cuda backend's attention kernels take */
+  if (he < 45) e = 32, h = unit > 32 ? unit / 32 : 1; /* k, v at 256-byte-aligned offsets */
+  if (he >= 45 && he < 60) e = 64, h = 1;
+  int64_t din = rg_int(G, 1, 12);
+  int64_t b = rg_chance(G, 25) ? 0 : rg_int(G, 1, 2);
+  bool cross = rg_chance(G, 30), one_head = h == 1 && e < 32 && rg_chance(G, 50);
+  ptc_dim ld = vb_dim(G, rg_int(G, 1, 10), true);
+  ptc_dim sd = cross ? vb_dim(G, rg_int(G, 1, 10), true) : ld;
+  ptc_dim xd[3], yd[3];
+  uint32_t r = 0;
+  for (int tries = 0;; tries++) { /* [.., L, 3D] within the budget: fewer batches, smaller heads */
+    r = 0;
+    if (b) {
+      xd[r] = yd[r] = (ptc_dim){b, 0, 0};
+      r++;
+    }
+    xd[r] = ld;
+    yd[r] = sd;
+    r++;
+    xd[r] = yd[r] = (ptc_dim){3 * h * e, 0, 0};
+    if (rg_numel_max(G, r + 1, xd) <= G->o->max_numel &&
+        rg_numel_max(G, r + 1, yd) <= G->o->max_numel)
+      break;
+    if (tries == 2) return 0;
+    if (b > 1 && tries == 0) b = 1;
+    else e = rg_int(G, 1, 4);
+  }
+  int64_t d = h * e;
+  xd[r] = yd[r] = (ptc_dim){din, 0, 0};
+  r++;
+  int32_t q = -1, k = -1, v = -1, packed = -1, xi = rg_new_input(G, dt, r, xd);
+  if (xi < 0) return 0;
+  if (!cross) {
+    int32_t w = vb_weight(G, dt, (ptc_dim){3 * d, 0, 0}, (ptc_dim){din, 0, 0}, din);
+    if (w < 0) return 0;
+    ptc_value in[3] = {G->pool[xi].v, G->pool[w].v, PTC_VALUE_NONE};
+    int64_t n3 = 3 * d;
+    int32_t bias = rg_chance(G, 40) ? param(G, dt, 1, &n3) : -1;
+    if (bias >= 0) in[2] = G->pool[bias].v;
+    rg_model m = mm_model(&G->pool[xi], &G->pool[w], (double)din, bias >= 0 ? 1 : 0);
+    packed = rg_add1(G, "linear", in, bias >= 0 ? 3 : 2, NULL, 0, &m);
+    if (packed < 0) return G->rg->n_ops - before;
+    uint64_t how = rg_next(G) % 100;
+    if (how < 55) { /* split / chunk into three [.., L, D] */
+      int32_t out[4];
+      ptc_attr a[2] = {ptc_attr_int("dim", -1), ptc_attr_int("split_size", d)};
+      if (how < 25) a[1] = ptc_attr_int("chunks", 3);
+      rg_model sm = same_model(&G->pool[packed]);
+      if (rg_add(G, how < 25 ? "chunk" : "split", &G->pool[packed].v, 1, a, 2, &sm, out) != 3)
+        return G->rg->n_ops - before;
+      q = vb_heads(G, out[0], h, e, one_head);
+      k = vb_heads(G, out[1], h, e, one_head);
+      v = vb_heads(G, out[2], h, e, one_head);
+    } else if (how < 75) { /* narrow at 0, D, 2D */
+      int32_t* qkv[3] = {&q, &k, &v};
+      for (int64_t i = 0; i < 3; i++) {
+        ptc_attr a[3] = {ptc_attr_int("dim", -1), ptc_attr_int("start", i * d),
+                         ptc_attr_int("length", d)};
+        *qkv[i] = vb_heads(G, vb_view(G, "narrow", packed, a, 3), h, e, one_head);
+      }
+    } else { /* [.., L, 3, H, E] -> [3, .., H, L, E], select 0, 1, 2 */
+      one_head = false;
+      int64_t sizes[3] = {3, h, e};
+      ptc_attr a[2] = {ptc_attr_int("dim", -1), ptc_attr_ints("sizes", sizes, 3)};
+      int32_t u = vb_view(G, "unflatten", packed, a, 2);
+      int64_t p[4] = {1, 2, 0, 3}, p5[5] = {2, 0, 3, 1, 4};
+      ptc_attr pa = b ? ptc_attr_ints("dims", p5, 5) : ptc_attr_ints("dims", p, 4);
+      int32_t t = vb_view(G, "permute", u, &pa, 1);
+      int32_t* qkv[3] = {&q, &k, &v};
+      for (int64_t i = 0; i < 3; i++) {
+        ptc_attr sa[2] = {ptc_attr_int("dim", 0), ptc_attr_int("index", i)};
+        *qkv[i] = vb_view(G, "select", t, sa, 2);
+      }
+    }
+  } else { /* q = x Wq; k, v = chunks of y Wkv */
+    int32_t yi = rg_new_input(G, dt, r, yd);
+    int32_t wq = vb_weight(G, dt, (ptc_dim){d, 0, 0}, (ptc_dim){din, 0, 0}, din);
+    int32_t wkv = vb_weight(G, dt, (ptc_dim){din, 0, 0}, (ptc_dim){2 * d, 0, 0}, din);
+    if (yi < 0 || wq < 0 || wkv < 0) return G->rg->n_ops - before;
+    ptc_value in[2] = {G->pool[xi].v, G->pool[wq].v};
+    rg_model m = mm_model(&G->pool[xi], &G->pool[wq], (double)din, 0);
+    int32_t qa = rg_add1(G, "linear", in, 2, NULL, 0, &m);
+    packed = vb_mm(G, yi, wkv);
+    int32_t out[4];
+    ptc_attr a[2] = {ptc_attr_int("dim", -1), ptc_attr_int("chunks", 2)};
+    if (qa < 0 || packed < 0) return G->rg->n_ops - before;
+    rg_model sm = same_model(&G->pool[packed]);
+    if (rg_add(G, "chunk", &G->pool[packed].v, 1, a, 2, &sm, out) != 2)
+      return G->rg->n_ops - before;
+    q = vb_heads(G, qa, h, e, one_head);
+    k = vb_heads(G, out[0], h, e, one_head);
+    v = vb_heads(G, out[1], h, e, one_head);
+  }
+  if (q < 0 || k < 0 || v < 0) return G->rg->n_ops - before;
+  /* the mask [L, S] */
+  ptc_value in[4] = {G->pool[q].v, G->pool[k].v, G->pool[v].v, PTC_VALUE_NONE};
+  ptc_attr a[2];
+  size_t na = 0;
+  int32_t mask = -1;
+  uint64_t mk = rg_next(G) % 100;
+  if (mk >= 45 && mk < 65) a[na++] = ptc_attr_bool("is_causal", 1);
+  if (mk >= 65 && mk < 85) { /* a float mask viewing a GEMM output: columns or transposed */
+    int64_t km = rg_int(G, 1, 6), extra = rg_chance(G, 50) ? 0 : rg_int(G, 1, 3);
+    bool tr = rg_chance(G, 40) || sd.sym;
+    ptc_dim zd[2] = {tr ? sd : ld, {km, 0, 0}};
+    int32_t z = rg_new_input(G, dt, 2, zd);
+    ptc_dim cols = tr ? ld : (ptc_dim){sd.value + extra, 0, 0};
+    int32_t mm = z < 0 ? -1 : vb_mm(G, z, vb_weight(G, dt, (ptc_dim){km, 0, 0}, cols, km));
+    if (mm >= 0 && tr) mask = vb_transpose(G, mm, 0, 1);
+    if (mm >= 0 && !tr) {
+      ptc_attr sa[4] = {ptc_attr_int("dim", 1), ptc_attr_int("start", extra),
+                        ptc_attr_int("end", extra + sd.value), ptc_attr_int("step", 1)};
+      mask = vb_view(G, "slice", mm, sa, 4);
+    }
+  }
+  if (mk >= 85) {
+    ptc_dim md[2] = {ld, sd};
+    mask = rg_new_input(G, PTC_BOOL, 2, md);
+  }
+  if (mask >= 0) in[3] = G->pool[mask].v;
+  /* scores within about 2 by their bound: their rounding error, which the
+   * output error model multiplies by v's bound, stays well below the
+   * tolerance the sensitivity probes check */
+  double scale = 1 / sqrt((double)e), qk = (double)e * G->pool[q].mag * G->pool[k].mag;
+  if (qk * scale > 4 || rg_chance(G, 30)) {
+    scale = qk * scale > 4 ? ldexp(1.0, -(int)ceil(log2(qk / 2))) : rg_chance(G, 50) ? 0.25 : 0.5;
+    a[na++] = ptc_attr_float("scale", scale);
+  }
+  const rg_val* fmask = mask >= 0 && G->pool[mask].dtype != PTC_BOOL ? &G->pool[mask] : NULL;
+  rg_model m = sdpa_model(&G->pool[q], &G->pool[k], &G->pool[v], fmask, (double)e,
+                          (double)rg_dim_max(G, &sd), scale);
+  int32_t o = rg_add1(G, "scaled_dot_product_attention", in, mask >= 0 ? 4 : 3, a, na, &m);
+  if (o < 0) return G->rg->n_ops - before;
+  uint64_t use = rg_next(G) % 100;
+  if (!one_head && use < 80) { /* merge heads: [.., H, L, E] -> [.., L, H * E] -> GEMM */
+    int32_t t;
+    if (rg_chance(G, 70)) {
+      t = vb_transpose(G, o, rg_chance(G, 50) ? -3 : (int64_t)G->pool[o].rank - 3, -2);
+    } else {
+      int64_t p[3] = {1, 0, 2}, p4[4] = {0, 2, 1, 3};
+      ptc_attr pa = b ? ptc_attr_ints("dims", p4, 4) : ptc_attr_ints("dims", p, 3);
+      t = vb_view(G, "permute", o, &pa, 1);
+    }
+    ptc_attr fa[2] = {ptc_attr_int("start_dim", -2), ptc_attr_int("end_dim", -1)};
+    int32_t f = vb_view(G, "flatten", t, fa, 2);
+    if (f >= 0 && d > VB_SHORT_K) {
+      vb_weight_times(G, f); /* w[P, L] @ [.., L, D]: a short contraction */
+    } else if (f >= 0) {
+      int64_t dout = rg_int(G, 1, 12);
+      int32_t wo = vb_weight(G, dt, (ptc_dim){dout, 0, 0}, (ptc_dim){d, 0, 0}, d);
+      if (wo >= 0) {
+        ptc_value li[2] = {G->pool[f].v, G->pool[wo].v};
+        rg_model lm = mm_model(&G->pool[f], &G->pool[wo], (double)d, 0);
+        rg_add1(G, "linear", li, 2, NULL, 0, &lm);
+      }
+    }
+    if (rg_chance(G, 15)) vb_other_user(G, o); /* a user that does not swap: stored as is */
+  } else if (use < 90) {
+    vb_use(G, vb_transpose(G, o, -2, -1)); /* a transposed view of the output */
+  }
+  if (packed >= 0 && rg_chance(G, 40)) vb_other_user(G, packed); /* read after its views */
+  return G->rg->n_ops - before;
+}
+
+uint32_t rg_view_block(rg_gen* G) {
+  int32_t dt = rg_is_float(G->main_dtype) ? G->main_dtype : PTC_F32;
+  uint64_t r = rg_next(G) % 100;
+  uint32_t n = 0;
+  if (r < 60) n += vb_attention(G, dt);
+  if (r >= 50) n += vb_gemm_chain(G, dt);
+  return n;
 }
 
 /* ---- the family table ----------------------------------------------------------------------------------- */
