@@ -32,6 +32,7 @@
 #include "lib/ir/ir.h"
 #include "backends/cuda/cuda_attn.h"
 #include "lib/runtime/backend.h"
+#include "tests/ir/rg_interp.h"
 #include "tests/randgraph.h"
 
 enum { MIN_PERCENT = 10, MIN_SEEDS_FOR_COVERAGE = 100 };
@@ -69,11 +70,17 @@ static ptc_status decompose(const ptc_graph* g, int pipe, ptc_graph** out) {
   return decomp_graph_ex(g, &o, out);
 }
 
-static ptc_status lower(const ptc_graph* dg, bool views, ir_program** p) {
+/* The lowering options of both backends, extern views on or off. */
+static ir_lower_options lower_options(bool views) {
   ir_lower_options o;
   ir_lower_options_init(&o);
   o.lowp_f32_math = true; /* as both backends */
   o.extern_views = views;
+  return o;
+}
+
+static ptc_status lower(const ptc_graph* dg, bool views, ir_program** p) {
+  ir_lower_options o = lower_options(views);
   return ir_lower(dg->ctx, dg, &o, p);
 }
 
@@ -106,25 +113,11 @@ static census count(ir_program* p) {
   return c;
 }
 
-/* Lowers (views on/off) and interprets dg into the tensors of `got`. */
+/* Lowers (views on/off, as lower()) and interprets dg into `got`. */
 static ptc_status interpret(const ptc_graph* dg, bool views, const rg_inputs* in,
                             const ptc_results* got) {
-  size_t n_syms = sym_num_vars(dg->env), n_out = ptc_results_count(got);
-  int64_t syms[64] = {0};
-  ptc_tensor outs[RG_MAX_OUTPUTS];
-  if (n_syms > 64 || n_out > RG_MAX_OUTPUTS) return PTC_ERR(INTERNAL, "too many symbols/outputs");
-  for (size_t k = 0; k < n_out; k++) {
-    outs[k] = *ptc_results_get(got, k);
-    size_t bytes = ptc_dtype_size(ptc_dtype_from_dl(outs[k].dtype));
-    for (int32_t d = 0; d < outs[k].ndim; d++) bytes *= (size_t)outs[k].shape[d];
-    memset(outs[k].data, 0xA5, bytes);
-  }
-  PTC_TRY(runtime_bind_inputs(dg, in->t, in->n, syms, n_syms));
-  ir_program* p = NULL;
-  PTC_TRY(lower(dg, views, &p));
-  ptc_status s = ir_interpret(p, in->t, in->n, outs, n_out, syms, n_syms, 0);
-  ir_program_destroy(p);
-  return s;
+  ir_lower_options o = lower_options(views);
+  return rg_interpret(dg, &o, in, got);
 }
 
 static ptc_status compile(ptc_context* ctx, const rg_graph* rg, const char* backend, bool views,
