@@ -63,9 +63,17 @@ def parse_args(argv=None):
                         "with fresh ptc and NVRTC caches, so no module an earlier system or workload "
                         "loaded or compiled (attention, GEMM, welford, support modules are process-wide; "
                         "NVRTC caches programs) is reused; process: the first call in this process")
+    p.add_argument("--cold-systems", default="ptc-fx",
+                   help="with --compile-in subprocess: the comma-separated ptc systems whose first "
+                        "call is timed in a fresh process (default ptc-fx, the direct one: a fresh "
+                        "process costs ~10 s on the GPU machine); 'all' for every ptc system. The "
+                        "others, and the model workloads (resnet18, bert, gpt2), report the first "
+                        "call in this process, marked '*' in the table")
     p.add_argument("--cold-child", default=None, help=argparse.SUPPRESS)  # NAME:SYSTEM, internal
     a = p.parse_args(argv)
     a.systems = [s.strip() for s in a.systems.split(",") if s.strip()]
+    a.cold_systems = [s for s in SYSTEMS if s.startswith("ptc")] if a.cold_systems == "all" else \
+        [s.strip() for s in a.cold_systems.split(",") if s.strip()]
     for s in a.systems:
         if s not in SYSTEMS:
             p.error(f"unknown system {s!r} (choose from {', '.join(SYSTEMS)})")
@@ -379,6 +387,18 @@ def cold_first_call(name, system):
     raise RuntimeError(f"cold child exited {p.returncode}: {tail}")
 
 
+MODEL_WORKLOADS = ("resnet18", "bert", "gpt2")
+
+
+def cold_in_subprocess(name, system):
+    """Whether the compile column of `system` on workload `name` comes from a
+    fresh process: --compile-in subprocess, a system of --cold-systems, and a
+    micro workload (the cold-compile target is per micro workload; the models'
+    first calls are timed in this process)."""
+    return (ARGS.compile_in == "subprocess" and system.startswith("ptc") and system in ARGS.cold_systems
+            and name not in MODEL_WORKLOADS)
+
+
 def cold_child_main(ptc):
     """--cold-child NAME:SYSTEM: start-up of SYSTEM, then its timed first call on
     workload NAME with an empty cache folder; prints COLD_FIRST_CALL {json}."""
@@ -444,7 +464,7 @@ def setup_system(system, spec, ref, ptc, tol, ref_s):
                     r["status"] = "WRONG"
                     r["wrong"] = msg
             del out
-        if system.startswith("ptc") and ARGS.compile_in == "subprocess":
+        if cold_in_subprocess(spec.name, system):
             # the compile column: a fresh process, so that no module loaded here
             # by an earlier system or workload is reused
             r["first_call_inproc_s"] = r["first_call_s"]
@@ -728,7 +748,10 @@ def compile_cell(w, systems):
         if s == "eager":
             continue
         r = w["systems"].get(s)
-        parts.append(f"{r['first_call_s']:.2f}" if r and "first_call_s" in r and r["status"] != "error" else "-")
+        cell = f"{r['first_call_s']:.2f}" if r and "first_call_s" in r and r["status"] != "error" else "-"
+        if cell != "-" and ARGS.compile_in == "subprocess" and s.startswith("ptc") and "compiled_cold" not in r:
+            cell += "*"  # timed in this process (not a --cold-systems system, a model, or the child failed)
+        parts.append(cell)
     return " / ".join(parts)
 
 
@@ -784,7 +807,8 @@ def print_report(meta, results, systems):
           f"(column 'ratios of'; the tiny row: the fastest ptc system, its per-call host time); "
           f"throughput: ptc's GB/s (% of the copy bandwidth) or GFLOP/s; "
           f"compile: first call in s ({' / '.join(ran)}); caches {'kept' if meta['keep_cache'] else 'cold'}"
-          + ("; each ptc system's first call in a fresh process after its own start-up (--compile-in)"
+          + (f"; the first call of {', '.join(ARGS.cold_systems)} on each micro workload in a fresh "
+             f"process after its own start-up (--compile-in, --cold-systems), '*' = in this process"
              if ARGS.compile_in == "subprocess" else "; ptc first calls in this process (may reuse modules "
              "an earlier system or workload loaded or NVRTC cached)"))
     print()
