@@ -32,6 +32,13 @@ static bool pool_fast(void) {
   return !(v && *v == '0');
 }
 
+/* PTC_CUDA_POOL_VEC=0: 3x3 stride-2 max pools on the scalar 32-bit path
+ * (mode 8) instead of its vector form (mode 9). */
+static bool pool_vec(void) {
+  const char* v = getenv("PTC_CUDA_POOL_VEC");
+  return !(v && *v == '0');
+}
+
 static ptc_status spatial_attr(const cuda_ext_call* c, const gnode* n, const char* name,
                                int32_t nsp, int64_t dflt, int64_t* out) {
   return runtime_conv_spatial_attr(n, name, c->syms, c->n_syms, nsp, dflt, out);
@@ -481,6 +488,17 @@ ptc_status cuda_ext_pool_device(const cuda_ext_call* c, int mode, bool* done) {
              a.oh * a.sh + a.kh * a.dh + a.ph < INT32_MAX / 2 &&
              a.ow * a.sw + a.kw * a.dw + a.pw < INT32_MAX / 2) {
     a.mode = 8;
+    /* its vector form: 3x3 windows, stride 2 and padding 1 along x, unit x
+     * stride, 16-byte aligned planes and rows (mode 9; a.total counts runs
+     * of 4 outputs) */
+    int64_t es = (int64_t)ptc_dtype_size(x->dtype);
+    bool al16 = ((uintptr_t)x->data % 16) == 0 && (a.xs_h * es) % 16 == 0 &&
+                (a.c == 1 || (a.xs_c * es) % 16 == 0) && (xs[0] == 1 || (a.xs_n * es) % 16 == 0);
+    if (pool_vec() && es >= 2 && a.kh == 3 && a.kw == 3 && a.sw == 2 && a.pw == 1 && a.dh == 1 &&
+        a.dw == 1 && a.xs_w == 1 && al16) {
+      a.mode = 9;
+      a.total = os[0] * os[1] * os[2] * ((a.ow + 3) / 4);
+    }
   }
   cu_deviceptr px = (cu_deviceptr)(uintptr_t)x->data, po = (cu_deviceptr)(uintptr_t)out->data;
   void* params[] = {&px, &po, &a};

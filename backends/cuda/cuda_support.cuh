@@ -504,6 +504,65 @@ template <int K, int KH, int KW> PTC_D void ptc_pool_max32(const typename ptc_mm
   }
 }
 
+// max_pool2d 3x3, stride 2 along x, padding 1 along x, no dilation, unit x
+// stride, rows and planes 16-byte aligned (mode 9: the host checked these
+// and that the run count and offsets fit 32 bits): a thread per run of 4
+// outputs of one output row. The run's 9 input columns per window row
+// (8q-1 .. 8q+7) come as one 16-byte vector per 16 bytes of the 8 columns
+// 8q .. 8q+7 plus one scalar, instead of 36 scalar loads; columns past the
+// row end are read one by one. a.total is the run count (N*C*OH*runs).
+// Same NaN rule as ptc_pool_body.
+template <typename A> PTC_D A ptc_pool_max_upd(A m, A v) { return (v > m || v != v) ? v : m; }
+template <int K> PTC_D void ptc_pool_max3s2(const typename ptc_mm_kind<K>::S* __restrict__ x,
+                                            typename ptc_mm_kind<K>::S* __restrict__ out,
+                                            const ptc_pool_args& a) {
+  typedef ptc_mm_kind<K> KD;
+  typedef typename KD::S S;
+  typedef typename KD::A A;
+  constexpr int NV = (int)(8 * sizeof(S) / 16); // 16-byte vectors per 8 columns
+  const u32 total = (u32)a.total, ow = (u32)a.ow, oh = (u32)a.oh, c = (u32)a.c;
+  const u32 runs = (ow + 3) / 4;
+  const int h = (int)a.h, w = (int)a.w, sh = (int)a.sh, ph = (int)a.ph, xs_h = (int)a.xs_h;
+  const int xs_n = (int)a.xs_n, xs_c = (int)a.xs_c;
+  const A ninf = -(A)__longlong_as_double(0x7ff0000000000000LL);
+  for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+    const u32 r = i / runs, plane = r / oh, img = plane / c;
+    const int q = (int)(i - r * runs), oy = (int)(r - plane * oh), ch = (int)(plane - img * c);
+    const S* xp = x + ((int)img * xs_n + ch * xs_c);
+    const int x0 = 8 * q;
+    A m[4] = {ninf, ninf, ninf, ninf};
+#pragma unroll
+    for (int ki = 0; ki < 3; ki++) {
+      const int iy = oy * sh - ph + ki;
+      if ((unsigned)iy >= (unsigned)h) continue;
+      const S* xr = xp + iy * xs_h;
+      A v[9];
+      v[0] = x0 > 0 ? KD::load(xr[x0 - 1]) : ninf;
+      if (x0 + 7 < w) {
+        union {
+          uint4 u[NV];
+          S e[8];
+        } t;
+#pragma unroll
+        for (int k = 0; k < NV; k++) t.u[k] = reinterpret_cast<const uint4*>(xr + x0)[k];
+#pragma unroll
+        for (int j = 0; j < 8; j++) v[1 + j] = KD::load(t.e[j]);
+      } else {
+#pragma unroll
+        for (int j = 0; j < 8; j++) v[1 + j] = x0 + j < w ? KD::load(xr[x0 + j]) : ninf;
+      }
+#pragma unroll
+      for (int o = 0; o < 4; o++)
+        m[o] = ptc_pool_max_upd(ptc_pool_max_upd(ptc_pool_max_upd(m[o], v[2 * o]), v[2 * o + 1]),
+                                v[2 * o + 2]);
+    }
+    S* op = out + r * ow + 4 * q;
+#pragma unroll
+    for (int o = 0; o < 4; o++)
+      if (4 * q + o < (int)ow) op[o] = KD::store(m[o]);
+  }
+}
+
 // A whole-plane average (mode 4: adaptive_avg_pool2d to 1x1, or an
 // avg_pool2d whose one window is the unpadded plane): a warp per [n, c]
 // plane (total planes), its lanes over the plane's pixels (coalesced for
@@ -535,11 +594,14 @@ template <int K> PTC_D void ptc_pool_gavg(const typename ptc_mm_kind<K>::S* __re
 }
 
 // The entry: mode 0..2 the general body; 8 the 32-bit max pool (3x3
-// windows unrolled); 4 the whole-plane average.
+// windows unrolled); 9 its vector form for 3x3 stride-2 windows; 4 the
+// whole-plane average.
 template <int K> PTC_D void ptc_pool_entry(const typename ptc_mm_kind<K>::S* __restrict__ x,
                                            typename ptc_mm_kind<K>::S* __restrict__ out,
                                            const ptc_pool_args& a) {
-  if (a.mode == 8) {
+  if (a.mode == 9) {
+    ptc_pool_max3s2<K>(x, out, a);
+  } else if (a.mode == 8) {
     if (a.kh == 3 && a.kw == 3)
       ptc_pool_max32<K, 3, 3>(x, out, a);
     else

@@ -476,6 +476,12 @@ static void judge_first_output(const char* what, ptc_status s, ptc_results* rr, 
 static const pcase pcases[] = {
     {"max_pool2d", 2, 5, 17, 18, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, 0, 0},  /* resnet's stem pool */
     {"max_pool2d", 2, 5, 17, 18, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, 0, 1},  /* NaN propagates */
+    /* 3x3 stride-2 on 16-byte aligned rows: the vector form (mode 9) */
+    {"max_pool2d", 2, 5, 15, 16, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, 0, 0},  /* whole runs, odd h */
+    {"max_pool2d", 2, 5, 15, 16, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, 0, 1},  /* NaN in a vector */
+    {"max_pool2d", 2, 3, 12, 20, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, 0, 0},  /* f32/f64: a part run */
+    {"max_pool2d", 2, 4, 30, 40, {3, 3}, {1, 2}, {1, 1}, {1, 1}, 1, 0, 0},  /* row stride 1 */
+    {"max_pool2d", 1, 2, 9, 24, {3, 3}, {2, 2}, {0, 1}, {1, 1}, 1, 0, 0},   /* no row padding */
     {"max_pool2d", 2, 3, 9, 8, {2, 2}, {2, 2}, {0, 0}, {1, 1}, 1, 0, 0},    /* 2x2, other windows */
     {"max_pool2d", 1, 4, 12, 11, {3, 2}, {1, 2}, {1, 1}, {2, 1}, 1, 0, 0},  /* dilation */
     {"adaptive_avg_pool2d", 3, 70, 7, 7, {1, 1}, {1, 1}, {0, 0}, {1, 1}, 1, 0, 0}, /* resnet's head */
