@@ -34,7 +34,7 @@ typedef struct cwg_args {
   int32_t kch;
   int32_t kk;
   int32_t tab_off;
-  int32_t pad_;
+  int32_t tiles;
 } cwg_args;
 
 typedef struct cwg_module {
@@ -43,6 +43,7 @@ typedef struct cwg_module {
   cu_function wprep;
   cu_function nhwc;
   int64_t smem_max;
+  bool persist; /* built with PTC_CWG_PERSIST 1 */
 } cwg_module;
 
 static pthread_mutex_t cwg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -60,14 +61,37 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 /* Channels per K stage: 32 bytes (two 16-byte K columns). */
 static int64_t k_stage(int32_t dtype) { return 32 / (int64_t)ptc_dtype_size(dtype); }
 
-/* Default off until checked on an H100 (correct against the reference and
- * faster than the implicit GEMM). */
+/* The mode when PTC_CUDA_CONV_WG is unset: off. Correct on an H100
+ * (test_cuda_conv, resnet18 through torch.compile with =3), but slower
+ * than the default paths on every resnet18 b32 layer, input and weight
+ * copies included (bf16 ms wgmma vs default: 56x56 0.074 vs 0.064, 28x28
+ * 0.058 vs 0.055, 14x14 0.050 vs 0.046; the selective mode's 20-conv sum
+ * 0.946 vs 0.917, TF32 1.473 vs 1.439). */
 #define CWG_DEFAULT 0
 
-int cuda_conv_wg_enabled(void) {
+/* PTC_CUDA_CONV_WG: 0 off, 1 every convolution the kernels take, 2 those
+ * the extern's policy gives the implicit GEMM, 3 the selected shapes. */
+static int cwg_mode(void) {
   const char* v = getenv("PTC_CUDA_CONV_WG");
-  if (v && *v) return *v == '2' ? 2 : *v != '0';
+  if (v && *v) return *v == '2' ? 2 : *v == '3' ? 3 : *v != '0';
   return CWG_DEFAULT;
+}
+
+int cuda_conv_wg_enabled(void) {
+  int m = cwg_mode();
+  return m == 3 ? 1 : m;
+}
+
+/* Output planes of the selected shapes: at least CWG_SEL_MIN pixels (7x7
+ * planes: the im2col GEMM is faster), at most PTC_CUDA_CONV_WG_MAXPLANE
+ * (default CWG_SEL_MAX: resnet18's 28x28 and 14x14 layers). */
+#define CWG_SEL_MIN 100
+#define CWG_SEL_MAX 1024
+
+bool cuda_conv_wg_selected(const cuda_conv_desc* d) {
+  const char* v = getenv("PTC_CUDA_CONV_WG_MAXPLANE");
+  int64_t mx = v && *v ? strtoll(v, NULL, 10) : CWG_SEL_MAX, plane = d->oh * d->ow;
+  return d->sh == 1 && d->sw == 1 && d->kh * d->kw > 1 && plane >= CWG_SEL_MIN && plane <= mx;
 }
 
 const char* cuda_conv_wg_refusal(int cc_major, int cc_minor, const cuda_conv_desc* d, bool tf32) {
@@ -90,6 +114,10 @@ const char* cuda_conv_wg_refusal(int cc_major, int cc_minor, const cuda_conv_des
    * chunks at most), the transpose's grid */
   if ((double)d->h * (double)d->w * (double)(d->c + 8 * k_stage(d->dtype)) > 2147483000.0)
     return "in-image offsets beyond 32 bits";
+  /* the input read by the NHWC copy: 32-bit offsets inside an image */
+  if ((double)(d->c - 1) * (double)d->xs[1] + (double)(d->h - 1) * (double)d->xs[2] +
+          (double)(d->w - 1) * (double)d->xs[3] > 2147483000.0)
+    return "input offsets inside an image beyond 32 bits";
   if (d->n > 65535) return "more than 65535 images";
   if ((double)d->oh * (double)(d->ow + d->kw) > 1e9) return "planes";
   return NULL;
@@ -130,6 +158,7 @@ static bool shape_kch(const cuda_conv_desc* d, int sm_count, int64_t smem_optin,
   int64_t occ_regs = cfg == 1 ? 1 : 2;
   if (occ > occ_regs) occ = occ_regs;
   if (occ < 1) occ = 1;
+  o->occ = (int)occ;
   int sms = sm_count > 0 ? sm_count : 1;
   /* time ~ waves x blocks per SM x a block's MMA work (padded tiles
    * included), the 64x64 wgmmas (tile shapes 0 and 2: more shared-memory
@@ -173,10 +202,18 @@ bool cuda_conv_wg_shape(const cuda_conv_desc* d, int sm_count, int64_t smem_opti
 
 /* ---- the modules ------------------------------------------------------------------------ */
 
-static ptc_status module_source(ptc_strbuf* src, int ti, int v) {
+/* PTC_CUDA_CONV_WG_PERSIST=0: the kernels of one block per tile (read when
+ * the modules are built); default: the persistent kernels. */
+static bool persist_mode(void) {
+  const char* v = getenv("PTC_CUDA_CONV_WG_PERSIST");
+  return !(v && *v == '0');
+}
+
+static ptc_status module_source(ptc_strbuf* src, int ti, int v, bool persist) {
   ptc_sb_init(src);
   ptc_sb_printf(src, "// libptc wgmma convolution, %s (%s)\n", ti >= 0 ? cwg_types[ti] : "all",
                 PTC_CUDA_CODEGEN_VERSION);
+  ptc_sb_printf(src, "#define PTC_CWG_PERSIST %d\n", persist ? 1 : 0);
   if (ti >= 0) ptc_sb_printf(src, "#define PTC_CWG_TYPE %d\n", ti);
   if (v >= 0) ptc_sb_printf(src, "#define PTC_CWG_VARIANT %d\n", v);
   ptc_sb_append(src, ptc_cuda_prelude_text);
@@ -195,8 +232,9 @@ static ptc_status load_module(ptc_context* ctx, const cuda_device* d, int ti) {
   ptc_strbuf src[CWG_CFGS];
   ptc_status s = PTC_OK;
   int made = 0;
+  bool persist = persist_mode();
   for (; made < CWG_CFGS; made++)
-    if ((s = module_source(&src[made], ti, made))) break;
+    if ((s = module_source(&src[made], ti, made, persist))) break;
   if (s) {
     for (int v = 0; v < made; v++) ptc_sb_free(&src[v]);
     return s;
@@ -215,6 +253,7 @@ static ptc_status load_module(ptc_context* ctx, const cuda_device* d, int ti) {
   snprintf(name, sizeof name, "ptc_cwg_%s_nhwc", cwg_types[ti]);
   if (r == CU_SUCCESS) r = cu->ModuleGetFunction(&m->nhwc, m->module[0], name);
   m->smem_max = d->max_smem_optin > 48 * 1024 ? d->max_smem_optin : 48 * 1024;
+  m->persist = persist;
   for (int v = 0; v < CWG_CFGS && r == CU_SUCCESS; v++)
     r = cu->FuncSetAttribute(m->conv[v], CWG_FUNC_MAX_DYNAMIC_SMEM, (int)m->smem_max);
   if (r != CU_SUCCESS) {
@@ -228,7 +267,7 @@ static ptc_status load_module(ptc_context* ctx, const cuda_device* d, int ti) {
 
 ptc_status cuda_conv_wg_check_compile(bool full) {
   ptc_strbuf src;
-  PTC_TRY(module_source(&src, -1, -1));
+  PTC_TRY(module_source(&src, -1, -1, persist_mode()));
   cuda_cubin c;
   memset(&c, 0, sizeof c);
   ptc_status s = cuda_nvrtc_compile_ex(src.data, "ptc_conv_wg", 90 | CUDA_ARCH_SPECIFIC,
@@ -253,6 +292,7 @@ ptc_status cuda_conv_wg(ptc_context* ctx, const cuda_device* d, cu_stream stream
   *done = false;
   int ti = type_index(desc->dtype);
   if (ti < 0 || cuda_conv_wg_refusal(d->cc_major, d->cc_minor, desc, tf32)) return PTC_OK;
+  if (cwg_mode() == 3 && !cuda_conv_wg_selected(desc)) return PTC_OK;
   cuda_conv_wg_plan sh;
   if (!cuda_conv_wg_shape(desc, d->sm_count, d->max_smem_optin, forced_cfg(), &sh)) return PTC_OK;
   pthread_mutex_lock(&cwg_lock);
@@ -274,13 +314,15 @@ ptc_status cuda_conv_wg(ptc_context* ctx, const cuda_device* d, cu_stream stream
   int64_t es = (int64_t)ptc_dtype_size(desc->dtype), kc = k_stage(desc->dtype);
   /* the weights in the kernels' shared-memory image */
   int64_t total = sh.ntiles * sh.bn * sh.nk * kc * sh.kch * desc->kh * desc->kw;
+  if (total / (16 / es) > INT32_MAX) return PTC_OK; /* the weight copy's 32-bit unit index */
   cu_deviceptr wsp = 0;
   PTC_TRY(cuda_alloc((size_t)(total * es), stream, &wsp));
   int32_t bn = sh.bn, nk = (int32_t)sh.nk, oc = (int32_t)desc->oc, c = (int32_t)desc->c;
   int32_t kh = (int32_t)desc->kh, kw = (int32_t)desc->kw, kch = (int32_t)sh.kch;
   int64_t w0 = desc->ws[0], w1 = desc->ws[1], w2 = desc->ws[2], w3 = desc->ws[3];
   void* pp[] = {&w, &wsp, &total, &bn, &nk, &oc, &c, &kh, &kw, &w0, &w1, &w2, &w3, &kch};
-  int64_t gb = cdiv(total, 256), cap = (int64_t)d->sm_count * 16;
+  /* one thread per 16-byte unit */
+  int64_t gb = cdiv(total / (16 / es), 256), cap = (int64_t)d->sm_count * 16;
   if (gb > cap) gb = cap;
   cu_result r = cu->LaunchKernel(m->wprep, (unsigned)(gb < 1 ? 1 : gb), 1, 1, 256, 1, 1, 0, stream, pp, NULL);
   if (r != CU_SUCCESS) {
@@ -298,8 +340,9 @@ ptc_status cuda_conv_wg(ptc_context* ctx, const cuda_device* d, cu_stream stream
   {
     int64_t x0 = desc->xs[0], x1 = desc->xs[1], x2 = desc->xs[2], x3 = desc->xs[3];
     int32_t hh = (int32_t)desc->h, ww = (int32_t)desc->w, cp32 = (int32_t)cpad;
-    void* tp[] = {&x, &xt, &x0, &x1, &x2, &x3, &c, &hh, &ww, &cp32};
-    r = cu->LaunchKernel(m->nhwc, (unsigned)cdiv(hw, 64), (unsigned)cdiv(cpad, 32), (unsigned)desc->n, 256,
+    int32_t flat = x2 == desc->w * x3;
+    void* tp[] = {&x, &xt, &x0, &x1, &x2, &x3, &c, &hh, &ww, &cp32, &flat};
+    r = cu->LaunchKernel(m->nhwc, (unsigned)cdiv(hw, 64), (unsigned)cdiv(cpad, 64), (unsigned)desc->n, 256,
                          1, 1, 0, stream, tp, NULL);
     if (r != CU_SUCCESS) {
       cuda_free(xt);
@@ -328,8 +371,14 @@ ptc_status cuda_conv_wg(ptc_context* ctx, const cuda_device* d, cu_stream stream
   a.kch = kch;
   a.kk = kh * kw;
   a.tab_off = (int32_t)sh.tab_off;
+  a.tiles = (int32_t)sh.blocks;
+  /* the persistent kernels: at most the blocks that fit at once */
+  int64_t grid = sh.blocks, fit = (int64_t)(d->sm_count > 0 ? d->sm_count : 1) * sh.occ;
+  const char* gv = getenv("PTC_CUDA_CONV_WG_GRID"); /* tests: fewer blocks, more tiles each */
+  if (gv && *gv && atoll(gv) > 0 && atoll(gv) < fit) fit = atoll(gv);
+  if (m->persist && grid > fit) grid = fit;
   void* params[] = {&xt, &wsp, &pbias, &out, &a};
-  r = cu->LaunchKernel(m->conv[sh.cfg], (unsigned)sh.blocks, 1, 1, CWG_THREADS, 1, 1, (unsigned)sh.smem,
+  r = cu->LaunchKernel(m->conv[sh.cfg], (unsigned)grid, 1, 1, CWG_THREADS, 1, 1, (unsigned)sh.smem,
                        stream, params, NULL);
   cuda_free(xt);
   cuda_free(wsp);

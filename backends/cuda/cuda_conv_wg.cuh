@@ -55,7 +55,7 @@ struct ptc_cwg_args {  // layout = cwg_args (cuda_conv_wg.c)
   i32 kch;                    // K chunks (of KC channels) per stage
   i32 kk;                     // taps: kh * kw (<= PTC_CWG_MAX_TAPS)
   i32 tab_off;                // bytes: the tap and row tables after the stages / epilogue tile
-  i32 pad_;
+  i32 tiles;                  // (image, M tile, N tile) tiles: n * mtiles * ntiles
 };
 
 
@@ -285,75 +285,283 @@ template <int K, int WGM, int WN> PTC_D void ptc_cwg_body(const typename ptc_con
   }
 }
 
+// The persistent form (PTC_CWG_PERSIST 1, the default): the grid is at
+// most the blocks that fit on the device at once, and block b runs tiles
+// b, b + grid, b + 2 grid, ... as one stream of K stages, so the copies
+// of the next tile's first stages are in flight while the last stages of
+// the current one are multiplied (no pipeline drain and refill per tile,
+// the tap table and the per-thread copy units set up once per block or
+// tile). A finished tile's accumulators go straight from registers to the
+// output (+ bias, activation; no shared-memory tile and no barrier): a
+// thread's two rows are two output pixels, its 2 * WN / 8 columns output
+// channels.
+template <int K, int WGM, int WN> PTC_D void ptc_cwg_body_p(const typename ptc_conv_kind<K>::S* __restrict__ x,
+                                                            const typename ptc_conv_kind<K>::S* __restrict__ wp,
+                                                            const typename ptc_conv_kind<K>::S* __restrict__ bias,
+                                                            typename ptc_conv_kind<K>::S* __restrict__ out,
+                                                            const ptc_cwg_args& g) {
+  typedef ptc_conv_kind<K> KD;
+  typedef typename KD::S S;
+  enum {
+    BM = 64 * WGM,
+    BN = WN * (2 / WGM),
+    E = 16 / KD::ES,  // elements per 16-byte K column entry
+    KC = 2 * E,       // channels per K chunk (one wgmma K step)
+    R = WN / 2,       // accumulators per thread
+    ST = PTC_CWG_STAGES,
+    UPT = PTC_CWG_UPT,
+  };
+  extern __shared__ __align__(128) unsigned char smem[];
+  int* tap_tab = (int*)(smem + g.tab_off);  // A start of each tap (16-byte units)
+  const int tid = threadIdx.x, wg = tid >> 7;
+  const int wgm = WGM == 2 ? wg : 0, wgn = WGM == 2 ? 0 : wg;
+  const int cols = 2 * g.kch;  // 16-byte K columns per phase and stage
+  if (tid < g.kk) {
+    const int kh = tid / g.kw, kw = tid - kh * g.kw;
+    const int p = (kh % g.sh) * g.pwn + (kw % g.sw);
+    tap_tab[tid] = p * cols * g.wlp + (kh / g.sh) * g.wq + kw / g.sw;
+  }
+  const int grid = (int)gridDim.x, b0 = (int)blockIdx.x;
+  const int mine = (g.tiles - b0 + grid - 1) / grid;  // tiles of this block
+  const int nk = g.nk, total = mine * nk;             // K stages of this block
+  // this thread's window units: the destination is the same for every tile
+  // (the unit's phase, K column and row), the source offset per tile
+  int uoff[UPT];
+  u32 udst[UPT];
+#pragma unroll
+  for (int i = 0; i < UPT; i++) {
+    const int u = tid + 256 * i;
+    uoff[i] = -1;
+    udst[i] = 0;
+    if (u < g.units) {
+      const int pc = u / g.wl, j = u - pc * g.wl;
+      udst[i] = (u32)(pc * g.wlp + j) * 16u;
+    }
+  }
+  const int cps = KC * g.kch;  // channels per stage
+  const u32 s0 = ptc_cwg_smem(smem);
+  int ld_tile = -1;            // the tile whose units uoff holds
+  const S* ld_xb = x;
+  const unsigned char* ld_w = (const unsigned char*)wp;
+  // stage gs (tile gs / nk, K stage gs % nk) by cp.async into buffer gs % ST
+  auto load = [&](int gs) {
+    const int ti = gs / nk, kt = gs - ti * nk;
+    if (ti != ld_tile) {
+      ld_tile = ti;
+      const int u = b0 + ti * grid, nt = u % g.ntiles, mtall = u / g.ntiles;
+      const int img = mtall / g.mtiles, m0 = (mtall - img * g.mtiles) * BM;
+      ld_xb = x + (i64)img * g.xs_n;
+      ld_w = (const unsigned char*)wp + (i64)nt * g.nk * g.b_bytes;
+#pragma unroll
+      for (int i = 0; i < UPT; i++) {
+        const int uu = tid + 256 * i;
+        uoff[i] = -1;
+        if (uu < g.units) {
+          const int pc = uu / g.wl, j = uu - pc * g.wl, p = pc / cols, col = pc - p * cols;
+          const int py = p / g.pwn, px = p - py * g.pwn;
+          const int q = m0 + j, iyq = q / g.wq, ixq = q - iyq * g.wq;
+          const int iy = iyq * g.sh + py - g.ph, ix = ixq * g.sw + px - g.pw;
+          if ((unsigned)iy < (unsigned)g.h && (unsigned)ix < (unsigned)g.w) uoff[i] = (iy * g.w + ix) * g.cp + col * E;
+        }
+      }
+    }
+    const u32 sw = s0 + (u32)((gs % ST) * g.stage_bytes);
+    const S* xc = ld_xb + kt * cps;
+#pragma unroll
+    for (int i = 0; i < UPT; i++)
+      if (tid + 256 * i < g.units) ptc_cwg_cp16z(sw + udst[i], uoff[i] >= 0 ? xc + uoff[i] : ld_xb, uoff[i] >= 0 ? 16 : 0);
+    const u32 dst = sw + (u32)g.win_bytes;
+    const unsigned char* src = ld_w + (i64)kt * g.b_bytes;
+    for (int c = tid * 16; c < g.b_bytes; c += 256 * 16) ptc_cwg_cp16(dst + (u32)c, src + c);
+  };
+  float acc[R];
+#pragma unroll
+  for (int i = 0; i < R; i++) acc[i] = 0.f;
+  const u32 a_lbo = (u32)g.wlp * 16u, b_lbo = (u32)BN * 16u;
+  const u64 a_chunk = (u64)(2 * g.wlp), b_tile = (u64)(BN * 2);
+#pragma unroll
+  for (int s = 0; s < ST - 2; s++) {
+    if (s < total) load(s);
+    ptc_cwg_cp_commit();
+  }
+  const int warp = (tid >> 5) & 3, lane = tid & 31, gq = lane >> 2, tq = lane & 3;
+  const i64 ohw = (i64)g.oh * g.ow;
+  const float beta = g.beta;
+  int ct = 0, ckt = 0;  // the tile and K stage being multiplied
+  for (int gs = 0; gs < total; gs++) {
+    ptc_cwg_cp_wait<ST - 3>();  // stage gs's copies (this thread's)
+    ptc_cwg_fence_async();      // -> the async proxy
+    __syncthreads();            // stage gs complete; every warpgroup's MMAs of gs-2 done
+    const u32 sb = s0 + (u32)((gs % ST) * g.stage_bytes);
+    const u64 da0 = ptc_cwg_desc(sb + (u32)(wgm * 64) * 16u, a_lbo, 128);
+    u64 db = ptc_cwg_desc(sb + (u32)(g.win_bytes + wgn * (WN / 8) * 128), b_lbo, 128);
+    ptc_cwg_pin<R>(acc);
+    ptc_cwg_wg_fence();
+    for (int t = 0; t < g.kk; t++) {
+      u64 da = da0 + (u64)tap_tab[t];
+      for (int ch = 0; ch < g.kch; ch++, da += a_chunk, db += b_tile) ptc_cwg_mma<K, WN>::run(acc, da, db);
+    }
+    ptc_cwg_wg_commit();
+    if (gs + ST - 2 < total) load(gs + ST - 2);  // its buffer's MMAs (gs-2) are done everywhere
+    ptc_cwg_cp_commit();  // possibly empty: the group count stays uniform
+    ptc_cwg_wg_wait<1>();
+    ptc_cwg_pin<R>(acc);
+    if (++ckt < nk) continue;
+    // the tile is done: acc[4j + 2h + e] = D[row 16*warp + lane/4 + 8h][col 8j + 2*(lane%4) + e]
+    ptc_cwg_wg_wait<0>();
+    ptc_cwg_pin<R>(acc);
+    {
+      const int u = b0 + ct * grid, nt = u % g.ntiles, mtall = u / g.ntiles;
+      const int img = mtall / g.mtiles, m0 = (mtall - img * g.mtiles) * BM;
+      int ro[2];
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        const int q = m0 + wgm * 64 + warp * 16 + gq + 8 * h, oy = q / g.wq, ox = q - oy * g.wq;
+        ro[h] = oy < g.oh && ox < g.ow ? oy * g.ow + ox : -1;
+      }
+      S* ob = out + (i64)img * g.oc * ohw;
+#pragma unroll
+      for (int j = 0; j < WN / 8; j++)
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+          const int n = nt * BN + wgn * WN + 8 * j + 2 * tq + e;
+          if (n >= g.oc) continue;
+          const float bv = g.has_bias ? beta * KD::load(bias[(i64)n * g.bias_st]) : 0.f;
+#pragma unroll
+          for (int h = 0; h < 2; h++)
+            if (ro[h] >= 0) ob[(i64)n * ohw + ro[h]] = KD::store(ptc_conv_act(g.act, acc[4 * j + 2 * h + e] + bv));
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < R; i++) acc[i] = 0.f;
+    ckt = 0;
+    ct++;
+  }
+  ptc_cwg_wg_wait<0>();
+}
+
 // The input [N][C][H][W] (any strides) -> an NHWC copy [N][H][W][cp],
 // channels zero past c (f32 rounded to TF32, cvt.rna): the window's 16-byte
-// units become contiguous (cp.async). A block transposes 32 channels x 64
-// pixels of one image through shared memory (coalesced on both sides).
+// units become contiguous (cp.async). A block transposes 64 channels x 64
+// pixels of one image through shared memory: 16 loads a thread along the
+// pixels (coalesced, all issued before the first use), then one 16-byte
+// store per (pixel, E channels) (E = 16 bytes of elements), coalesced along
+// the channels. `flat`: the plane is dense in pixel order (xs_h == w *
+// xs_w), so a pixel's offset is p * xs_w (no division). 32-bit offsets
+// inside an image (checked by the host: cuda_conv_wg_refusal).
 template <int K> PTC_D void ptc_cwg_nhwc(const typename ptc_conv_kind<K>::S* __restrict__ x,
                                          typename ptc_conv_kind<K>::S* __restrict__ y, i64 xs_n, i64 xs_c,
-                                         i64 xs_h, i64 xs_w, i32 c, i32 h, i32 w, i32 cp) {
-  typedef typename ptc_conv_kind<K>::S S;
-  __shared__ float t[32][65];
-  const int hw = h * w, p0 = blockIdx.x * 64, c0 = blockIdx.y * 32, img = blockIdx.z;
+                                         i64 xs_h, i64 xs_w, i32 c, i32 h, i32 w, i32 cp, i32 flat) {
+  typedef ptc_conv_kind<K> KD;
+  typedef typename KD::S S;
+  enum { E = 16 / KD::ES, TC = 64, TP = 64, PER = TC * TP / 256 };
+  __shared__ float t[TC][TP + 1];
+  const int hw = h * w, p0 = blockIdx.x * TP, c0 = blockIdx.y * TC, img = blockIdx.z;
   const S* xi = x + (i64)img * xs_n;
-  for (int idx = threadIdx.x; idx < 32 * 64; idx += blockDim.x) {
-    const int cl = idx >> 6, pl = idx & 63, ch = c0 + cl, p = p0 + pl;
-    float v = 0.f;
+  const int sc = (int)xs_c, sh = (int)xs_h, sw = (int)xs_w;
+  S v[PER];
+#pragma unroll
+  for (int i = 0; i < PER; i++) {
+    const int idx = threadIdx.x + 256 * i, cl = idx >> 6, pl = idx & 63, ch = c0 + cl, p = p0 + pl;
+    v[i] = (S)0;
     if (ch < c && p < hw) {
-      const int iy = p / w, ix = p - iy * w;
-      v = ptc_conv_kind<K>::load(xi[ch * xs_c + iy * xs_h + ix * xs_w]);
+      int off;
+      if (flat) {
+        off = p * sw;
+      } else {
+        const int iy = p / w, ix = p - iy * w;
+        off = iy * sh + ix * sw;
+      }
+      v[i] = xi[ch * sc + off];
     }
-    t[cl][pl] = v;
+  }
+#pragma unroll
+  for (int i = 0; i < PER; i++) {
+    const int idx = threadIdx.x + 256 * i;
+    t[idx >> 6][idx & 63] = KD::load(v[i]);
   }
   __syncthreads();
   S* yi = y + (i64)img * hw * cp;
-  for (int idx = threadIdx.x; idx < 32 * 64; idx += blockDim.x) {
-    const int pl = idx >> 5, cl = idx & 31, ch = c0 + cl, p = p0 + pl;
-    if (ch < cp && p < hw) {
-      float v = t[cl][pl];
-      if constexpr (K == 2) v = __uint_as_float(ptc_cwg_tf32(v));
-      yi[(i64)p * cp + ch] = ptc_conv_kind<K>::store(v);
+  enum { G = TC / E };  // E-channel groups per tile row
+  for (int idx = threadIdx.x; idx < TP * G; idx += 256) {
+    const int pl = idx / G, g = idx - pl * G, ch = c0 + g * E, p = p0 + pl;
+    if (ch >= cp || p >= hw) continue;
+    uint4 pk;
+    u32* pw = (u32*)&pk;
+    if constexpr (K == 2) {
+#pragma unroll
+      for (int e = 0; e < 4; e++) pw[e] = ptc_cwg_tf32(t[g * E + e][pl]);
+    } else {
+#pragma unroll
+      for (int e = 0; e < 4; e++)
+        pw[e] = (u32)KD::store(t[g * E + 2 * e][pl]) | ((u32)KD::store(t[g * E + 2 * e + 1][pl]) << 16);
     }
+    *(uint4*)(yi + (i64)p * cp + ch) = pk;
   }
 }
 
 // Weights [OC][C][KH][KW] (any strides) -> the shared-memory image of every
 // (N tile, K stage): [ntile][stage][tap][chunk][2 K columns][BN rows][E elements],
-// zero past OC and C; f32 rounded to TF32 (cvt.rna).
+// zero past OC and C; f32 rounded to TF32 (cvt.rna). One 16-byte unit (E
+// consecutive channels of one (row, tap)) a thread, 32-bit index math
+// (units < 2^31: checked by the host).
 template <int K> PTC_D void ptc_cwg_wprep(const typename ptc_conv_kind<K>::S* __restrict__ w,
                                           typename ptc_conv_kind<K>::S* __restrict__ dst, i64 total, i32 bn,
                                           i32 nk, i32 oc, i32 c, i32 kh, i32 kw, i64 ws0, i64 ws1, i64 ws2,
                                           i64 ws3, i32 kch) {
-  typedef typename ptc_conv_kind<K>::S S;
-  enum { E = 16 / ptc_conv_kind<K>::ES };
-  const int kk = kh * kw;
-  for (i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x; idx < total; idx += (i64)gridDim.x * blockDim.x) {
-    i64 r = idx / E;
-    const int e = (int)(idx - r * E);
-    const int n = (int)(r % bn);
+  typedef ptc_conv_kind<K> KD;
+  typedef typename KD::S S;
+  enum { E = 16 / KD::ES };
+  const int kk = kh * kw, units = (int)(total / E);
+  for (int u = blockIdx.x * blockDim.x + threadIdx.x; u < units; u += gridDim.x * blockDim.x) {
+    int r = u;
+    const int n = r % bn;
     r /= bn;
-    const int c2 = (int)(r & 1);
+    const int c2 = r & 1;
     r >>= 1;
-    const int chunk = (int)(r % kch);
+    const int chunk = r % kch;
     r /= kch;
-    const int tap = (int)(r % kk);
+    const int tap = r % kk;
     r /= kk;
-    const int cc = (int)(r % nk);
-    const int ntile = (int)(r / nk);
-    const int o = ntile * bn + n, ch = (cc * kch + chunk) * 2 * E + c2 * E + e, ky = tap / kw, kx = tap - ky * kw;
-    S val = (S)0;
-    if (o < oc && ch < c) {
-      val = w[o * ws0 + ch * ws1 + ky * ws2 + kx * ws3];
-      if constexpr (K == 2) val = __uint_as_float(ptc_cwg_tf32(val));
+    const int cc = r % nk;
+    const int ntile = r / nk;
+    const int o = ntile * bn + n, ch0 = (cc * kch + chunk) * 2 * E + c2 * E, ky = tap / kw, kx = tap - ky * kw;
+    S val[E];
+    const S* wr = w + (i64)o * ws0 + (i64)ky * ws2 + (i64)kx * ws3;
+#pragma unroll
+    for (int e = 0; e < E; e++) {
+      S vv = (S)0;
+      if (o < oc && ch0 + e < c) {
+        vv = wr[(i64)(ch0 + e) * ws1];
+        if constexpr (K == 2) vv = __uint_as_float(ptc_cwg_tf32(vv));
+      }
+      val[e] = vv;
     }
-    dst[idx] = val;
+    uint4 pk;
+    u32* pw = (u32*)&pk;
+    if constexpr (K == 2) {
+#pragma unroll
+      for (int e = 0; e < 4; e++) pw[e] = __float_as_uint((float)val[e]);
+    } else {
+#pragma unroll
+      for (int e = 0; e < 4; e++) pw[e] = (u32)(u16)val[2 * e] | ((u32)(u16)val[2 * e + 1] << 16);
+    }
+    *(uint4*)(dst + (i64)u * E) = pk;
   }
 }
 
+#ifndef PTC_CWG_PERSIST
+#define PTC_CWG_PERSIST 1
+#endif
+#if PTC_CWG_PERSIST
+#define PTC_CWG_BODY ptc_cwg_body_p
+#else
+#define PTC_CWG_BODY ptc_cwg_body
+#endif
 #define PTC_CWG_CONV(T, K, S, NAME, WGM, WN)                                                       \
   extern "C" __global__ void __launch_bounds__(256, WN == 64 ? 2 : 1)                              \
       ptc_cwg_##T##_##NAME(const S* x, const S* w, const S* bias, S* out, ptc_cwg_args g) {        \
-    ptc_cwg_body<K, WGM, WN>(x, w, bias, out, g);                                                  \
+    PTC_CWG_BODY<K, WGM, WN>(x, w, bias, out, g);                                                  \
   }
 // PTC_CWG_VARIANT (defined before this text): only that tile shape (0 m128n64:
 // WGM 2, WN 64; 1 m128n128: WGM 2, WN 128; 2 m64n128: WGM 1, WN 64; the
@@ -368,8 +576,8 @@ template <int K> PTC_D void ptc_cwg_wprep(const typename ptc_conv_kind<K>::S* __
   }                                                                                                \
   extern "C" __global__ void __launch_bounds__(256)                                                \
       ptc_cwg_##T##_nhwc(const S* x, S* y, i64 xs_n, i64 xs_c, i64 xs_h, i64 xs_w, i32 c, i32 h,   \
-                         i32 w, i32 cp) {                                                          \
-    ptc_cwg_nhwc<K>(x, y, xs_n, xs_c, xs_h, xs_w, c, h, w, cp);                                    \
+                         i32 w, i32 cp, i32 flat) {                                                \
+    ptc_cwg_nhwc<K>(x, y, xs_n, xs_c, xs_h, xs_w, c, h, w, cp, flat);                              \
   }
 #else
 #define PTC_CWG_V0(T, K, S)

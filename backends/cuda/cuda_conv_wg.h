@@ -27,7 +27,8 @@ typedef struct cuda_conv_wg_plan {
   int64_t kch;        /* K chunks (one wgmma K step each) per stage */
   int64_t tab_off;    /* shared-memory offset of the tap and row tables */
   int64_t win_bytes, b_bytes, stage_bytes, smem;
-  int64_t blocks;
+  int64_t blocks;     /* tiles: (image, M tile, N tile) */
+  int occ;            /* blocks per SM the model assumes (shared memory, registers) */
   double cost;        /* the model's estimate (relative) */
 } cuda_conv_wg_plan;
 
@@ -53,9 +54,18 @@ bool cuda_conv_wg_shape(const cuda_conv_desc* d, int sm_count, int64_t smem_opti
 /** Whether the convolution extern tries the wgmma kernels: 0 no
  * (PTC_CUDA_CONV_WG=0), 1 first, for every convolution they take (=1), 2
  * only for those its policy gives the implicit GEMM (=2: small planes stay
- * on the im2col GEMMs); unset: the default (see cuda_conv_wg.c). Read per
- * call (tests and benchmarks switch it). */
+ * on the im2col GEMMs), 1 also for =3 (first, but cuda_conv_wg then takes
+ * only the shapes cuda_conv_wg_selected picks); unset: the default mode
+ * (CWG_DEFAULT in cuda_conv_wg.c). Read per call (tests and benchmarks
+ * switch it). */
 int cuda_conv_wg_enabled(void);
+
+/** The shapes the selective mode (PTC_CUDA_CONV_WG=3) gives the wgmma
+ * kernels, where they beat the implicit GEMM and the im2col GEMMs on an
+ * H100 (test_cuda_conv --bench): stride 1, windows above 1x1, output
+ * planes of 100 pixels up to PTC_CUDA_CONV_WG_MAXPLANE (default 1024; read
+ * per call). Thread-safe; no device needed. */
+bool cuda_conv_wg_selected(const cuda_conv_desc* d);
 
 /** Runs the convolution on `stream`: out = act(conv(x, w) + beta * bias)
  * (pbias 0 = none), after copying the input to NHWC and the weights into
@@ -64,7 +74,8 @@ int cuda_conv_wg_enabled(void);
  * shape, built in parallel through the kernel cache for sm_90a) are loaded
  * on first use (thread-safe; the primary context must be current). *done
  * false (PTC_OK) when it does not take the call (cuda_conv_wg_refusal, no
- * tile shape fits) or when the modules failed to build or load (logged
+ * tile shape fits, in the selective mode a shape cuda_conv_wg_selected
+ * does not pick) or when the modules failed to build or load (logged
  * once as a warning; not tried again). Errors: workspace allocation, the
  * launches. */
 ptc_status cuda_conv_wg(ptc_context* ctx, const cuda_device* d, cu_stream stream,

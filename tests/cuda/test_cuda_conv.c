@@ -18,7 +18,8 @@
  *    the sum of the rounded products in both K orders.
  *    Pooling (max_pool2d, avg_pool2d, adaptive_avg_pool2d through a one-node
  *    graph) against the ref backend in f32, bf16, f16, f64, with the
- *    kernel's fast paths (3x3 and other max windows, dilation, NaN; whole
+ *    kernel's fast paths (3x3 and other max windows, the vector form of
+ *    3x3 stride-2 windows on 16-byte aligned rows, dilation, NaN; whole
  *    plane averages, divisor_override) and without (PTC_CUDA_POOL_FAST=0).
  *    The convolution extern (cuda_ext_conv.c) through a one-node graph
  *    (conv2d [+ bias] [+ relu]) against the ref backend in f32, bf16, f16
@@ -33,15 +34,23 @@
  *    they take and the wg cases (3x3 / 1x1 / 5x5 / 3x2 windows, strides 1,
  *    2, 3, padding 0..2, channel tails, output channels past a tile, planes
  *    whose flat rows span tiles), in f16, bf16 and TF32, with the chosen
- *    tile shape and each of the three forced (PTC_CUDA_CONV_WG_CFG); the
- *    TF32 exactness case; the graph cases with PTC_CUDA_CONV_WG=1.
+ *    tile shape and each of the three forced (PTC_CUDA_CONV_WG_CFG), and
+ *    (bf16, TF32) the persistent kernels on a grid of 3 blocks
+ *    (PTC_CUDA_CONV_WG_GRID: each block runs many tiles); the TF32
+ *    exactness case; the graph cases with PTC_CUDA_CONV_WG=1 (the default
+ *    graph cases run the selective mode where it picks a shape). Direct
+ *    calls set PTC_CUDA_CONV_WG=1 (every shape). Pure: which resnet18
+ *    layers the selective mode (PTC_CUDA_CONV_WG=3) picks.
  *  --bench: resnet18 batch-32 convolutions (bf16, f32 as TF32): the
  *    implicit GEMM with the chosen split, the convolution extern through a
  *    one-node graph with the default policy, the wgmma kernels (sm_90;
  *    chosen tile shape and each forced one, and the extern with them
  *    tried first), ms and TFLOP/s; with PTC_BENCH_FULL=1 also splits
  *    1/2/4/8 and the extern with PTC_CUDA_CONV_IGEMM=0 (im2col + GEMM), 2,
- *    and PTC_CUDA_CONV_VEC=0 (-1 when not run).
+ *    and PTC_CUDA_CONV_VEC=0 (-1 when not run). PTC_BENCH_LAYERS=l1,l4
+ *    and PTC_BENCH_DTYPE=bf16|tf32 restrict it.
+ *  --profile: the selected layers (as --bench) once through the implicit
+ *    GEMM and once through the wgmma kernels, for ncu.
  * Exit status: 0 passed, 1 a failure, 77 skipped.
  */
 #include "backends/cuda/cuda.h"
@@ -323,6 +332,7 @@ static void run_all_wg(void) {
   static const int32_t dts[3] = {PTC_BF16, PTC_F32, PTC_F16};
   int before = failed, ran = passed;
   use_wg = true;
+  setenv("PTC_CUDA_CONV_WG", "1", 1); /* every shape (not the selective default) */
   for (int cfg = -1; cfg < 3; cfg++) {
     char cv[8];
     snprintf(cv, sizeof cv, "%d", cfg);
@@ -334,7 +344,16 @@ static void run_all_wg(void) {
     }
     unsetenv("PTC_CUDA_CONV_WG_CFG");
   }
+  /* the persistent kernels with a grid of 3 blocks: each runs many tiles
+   * (images, M tiles, N tiles) as one stream of K stages */
+  setenv("PTC_CUDA_CONV_WG_GRID", "3", 1);
+  for (int di = 0; di < 2; di++) {
+    for (size_t i = 0; i < sizeof wg_cases / sizeof wg_cases[0]; i++) run_case(&wg_cases[i], dts[di]);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i], dts[di]);
+  }
+  unsetenv("PTC_CUDA_CONV_WG_GRID");
   use_wg = false;
+  unsetenv("PTC_CUDA_CONV_WG");
   printf("wgmma convolution: %d cases passed, %d failed, %d not taken (refused or no tile shape)\n",
          passed - ran, failed - before, wg_skipped);
 }
@@ -378,9 +397,11 @@ static void run_tf32_exact(void) {
         cu->MemcpyHtoDAsync(pw, hw, sizeof hw, NULL))
       s = PTC_ERR(INTERNAL, "device memory");
     setenv("PTC_CUDA_CONV_TAP", order == 2 ? "1" : "0", 1);
+    setenv("PTC_CUDA_CONV_WG", "1", 1);
     if (!s)
       s = order == 3 ? cuda_conv_wg(ctx, dev, NULL, &d, true, px, pw, 0, po, &done)
                      : cuda_conv_igemm(ctx, dev, NULL, &d, true, px, pw, 0, po, &done);
+    unsetenv("PTC_CUDA_CONV_WG");
     unsetenv("PTC_CUDA_CONV_TAP");
     if (!s && (cu->MemcpyDtoHAsync(ho, po, sizeof ho, NULL) != CU_SUCCESS ||
                cu->StreamSynchronize(NULL) != CU_SUCCESS))
@@ -824,6 +845,21 @@ static int check_shapes(void) {
                (long long)pl.wq, (long long)pl.wl, (long long)pl.units, (long long)pl.mtiles,
                (long long)pl.ntiles, (long long)pl.nk, (long long)pl.smem, (long long)pl.blocks);
       }
+      /* the selective mode (PTC_CUDA_CONV_WG=3): the 3x3 stride-1 layers
+       * on 28x28 and 14x14 planes (2, 5), not 56x56 (0), 7x7 (8), strided
+       * or 1x1 ones */
+      unsetenv("PTC_CUDA_CONV_WG_MAXPLANE");
+      if (cuda_conv_wg_selected(&d) != (i == 2 || i == 5)) {
+        printf("FAIL: wgmma convolution: resnet18 layer %d selected %d\n", i, (int)cuda_conv_wg_selected(&d));
+        bad++;
+      }
+      setenv("PTC_CUDA_CONV_WG_MAXPLANE", "4096", 1);
+      if (cuda_conv_wg_selected(&d) != (i == 0 || i == 2 || i == 5)) {
+        printf("FAIL: wgmma convolution: resnet18 layer %d selected %d (max plane 4096)\n", i,
+               (int)cuda_conv_wg_selected(&d));
+        bad++;
+      }
+      unsetenv("PTC_CUDA_CONV_WG_MAXPLANE");
     }
   return bad;
 }
@@ -851,6 +887,10 @@ static double time_wg(const cuda_conv_desc* d, cu_deviceptr px, cu_deviceptr pw,
   char cv[8];
   snprintf(cv, sizeof cv, "%d", cfg);
   if (cfg >= 0) setenv("PTC_CUDA_CONV_WG_CFG", cv, 1);
+  const char* prev = getenv("PTC_CUDA_CONV_WG");
+  char keep[8] = "";
+  if (prev) snprintf(keep, sizeof keep, "%s", prev);
+  setenv("PTC_CUDA_CONV_WG", "1", 1); /* every shape */
   double ms = -1;
   int reps = 10;
   for (int round = 0; round < 2; round++) {
@@ -872,6 +912,10 @@ static double time_wg(const cuda_conv_desc* d, cu_deviceptr px, cu_deviceptr pw,
     if (reps > 200) reps = 200;
   }
   unsetenv("PTC_CUDA_CONV_WG_CFG");
+  if (prev)
+    setenv("PTC_CUDA_CONV_WG", keep, 1);
+  else
+    unsetenv("PTC_CUDA_CONV_WG");
   return ms;
 }
 
@@ -963,6 +1007,64 @@ static double time_graph(const cuda_conv_desc* d, cu_deviceptr px, cu_deviceptr 
   return ms;
 }
 
+/* PTC_BENCH_LAYERS (comma-separated layer names, e.g. "l1,l4") and
+ * PTC_BENCH_DTYPE ("bf16" or "tf32") restrict --bench and --profile. */
+static bool bench_selected(const char* layer, int32_t dt) {
+  const char* dv = getenv("PTC_BENCH_DTYPE");
+  if (dv && *dv && strcmp(dv, dname(dt))) return false;
+  const char* lv = getenv("PTC_BENCH_LAYERS");
+  if (!lv || !*lv) return true;
+  size_t n = strlen(layer);
+  for (const char* p = lv; *p;) {
+    const char* e = strchr(p, ',');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (len == n && !strncmp(p, layer, n)) return true;
+    if (!e) break;
+    p = e + 1;
+  }
+  return false;
+}
+
+/* --profile: each selected layer once through the implicit GEMM and once
+ * through the wgmma kernels (where taken), for a profiler (ncu -k ...). */
+static void profile(void) {
+  const cu_api* cu = &cuda_libs_get()->cu;
+  static const int32_t dts[2] = {PTC_BF16, PTC_F32};
+  for (int di = 0; di < 2; di++)
+    for (size_t li = 0; li < sizeof resnet / sizeof resnet[0]; li++) {
+      const lcase* l = &resnet[li];
+      if (!l->count || !bench_selected(l->name, dts[di])) continue;
+      ccase c = {32, l->c, l->hw, l->hw, l->oc, l->k, l->k, l->s, l->s, l->p, l->p, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0};
+      cuda_conv_desc d;
+      int64_t xe, we;
+      fill_desc(&c, dts[di], &d, &xe, &we);
+      size_t es = ptc_dtype_size(dts[di]);
+      int64_t oe = d.n * d.oc * d.oh * d.ow;
+      cu_deviceptr px = 0, pw = 0, po = 0;
+      if (cuda_alloc((size_t)xe * es, NULL, &px) || cuda_alloc((size_t)we * es, NULL, &pw) ||
+          cuda_alloc((size_t)oe * es, NULL, &po)) {
+        printf("profile: out of device memory\n");
+        return;
+      }
+      cu->MemsetD8Async(px, 0x3c, (size_t)xe * es, NULL);
+      cu->MemsetD8Async(pw, 0x3c, (size_t)we * es, NULL);
+      bool done = false;
+      ptc_status s = cuda_conv_igemm(ctx, dev, NULL, &d, true, px, pw, 0, po, &done);
+      printf("profile %s %s: igemm %s\n", dname(dts[di]), l->name, s ? ptc_status_message(s) : done ? "ran" : "not taken");
+      ptc_status_destroy(s);
+      done = false;
+      setenv("PTC_CUDA_CONV_WG", "1", 1);
+      s = cuda_conv_wg(ctx, dev, NULL, &d, true, px, pw, 0, po, &done);
+      unsetenv("PTC_CUDA_CONV_WG");
+      printf("profile %s %s: wgmma %s\n", dname(dts[di]), l->name, s ? ptc_status_message(s) : done ? "ran" : "not taken");
+      ptc_status_destroy(s);
+      cu->StreamSynchronize(NULL);
+      cuda_free(px);
+      cuda_free(pw);
+      cuda_free(po);
+    }
+}
+
 static void bench(void) {
   const cu_api* cu = &cuda_libs_get()->cu;
   static const int32_t dts[2] = {PTC_BF16, PTC_F32};
@@ -970,6 +1072,7 @@ static void bench(void) {
     double tot[5] = {0, 0, 0, 0, 0}, tot_wg = 0, tot_best = 0, tot_wgdef = 0;
     for (size_t li = 0; li < sizeof resnet / sizeof resnet[0]; li++) {
       const lcase* l = &resnet[li];
+      if (!bench_selected(l->name, dts[di])) continue;
       ccase c = {32, l->c, l->hw, l->hw, l->oc, l->k, l->k, l->s, l->s, l->p, l->p, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0};
       cuda_conv_desc d;
       int64_t xe, we;
@@ -1006,9 +1109,15 @@ static void bench(void) {
           cuda_conv_wg_shape(&d, dev->sm_count, dev->max_smem_optin, -1, &pl)) {
         t_wg = time_wg(&d, px, pw, po, -1);
         for (int i = 0; i < 3; i++) t_wgc[i] = time_wg(&d, px, pw, po, i);
+        const char* prev = getenv("PTC_CUDA_CONV_WG");
+        char keep[8] = "";
+        if (prev) snprintf(keep, sizeof keep, "%s", prev);
         setenv("PTC_CUDA_CONV_WG", "1", 1);
         t_wgdef = time_graph(&d, px, pw, "1");
-        unsetenv("PTC_CUDA_CONV_WG");
+        if (prev)
+          setenv("PTC_CUDA_CONV_WG", keep, 1);
+        else
+          unsetenv("PTC_CUDA_CONV_WG");
       }
       double best = t_def;
       if (t_wg > 0 && t_wg < best) best = t_wg;
@@ -1051,6 +1160,7 @@ static void bench(void) {
 int main(int argc, char** argv) {
   bool compile_only = argc > 1 && !strcmp(argv[1], "--compile-only");
   bool do_bench = argc > 1 && !strcmp(argv[1], "--bench");
+  bool do_profile = argc > 1 && !strcmp(argv[1], "--profile");
   if (compile_only) {
     int bad = check_shapes();
     if (bad) return 1;
@@ -1087,7 +1197,7 @@ int main(int argc, char** argv) {
     printf("wgmma convolution module: compiled for sm_90a (%.0f ms)\n", (now_s() - t0) * 1e3);
     return 0;
   }
-  if (!do_bench && check_shapes()) return 1; /* (benchmarks may force shapes) */
+  if (!do_bench && !do_profile && check_shapes()) return 1; /* (benchmarks may force shapes) */
   dev = cuda_device_get();
   if (!dev) {
     printf("skipped: %s\n", cuda_unavailable_reason());
@@ -1109,6 +1219,8 @@ int main(int argc, char** argv) {
   printf("device: %s (sm_%d%d, %d SMs)\n", dev->name, dev->cc_major, dev->cc_minor, dev->sm_count);
   if (do_bench) {
     bench();
+  } else if (do_profile) {
+    profile();
   } else {
     double t0 = now_s();
     run_all();
