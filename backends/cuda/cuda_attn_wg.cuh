@@ -482,6 +482,308 @@ PTC_D void ptc_attn_wg_body_mb(const u16* __restrict__ q, const u16* __restrict_
   }
 }
 
+// ---- warp-specialized form (WS): a producer warpgroup, persistent ----
+// Warpgroups 0 .. NWG - 1 consume (64 query rows each, as above), the last
+// one (128 threads) produces: it copies every key / value tile with
+// cp.async (each thread a fixed 16-byte column chunk and every 128 / (D /
+// 8)-th row, so one address step and one bounds test per chunk) into a
+// ring of NS buffers per k and v, announced by mbarriers (full: the
+// producer's 128 cp.async arrivals; empty: the NWG * 128 consumer threads
+// done reading). The consumers issue no copy and meet at no block barrier;
+// setmaxnreg gives the producer 24 registers and the consumers the rest
+// (240 with two consumer warpgroups, 160 with three).
+// The grid is persistent: block x takes work items x, x + gridDim.x, ...
+// (item i: row tile ntm - 1 - i / nbatch of batch entry i % nbatch, the
+// row tiles with the most key tiles first when causal), and the producer
+// runs ahead into the next item while the consumers finish one. Per item
+// the consumers run S(0), softmax(0), then for j = 0 .. nt - 2 issue S(j +
+// 1) and O += P(j) v(j) together and compute the softmax of S(j + 1) in
+// place while P v is in flight, then O += P(nt - 1) v(nt - 1) (no empty
+// wgmma group); the accumulator is rescaled only where a row's max rose.
+
+// Rows n .. n + BN - 1 of a [rows x D] view (unit last stride, row stride
+// sr, 16-byte aligned) into the swizzled tile at shared address sdst by the
+// producer's 128 threads (p = 0 .. 127) with cp.async (zeros past rows).
+template <int D, int BN>
+PTC_D void ptc_ws_tile(u32 sdst, const u16* src, i64 n, i64 rows, i64 sr, int p) {
+  constexpr int CH = D / 8, RP = 128 / CH, NI = BN / RP;
+  const int c = p % CH, r0 = p / CH, h = c >> 3, cc = c & 7;
+  const u32 d0 = sdst + (u32)(h * BN * 128 + r0 * 128 + ((cc ^ (r0 & 7)) << 4));
+  const u16* g = src + (n + r0) * sr + c * 8;
+  const i64 rem = rows - n - r0;  // rows left from this thread's first row
+  const int rm = rem > BN ? BN : rem < 0 ? 0 : (int)rem;
+#pragma unroll
+  for (int i = 0; i < NI; i++) {
+    const bool in = i * RP < rm;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d0 + (u32)(i * RP * 128)),
+                 "l"(in ? g + (i64)i * RP * sr : src), "r"(in ? 16 : 0)
+                 : "memory");
+  }
+}
+
+// 2^x for finite x <= 0 on the FMA pipe instead of the MUFU (whose 16
+// results per clock per SM match the tensor cores' pace at head dim 64):
+// x = n + f, n = round(x) (the 1.5 * 2^23 trick, x clamped at -126), 2^f
+// by a degree-3 polynomial on [-0.5, 0.5] (relative error 7.5e-5, below
+// the f16 / bf16 rounding of P), n added to the exponent field.
+PTC_D float ptc_ws_ex2p(float x) {
+  x = fmaxf(x, -126.f);
+  const float t = x + 12582912.f;
+  const float f = x - (t - 12582912.f);
+  const float p = fmaf(fmaf(fmaf(0.05517167f, f, 0.24261114f), f, 0.69326097f), f, 0.99992806f);
+  return __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
+}
+
+// The softmax of S (as ptc_wg_softmax_t) with P = 2^(x - max) written over
+// s (f32; packed into A fragments by ptc_ws_pack once P v landed). EX > 0
+// (unmasked tiles): every EX-th 8-key group's exponentials by ptc_ws_ex2p.
+template <int BN, bool MASKED, int EX>
+PTC_D void ptc_ws_softmax_t(float* s, float sl, int kl, int dg, int qr, int qc, float (&mx)[2],
+                            float (&l)[2], float (&al)[2]) {
+  const float NEG_INF = -PTC_INF_F;
+  const float f = MASKED ? 1.f : sl;
+#define PTC_WS_X(t, e)                                                                       \
+  (MASKED ? ((t) * 8 + qc + ((e) & 1) >= kl || (t) * 8 + qc + ((e) & 1) - qr - ((e) >> 1) * 8 > dg \
+                 ? NEG_INF                                                                   \
+                 : s[4 * (t) + (e)] * sl)                                                    \
+          : s[4 * (t) + (e)])
+#pragma unroll
+  for (int h = 0; h < 2; h++) {
+    float tm = NEG_INF;
+#pragma unroll
+    for (int t = 0; t < BN / 8; t++) tm = fmaxf(tm, fmaxf(PTC_WS_X(t, 2 * h), PTC_WS_X(t, 2 * h + 1)));
+    tm = fmaxf(tm, __shfl_xor_sync(0xffffffffu, tm, 1));
+    tm = fmaxf(tm, __shfl_xor_sync(0xffffffffu, tm, 2));
+    const float nm = fmaxf(mx[h], tm * f);
+    const float u = nm == NEG_INF ? 0.f : nm;
+    al[h] = ptc_attn_ex2(mx[h] - u);
+    mx[h] = nm;
+    float sum0 = 0.f, sum1 = 0.f;
+#pragma unroll
+    for (int t = 0; t < BN / 8; t++) {
+      const float x0 = fmaf(PTC_WS_X(t, 2 * h), f, -u), x1 = fmaf(PTC_WS_X(t, 2 * h + 1), f, -u);
+      const bool poly = !MASKED && EX > 0 && t % (EX > 0 ? EX : 1) == (EX > 0 ? EX : 1) - 1;
+      const float p0 = poly ? ptc_ws_ex2p(x0) : ptc_attn_ex2(x0);
+      const float p1 = poly ? ptc_ws_ex2p(x1) : ptc_attn_ex2(x1);
+      s[4 * t + 2 * h] = p0;
+      s[4 * t + 2 * h + 1] = p1;
+      if (t & 1)
+        sum1 += p0 + p1;
+      else
+        sum0 += p0 + p1;
+    }
+    l[h] = l[h] * al[h] + (sum0 + sum1);
+  }
+#undef PTC_WS_X
+}
+
+template <int BN, bool CAUSAL, int EX>
+PTC_D void ptc_ws_softmax(float* s, const ptc_attn_args& a, i64 n0, i64 w0, int qr, int qc,
+                          float (&mx)[2], float (&l)[2], float (&al)[2]) {
+  if (n0 + BN <= a.S && (!CAUSAL || n0 + BN - 1 <= w0) && a.scale_log2 > 0.f) {
+    ptc_ws_softmax_t<BN, false, EX>(s, a.scale_log2, BN, 1 << 20, qr, qc, mx, l, al);
+    return;
+  }
+  const i64 kl64 = a.S - n0, dg64 = CAUSAL ? w0 - n0 : (i64)1 << 20;
+  const int kl = kl64 < BN ? (int)kl64 : BN;
+  const int dg = dg64 > (1 << 20) ? 1 << 20 : dg64 < -(1 << 20) ? -(1 << 20) : (int)dg64;
+  ptc_ws_softmax_t<BN, true, 0>(s, a.scale_log2, kl, dg, qr, qc, mx, l, al);
+}
+
+// P (f32 in s) into the A fragments of P v (key blocks 2i, 2i + 1: k-step i).
+template <bool BF, int BN>
+PTC_D void ptc_ws_pack(const float* s, u32 (&pa)[BN / 16][4]) {
+#pragma unroll
+  for (int t = 0; t < BN / 8; t++)
+#pragma unroll
+    for (int h = 0; h < 2; h++) pa[t / 2][(t & 1) * 2 + h] = ptc_attn_pack<BF>(s[4 * t + 2 * h], s[4 * t + 2 * h + 1]);
+}
+
+// s = q k^T / o += P v with precomputed descriptors (dk, dv: buffer 0 of
+// the k / v ring; bo: the buffer's byte offset).
+template <bool BF, int D, int BN>
+PTC_D void ptc_ws_qk(float* s, const u32 (&qa)[1][D / 16][4], u64 dk, u32 bo) {
+  const u64 d = dk + (bo >> 4);
+#pragma unroll
+  for (int k = 0; k < D / 16; k++)
+    ptc_wg_mma<BF, BN, 0>(s, qa[0][k], d + (u64)(((k >> 2) * BN * 128 + (k & 3) * 32) >> 4), k > 0);
+}
+template <bool BF, int D, int BN>
+PTC_D void ptc_ws_pv(float* o, const u32 (&pa)[BN / 16][4], u64 dv, u32 bo) {
+  const u64 d = dv + (bo >> 4);
+#pragma unroll
+  for (int k = 0; k < BN / 16; k++) ptc_wg_mma<BF, D, 1>(o, pa[k], d + (u64)((k * 2048) >> 4), 1);
+}
+
+// The consumers' wait for a full buffer: the tile landed (mbarrier), the
+// warp converged, the copies visible to wgmma (async proxy).
+PTC_D void ptc_ws_full(u32 bar, u32 par) {
+  ptc_mb_wait(bar, par);
+  __syncwarp();
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+template <bool BF, int D, int BN, int NWG, int NS, bool CAUSAL, int EX>
+PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k,
+                            const u16* __restrict__ v, u16* __restrict__ o, const ptc_attn_args& a) {
+  constexpr int BM = 64 * NWG, NC = 128 * NWG, TILE = BN * D * 2;
+  static_assert(D == 64 || D == 128, "head dim 64 or 128");
+  static_assert(BN == 64 || BN == 128, "key tiles of 64 or 128");
+  static_assert(NS >= 2 && NS <= 4, "2 to 4 buffers");
+  static_assert(NWG == 2 || NWG == 3, "2 or 3 consumer warpgroups");
+  const u32 base = (ptc_attn_smem(ptc_wg_sm) + 1023u) & ~1023u;
+  const u32 sk = base, sv = base + NS * TILE;
+  // mbarriers: k full, k empty, v full, v empty (NS each, 8 bytes)
+  const u32 kf = base + 2 * NS * TILE, ke = kf + 8 * NS, vf = ke + 8 * NS, ve = vf + 8 * NS;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  if (tid == 0) {
+    for (int i = 0; i < NS; i++) {
+      ptc_mb_init(kf + 8 * i, 128);
+      ptc_mb_init(vf + 8 * i, 128);
+      ptc_mb_init(ke + 8 * i, NC);
+      ptc_mb_init(ve + 8 * i, NC);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  const i64 ntm = (a.L + BM - 1) / BM, nitems = ntm * a.nbatch;
+  u32 tg = 0;  // tiles of the block's earlier work items
+  if (warp >= 4 * NWG) {
+    // producer warpgroup
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
+    const int p = tid - NC;
+    for (i64 it = blockIdx.x; it < nitems; it += gridDim.x) {
+      const i64 bi = it % a.nbatch, m0 = (ntm - 1 - it / a.nbatch) * BM;
+      i64 off[5];
+      ptc_attn_offsets(a, bi, off);
+      i64 nend = a.S;
+      if (CAUSAL && m0 + BM < nend) nend = m0 + BM;
+      const int nt = (int)((nend + BN - 1) / BN);  // the host keeps S < 2^31
+      for (int i = 0; i < nt; i++) {
+        const u32 g = tg + (u32)i, b = g % NS, ph = g / NS;
+        if (g >= NS) ptc_mb_wait(ke + 8 * b, (ph - 1) & 1);
+        ptc_ws_tile<D, BN>(sk + b * TILE, k + off[1], (i64)i * BN, a.S, a.k_ss, p);
+        ptc_mb_cp_arrive(kf + 8 * b);
+        if (g >= NS) ptc_mb_wait(ve + 8 * b, (ph - 1) & 1);
+        ptc_ws_tile<D, BN>(sv + b * TILE, v + off[2], (i64)i * BN, a.S, a.v_ss, p);
+        ptc_mb_cp_arrive(vf + 8 * b);
+      }
+      tg += (u32)nt;
+    }
+    asm volatile("cp.async.wait_all;" ::: "memory");
+  } else {
+    if (NWG == 2)
+      asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
+    else
+      asm volatile("setmaxnreg.inc.sync.aligned.u32 160;");
+    const int qr = lane >> 2, qc = (lane & 3) * 2;
+    const u64 dk = ptc_wg_desc(sk, 16, 1024), dv = ptc_wg_desc(sv, D == 64 ? 1024 : BN * 128, 1024);
+    // q of the block's next item is loaded while the current one ends
+    i64 it = blockIdx.x, off[5];
+    u32 qa[1][D / 16][4];
+    if (it < nitems) {
+      ptc_attn_offsets(a, it % a.nbatch, off);
+      ptc_attn_qfrag<D, 1, true>(qa, q + off[0], a, (ntm - 1 - it / a.nbatch) * BM + warp * 16, qr, qc);
+    }
+    for (; it < nitems; it += gridDim.x) {
+      const i64 m0 = (ntm - 1 - it / a.nbatch) * BM;
+      const i64 w0 = m0 + warp * 16;  // this warp's first row
+      u16* ob = o + off[4];
+      i64 nend = a.S;
+      if (CAUSAL && m0 + BM < nend) nend = m0 + BM;
+      const int nt = (int)((nend + BN - 1) / BN);
+      float acc[D / 2], s[BN / 2], mx[2] = {-PTC_INF_F, -PTC_INF_F}, l[2] = {0.f, 0.f}, al[2];
+      u32 pa[BN / 16][4];
+#pragma unroll
+      for (int i = 0; i < D / 2; i++) acc[i] = 0.f;
+      if (nt > 0) {
+        // S(0) and its softmax
+        const u32 b0 = tg % NS;
+        ptc_ws_full(kf + 8 * b0, (tg / NS) & 1);
+        ptc_wg_fence();
+        ptc_ws_qk<BF, D, BN>(s, qa, dk, b0 * TILE);
+        ptc_wg_commit();
+        ptc_wg_wait<0>();
+        ptc_wg_hold<BN / 2>(s);
+        ptc_wg_hold_a<D / 16>(qa[0]);
+        ptc_mb_arrive(ke + 8 * b0);
+        ptc_ws_softmax<BN, CAUSAL, EX>(s, a, 0, w0, qr, qc, mx, l, al);
+        ptc_ws_pack<BF, BN>(s, pa);
+        for (int j = 0; j < nt - 1; j++) {
+          const u32 gk = tg + (u32)(j + 1), gv = tg + (u32)j, bk = gk % NS, bv = gv % NS;
+          ptc_ws_full(kf + 8 * bk, (gk / NS) & 1);
+          ptc_ws_full(vf + 8 * bv, (gv / NS) & 1);
+          ptc_wg_fence();
+          ptc_ws_qk<BF, D, BN>(s, qa, dk, bk * TILE);
+          ptc_wg_commit();
+          ptc_ws_pv<BF, D, BN>(acc, pa, dv, bv * TILE);
+          ptc_wg_commit();
+          ptc_wg_wait<1>();
+          ptc_wg_hold<BN / 2>(s);
+          ptc_wg_hold_a<D / 16>(qa[0]);
+          ptc_mb_arrive(ke + 8 * bk);
+          ptc_ws_softmax<BN, CAUSAL, EX>(s, a, (i64)(j + 1) * BN, w0, qr, qc, mx, l, al);
+          ptc_wg_wait<0>();
+          ptc_wg_hold<D / 2>(acc);
+          ptc_wg_hold_a<BN / 16>(pa);
+          ptc_mb_arrive(ve + 8 * bv);
+          // rows whose max rose take the factor (warp-uniform test)
+          if (__any_sync(0xffffffffu, al[0] != 1.f || al[1] != 1.f)) {
+#pragma unroll
+            for (int t = 0; t < D / 8; t++) {
+              acc[4 * t] *= al[0];
+              acc[4 * t + 1] *= al[0];
+              acc[4 * t + 2] *= al[1];
+              acc[4 * t + 3] *= al[1];
+            }
+          }
+          ptc_ws_pack<BF, BN>(s, pa);
+        }
+        // the last P v, in flight while the next q loads
+        const u32 gv = tg + (u32)(nt - 1), bv = gv % NS;
+        ptc_ws_full(vf + 8 * bv, (gv / NS) & 1);
+        ptc_wg_fence();
+        ptc_ws_pv<BF, D, BN>(acc, pa, dv, bv * TILE);
+        ptc_wg_commit();
+      }
+      tg += (u32)nt;
+      const i64 nx = it + gridDim.x;
+      if (nx < nitems) {
+        ptc_attn_offsets(a, nx % a.nbatch, off);
+        ptc_attn_qfrag<D, 1, true>(qa, q + off[0], a, (ntm - 1 - nx / a.nbatch) * BM + warp * 16, qr, qc);
+      }
+      if (nt > 0) {
+        ptc_wg_wait<0>();
+        ptc_wg_hold<D / 2>(acc);
+        ptc_wg_hold_a<BN / 16>(pa);
+        ptc_mb_arrive(ve + 8 * ((tg - 1) % NS));
+      }
+      // out rows = acc / l (zeros for a row with no finite score)
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        float lh = l[h];
+        lh += __shfl_xor_sync(0xffffffffu, lh, 1);
+        lh += __shfl_xor_sync(0xffffffffu, lh, 2);
+        const float inv = lh > 0.f ? 1.f / lh : 0.f;
+        const i64 r = w0 + qr + 8 * h;
+        if (r < a.L) {
+#pragma unroll
+          for (int t = 0; t < D / 8; t++)
+            *(u32*)&ob[r * a.o_sl + t * 8 + qc] =
+                ptc_attn_pack<BF>(acc[4 * t + 2 * h] * inv, acc[4 * t + 2 * h + 1] * inv);
+        }
+      }
+    }
+  }
+}
+
+#define PTC_ATTN_WS_KERNEL(name, BF, D, BN, NWG, EX, NS, CAUSAL)                              \
+  extern "C" __global__ void __launch_bounds__(128 * (NWG + 1), 1)                           \
+      name(const u16* q, const u16* k, const u16* v, const u16* m, u16* o, ptc_attn_args a) { \
+    (void)m;                                                                                  \
+    ptc_attn_ws_body<BF, D, BN, NWG, NS, CAUSAL, EX>(q, k, v, o, a);                          \
+  }
+
 #define PTC_ATTN_WG_MB_KERNEL(name, BF, D, BN, NWG, MINB, NS, CAUSAL)                         \
   extern "C" __global__ void __launch_bounds__(128 * NWG, MINB)                              \
       name(const u16* q, const u16* k, const u16* v, const u16* m, u16* o, ptc_attn_args a) { \

@@ -17,8 +17,11 @@
  *    keeping no key), GPT-2's shape (small-grid tile shape); plus f32
  *    (cuda_attn_f32.c) for the dispatch. On an H100 the f16/bf16 cases with
  *    head dim 64/128, no mask tensor and unit last stride run the wgmma
- *    kernel (cuda_attn_wg.cuh) unless PTC_CUDA_ATTN_WG=0 or the grid is small
- *    (all of them with PTC_CUDA_ATTN_WG_CFG set).
+ *    kernel (cuda_attn_wg.cuh; by default its warp-specialized form: a
+ *    producer warpgroup, mbarrier rings, a persistent grid whose blocks
+ *    take several (row tile, batch entry) items, as the b300 / b150 cases
+ *    do) unless PTC_CUDA_ATTN_WG=0 or the grid is small (all of them with
+ *    PTC_CUDA_ATTN_WG_CFG set).
  *  --wg-cases: only the default cases the Hopper wgmma kernel takes
  *    (cuda_attn_wg.c: f16/bf16, head dim 64/128, no mask tensor, unit last
  *    stride); run with each PTC_CUDA_ATTN_WG_CFG (a named shape takes every
