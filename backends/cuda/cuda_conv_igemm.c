@@ -317,6 +317,7 @@ ptc_status cuda_conv_igemm(ptc_context* ctx, const cuda_device* d, cu_stream str
   bool w_plain = (desc->ws[3] == 1 || desc->kw == 1) && (desc->ws[2] == desc->kw || desc->kh == 1) &&
                  (desc->ws[1] == kk || cg == 1) && (desc->ws[0] * es) % 16 == 0 && w % 16 == 0;
   /* f32: always copied (the copy rounds to TF32: the MMA loop has no cvt on A) */
+  bool wsp_kept = false; /* wsp belongs to desc->wcache now */
   if (sh.tap || !w_plain || desc->dtype == PTC_F32) {
     /* the A operand: tap-major [OC][KH*KW][cpad], or channel-major rows
      * [Cg*KH*KW] 16-byte aligned */
@@ -327,7 +328,10 @@ ptc_status cuda_conv_igemm(ptc_context* ctx, const cuda_device* d, cu_stream str
       a.nchunk = (int32_t)nchunk;
       a.kdim = (int32_t)ld;
     }
-    PTC_TRY(cuda_alloc((size_t)(desc->oc * ld * es), stream, &wsp));
+    /* the kept copy of constant weights in this layout, when there is one */
+    cuda_wcache_key wkey = {w, {ld, tap_major, cpad, desc->dtype}};
+    cu_deviceptr kept = cuda_wcache_find(desc->wcache, desc->wcache_slot, &wkey);
+    if (!kept) PTC_TRY(cuda_alloc((size_t)(desc->oc * ld * es), stream, &wsp));
     int64_t rows = desc->oc, kw = desc->kw;
     int64_t w0 = desc->ws[0], w1 = desc->ws[1], w2 = desc->ws[2], w3 = desc->ws[3];
     /* 32-bit index math in the copy when the copy and the weight view fit */
@@ -336,13 +340,15 @@ ptc_status cuda_conv_igemm(ptc_context* ctx, const cuda_device* d, cu_stream str
                           INT32_MAX;
     void* pp[] = {&w, &wsp, &rows, &ld, &cg, &kw, &kk, &cpad, &w0, &w1, &w2, &w3, &tap_major,
                   &small32};
-    cu_result r = cu->LaunchKernel(m->wcopy, grid_1d(rows * ld, (int64_t)d->sm_count * 16), 1, 1, 256,
-                                   1, 1, 0, stream, pp, NULL);
+    cu_result r = kept ? CU_SUCCESS
+                       : cu->LaunchKernel(m->wcopy, grid_1d(rows * ld, (int64_t)d->sm_count * 16),
+                                          1, 1, 256, 1, 1, 0, stream, pp, NULL);
     if (r != CU_SUCCESS) {
       cuda_free(wsp);
       return cuda_error(r, "launching the convolution's weight copy");
     }
-    w = wsp;
+    if (!kept) wsp_kept = cuda_wcache_offer(desc->wcache, desc->wcache_slot, &wkey, stream, wsp);
+    w = kept ? kept : wsp;
     a.w_row = ld;
   }
   cu_result r = CU_SUCCESS;
@@ -351,7 +357,7 @@ ptc_status cuda_conv_igemm(ptc_context* ctx, const cuda_device* d, cu_stream str
     int64_t pbytes = (int64_t)sh.splits * desc->oc * ncols * 4, tiles = sh.gx * sh.gy * desc->groups;
     s = cuda_alloc((size_t)(pbytes + tiles * 4), stream, &part);
     if (s) {
-      cuda_free(wsp);
+      if (!wsp_kept) cuda_free(wsp);
       return s;
     }
     r = cu->MemsetD8Async(part + (cu_deviceptr)pbytes, 0, (size_t)tiles * 4, stream);
@@ -365,7 +371,7 @@ ptc_status cuda_conv_igemm(ptc_context* ctx, const cuda_device* d, cu_stream str
     r = cu->LaunchKernel(fn, (unsigned)sh.gx, (unsigned)sh.gy, (unsigned)sh.gz, threads, 1, 1,
                          (unsigned)sh.smem, stream, params, NULL);
   cuda_free(part);
-  cuda_free(wsp);
+  if (!wsp_kept) cuda_free(wsp);
   if (r != CU_SUCCESS) return cuda_error(r, "launching the implicit-GEMM convolution");
   *done = true;
   return PTC_OK;

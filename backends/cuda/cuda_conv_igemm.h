@@ -7,6 +7,7 @@
 #ifndef PTC_BACKENDS_CUDA_CONV_IGEMM_H
 #define PTC_BACKENDS_CUDA_CONV_IGEMM_H
 
+#include "cuda_conv_wcache.h"
 #include "cuda_plan.h"
 
 extern const char ptc_cuda_conv_igemm_text[];
@@ -28,6 +29,11 @@ typedef struct cuda_conv_desc {
   int64_t ws[4];  /* weight strides oc, c, kh, kw */
   int64_t bias_st;
   double beta;    /* the bias is scaled by beta */
+  /* optional (NULL: the weights are copied on every call when the kernel
+   * needs them copied): the plan's table where the copy of immutable
+   * weights (a plan constant) is kept across calls, and the slot */
+  cuda_wcache* wcache;
+  int64_t wcache_slot;
 } cuda_conv_desc;
 
 /** The launch shape chosen for a convolution: block rows (64 or 128 output
@@ -71,7 +77,9 @@ void cuda_conv_igemm_shape(const cuda_conv_desc* d, int sm_count, int64_t smem_o
  * (pbias 0 = none). Tap-major shapes first copy the weights into their
  * layout, channel-major ones when the weight rows are not 16-byte aligned
  * or not contiguous, f32 ones always (the copy rounds them to TF32 once,
- * so the MMA loop converts only the gathered input); split K adds an f32 workspace of partial sums and
+ * so the MMA loop converts only the gathered input); with desc->wcache the
+ * first such copy is kept there (cuda_wcache_offer: the stream is waited
+ * for once) and later calls with the same weights and layout read it; split K adds an f32 workspace of partial sums and
  * per-tile counters (zeroed by a memset; the last block of a tile adds the
  * partials up). The modules of the dtype (one per kernel variant, built
  * in parallel through the kernel cache) are loaded on first use

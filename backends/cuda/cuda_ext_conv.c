@@ -243,6 +243,12 @@ ptc_status cuda_ext_conv_device(const cuda_ext_call* c0, bool* done) {
     memcpy(d.ws, wst, sizeof d.ws);
     d.bias_st = bias ? bias->strides[0] : 0;
     d.beta = e->beta;
+    /* weights that are a plan constant (immutable device storage): the
+     * kernels' copies of them are kept across runs */
+    if (e->n_in > 1 && e->in[1] >= 0 && ir_buf(c->plan->p, e->in[1])->kind == IR_BUF_CONSTANT) {
+      d.wcache = c->plan->wcache;
+      d.wcache_slot = (int64_t)(c->node - ir_node_at(c->plan->p, 0));
+    }
     bool ok = false, small = false;
     /* Hopper: the wgmma kernels (cuda_conv_wg.c) take what they can before
      * the implicit GEMM and the im2col GEMMs (cuda_conv_wg_enabled 1), or

@@ -6,6 +6,8 @@
  * constants uploaded to device memory once per executable. */
 #include "cuda_plan.h"
 
+#include "cuda_conv_wcache.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,7 @@ void cuda_plan_destroy(cuda_plan* plan) {
   for (size_t i = 0; i < plan->n_uploads; i++) cuda_free(plan->uploads[i]);
   cuda_deferred_destroy(plan->deferred);
   cuda_static_layout_free(plan->static_layout);
+  cuda_wcache_destroy(plan->wcache);
   if (entered) cuda_ctx_leave(plan->dev, prev);
   free(plan->steps);
   free(plan->const_ptr);
@@ -193,6 +196,7 @@ ptc_status cuda_plan_build(ptc_context* ctx, const cuda_device* d, ptc_graph* dg
   if (!st) st = upload_constants(plan);
   if (!st && plan->uses_err) st = cuda_deferred_create(&plan->deferred);
   if (!st) st = cuda_plan_static_layout(plan);
+  if (!st) st = cuda_wcache_create(p->nodes.len, &plan->wcache);
   for (uint32_t i = 0; !st && i < plan->n_steps && !plan->split_order; i++)
     if (plan->steps[i].split > 1) {
       plan->split_order = calloc(1, sizeof *plan->split_order);

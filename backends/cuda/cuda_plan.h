@@ -124,6 +124,10 @@ typedef struct cuda_plan {
    * size symbol (cuda_plan_run.c; NULL otherwise): runs copy them instead of
    * evaluating hundreds of size expressions. Immutable. */
   struct cuda_static_layout* static_layout;
+  /* Copies of constant convolution weights in the layout a kernel reads,
+   * kept after the first run (cuda_conv_wcache.h; one slot per IR node;
+   * mutable, thread-safe). */
+  struct cuda_wcache* wcache;
 } cuda_plan;
 
 /** Evaluates plan->static_layout when no layout depends on a size symbol

@@ -16,6 +16,8 @@
  *    output starts as NaN).
  *    TF32 exactness: weights and inputs that round up to TF32 give exactly
  *    the sum of the rounded products in both K orders.
+ *    Kept weight copies (cuda_conv_wcache): after the weights are zeroed,
+ *    a call with the table slot still reads the first call's copy.
  *    Pooling (max_pool2d, avg_pool2d, adaptive_avg_pool2d through a one-node
  *    graph) against the ref backend in f32, bf16, f16, f64, with the
  *    kernel's fast paths (3x3 and other max windows, the vector form of
@@ -426,6 +428,85 @@ static void run_tf32_exact(void) {
     cuda_free(px);
     cuda_free(pw);
     cuda_free(po);
+  }
+}
+
+/* The kept weight copy (cuda_conv_wcache.h): a tap-major bf16 and a TF32
+ * convolution run with a table slot, then their weights are zeroed on the
+ * device and they run again: with the slot the output must be the first
+ * run's bit for bit (the kept copy read, not the zeroed weights); without
+ * the slot it must differ (the weights really were zeroed), and a table
+ * slot offered while another copy is kept keeps the first. */
+static void run_wcache(void) {
+  const cu_api* cu = &cuda_libs_get()->cu;
+  enum { N = 2, C = 32, H = 8, OC = 16, K = 3 };
+  static const int32_t dts[2] = {PTC_BF16, PTC_F32};
+  for (int di = 0; di < 2; di++) {
+    int32_t dt = dts[di];
+    size_t es = ptc_dtype_size(dt), xb = (size_t)N * C * H * H * es, wb = (size_t)OC * C * K * K * es;
+    size_t ob = (size_t)N * OC * H * H * es;
+    cuda_conv_desc d;
+    memset(&d, 0, sizeof d);
+    d.dtype = dt;
+    d.n = N, d.c = C, d.h = H, d.w = H, d.oc = OC, d.oh = H, d.ow = H;
+    d.kh = d.kw = K, d.sh = d.sw = d.dh = d.dw = d.groups = 1, d.ph = d.pw = 1;
+    d.xs[0] = C * H * H, d.xs[1] = H * H, d.xs[2] = H, d.xs[3] = 1;
+    d.ws[0] = C * K * K, d.ws[1] = K * K, d.ws[2] = K, d.ws[3] = 1;
+    void *hx = malloc(xb), *hw = malloc(wb), *o1 = calloc(1, ob), *o2 = calloc(1, ob), *o3 = calloc(1, ob);
+    cu_deviceptr px = 0, pw = 0, po = 0;
+    cuda_wcache* t = NULL;
+    ptc_status s = hx && hw && o1 && o2 && o3 ? cuda_wcache_create(2, &t) : ptc_status_oom();
+    for (int64_t i = 0; !s && i < N * C * H * H; i++) ctd_store(hx, dt, i, 2 * ctd_urand() - 1);
+    for (int64_t i = 0; !s && i < OC * C * K * K; i++) ctd_store(hw, dt, i, 2 * ctd_urand() - 1);
+    if (!s && (cuda_alloc(xb, NULL, &px) || cuda_alloc(wb, NULL, &pw) || cuda_alloc(ob, NULL, &po) ||
+               cu->MemcpyHtoDAsync(px, hx, xb, NULL) || cu->MemcpyHtoDAsync(pw, hw, wb, NULL)))
+      s = PTC_ERR(INTERNAL, "device memory");
+    setenv("PTC_CUDA_CONV_TAP", "1", 1);
+    void* outs[3] = {o1, o2, o3};
+    bool done = true;
+    for (int run = 0; run < 3 && !s && done; run++) {
+      /* run 1: with the slot; then the weights zeroed; run 2 with, run 3 without */
+      if (run == 1 && cu->MemsetD8Async(pw, 0, wb, NULL) != CU_SUCCESS) s = PTC_ERR(INTERNAL, "memset");
+      d.wcache = run < 2 ? t : NULL;
+      d.wcache_slot = 1;
+      if (!s) s = cuda_conv_igemm(ctx, dev, NULL, &d, true, px, pw, 0, po, &done);
+      if (!s && (cu->MemcpyDtoHAsync(outs[run], po, ob, NULL) != CU_SUCCESS ||
+                 cu->StreamSynchronize(NULL) != CU_SUCCESS))
+        s = PTC_ERR(INTERNAL, "copy back failed");
+    }
+    unsetenv("PTC_CUDA_CONV_TAP");
+    /* a second copy offered for the filled slot is refused (the caller keeps it) */
+    cuda_wcache_key key = {pw, {1, 2, 3, 4}};
+    cu_deviceptr spare = 0;
+    bool refused = !s && !cuda_alloc(64, NULL, &spare) && !cuda_wcache_offer(t, 1, &key, NULL, spare);
+    bool bad = s || !done || !refused;
+    if (bad)
+      printf("FAIL wcache %s: %s\n", ptc_dtype_name(dt),
+             s ? ptc_status_message(s) : !done ? "not taken" : "a second copy replaced the kept one");
+    if (!bad && memcmp(o1, o2, ob)) {
+      printf("FAIL wcache %s: the run after the weights were zeroed did not read the kept copy\n",
+             ptc_dtype_name(dt));
+      bad = true;
+    }
+    if (!bad && !memcmp(o1, o3, ob)) {
+      printf("FAIL wcache %s: zeroed weights without the slot gave the same output\n", ptc_dtype_name(dt));
+      bad = true;
+    }
+    ptc_status_destroy(s);
+    if (bad)
+      failed++;
+    else
+      passed++;
+    cuda_free(spare);
+    cuda_wcache_destroy(t);
+    cuda_free(px);
+    cuda_free(pw);
+    cuda_free(po);
+    free(hx);
+    free(hw);
+    free(o1);
+    free(o2);
+    free(o3);
   }
 }
 
@@ -1228,6 +1309,7 @@ int main(int argc, char** argv) {
     run_pools();
     run_graphs();
     run_tf32_exact();
+    run_wcache();
     printf("test_cuda_conv: %d passed, %d failed (%.1f s)\n", passed, failed, now_s() - t0);
   }
   cuda_ctx_leave(dev, prev);
