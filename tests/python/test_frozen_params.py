@@ -13,7 +13,8 @@ in-place update of a weight or a BN running stat, `p.data = t`, a different
 module's tensors, load_state_dict, updates under inference_mode; grad mode
 with parameters requiring grad is not frozen (gradients flow); the
 PTC_FREEZE_PARAMS=0 / freeze=False knobs; the re-freeze cap; a graph that
-writes a buffer is not frozen. With torch >= 2 the same through
+writes a buffer is not frozen; a frozen weight compiles to the kernels
+from_fx makes of the get_attr module; warm calls skip CompiledGraph.__call__. With torch >= 2 the same through
 torch.compile (and on CUDA where there is a GPU)."""
 import copy
 import warnings
@@ -392,6 +393,103 @@ def test_plain_inputs_untouched():
     fn = make_backend("cpu")(gm, [x, y])
     assert not isinstance(fn, FrozenGraph)
     _close(fn(x, y), f(x, y))
+
+
+class RMSNorm(nn.Module):
+    """bench/vs_torch_models.py's RMSNorm: a get_attr weight after a row reduction."""
+
+    def __init__(self, n, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.rand(n) + 0.5)
+        self.eps = eps
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def _lift_get_attrs(m):
+    """(gm, names): m traced with each get_attr (a parameter here) turned into
+    a placeholder after the input, as Dynamo's inlined nn modules pass them."""
+    gm = torch.fx.symbolic_trace(m)
+    g = gm.graph
+    names = []
+    for node in list(g.nodes):
+        if node.op == "get_attr":
+            last = [n for n in g.nodes if n.op == "placeholder"][-1]
+            with g.inserting_after(last):
+                ph = g.placeholder("l_self_parameters_" + node.target.replace(".", "_") + "_")
+            node.replace_all_uses_with(ph)
+            g.erase_node(node)
+            names.append(node.target)
+    gm.recompile()
+    return gm, names
+
+
+def _kernel_sources(folder):
+    """The kernel cache files a debug dump's (cuda_)kernels.txt names, in order."""
+    import glob
+    import re
+    out = []
+    for f in sorted(glob.glob(str(folder / "*kernels.txt"))):
+        out += re.findall(r"\(([^,()]+\.(?:c|cu)), (?:compiled|cache hit)\)", open(f).read())
+    return out
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=requires_cuda)])
+def test_frozen_compiles_the_kernels_of_from_fx(device, tmp_path):
+    """A frozen parameter is the same constant from_fx makes of a get_attr:
+    the frozen graph compiles to the very kernels (same generated sources,
+    same count) that ptc.from_fx builds for the traced module, so the
+    backend's per-call GPU work equals ptc-fx's (session 10: rmsnorm through
+    the backend measured slower; the kernel turned out identical, the
+    difference was host time)."""
+    torch.manual_seed(0)
+    m = RMSNorm(256).to(device).eval()
+    x = torch.randn(64, 256, device=device)
+    with torch.no_grad():
+        want = m(x)
+        fx = ptc.from_fx(torch.fx.symbolic_trace(m), [x], backend=device,
+                         debug_dir=str(tmp_path / "fx"))
+        _close(fx(x), want)
+        gm, names = _lift_get_attrs(m)
+        args = [x] + [_fetch(m, n) for n in names]
+        fz = make_backend(device, debug_dir=str(tmp_path / "frozen"))(gm, args)
+        _close(fz(*args), want)
+    assert isinstance(fz, FrozenGraph) and fz.frozen_inputs == (1,)
+    assert _kernels(fz) == _kernels(fx) == 1
+    src_fx, src_fz = _kernel_sources(tmp_path / "fx"), _kernel_sources(tmp_path / "frozen")
+    assert src_fx and src_fx == src_fz, (src_fx, src_fz)
+
+
+def test_frozen_fast_path_calls_compiled_function(monkeypatch):
+    """A warm call whose frozen tensors are unchanged goes from the guard
+    straight to the CompiledFunction, not through CompiledGraph.__call__
+    (one Python frame less per call); a changed weight still re-freezes."""
+    import ptc.fx
+
+    torch.manual_seed(0)
+    m = RMSNorm(32).eval()
+    x = torch.randn(8, 32)
+    gm, names = _lift_get_attrs(m)
+    args = [x] + [_fetch(m, n) for n in names]
+    with torch.no_grad():
+        fz = make_backend("cpu")(gm, args)
+        assert isinstance(fz, FrozenGraph)
+        _close(fz(*args), m(x))  # the CompiledGraph's first call finds its fast path
+        calls = []
+        orig = ptc.fx.CompiledGraph.__call__
+
+        def counting(self, *a):
+            calls.append(1)
+            return orig(self, *a)
+        monkeypatch.setattr(ptc.fx.CompiledGraph, "__call__", counting)
+        for _ in range(5):
+            _close(fz(*args), m(x))
+        assert calls == [], len(calls)
+        m.weight.mul_(2.0)  # in-place update: the guard fails, re-freeze, new values
+        _close(fz(*args), m(x))
+        assert fz.refreezes == 1
+        _close(fz(*args), m(x))
 
 
 # ---- torch.compile (torch >= 2) ----------------------------------------------------------
