@@ -22,35 +22,29 @@ typedef struct wg_args {
 } wg_args;
 _Static_assert(sizeof(wg_args) == 408, "wg_args must match ptc_attn_args");
 
-/* A kernel shape: warpgroups per block (64 query rows each; with mb 2
- * the consumer warpgroups, the block has one more), key tile rows, minimum
- * blocks per SM (__launch_bounds__; 1 with mb 2), buffers per k and v tile
- * (2 or 3; 3 or 4 with mb 1; 2 to 4 with mb 2), mb: 1 the mbarrier form
- * (tiles' arrival and release by mbarriers, no block barrier per tile), 2
- * the warp-specialized form (a producer warpgroup copies, persistent grid
- * of one block per SM), ex (mb 2): every ex-th group of 8 keys takes its
- * exponentials from a polynomial on the FMA pipe (0: all from the MUFU). */
+/* A kernel shape: consumer warpgroups per block (64 query rows each; the
+ * block has one more, the producer), key tile rows, buffers per k and v
+ * ring (2 to 4), ex: every ex-th group of 8 keys takes its exponentials
+ * from a polynomial on the FMA pipe (0: all from the MUFU; measured slower
+ * on the H100 so far: d64 0.107 ms with 0, 0.110 with 4, 0.115 with 2). */
 typedef struct wg_cfg {
-  int nwg, bn, minb, ns, mb, ex;
+  int nwg, bn, ns, ex;
 } wg_cfg;
 
 static const wg_cfg wg_cfgs[] = {
-    {2, 64, 2, 2, 0, 0},  {2, 128, 1, 2, 0, 0}, {2, 64, 1, 2, 0, 0},  {2, 64, 2, 3, 0, 0},  {1, 64, 4, 2, 0, 0},
-    {1, 64, 4, 3, 0, 0},  {1, 64, 3, 3, 0, 0},  {2, 128, 1, 3, 0, 0}, {1, 128, 2, 3, 0, 0}, {3, 64, 1, 3, 0, 0},
-    {2, 64, 2, 4, 1, 0},  {2, 64, 2, 3, 1, 0},  {2, 128, 1, 4, 1, 0}, {3, 64, 1, 4, 1, 0},  {2, 64, 1, 4, 1, 0},
-    {2, 128, 1, 3, 1, 0}, {1, 64, 4, 4, 1, 0},
-    {2, 128, 1, 2, 2, 0}, {2, 128, 1, 3, 2, 0}, {2, 64, 1, 4, 2, 0}, {3, 64, 1, 4, 2, 0},
-    {2, 64, 1, 3, 2, 0},  {2, 128, 1, 2, 2, 4}, {2, 128, 1, 2, 2, 2}, {2, 64, 1, 4, 2, 4},
-    {3, 64, 1, 4, 2, 4},
+    {2, 128, 2, 0}, {2, 128, 3, 0}, {2, 64, 4, 0}, {3, 64, 4, 0},
+    {3, 64, 4, 4},  {2, 128, 2, 4}, {2, 128, 2, 2},
 };
 #define WG_NCFG ((int)(sizeof wg_cfgs / sizeof wg_cfgs[0]))
-/* The default shape per head dim index (1: 64, 2: 128), the fastest of
- * those timed on an H100 (b8 h16 s1024 bf16, torch flash sdpa 0.083 / d128
- * 0.114 ms): d64 2,64,2,2 0.118 ms against 0.134 for the mma.sync kernel
- * (causal 0.091 / 0.097; b4 h16 s2048 0.218 / 0.245), d128 2,128,1,2
- * 0.226 against 0.334. The mbarrier shapes pass the same GPU checks but
- * were not timed yet. */
-static const int wg_default[3][2] = {{0, 0}, {17, 17}, {17, 17}}; /* [hi][causal] */
+/* The default shape per head dim index (1: 64, 2: 128) and causal flag,
+ * the fastest of those timed on an H100 (b8 h16 s1024 bf16, ms; torch
+ * flash sdpa d64 0.082, causal 0.059, d128 0.115, causal 0.086; the
+ * earlier block-barrier wgmma kernel 0.121 / 0.092 / 0.226 / 0.171):
+ * d64 2,128,3: 0.103, causal 0.080 (2,128,2: 0.107 / 0.081; 3,64,4: 0.111
+ * / 0.089; 2,64,4: 0.121 / 0.089); d128 3,64,4: 0.204 (2,64,4: 0.216,
+ * 2,128,2: 0.218), causal 2,128,2: 0.136 (2,128,3: 0.143, 2,64,4: 0.141,
+ * 3,64,4: 0.157). */
+static const int wg_default[3][2] = {{0, 0}, {1, 1}, {3, 0}}; /* [hi][causal] */
 
 typedef struct wg_mod {
   cu_module mod;
@@ -61,19 +55,16 @@ static pthread_mutex_t wg_lock = PTHREAD_MUTEX_INITIALIZER;
 static wg_mod wg_mods[2][2][2][WG_NCFG]; /* [bf][d128][causal][shape] */
 
 /* [1024-byte alignment slack][ns k tiles][ns v tiles][4 ns mbarriers] */
-static int wg_smem_bytes(wg_cfg c, int d) {
-  return 1024 + 2 * c.ns * c.bn * d * 2 + (c.mb ? 32 * c.ns : 0);
-}
+static int wg_smem_bytes(wg_cfg c, int d) { return 1024 + 2 * c.ns * c.bn * d * 2 + 32 * c.ns; }
 
-/* The shape index PTC_CUDA_ATTN_WG_CFG="nwg,bn,minb,ns[,mb]" names (a row
- * of the table whose shared memory fits head dim d on the device), or -1. */
+/* The shape index PTC_CUDA_ATTN_WG_CFG="nwg,bn,ns[,ex]" names (a row of
+ * the table whose shared memory fits head dim d on the device), or -1. */
 static int wg_env_shape(int d, const cuda_device* dev) {
   const char* env = getenv("PTC_CUDA_ATTN_WG_CFG");
-  int nwg, bn, minb, ns, mb = 0, ex = 0;
-  if (env && sscanf(env, "%d,%d,%d,%d,%d,%d", &nwg, &bn, &minb, &ns, &mb, &ex) >= 4)
+  int nwg, bn, ns, ex = 0;
+  if (env && sscanf(env, "%d,%d,%d,%d", &nwg, &bn, &ns, &ex) >= 3)
     for (int i = 0; i < WG_NCFG; i++)
-      if (wg_cfgs[i].nwg == nwg && wg_cfgs[i].bn == bn && wg_cfgs[i].minb == minb &&
-          wg_cfgs[i].ns == ns && wg_cfgs[i].mb == mb && wg_cfgs[i].ex == ex)
+      if (wg_cfgs[i].nwg == nwg && wg_cfgs[i].bn == bn && wg_cfgs[i].ns == ns && wg_cfgs[i].ex == ex)
         return wg_smem_bytes(wg_cfgs[i], d) <= dev->max_smem_optin ? i : -1;
   return -1;
 }
@@ -84,8 +75,8 @@ bool cuda_attn_wg_takes(const cuda_device* d, const cuda_attn_geom* g, int hi, b
   if (d->cc_major != 9 || d->cc_minor != 0 || !vec || g->mask != 0 || (hi != 1 && hi != 2))
     return false;
   if (wg_env_shape(hi == 2 ? 128 : 64, d) >= 0) return true;
-  /* grids of fewer than two blocks per SM at the default shape stay on the
-   * mma.sync kernel (H100: b2 h3 L1000 S777 d64 0.019 ms there, 0.021
+  /* grids of fewer than two row tiles per SM at the default shape stay on
+   * the mma.sync kernel (H100: b2 h3 L1000 S777 d64 0.019 ms there, 0.021
    * here; GPT-2's b8 h12 s256 causal 0.020 both) */
   int64_t bm = 64 * wg_cfgs[wg_default[hi][g->causal != 0]].nwg, blocks = (g->L + bm - 1) / bm * g->nbatch;
   return blocks >= 2 * (int64_t)(d->sm_count > 0 ? d->sm_count : 132);
@@ -93,9 +84,8 @@ bool cuda_attn_wg_takes(const cuda_device* d, const cuda_attn_geom* g, int hi, b
 
 /* Appends the instantiation `name` of (bf, d, shape c, causal). */
 static void wg_instance(ptc_strbuf* src, const char* name, bool bf, int d, wg_cfg c, bool causal) {
-  ptc_sb_printf(src, "PTC_ATTN_W%s_KERNEL(%s, %s, %d, %d, %d, %d, %d, %s)\n",
-                c.mb == 2 ? "S" : c.mb ? "G_MB" : "G", name, bf ? "true" : "false", d, c.bn, c.nwg,
-                c.mb == 2 ? c.ex : c.minb, c.ns, causal ? "true" : "false");
+  ptc_sb_printf(src, "PTC_ATTN_WS_KERNEL(%s, %s, %d, %d, %d, %d, %d, %s)\n", name,
+                bf ? "true" : "false", d, c.bn, c.nwg, c.ex, c.ns, causal ? "true" : "false");
 }
 
 static void wg_source(ptc_strbuf* src) {
@@ -157,19 +147,15 @@ ptc_status cuda_attn_wg_run(const cuda_ext_call* c, const cuda_attn_geom* g, boo
   a.vec = 1;
   cu_deviceptr pm = 0;
   void* params[] = {&q, &k, &v, &pm, &o, &a};
-  int64_t bm = 64 * cfg.nwg, gx = (g->L + bm - 1) / bm, gy = g->nbatch < 65535 ? g->nbatch : 65535;
-  if (gx > INT32_MAX || g->S > INT32_MAX)
-    return PTC_ERR(UNIMPLEMENTED, "cuda backend: attention with too many queries or keys");
-  unsigned nthr = 128u * (unsigned)cfg.nwg;
-  if (cfg.mb == 2) { /* persistent: one block per SM over the (row tile, batch entry) items */
-    int64_t items = gx * g->nbatch, sms = dev->sm_count > 0 ? dev->sm_count : 132;
-    gx = items < sms ? items : sms;
-    gy = 1;
-    nthr += 128u;
-  }
+  /* persistent: one block per SM over the (row tile, batch entry) items */
+  int64_t bm = 64 * cfg.nwg, items = (g->L + bm - 1) / bm * g->nbatch;
+  int64_t sms = dev->sm_count > 0 ? dev->sm_count : 132, gx = items < sms ? items : sms;
+  if (g->S > INT32_MAX)
+    return PTC_ERR(UNIMPLEMENTED, "cuda backend: attention with too many keys");
   if (gx == 0) return PTC_OK;
-  CUDA_TRY(cuda_libs_get()->cu.LaunchKernel(fn, (unsigned)gx, (unsigned)gy, 1, nthr, 1, 1,
-                                            (unsigned)wg_smem_bytes(cfg, d), c->stream, params, NULL),
+  CUDA_TRY(cuda_libs_get()->cu.LaunchKernel(fn, (unsigned)gx, 1, 1, 128u * (unsigned)(cfg.nwg + 1), 1,
+                                            1, (unsigned)wg_smem_bytes(cfg, d), c->stream, params,
+                                            NULL),
            "launching the wgmma attention kernel");
   return PTC_OK;
 }
@@ -183,20 +169,12 @@ ptc_status cuda_attn_wg_check_compile(int arch) {
     snprintf(name, sizeof name, "ptc_attn_wg_%d", n++);
     wg_instance(&src, name, true, 64, wg_cfgs[i], false);
   }
-  snprintf(name, sizeof name, "ptc_attn_wg_%d", n++);
-  wg_instance(&src, name, false, 64, wg_cfgs[wg_default[1][1]], true);
-  snprintf(name, sizeof name, "ptc_attn_wg_%d", n++);
-  wg_instance(&src, name, true, 128, wg_cfgs[wg_default[2][0]], false);
-  snprintf(name, sizeof name, "ptc_attn_wg_%d", n++);
-  wg_instance(&src, name, false, 128, wg_cfgs[wg_default[2][1]], true);
-  snprintf(name, sizeof name, "ptc_attn_wg_%d", n++);
-  wg_instance(&src, name, false, 128, (wg_cfg){2, 64, 1, 4, 1, 0}, true); /* mbarrier form, d128 */
-  snprintf(name, sizeof name, "ptc_attn_wg_%d", n++);
-  wg_instance(&src, name, false, 128, (wg_cfg){2, 128, 1, 2, 2, 0}, true); /* warp-specialized, d128 */
-  snprintf(name, sizeof name, "ptc_attn_wg_%d", n++);
-  wg_instance(&src, name, true, 128, (wg_cfg){2, 64, 1, 4, 2, 4}, false);
-  snprintf(name, sizeof name, "ptc_attn_wg_%d", n++);
-  wg_instance(&src, name, false, 64, (wg_cfg){2, 128, 1, 2, 2, 4}, true);
+  /* every head dim / causal default (f16 without causal, bf16 with) */
+  for (int hi = 1; hi <= 2; hi++)
+    for (int causal = 0; causal < 2; causal++) {
+      snprintf(name, sizeof name, "ptc_attn_wg_%d", n++);
+      wg_instance(&src, name, causal, hi == 2 ? 128 : 64, wg_cfgs[wg_default[hi][causal]], causal);
+    }
   if (src.oom) {
     ptc_sb_free(&src);
     return ptc_status_oom();

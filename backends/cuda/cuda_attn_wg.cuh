@@ -1,30 +1,40 @@
 // cuda_attn_wg.cuh - the Hopper (sm_90a) attention forward kernel of the
-// cuda backend: wgmma, one warpgroup per 64 query rows (embedded as
-// ptc_cuda_attn_wg_text; compiled after cuda_prelude.cuh and cuda_attn.cuh,
-// whose ptc_attn_args and helpers it uses, into one module per
-// instantiation by cuda_attn_wg.c).
+// cuda backend: wgmma, warp-specialized (embedded as ptc_cuda_attn_wg_text;
+// compiled after cuda_prelude.cuh and cuda_attn.cuh, whose ptc_attn_args
+// and helpers it uses, into one module per instantiation by
+// cuda_attn_wg.c).
 //
 // out = softmax(q @ k^T * scale) @ v for f16 / bf16, head dim 64 or 128,
 // no mask or is_causal, q/k/v rows 16-byte aligned with unit last stride
 // (the cp.async layouts); everything else runs cuda_attn.cuh's mma.sync
-// kernel. Per block NWG warpgroups of 128 threads, warpgroup g owning query
-// rows m0 + 64 g .. + 63:
-//  - q as wgmma A fragments in registers (loaded once, the mma.sync A
-//    layout); key / value tiles of BN rows copied by every thread with
-//    cp.async into shared memory in the layout the wgmma descriptors read
-//    with 128-byte swizzle ([D / 64 column halves][BN rows][64 halves],
-//    16-byte chunk c of row r at chunk c ^ (r & 7); tiles 1024-aligned),
-//    NS (2 or 3) buffers each: while tile j is computed, k tile j + NS and
-//    v tile j + NS - 1 are copied (one cp.async wait and one barrier per
-//    tile);
+// kernel. A block has NWG consumer warpgroups (128 threads each, warpgroup
+// g owning query rows m0 + 64 g .. + 63) and one producer warpgroup:
+//  - the producer copies every key / value tile of BN rows with cp.async
+//    into shared memory in the layout the wgmma descriptors read with
+//    128-byte swizzle ([D / 64 column halves][BN rows][64 halves], 16-byte
+//    chunk c of row r at chunk c ^ (r & 7); tiles 1024-aligned), rings of
+//    NS buffers per k and v whose fill and release go through mbarriers
+//    (full: the producer's 128 cp.async arrivals; empty: the NWG * 128
+//    consumer threads done reading), so the consumers issue no copy and
+//    meet at no block barrier; setmaxnreg gives the producer 24 registers
+//    and the consumers the rest (240 with two consumer warpgroups, 160 with
+//    three);
+//  - q as wgmma A fragments in registers (the mma.sync A layout; the next
+//    work item's q is loaded while the last P v of the current one runs);
 //  - S = q k^T: wgmma m64nBNk16, A from registers, B = the k tile (K-major);
-//    O += P v: wgmma m64nDk16, A = P from registers (the S accumulators
-//    rounded to the input type like flash attention), B = the v tile
-//    (MN-major: the transpose bit);
-//  - the loop issues S(j + 1) and O += P(j) v(j) together, then runs the
-//    online softmax of S(j + 1) (max, exp2 in the log2 domain) while P v
-//    is still in flight, and rescales O after it lands (FlashAttention-3's
-//    intra-warpgroup overlap, without a producer warpgroup);
+//    O += P v: wgmma m64nDk16, A = P from registers (rounded to the input
+//    type like flash attention), B = the v tile (MN-major: the transpose
+//    bit);
+//  - per work item the consumers run S(0) and its softmax, then for j = 0
+//    .. nt - 2 issue S(j + 1) and O += P(j) v(j) together and compute the
+//    online softmax of S(j + 1) (max, exp2 in the log2 domain, P written
+//    over S) while P v is in flight, rescale O after it lands (only when a
+//    row of the warp has a new max) and pack P(j + 1); then O += P(nt - 1)
+//    v(nt - 1) (FlashAttention-3's intra-warpgroup overlap);
+//  - the grid is persistent: block x takes work items x, x + gridDim.x, ...
+//    (item i: row tile ntm - 1 - i / nbatch of batch entry i % nbatch, so
+//    the row tiles with the most key tiles come first when causal), and the
+//    producer runs ahead into the next item while the consumers end one;
 //  - keys past S and (causal) after the row are -inf; a row with no
 //    finite score gives zeros; rows past L are neither loaded nor stored.
 
@@ -108,240 +118,13 @@ PTC_D void ptc_wg_mma(float* d, const u32* a, u64 b, int sc) {
     ptc_wg_mma_n128<BF, TB>(d, a, b, sc);
 }
 
-// Rows n .. n + BN - 1 of a [rows x D] view (unit last stride, row stride
-// sr, 16-byte aligned) into the swizzled tile at shared address sdst by
-// the block's NT threads with cp.async (zeros past `rows`); the caller
-// commits.
-template <int D, int BN, int NT>
-PTC_D void ptc_wg_tile(u32 sdst, const u16* src, i64 n, i64 rows, i64 sr, int tid) {
-  constexpr int CH = D / 8, TOT = BN * CH;
-#pragma unroll
-  for (int i0 = 0; i0 < TOT; i0 += NT) {
-    const int i = i0 + tid;
-    if (TOT % NT == 0 || i < TOT) {
-      const int r = i / CH, c = i % CH, h = c >> 3, cc = c & 7;
-      const bool in = n + r < rows;
-      const u16* g = src + (in ? (n + r) * sr + c * 8 : 0);
-      const u32 d = sdst + (u32)(h * BN * 128 + r * 128 + ((cc ^ (r & 7)) << 4));
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(g), "r"(in ? 16 : 0));
-    }
-  }
-}
-
-// This thread's copies but the newest N groups landed, visible to wgmma
-// (async proxy), then the block barrier.
-template <int N>
-PTC_D void ptc_wg_landed() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-  __syncthreads();
-}
-
-// s = q k^T for the k tile at shared address kt (BN rows).
-template <bool BF, int D, int BN>
-PTC_D void ptc_wg_qk(float* s, const u32 (&qa)[1][D / 16][4], u32 kt) {
-#pragma unroll
-  for (int k = 0; k < D / 16; k++)
-    ptc_wg_mma<BF, BN, 0>(s, qa[0][k], ptc_wg_desc(kt + (k >> 2) * BN * 128 + (k & 3) * 32, 16, 1024),
-                          k > 0);
-}
-
-// o += P v for the v tile at shared address vt (BN rows; MN-major: the
-// leading byte offset steps between the 64-column halves, the stride byte
-// offset between 8-row groups; with one half (D 64) both are 1024, which
-// reads right under either reading of the two fields).
-template <bool BF, int D, int BN>
-PTC_D void ptc_wg_pv(float* o, const u32 (&pa)[BN / 16][4], u32 vt) {
-#pragma unroll
-  for (int k = 0; k < BN / 16; k++)
-    ptc_wg_mma<BF, D, 1>(o, pa[k], ptc_wg_desc(vt + k * 2048, D == 64 ? 1024 : BN * 128, 1024), 1);
-}
-
-// Online softmax of the score tile s (keys n0 .. n0 + BN - 1, this
-// thread's rows w0 + qr, w0 + qr + 8; s is only read: S's registers stay
-// untouched while P v may be in flight): P = 2^(x - max) into pb (A
-// fragments, rounded to the input type like flash attention; key blocks
-// 2i, 2i + 1 are k-step i of P v), mx / l the running max (log2 domain)
-// and this thread's part of the row sums, al the factor the accumulator
-// rows take. x = s * scale * log2 e; MASKED: keys kr >= kl or (causal) kr
-// - rr > dg give -inf (tiles crossing S or the diagonal).
-template <bool BF, int BN, bool MASKED>
-PTC_D void ptc_wg_softmax_t(const float* s, float sl, int kl, int dg, int qr, int qc,
-                            float (&mx)[2], float (&l)[2], float (&al)[2], u32 (&pb)[BN / 16][4]) {
-  const float NEG_INF = -PTC_INF_F;
-  // scores scaled here when MASKED, else sl folded into the exponent's fma
-  const float f = MASKED ? 1.f : sl;
-#define PTC_WG_X(t, e)                                                                      \
-  (MASKED ? ((t) * 8 + qc + ((e) & 1) >= kl || (t) * 8 + qc + ((e) & 1) - qr - ((e) >> 1) * 8 > dg \
-                 ? NEG_INF                                                                  \
-                 : s[4 * (t) + (e)] * sl)                                                   \
-          : s[4 * (t) + (e)])
-#pragma unroll
-  for (int h = 0; h < 2; h++) {
-    float tm = NEG_INF;
-#pragma unroll
-    for (int t = 0; t < BN / 8; t++) tm = fmaxf(tm, fmaxf(PTC_WG_X(t, 2 * h), PTC_WG_X(t, 2 * h + 1)));
-    tm = fmaxf(tm, __shfl_xor_sync(0xffffffffu, tm, 1));
-    tm = fmaxf(tm, __shfl_xor_sync(0xffffffffu, tm, 2));
-    const float nm = fmaxf(mx[h], tm * f);
-    // a row with no finite score so far subtracts 0 (its P and sum stay 0)
-    const float u = nm == NEG_INF ? 0.f : nm;
-    al[h] = ptc_attn_ex2(mx[h] - u);
-    mx[h] = nm;
-    float sum = 0.f;
-#pragma unroll
-    for (int t = 0; t < BN / 8; t++) {
-      const float p0 = ptc_attn_ex2(fmaf(PTC_WG_X(t, 2 * h), f, -u));
-      const float p1 = ptc_attn_ex2(fmaf(PTC_WG_X(t, 2 * h + 1), f, -u));
-      pb[t / 2][(t & 1) * 2 + h] = ptc_attn_pack<BF>(p0, p1);
-      sum += p0 + p1;
-    }
-    l[h] = l[h] * al[h] + sum;
-  }
-#undef PTC_WG_X
-}
-
-// The softmax step of key tile n0 for the warp's rows from w0: unmasked
-// when the tile is inside S and (causal) wholly at or below the diagonal
-// (and the scale is positive), else masked.
-template <bool BF, int BN, bool CAUSAL>
-PTC_D void ptc_wg_softmax(const float* s, const ptc_attn_args& a, i64 n0, i64 w0, int qr, int qc,
-                          float (&mx)[2], float (&l)[2], float (&al)[2], u32 (&pb)[BN / 16][4]) {
-  if (n0 + BN <= a.S && (!CAUSAL || n0 + BN - 1 <= w0) && a.scale_log2 > 0.f) {
-    ptc_wg_softmax_t<BF, BN, false>(s, a.scale_log2, BN, 1 << 20, qr, qc, mx, l, al, pb);
-    return;
-  }
-  // 32-bit tests; the bounds clamped, |kr - rr| < 2^20
-  const i64 kl64 = a.S - n0, dg64 = CAUSAL ? w0 - n0 : (i64)1 << 20;
-  const int kl = kl64 < BN ? (int)kl64 : BN;
-  const int dg = dg64 > (1 << 20) ? 1 << 20 : dg64 < -(1 << 20) ? -(1 << 20) : (int)dg64;
-  ptc_wg_softmax_t<BF, BN, true>(s, a.scale_log2, kl, dg, qr, qc, mx, l, al, pb);
-}
-
 // The block's shared memory (dynamic; cuda_attn_wg.c sizes it as 1024 +
-// 2 * NS * BN * D * 2 bytes): from the first 1024-aligned address, NS k
-// tiles, then NS v tiles, each BN * D halves (key tile i in buffer i % NS).
+// 2 * NS * BN * D * 2 + 32 * NS bytes): from the first 1024-aligned
+// address, NS k tiles, NS v tiles (each BN * D halves; the block's g-th key
+// tile in buffer g % NS), then the mbarriers.
 extern __shared__ __align__(1024) u16 ptc_wg_sm[];
 
-// The kernel body: NWG warpgroups, BM = 64 * NWG query rows of one batch
-// entry per block (grid x), batch entries blockIdx.y, + gridDim.y, ...;
-// NS (2 or 3) buffers per k and v: step j copies k tile j + NS and v tile
-// j + NS - 1 (one cp.async group each step: group i >= 1 holds k tile i and
-// v tile i - 1, group 0 k tile 0).
-template <bool BF, int D, int BN, int NWG, int NS, bool CAUSAL>
-PTC_D void ptc_attn_wg_body(const u16* __restrict__ q, const u16* __restrict__ k,
-                            const u16* __restrict__ v, u16* __restrict__ o, const ptc_attn_args& a) {
-  constexpr int BM = 64 * NWG, NT = 128 * NWG, TILE = BN * D * 2;
-  static_assert(D == 64 || D == 128, "head dim 64 or 128");
-  static_assert(BN == 64 || BN == 128, "key tiles of 64 or 128");
-  static_assert(NS == 2 || NS == 3, "2 or 3 buffers");
-  const u32 base = (ptc_attn_smem(ptc_wg_sm) + 1023u) & ~1023u;
-  const u32 sk = base, sv = base + NS * TILE;
-  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-  const int qr = lane >> 2, qc = (lane & 3) * 2;
-  // causal: the row tiles with the most key tiles first
-  const i64 m0 = (i64)(CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x) * BM;
-  const i64 w0 = m0 + warp * 16;  // this warp's first row (warps of a warpgroup: 16 rows each)
-  for (i64 bi = blockIdx.y; bi < a.nbatch; bi += gridDim.y) {
-    i64 off[5];
-    ptc_attn_offsets(a, bi, off);
-    const u16* kb = k + off[1];
-    const u16* vb = v + off[2];
-    i64 nend = a.S;
-    if (CAUSAL && m0 + BM < nend) nend = m0 + BM;
-    const int nt = (int)((nend + BN - 1) / BN);  // the host keeps S < 2^31
-    // groups 0 .. NS - 1 (committed even when empty: the waits count them)
-    if (nt > 0) ptc_wg_tile<D, BN, NT>(sk, kb, 0, a.S, a.k_ss, tid);
-    asm volatile("cp.async.commit_group;");
-#pragma unroll
-    for (int i = 1; i < NS; i++) {
-      if (i < nt) ptc_wg_tile<D, BN, NT>(sk + i * TILE, kb, (i64)i * BN, a.S, a.k_ss, tid);
-      if (i - 1 < nt) ptc_wg_tile<D, BN, NT>(sv + (i - 1) * TILE, vb, (i64)(i - 1) * BN, a.S, a.v_ss, tid);
-      asm volatile("cp.async.commit_group;");
-    }
-    u32 qa[1][D / 16][4];
-    ptc_attn_qfrag<D, 1, true>(qa, q + off[0], a, w0, qr, qc);
-    float acc[D / 2], s[BN / 2], mx[2] = {-PTC_INF_F, -PTC_INF_F}, l[2] = {0.f, 0.f}, al[2];
-    u32 pa[BN / 16][4], pb[BN / 16][4];
-#pragma unroll
-    for (int i = 0; i < D / 2; i++) acc[i] = 0.f;
-    // step j issues S(j + 1) = q k(j + 1)^T and O += P(j) v(j), then the
-    // softmax of S(j + 1) while P v runs; step -1 only the first S
-    for (int j = -1; j < nt; j++) {
-      if (j < 0) {
-        ptc_wg_landed<NS - 1>();  // group 0: k tile 0
-      } else {
-        // group j + 1 (k tile j + 1, v tile j) landed; k tile j and v tile
-        // j - 1 are no longer read: their buffers take k tile j + NS, v
-        // tile j + NS - 1
-        ptc_wg_landed<NS - 2>();
-        const int b = j % NS, b1 = (j + NS - 1) % NS;
-        if (j + NS < nt)
-          ptc_wg_tile<D, BN, NT>(sk + b * TILE, kb, (i64)(j + NS) * BN, a.S, a.k_ss, tid);
-        if (j + NS - 1 < nt)
-          ptc_wg_tile<D, BN, NT>(sv + b1 * TILE, vb, (i64)(j + NS - 1) * BN, a.S, a.v_ss, tid);
-        asm volatile("cp.async.commit_group;");
-      }
-      const bool more = j + 1 < nt;
-      ptc_wg_fence();
-      // two groups per step (either may be empty): S, then P v
-      if (more) ptc_wg_qk<BF, D, BN>(s, qa, sk + ((j + 1) % NS) * TILE);
-      ptc_wg_commit();
-      if (j >= 0) ptc_wg_pv<BF, D, BN>(acc, pa, sv + (j % NS) * TILE);
-      ptc_wg_commit();
-      if (more) {
-        ptc_wg_wait<1>();
-        ptc_wg_hold<BN / 2>(s);
-        ptc_wg_softmax<BF, BN, CAUSAL>(s, a, (i64)(j + 1) * BN, w0, qr, qc, mx, l, al, pb);
-        ptc_wg_wait<0>();
-        ptc_wg_hold<D / 2>(acc);
-        ptc_wg_hold_a<BN / 16>(pa);  // pa stays live (apart from pb) until P v landed
-#pragma unroll
-        for (int t = 0; t < D / 8; t++) {
-          acc[4 * t] *= al[0];
-          acc[4 * t + 1] *= al[0];
-          acc[4 * t + 2] *= al[1];
-          acc[4 * t + 3] *= al[1];
-        }
-#pragma unroll
-        for (int i = 0; i < BN / 16; i++)
-#pragma unroll
-          for (int e = 0; e < 4; e++) pa[i][e] = pb[i][e];
-      } else {
-        ptc_wg_wait<0>();
-        ptc_wg_hold<D / 2>(acc);
-      }
-    }
-    // out rows = acc / l (zeros for a row with no finite score)
-    u16* ob = o + off[4];
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-      float lh = l[h];
-      lh += __shfl_xor_sync(0xffffffffu, lh, 1);
-      lh += __shfl_xor_sync(0xffffffffu, lh, 2);
-      const float inv = lh > 0.f ? 1.f / lh : 0.f;
-      const i64 r = w0 + qr + 8 * h;
-      if (r < a.L) {
-#pragma unroll
-        for (int t = 0; t < D / 8; t++)
-          *(u32*)&ob[r * a.o_sl + t * 8 + qc] =
-              ptc_attn_pack<BF>(acc[4 * t + 2 * h] * inv, acc[4 * t + 2 * h + 1] * inv);
-      }
-    }
-    __syncthreads();  // the next batch entry's tiles reuse the buffers
-  }
-}
-
-// ---- mbarrier form (MB): no block barrier per tile ----
-// Every thread still copies its share of each tile with cp.async, but a
-// tile's arrival and release go through mbarriers (full: the cp.async
-// arrivals of all NT threads; empty: all NT threads done reading), so the
-// warpgroups of a block drift apart by up to a tile instead of meeting at
-// a barrier per tile (one computes its softmax while another's wgmma
-// runs). Step j copies k tile j + NS - 1 (into the buffer of k tile j - 1)
-// and v tile j + NS - 2 (into that of v tile j - 2). Tile phases count
-// over the block's batch entries (tg).
-
+// mbarriers (shared addresses)
 PTC_D void ptc_mb_init(u32 bar, int count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
 }
@@ -363,143 +146,6 @@ PTC_D void ptc_mb_wait(u32 bar, u32 par) {
       "r"(par)
       : "memory");
 }
-
-template <bool BF, int D, int BN, int NWG, int NS, bool CAUSAL>
-PTC_D void ptc_attn_wg_body_mb(const u16* __restrict__ q, const u16* __restrict__ k,
-                               const u16* __restrict__ v, u16* __restrict__ o, const ptc_attn_args& a) {
-  constexpr int BM = 64 * NWG, NT = 128 * NWG, TILE = BN * D * 2;
-  static_assert(D == 64 || D == 128, "head dim 64 or 128");
-  static_assert(BN == 64 || BN == 128, "key tiles of 64 or 128");
-  static_assert(NS == 3 || NS == 4, "3 or 4 buffers");
-  const u32 base = (ptc_attn_smem(ptc_wg_sm) + 1023u) & ~1023u;
-  const u32 sk = base, sv = base + NS * TILE;
-  // mbarriers: k full, k empty, v full, v empty (NS each, 8 bytes)
-  const u32 kf = base + 2 * NS * TILE, ke = kf + 8 * NS, vf = ke + 8 * NS, ve = vf + 8 * NS;
-  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-  const int qr = lane >> 2, qc = (lane & 3) * 2;
-  if (tid == 0) {
-    for (int i = 0; i < 4 * NS; i++) ptc_mb_init(kf + 8 * i, NT);
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
-  __syncthreads();
-  const i64 m0 = (i64)(CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x) * BM;
-  const i64 w0 = m0 + warp * 16;
-  u32 tg = 0;  // tiles of the block's earlier batch entries
-  for (i64 bi = blockIdx.y; bi < a.nbatch; bi += gridDim.y) {
-    i64 off[5];
-    ptc_attn_offsets(a, bi, off);
-    const u16* kb = k + off[1];
-    const u16* vb = v + off[2];
-    i64 nend = a.S;
-    if (CAUSAL && m0 + BM < nend) nend = m0 + BM;
-    const int nt = (int)((nend + BN - 1) / BN);
-    // copy k / v tile i (this thread's share): wait for the release of the
-    // tile NS before it in the buffer, copy, arrive on full
-    auto put_k = [&](int i) {
-      const u32 g = tg + (u32)i, b = g % NS;
-      if (g >= NS) ptc_mb_wait(ke + 8 * b, (g / NS - 1) & 1);
-      __syncwarp();
-      ptc_wg_tile<D, BN, NT>(sk + b * TILE, kb, (i64)i * BN, a.S, a.k_ss, tid);
-      ptc_mb_cp_arrive(kf + 8 * b);
-    };
-    auto put_v = [&](int i) {
-      const u32 g = tg + (u32)i, b = g % NS;
-      if (g >= NS) ptc_mb_wait(ve + 8 * b, (g / NS - 1) & 1);
-      __syncwarp();
-      ptc_wg_tile<D, BN, NT>(sv + b * TILE, vb, (i64)i * BN, a.S, a.v_ss, tid);
-      ptc_mb_cp_arrive(vf + 8 * b);
-    };
-#pragma unroll
-    for (int i = 0; i < NS - 1; i++)
-      if (i < nt) put_k(i);
-#pragma unroll
-    for (int i = 0; i < NS - 2; i++)
-      if (i < nt) put_v(i);
-    u32 qa[1][D / 16][4];
-    ptc_attn_qfrag<D, 1, true>(qa, q + off[0], a, w0, qr, qc);
-    float acc[D / 2], s[BN / 2], mx[2] = {-PTC_INF_F, -PTC_INF_F}, l[2] = {0.f, 0.f}, al[2];
-    u32 pa[BN / 16][4], pb[BN / 16][4];
-#pragma unroll
-    for (int i = 0; i < D / 2; i++) acc[i] = 0.f;
-    for (int j = -1; j < nt; j++) {
-      if (j >= 0) {
-        if (j + NS - 1 < nt) put_k(j + NS - 1);
-        if (j + NS - 2 < nt) put_v(j + NS - 2);
-      }
-      const bool more = j + 1 < nt;
-      const u32 gk = tg + (u32)(j + 1), gv = tg + (u32)j;
-      if (more) ptc_mb_wait(kf + 8 * (gk % NS), (gk / NS) & 1);
-      if (j >= 0) ptc_mb_wait(vf + 8 * (gv % NS), (gv / NS) & 1);
-      __syncwarp();  // the warp converged again before the .aligned wgmma
-      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-      ptc_wg_fence();
-      if (more) ptc_wg_qk<BF, D, BN>(s, qa, sk + (gk % NS) * TILE);
-      ptc_wg_commit();
-      if (j >= 0) ptc_wg_pv<BF, D, BN>(acc, pa, sv + (gv % NS) * TILE);
-      ptc_wg_commit();
-      if (more) {
-        ptc_wg_wait<1>();
-        ptc_wg_hold<BN / 2>(s);
-        ptc_mb_arrive(ke + 8 * (gk % NS));
-        ptc_wg_softmax<BF, BN, CAUSAL>(s, a, (i64)(j + 1) * BN, w0, qr, qc, mx, l, al, pb);
-        ptc_wg_wait<0>();
-        ptc_wg_hold<D / 2>(acc);
-        ptc_wg_hold_a<BN / 16>(pa);
-        if (j >= 0) ptc_mb_arrive(ve + 8 * (gv % NS));
-#pragma unroll
-        for (int t = 0; t < D / 8; t++) {
-          acc[4 * t] *= al[0];
-          acc[4 * t + 1] *= al[0];
-          acc[4 * t + 2] *= al[1];
-          acc[4 * t + 3] *= al[1];
-        }
-#pragma unroll
-        for (int i = 0; i < BN / 16; i++)
-#pragma unroll
-          for (int e = 0; e < 4; e++) pa[i][e] = pb[i][e];
-      } else {
-        ptc_wg_wait<0>();
-        ptc_wg_hold<D / 2>(acc);
-        if (j >= 0) ptc_mb_arrive(ve + 8 * (gv % NS));
-      }
-    }
-    tg += (u32)nt;
-    u16* ob = o + off[4];
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-      float lh = l[h];
-      lh += __shfl_xor_sync(0xffffffffu, lh, 1);
-      lh += __shfl_xor_sync(0xffffffffu, lh, 2);
-      const float inv = lh > 0.f ? 1.f / lh : 0.f;
-      const i64 r = w0 + qr + 8 * h;
-      if (r < a.L) {
-#pragma unroll
-        for (int t = 0; t < D / 8; t++)
-          *(u32*)&ob[r * a.o_sl + t * 8 + qc] =
-              ptc_attn_pack<BF>(acc[4 * t + 2 * h] * inv, acc[4 * t + 2 * h + 1] * inv);
-      }
-    }
-  }
-}
-
-// ---- warp-specialized form (WS): a producer warpgroup, persistent ----
-// Warpgroups 0 .. NWG - 1 consume (64 query rows each, as above), the last
-// one (128 threads) produces: it copies every key / value tile with
-// cp.async (each thread a fixed 16-byte column chunk and every 128 / (D /
-// 8)-th row, so one address step and one bounds test per chunk) into a
-// ring of NS buffers per k and v, announced by mbarriers (full: the
-// producer's 128 cp.async arrivals; empty: the NWG * 128 consumer threads
-// done reading). The consumers issue no copy and meet at no block barrier;
-// setmaxnreg gives the producer 24 registers and the consumers the rest
-// (240 with two consumer warpgroups, 160 with three).
-// The grid is persistent: block x takes work items x, x + gridDim.x, ...
-// (item i: row tile ntm - 1 - i / nbatch of batch entry i % nbatch, the
-// row tiles with the most key tiles first when causal), and the producer
-// runs ahead into the next item while the consumers finish one. Per item
-// the consumers run S(0), softmax(0), then for j = 0 .. nt - 2 issue S(j +
-// 1) and O += P(j) v(j) together and compute the softmax of S(j + 1) in
-// place while P v is in flight, then O += P(nt - 1) v(nt - 1) (no empty
-// wgmma group); the accumulator is rescaled only where a row's max rose.
 
 // Rows n .. n + BN - 1 of a [rows x D] view (unit last stride, row stride
 // sr, 16-byte aligned) into the swizzled tile at shared address sdst by the
@@ -534,9 +180,14 @@ PTC_D float ptc_ws_ex2p(float x) {
   return __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
 }
 
-// The softmax of S (as ptc_wg_softmax_t) with P = 2^(x - max) written over
-// s (f32; packed into A fragments by ptc_ws_pack once P v landed). EX > 0
-// (unmasked tiles): every EX-th 8-key group's exponentials by ptc_ws_ex2p.
+// Online softmax of the score tile s (keys n0 .. n0 + BN - 1, this
+// thread's rows w0 + qr, w0 + qr + 8), P = 2^(x - max) written over s (f32;
+// packed into A fragments by ptc_ws_pack once P v landed); mx / l the
+// running max (log2 domain) and this thread's part of the row sums, al the
+// factor the accumulator rows take. x = s * scale * log2 e; MASKED: keys
+// kr >= kl or (causal) kr - rr > dg give -inf (tiles crossing S or the
+// diagonal). EX > 0 (unmasked tiles): every EX-th group of 8 keys takes
+// its exponentials from ptc_ws_ex2p.
 template <int BN, bool MASKED, int EX>
 PTC_D void ptc_ws_softmax_t(float* s, float sl, int kl, int dg, int qr, int qc, float (&mx)[2],
                             float (&l)[2], float (&al)[2]) {
@@ -577,6 +228,10 @@ PTC_D void ptc_ws_softmax_t(float* s, float sl, int kl, int dg, int qr, int qc, 
 #undef PTC_WS_X
 }
 
+// The softmax step of key tile n0 for the warp's rows from w0: unmasked
+// when the tile is inside S and (causal) wholly at or below the diagonal
+// (and the scale is positive), else masked (32-bit tests; the bounds
+// clamped, |kr - rr| < 2^20).
 template <int BN, bool CAUSAL, int EX>
 PTC_D void ptc_ws_softmax(float* s, const ptc_attn_args& a, i64 n0, i64 w0, int qr, int qc,
                           float (&mx)[2], float (&l)[2], float (&al)[2]) {
@@ -623,6 +278,10 @@ PTC_D void ptc_ws_full(u32 bar, u32 par) {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
 
+// The kernel body (see the top of the file): NWG consumer warpgroups, then
+// the producer warpgroup; work items of BM = 64 * NWG query rows; the
+// block's g-th key tile (counted over its items: tg) in buffer g % NS of
+// each ring, its full / empty phase g / NS.
 template <bool BF, int D, int BN, int NWG, int NS, bool CAUSAL, int EX>
 PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k,
                             const u16* __restrict__ v, u16* __restrict__ o, const ptc_attn_args& a) {
@@ -784,21 +443,9 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
     ptc_attn_ws_body<BF, D, BN, NWG, NS, CAUSAL, EX>(q, k, v, o, a);                          \
   }
 
-#define PTC_ATTN_WG_MB_KERNEL(name, BF, D, BN, NWG, MINB, NS, CAUSAL)                         \
-  extern "C" __global__ void __launch_bounds__(128 * NWG, MINB)                              \
-      name(const u16* q, const u16* k, const u16* v, const u16* m, u16* o, ptc_attn_args a) { \
-    (void)m;                                                                                  \
-    ptc_attn_wg_body_mb<BF, D, BN, NWG, NS, CAUSAL>(q, k, v, o, a);                           \
-  }
-
-#define PTC_ATTN_WG_KERNEL(name, BF, D, BN, NWG, MINB, NS, CAUSAL)                            \
-  extern "C" __global__ void __launch_bounds__(128 * NWG, MINB)                              \
-      name(const u16* q, const u16* k, const u16* v, const u16* m, u16* o, ptc_attn_args a) { \
-    (void)m;                                                                                  \
-    ptc_attn_wg_body<BF, D, BN, NWG, NS, CAUSAL>(q, k, v, o, a);                              \
-  }
 // The host appends one instantiation per module (cuda_attn_wg.c), e.g.
-// PTC_ATTN_WG_KERNEL(ptc_attn_wg, true, 64, 64, 2, 2, 2, false): bfloat16,
-// head dim 64, key tiles of 64 rows, 2 warpgroups (128 query rows) per
-// block, 2 blocks per SM, 2 buffers per k and v, no causal mask; launched with 128 * NWG threads, grid
-// (ceil(L / (64 * NWG)), min(batch, 65535)) and the shared memory above.
+// PTC_ATTN_WS_KERNEL(ptc_attn_wg, true, 64, 128, 2, 0, 3, false): bfloat16,
+// head dim 64, key tiles of 128 rows, 2 consumer warpgroups (128 query
+// rows per work item), every exponential on the MUFU, 3 buffers per k and
+// v, no causal mask; launched with 128 * (NWG + 1) threads, a grid of
+// min(work items, SMs) blocks and the shared memory above.

@@ -12,10 +12,10 @@
  * 128), no mask tensor (is_causal allowed), `vec` (q/k/v unit last stride,
  * 16-byte aligned rows: cp.async), PTC_CUDA_ATTN_WG is not "0"
  * (PTC_CUDA_ATTN_WG=0 keeps every call on the mma.sync kernel), and the
- * grid fills two blocks per SM at the default shape (smaller grids stay on
- * the mma.sync kernel, measured as fast there) unless PTC_CUDA_ATTN_WG_CFG
- * names a shape (then every call it fits). Reads the environment;
- * thread-safe. */
+ * call has two row tiles per SM at the default shape (smaller calls stay
+ * on the mma.sync kernel, measured as fast there) unless
+ * PTC_CUDA_ATTN_WG_CFG names a shape (then every call it fits). Reads the
+ * environment; thread-safe. */
 bool cuda_attn_wg_takes(const cuda_device* d, const cuda_attn_geom* g, int hi, bool vec);
 
 /** Runs one sdpa call the wgmma kernel takes (cuda_attn_wg_takes true) on
@@ -23,16 +23,17 @@ bool cuda_attn_wg_takes(const cuda_device* d, const cuda_attn_geom* g, int hi, b
  * g. Builds and loads the module the call needs on first use (one per
  * dtype, head dim, causal flag and kernel shape; process-wide, through the
  * kernel cache; the primary context must be current). The kernel shape is
- * the default or PTC_CUDA_ATTN_WG_CFG="nwg,bn,minb,ns" (one of the shapes of
+ * the default (per head dim and causal flag) or
+ * PTC_CUDA_ATTN_WG_CFG="nwg,bn,ns[,ex]" (one of the shapes of
  * cuda_attn_wg.c's table, read per call). Errors: INTERNAL / NVRTC errors
- * from building or launching, UNIMPLEMENTED for too many queries.
+ * from building or launching, UNIMPLEMENTED for too many keys.
  * Thread-safe. */
 ptc_status cuda_attn_wg_run(const cuda_ext_call* c, const cuda_attn_geom* g, bool bf, int hi,
                             cu_deviceptr q, cu_deviceptr k, cu_deviceptr v, cu_deviceptr o);
 
 /** Compiles the wgmma attention kernels for sm_<arch>a (no device needed,
- * nothing loaded): one program holding both dtypes, both head dims, causal
- * or not and every kernel shape of the table. The compile-only check of
+ * nothing loaded): one program holding every kernel shape of the table
+ * and the default of each head dim and causal flag (both dtypes). The compile-only check of
  * tests/cuda. Thread-safe. */
 ptc_status cuda_attn_wg_check_compile(int arch);
 
