@@ -155,6 +155,33 @@ template <int R> PTC_D void ptc_cwg_pin(float* d) {
   for (int i = 0; i < R; i++) asm volatile("" : "+f"(d[i])::"memory");
 }
 
+// One K stage of the pipeline, for both kernel forms (stage gs of `total`
+// in the block's stream): waits for this stage's copies (this thread's, then
+// the block's), issues its wgmma chain over every tap and K chunk, then the
+// copies of stage gs + ST - 2 into the buffer whose MMAs (gs - 2) are done
+// everywhere, and leaves one wgmma group in flight.
+template <int K, int WN, int R, int ST, class Load>
+PTC_D void ptc_cwg_stage(float* acc, int gs, int total, u32 s0, const ptc_cwg_args& g, int wgm, int wgn,
+                         const int* tap_tab, u32 a_lbo, u32 b_lbo, u64 a_chunk, u64 b_tile, Load& load) {
+  ptc_cwg_cp_wait<ST - 3>();  // stage gs's copies (this thread's)
+  ptc_cwg_fence_async();      // -> the async proxy
+  __syncthreads();            // stage gs complete; every warpgroup's MMAs of gs-2 done
+  const u32 sb = s0 + (u32)((gs % ST) * g.stage_bytes);
+  const u64 da0 = ptc_cwg_desc(sb + (u32)(wgm * 64) * 16u, a_lbo, 128);
+  u64 db = ptc_cwg_desc(sb + (u32)(g.win_bytes + wgn * (WN / 8) * 128), b_lbo, 128);
+  ptc_cwg_pin<R>(acc);
+  ptc_cwg_wg_fence();
+  for (int t = 0; t < g.kk; t++) {
+    u64 da = da0 + (u64)tap_tab[t];
+    for (int ch = 0; ch < g.kch; ch++, da += a_chunk, db += b_tile) ptc_cwg_mma<K, WN>::run(acc, da, db);
+  }
+  ptc_cwg_wg_commit();
+  if (gs + ST - 2 < total) load(gs + ST - 2);
+  ptc_cwg_cp_commit();  // possibly empty: the group count stays uniform
+  ptc_cwg_wg_wait<1>();
+  ptc_cwg_pin<R>(acc);
+}
+
 template <int K, int WGM, int WN> PTC_D void ptc_cwg_body(const typename ptc_conv_kind<K>::S* __restrict__ x,
                                                           const typename ptc_conv_kind<K>::S* __restrict__ wp,
                                                           const typename ptc_conv_kind<K>::S* __restrict__ bias,
@@ -235,25 +262,8 @@ template <int K, int WGM, int WN> PTC_D void ptc_cwg_body(const typename ptc_con
     if (s < nk) load(s);
     ptc_cwg_cp_commit();
   }
-  for (int kt = 0; kt < nk; kt++) {
-    ptc_cwg_cp_wait<ST - 3>();  // stage kt's copies (this thread's)
-    ptc_cwg_fence_async();      // -> the async proxy
-    __syncthreads();            // stage kt complete; every warpgroup's MMAs of kt-2 done
-    const u32 sb = s0 + (u32)((kt % ST) * g.stage_bytes);
-    const u64 da0 = ptc_cwg_desc(sb + (u32)(wgm * 64) * 16u, a_lbo, 128);
-    u64 db = ptc_cwg_desc(sb + (u32)(g.win_bytes + wgn * (WN / 8) * 128), b_lbo, 128);
-    ptc_cwg_pin<R>(acc);
-    ptc_cwg_wg_fence();
-    for (int t = 0; t < g.kk; t++) {
-      u64 da = da0 + (u64)tap_tab[t];
-      for (int ch = 0; ch < g.kch; ch++, da += a_chunk, db += b_tile) ptc_cwg_mma<K, WN>::run(acc, da, db);
-    }
-    ptc_cwg_wg_commit();
-    if (kt + ST - 2 < nk) load(kt + ST - 2);  // its buffer's MMAs (kt-2) are done everywhere
-    ptc_cwg_cp_commit();  // possibly empty: the group count stays uniform
-    ptc_cwg_wg_wait<1>();
-    ptc_cwg_pin<R>(acc);
-  }
+  for (int kt = 0; kt < nk; kt++)
+    ptc_cwg_stage<K, WN, R, ST>(acc, kt, nk, s0, g, wgm, wgn, tap_tab, a_lbo, b_lbo, a_chunk, b_tile, load);
   ptc_cwg_wg_wait<0>();
   ptc_cwg_pin<R>(acc);
   __syncthreads();  // every warpgroup done with the stages: the epilogue tile reuses them
@@ -389,23 +399,7 @@ template <int K, int WGM, int WN> PTC_D void ptc_cwg_body_p(const typename ptc_c
   const float beta = g.beta;
   int ct = 0, ckt = 0;  // the tile and K stage being multiplied
   for (int gs = 0; gs < total; gs++) {
-    ptc_cwg_cp_wait<ST - 3>();  // stage gs's copies (this thread's)
-    ptc_cwg_fence_async();      // -> the async proxy
-    __syncthreads();            // stage gs complete; every warpgroup's MMAs of gs-2 done
-    const u32 sb = s0 + (u32)((gs % ST) * g.stage_bytes);
-    const u64 da0 = ptc_cwg_desc(sb + (u32)(wgm * 64) * 16u, a_lbo, 128);
-    u64 db = ptc_cwg_desc(sb + (u32)(g.win_bytes + wgn * (WN / 8) * 128), b_lbo, 128);
-    ptc_cwg_pin<R>(acc);
-    ptc_cwg_wg_fence();
-    for (int t = 0; t < g.kk; t++) {
-      u64 da = da0 + (u64)tap_tab[t];
-      for (int ch = 0; ch < g.kch; ch++, da += a_chunk, db += b_tile) ptc_cwg_mma<K, WN>::run(acc, da, db);
-    }
-    ptc_cwg_wg_commit();
-    if (gs + ST - 2 < total) load(gs + ST - 2);  // its buffer's MMAs (gs-2) are done everywhere
-    ptc_cwg_cp_commit();  // possibly empty: the group count stays uniform
-    ptc_cwg_wg_wait<1>();
-    ptc_cwg_pin<R>(acc);
+    ptc_cwg_stage<K, WN, R, ST>(acc, gs, total, s0, g, wgm, wgn, tap_tab, a_lbo, b_lbo, a_chunk, b_tile, load);
     if (++ckt < nk) continue;
     // the tile is done: acc[4j + 2h + e] = D[row 16*warp + lane/4 + 8h][col 8j + 2*(lane%4) + e]
     ptc_cwg_wg_wait<0>();
