@@ -1106,6 +1106,30 @@ static bool bench_selected(const char* layer, int32_t dt) {
   return false;
 }
 
+/* The descriptor of resnet layer l at batch 32 in dtype dt and its device
+ * buffers (input and weights filled with 0x3c bytes, output unset); false
+ * when device memory runs out (nothing left allocated). */
+static bool layer_buffers(const lcase* l, int32_t dt, cuda_conv_desc* d, cu_deviceptr* px,
+                          cu_deviceptr* pw, cu_deviceptr* po) {
+  const cu_api* cu = &cuda_libs_get()->cu;
+  ccase c = {32, l->c, l->hw, l->hw, l->oc, l->k, l->k, l->s, l->s, l->p, l->p, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0};
+  int64_t xe, we;
+  fill_desc(&c, dt, d, &xe, &we);
+  size_t es = ptc_dtype_size(dt);
+  int64_t oe = d->n * d->oc * d->oh * d->ow;
+  *px = *pw = *po = 0;
+  if (cuda_alloc((size_t)xe * es, NULL, px) || cuda_alloc((size_t)we * es, NULL, pw) ||
+      cuda_alloc((size_t)oe * es, NULL, po)) {
+    cuda_free(*px);
+    cuda_free(*pw);
+    *px = *pw = 0;
+    return false;
+  }
+  cu->MemsetD8Async(*px, 0x3c, (size_t)xe * es, NULL);
+  cu->MemsetD8Async(*pw, 0x3c, (size_t)we * es, NULL);
+  return true;
+}
+
 /* --profile: each selected layer once through the implicit GEMM and once
  * through the wgmma kernels (where taken), for a profiler (ncu -k ...). */
 static void profile(void) {
@@ -1115,20 +1139,12 @@ static void profile(void) {
     for (size_t li = 0; li < sizeof resnet / sizeof resnet[0]; li++) {
       const lcase* l = &resnet[li];
       if (!l->count || !bench_selected(l->name, dts[di])) continue;
-      ccase c = {32, l->c, l->hw, l->hw, l->oc, l->k, l->k, l->s, l->s, l->p, l->p, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0};
       cuda_conv_desc d;
-      int64_t xe, we;
-      fill_desc(&c, dts[di], &d, &xe, &we);
-      size_t es = ptc_dtype_size(dts[di]);
-      int64_t oe = d.n * d.oc * d.oh * d.ow;
       cu_deviceptr px = 0, pw = 0, po = 0;
-      if (cuda_alloc((size_t)xe * es, NULL, &px) || cuda_alloc((size_t)we * es, NULL, &pw) ||
-          cuda_alloc((size_t)oe * es, NULL, &po)) {
+      if (!layer_buffers(l, dts[di], &d, &px, &pw, &po)) {
         printf("profile: out of device memory\n");
         return;
       }
-      cu->MemsetD8Async(px, 0x3c, (size_t)xe * es, NULL);
-      cu->MemsetD8Async(pw, 0x3c, (size_t)we * es, NULL);
       bool done = false;
       ptc_status s = cuda_conv_igemm(ctx, dev, NULL, &d, true, px, pw, 0, po, &done);
       printf("profile %s %s: igemm %s\n", dname(dts[di]), l->name, s ? ptc_status_message(s) : done ? "ran" : "not taken");
@@ -1147,27 +1163,19 @@ static void profile(void) {
 }
 
 static void bench(void) {
-  const cu_api* cu = &cuda_libs_get()->cu;
   static const int32_t dts[2] = {PTC_BF16, PTC_F32};
   for (int di = 0; di < 2; di++) {
     double tot[5] = {0, 0, 0, 0, 0}, tot_wg = 0, tot_best = 0, tot_wgdef = 0;
     for (size_t li = 0; li < sizeof resnet / sizeof resnet[0]; li++) {
       const lcase* l = &resnet[li];
       if (!bench_selected(l->name, dts[di])) continue;
-      ccase c = {32, l->c, l->hw, l->hw, l->oc, l->k, l->k, l->s, l->s, l->p, l->p, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0};
       cuda_conv_desc d;
-      int64_t xe, we;
-      fill_desc(&c, dts[di], &d, &xe, &we);
-      size_t es = ptc_dtype_size(dts[di]);
-      int64_t oe = d.n * d.oc * d.oh * d.ow;
       cu_deviceptr px = 0, pw = 0, po = 0;
-      if (cuda_alloc((size_t)xe * es, NULL, &px) || cuda_alloc((size_t)we * es, NULL, &pw) ||
-          cuda_alloc((size_t)oe * es, NULL, &po)) {
+      if (!layer_buffers(l, dts[di], &d, &px, &pw, &po)) {
         printf("bench: out of device memory\n");
         return;
       }
-      cu->MemsetD8Async(px, 0x3c, (size_t)xe * es, NULL);
-      cu->MemsetD8Async(pw, 0x3c, (size_t)we * es, NULL);
+      int64_t oe = d.n * d.oc * d.oh * d.ow;
       cuda_conv_shape sh;
       cuda_conv_igemm_shape(&d, dev->sm_count, dev->max_smem_optin, &sh);
       double t_auto = time_igemm(&d, px, pw, po, 0);
