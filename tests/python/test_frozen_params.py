@@ -17,6 +17,8 @@ writes a buffer is not frozen; a frozen weight compiles to the kernels
 from_fx makes of the get_attr module; warm calls skip CompiledGraph.__call__. With torch >= 2 the same through
 torch.compile (and on CUDA where there is a GPU)."""
 import copy
+import os
+import sys
 import warnings
 
 import pytest
@@ -395,16 +397,10 @@ def test_plain_inputs_untouched():
     _close(fn(x, y), f(x, y))
 
 
-class RMSNorm(nn.Module):
-    """bench/vs_torch_models.py's RMSNorm: a get_attr weight after a row reduction."""
-
-    def __init__(self, n, eps=1e-6):
-        super().__init__()
-        self.weight = nn.Parameter(torch.rand(n) + 0.5)
-        self.eps = eps
-
-    def forward(self, x):
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+# the benchmark's RMSNorm (bench/vs_torch_models.py): a get_attr weight after a row reduction
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                "bench"))
+from vs_torch_models import RMSNorm  # noqa: E402
 
 
 def _lift_get_attrs(m):
