@@ -155,6 +155,28 @@ template <int R> PTC_D void ptc_cwg_pin(float* d) {
   for (int i = 0; i < R; i++) asm volatile("" : "+f"(d[i])::"memory");
 }
 
+// The tap table (both kernel forms): tap t's start in the stage's window,
+// in 16-byte units (its stride phase's block of columns, then its row and
+// column offset in the phase's downsampled grid), one thread per tap.
+PTC_D void ptc_cwg_tap_table(int* tap_tab, int tid, int cols, const ptc_cwg_args& g) {
+  if (tid < g.kk) {
+    const int kh = tid / g.kw, kw = tid - kh * g.kw;
+    const int p = (kh % g.sh) * g.pwn + (kw % g.sw);
+    tap_tab[tid] = p * cols * g.wlp + (kh / g.sh) * g.wq + kw / g.sw;
+  }
+}
+
+// Window unit u's source offset in the NHWC copy (elements, channel chunk
+// 0) for the tile whose first output pixel is m0, or -1 where the unit's
+// input pixel is padding (both kernel forms; E channels per unit).
+PTC_D int ptc_cwg_unit_off(int u, int m0, int cols, int E, const ptc_cwg_args& g) {
+  const int pc = u / g.wl, j = u - pc * g.wl, p = pc / cols, col = pc - p * cols;
+  const int py = p / g.pwn, px = p - py * g.pwn;
+  const int q = m0 + j, iyq = q / g.wq, ixq = q - iyq * g.wq;
+  const int iy = iyq * g.sh + py - g.ph, ix = ixq * g.sw + px - g.pw;
+  return (unsigned)iy < (unsigned)g.h && (unsigned)ix < (unsigned)g.w ? (iy * g.w + ix) * g.cp + col * E : -1;
+}
+
 // One K stage of the pipeline, for both kernel forms (stage gs of `total`
 // in the block's stream): waits for this stage's copies (this thread's, then
 // the block's), issues its wgmma chain over every tap and K chunk, then the
@@ -208,11 +230,7 @@ template <int K, int WGM, int WN> PTC_D void ptc_cwg_body(const typename ptc_con
   const int img = mtall / g.mtiles, m0 = (mtall - img * g.mtiles) * BM;
   const S* xb = x + (i64)img * g.xs_n;
   const int cols = 2 * g.kch;  // 16-byte K columns per phase and stage
-  if (tid < g.kk) {
-    const int kh = tid / g.kw, kw = tid - kh * g.kw;
-    const int p = (kh % g.sh) * g.pwn + (kw % g.sw);
-    tap_tab[tid] = p * cols * g.wlp + (kh / g.sh) * g.wq + kw / g.sw;
-  }
+  ptc_cwg_tap_table(tap_tab, tid, cols, g);
   if (tid >= 128 && tid - 128 < BM) {
     const int q = m0 + tid - 128, oy = q / g.wq, ox = q - oy * g.wq;
     row_tab[tid - 128] = oy < g.oh && ox < g.ow ? oy * g.ow + ox : -1;
@@ -227,11 +245,8 @@ template <int K, int WGM, int WN> PTC_D void ptc_cwg_body(const typename ptc_con
     uoff[i] = -1;
     udst[i] = 0;
     if (u < g.units) {
-      const int pc = u / g.wl, j = u - pc * g.wl, p = pc / cols, col = pc - p * cols;
-      const int py = p / g.pwn, px = p - py * g.pwn;
-      const int q = m0 + j, iyq = q / g.wq, ixq = q - iyq * g.wq;
-      const int iy = iyq * g.sh + py - g.ph, ix = ixq * g.sw + px - g.pw;
-      if ((unsigned)iy < (unsigned)g.h && (unsigned)ix < (unsigned)g.w) uoff[i] = (iy * g.w + ix) * g.cp + col * E;
+      const int pc = u / g.wl, j = u - pc * g.wl;
+      uoff[i] = ptc_cwg_unit_off(u, m0, cols, E, g);
       udst[i] = (u32)(pc * g.wlp + j) * 16u;
     }
   }
@@ -326,11 +341,7 @@ template <int K, int WGM, int WN> PTC_D void ptc_cwg_body_p(const typename ptc_c
   const int tid = threadIdx.x, wg = tid >> 7;
   const int wgm = WGM == 2 ? wg : 0, wgn = WGM == 2 ? 0 : wg;
   const int cols = 2 * g.kch;  // 16-byte K columns per phase and stage
-  if (tid < g.kk) {
-    const int kh = tid / g.kw, kw = tid - kh * g.kw;
-    const int p = (kh % g.sh) * g.pwn + (kw % g.sw);
-    tap_tab[tid] = p * cols * g.wlp + (kh / g.sh) * g.wq + kw / g.sw;
-  }
+  ptc_cwg_tap_table(tap_tab, tid, cols, g);
   const int grid = (int)gridDim.x, b0 = (int)blockIdx.x;
   const int mine = (g.tiles - b0 + grid - 1) / grid;  // tiles of this block
   const int nk = g.nk, total = mine * nk;             // K stages of this block
@@ -366,13 +377,7 @@ template <int K, int WGM, int WN> PTC_D void ptc_cwg_body_p(const typename ptc_c
       for (int i = 0; i < UPT; i++) {
         const int uu = tid + 256 * i;
         uoff[i] = -1;
-        if (uu < g.units) {
-          const int pc = uu / g.wl, j = uu - pc * g.wl, p = pc / cols, col = pc - p * cols;
-          const int py = p / g.pwn, px = p - py * g.pwn;
-          const int q = m0 + j, iyq = q / g.wq, ixq = q - iyq * g.wq;
-          const int iy = iyq * g.sh + py - g.ph, ix = ixq * g.sw + px - g.pw;
-          if ((unsigned)iy < (unsigned)g.h && (unsigned)ix < (unsigned)g.w) uoff[i] = (iy * g.w + ix) * g.cp + col * E;
-        }
+        if (uu < g.units) uoff[i] = ptc_cwg_unit_off(uu, m0, cols, E, g);
       }
     }
     const u32 sw = s0 + (u32)((gs % ST) * g.stage_bytes);
