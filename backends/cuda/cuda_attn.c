@@ -6,6 +6,8 @@
  * shape, mask kind, load path; built through the kernel cache on first
  * use) and the extern step: one launch of the flash-attention kernel. */
 #include "cuda_attn.h"
+
+#include "cuda_aot.h"
 #include "cuda_attn_f32.h"
 #include "cuda_attn_wg.h"
 
@@ -208,6 +210,24 @@ static ptc_status load_attn(ptc_context* ctx, const cuda_device* d, attn_variant
     return s;
   }
   m->cfg = c;
+  return PTC_OK;
+}
+
+ptc_status cuda_attn_aot_sources(int arch, cuda_aot_src* out, size_t cap, size_t* n) {
+  /* no mask tensor, cp.async loads: both dtypes, head dims 64 and 128,
+   * both grid shapes (the causal flag is a kernel argument) */
+  for (int bf = 0; bf < 2; bf++)
+    for (int hi = 1; hi <= 2; hi++)
+      for (int small = 0; small < 2; small++) {
+        if (*n >= cap) return PTC_ERR(INTERNAL, "cuda backend: too many ahead-of-time sources");
+        cuda_aot_src* o = &out[*n];
+        attn_variant v = {bf, hi, 0, 1, small};
+        PTC_TRY(attn_source(&o->src, &v, 1));
+        o->arch = arch;
+        snprintf(o->label, sizeof o->label, "attention mma.sync %s d%d%s sm_%d", bf ? "bf16" : "f16",
+                 attn_dims[hi], small ? " small" : "", arch);
+        (*n)++;
+      }
   return PTC_OK;
 }
 

@@ -5,6 +5,8 @@
  * the kernel cache on first use, process-wide) and the launch. */
 #include "cuda_attn_wg.h"
 
+#include "cuda_aot.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,16 +98,23 @@ static void wg_source(ptc_strbuf* src) {
   ptc_sb_append(src, ptc_cuda_attn_wg_text);
 }
 
+/* The module of one instantiation, as load_wg builds it (and the table of
+ * ahead-of-time cubins promises it, cuda_attn_wg_aot_sources). */
+static ptc_status wg_module_source(ptc_strbuf* src, bool bf, int d, bool causal, wg_cfg c) {
+  wg_source(src);
+  wg_instance(src, "ptc_attn_wg", bf, d, c, causal);
+  if (src->oom) {
+    ptc_sb_free(src);
+    return ptc_status_oom();
+  }
+  return PTC_OK;
+}
+
 static ptc_status load_wg(ptc_context* ctx, const cuda_device* dev, bool bf, int d, bool causal,
                           wg_cfg c, wg_mod* m) {
   const cu_api* cu = &cuda_libs_get()->cu;
   ptc_strbuf src;
-  wg_source(&src);
-  wg_instance(&src, "ptc_attn_wg", bf, d, c, causal);
-  if (src.oom) {
-    ptc_sb_free(&src);
-    return ptc_status_oom();
-  }
+  PTC_TRY(wg_module_source(&src, bf, d, causal, c));
   int arch = (dev->cc_major * 10 + dev->cc_minor) | CUDA_ARCH_SPECIFIC;
   PTC_TRY(cuda_build_module(ctx, arch, &src, "ptc_attention_wg", "the wgmma attention kernel",
                             &m->mod));
@@ -185,4 +194,21 @@ ptc_status cuda_attn_wg_check_compile(int arch) {
   cuda_cubin_free(&cb);
   ptc_sb_free(&src);
   return s;
+}
+
+ptc_status cuda_attn_wg_aot_sources(cuda_aot_src* out, size_t cap, size_t* n) {
+  /* the default shape of each dtype, head dim and causal flag */
+  for (int bf = 0; bf < 2; bf++)
+    for (int hi = 1; hi <= 2; hi++)
+      for (int causal = 0; causal < 2; causal++) {
+        if (*n >= cap) return PTC_ERR(INTERNAL, "cuda backend: too many ahead-of-time sources");
+        cuda_aot_src* o = &out[*n];
+        int d = hi == 2 ? 128 : 64;
+        PTC_TRY(wg_module_source(&o->src, bf, d, causal, wg_cfgs[wg_default[hi][causal]]));
+        o->arch = 90 | CUDA_ARCH_SPECIFIC;
+        snprintf(o->label, sizeof o->label, "attention wgmma %s d%d%s sm_90a", bf ? "bf16" : "f16",
+                 d, causal ? " causal" : "");
+        (*n)++;
+      }
+  return PTC_OK;
 }

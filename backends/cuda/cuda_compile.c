@@ -1,9 +1,12 @@
 /* cuda_compile.c - builds a batch of generated kernels to cubins for one
- * architecture: cache lookup per kernel (lib/runtime/kcache.h, folder
+ * architecture: the table of ahead-of-time cubins of the fixed modules
+ * first (cuda_aot.h; empty unless built with -Daot_kernels=enabled), then
+ * a cache lookup per kernel (lib/runtime/kcache.h, folder
  * <root>/cuda), NVRTC for the misses in parallel threads, atomic writes of
  * the new entries with their source beside them (<key>.cu) for
  * inspection and for the "source_path" of error reports. */
 #include "../../lib/runtime/kcache.h"
+#include "cuda_aot.h"
 #include "cuda_cg.h"
 #include "cuda_nvrtc.h"
 
@@ -116,6 +119,23 @@ static bool try_cached(ptc_context* ctx, build_slot* sl) {
   return true;
 }
 
+/* An embedded ahead-of-time cubin, copied into the job (which owns and
+ * frees its cubin; nothing is written to the disk cache). */
+static bool try_aot(build_slot* sl, int arch, ptc_status* err) {
+  cuda_build_job* j = sl->job;
+  const cuda_aot_entry* e = cuda_aot_lookup(j->source, arch);
+  if (!e) return false;
+  j->cubin.data = malloc(e->size);
+  if (!j->cubin.data) {
+    *err = ptc_status_oom();
+    return false;
+  }
+  memcpy(j->cubin.data, e->data, e->size);
+  j->cubin.size = e->size;
+  j->cache_hit = true;
+  return true;
+}
+
 static ptc_status prepare(ptc_context* ctx, const kcache_loc* loc, build_slot* slots, size_t n,
                           int arch, size_t* todo, size_t* n_todo) {
   for (size_t i = 0; i < n; i++) {
@@ -123,6 +143,14 @@ static ptc_status prepare(ptc_context* ctx, const kcache_loc* loc, build_slot* s
     cuda_build_job* j = sl->job;
     j->cache_hit = false;
     j->source_path[0] = 0;
+    ptc_status err = PTC_OK;
+    if (try_aot(sl, arch, &err)) {
+      ptc_log(ctx, PTC_LOG_INFO, "cuda backend: kernel %s: ahead-of-time cubin for sm_%d%s", j->name,
+              arch & ~CUDA_ARCH_SPECIFIC, (arch & CUDA_ARCH_SPECIFIC) ? "a" : "");
+      PTC_TRY(cache_key(j->source, arch, j->key));
+      continue;
+    }
+    PTC_TRY(err);
     if (loc) {
       char* key = j->key;
       PTC_TRY(cache_key(j->source, arch, key));
@@ -148,7 +176,8 @@ ptc_status cuda_build_all(ptc_context* ctx, cuda_build_job* jobs, size_t n, int 
   for (size_t i = 0; i < n; i++) memset(&jobs[i].cubin, 0, sizeof jobs[i].cubin);
   if (n == 0) return PTC_OK;
   const cuda_libs* L = cuda_libs_get();
-  if (!L->have_nvrtc) return PTC_ERR(UNAVAILABLE, "cuda backend: %s", L->nvrtc_error);
+  if (!L->have_nvrtc && ptc_cuda_aot_count == 0)
+    return PTC_ERR(UNAVAILABLE, "cuda backend: %s", L->nvrtc_error);
   kcache_loc loc;
   PTC_TRY(kcache_open("cuda", &loc));
   build_slot* slots = calloc(n, sizeof *slots);
@@ -157,6 +186,11 @@ ptc_status cuda_build_all(ptc_context* ctx, cuda_build_job* jobs, size_t n, int 
   ptc_status s = slots && todo ? PTC_OK : ptc_status_oom();
   for (size_t i = 0; !s && i < n; i++) slots[i].job = &jobs[i];
   if (!s) s = prepare(ctx, &loc, slots, n, arch, todo, &q.n);
+  /* without NVRTC only a batch the ahead-of-time table holds whole builds */
+  if (!s && q.n && !L->have_nvrtc) {
+    s = PTC_ERR(UNAVAILABLE, "cuda backend: %s", L->nvrtc_error);
+    if (loc.private_dir) rmdir(loc.dir);
+  }
   if (!s && q.n) build_parallel(&q);
   for (size_t t = 0; !s && t < q.n; t++) {
     build_slot* sl = &slots[todo[t]];
@@ -164,8 +198,9 @@ ptc_status cuda_build_all(ptc_context* ctx, cuda_build_job* jobs, size_t n, int 
       s = sl->err;
       sl->err = NULL;
     } else {
-      ptc_log(ctx, PTC_LOG_INFO, "cuda backend: kernel %s: compiled for sm_%d in %.1f ms",
-              sl->job->name, arch, sl->ms);
+      ptc_log(ctx, PTC_LOG_INFO, "cuda backend: kernel %s: compiled for sm_%d%s in %.1f ms",
+              sl->job->name, arch & ~CUDA_ARCH_SPECIFIC, (arch & CUDA_ARCH_SPECIFIC) ? "a" : "",
+              sl->ms);
     }
   }
   for (size_t i = 0; slots && i < n; i++) ptc_status_destroy(slots[i].err);

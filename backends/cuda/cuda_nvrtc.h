@@ -43,7 +43,10 @@ typedef struct cuda_build_job {
   char key[65];           /* the cubin's cache key (set even when the cache is disabled) */
 } cuda_build_job;
 
-/** Builds every job for sm_<arch> through the cache (key: sha256 of the
+/** Builds every job for sm_<arch>: a source the table of ahead-of-time
+ * cubins holds (cuda_aot.h; the fixed modules, with -Daot_kernels) takes
+ * its embedded cubin (cache_hit true, nothing written to disk; no NVRTC
+ * needed), the others go through the cache (key: sha256 of the
  * source, the NVRTC version, the options, the architecture and
  * PTC_CUDA_CODEGEN_VERSION), compiling the misses in parallel threads (one
  * per core, at most 16). A cached cubin that cannot be read is rebuilt. On

@@ -6,6 +6,8 @@
  * structs with the device layout and launch helpers. */
 #include "cuda_plan.h"
 
+#include "cuda_aot.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,13 +16,32 @@ static pthread_mutex_t sup_lock = PTHREAD_MUTEX_INITIALIZER;
 static cuda_support sup;
 static bool sup_ready;
 
+/* The module's source (also promised to the ahead-of-time table). */
+static void support_source(ptc_strbuf* src) {
+  ptc_sb_init(src);
+  ptc_sb_printf(src, "// libptc support kernels (%s)\n", PTC_CUDA_CODEGEN_VERSION);
+  ptc_sb_append(src, ptc_cuda_prelude_text);
+  ptc_sb_append(src, ptc_cuda_support_text);
+}
+
+ptc_status cuda_support_aot_sources(int arch, cuda_aot_src* out, size_t cap, size_t* n) {
+  if (*n >= cap) return PTC_ERR(INTERNAL, "cuda backend: too many ahead-of-time sources");
+  cuda_aot_src* o = &out[*n];
+  support_source(&o->src);
+  if (o->src.oom) {
+    ptc_sb_free(&o->src);
+    return ptc_status_oom();
+  }
+  o->arch = arch;
+  snprintf(o->label, sizeof o->label, "support kernels sm_%d", arch);
+  (*n)++;
+  return PTC_OK;
+}
+
 static ptc_status load_support(ptc_context* ctx, const cuda_device* d) {
   const cu_api* cu = &cuda_libs_get()->cu;
   ptc_strbuf src;
-  ptc_sb_init(&src);
-  ptc_sb_printf(&src, "// libptc support kernels (%s)\n", PTC_CUDA_CODEGEN_VERSION);
-  ptc_sb_append(&src, ptc_cuda_prelude_text);
-  ptc_sb_append(&src, ptc_cuda_support_text);
+  support_source(&src);
   PTC_TRY(cuda_build_module(ctx, d->cc_major * 10 + d->cc_minor, &src, "ptc_support",
                             "the support kernels", &sup.module));
   cu_result r = CU_SUCCESS;
