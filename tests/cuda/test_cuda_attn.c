@@ -25,7 +25,10 @@
  *  --wg-cases: only the default cases the Hopper wgmma kernel takes
  *    (cuda_attn_wg.c: f16/bf16, head dim 64/128, no mask tensor, unit last
  *    stride); run with each PTC_CUDA_ATTN_WG_CFG (a named shape takes every
- *    call, small grids too) to cover the kernel shapes.
+ *    call, small grids too) to cover the kernel shapes, and with
+ *    PTC_CUDA_ATTN_WG_FL (without it: a pass with the default options,
+ *    then passes with 0, 1, 2, 4, 8 and 15: the ping-pong turns, lazy
+ *    rescale, head-major items, per-warp releases).
  *  --bench-small: GPT-2's attention shape (b8 h12 s256 d64 bf16:
  *    is_causal, causal bool mask, causal + padding mask, no mask) and b8
  *    h16 s1024, 12 chained sdpa per run, ms per sdpa.
@@ -33,6 +36,9 @@
  *    kernel and with the decomposition (PTC_CUDA_ATTN=0), bf16 d32 and
  *    d128 fused, ms per call and TFLOP/s; --bench-fused: the fused rows
  *    only (f32 too).
+ *  --bench-wg: the wgmma kernel's timing rows: bf16 b8 h16 s1024 d64 and
+ *    d128, causal or not, 8 chained sdpa per run, best of 3 (ms, TFLOP/s);
+ *    run once per PTC_CUDA_ATTN_WG_CFG / PTC_CUDA_ATTN_WG_FL to compare.
  *  --bench-cold: b8 h16 s1024 d64 bf16 and f32, causal or not: the first
  *    run's seconds (the attention module's build: the NVRTC compile when
  *    the kernel cache (PTC_CACHE_DIR) is cold) and ms per warm call; run it
@@ -290,14 +296,18 @@ static bool make_input(const ptc_graph* g, size_t i, ctd_tensor* h) {
   return ctd_make_input(g, i, fill, structured ? &mf : NULL, h);
 }
 
+/* --wg-cases: the wgmma kernel's options of the pass (PTC_CUDA_ATTN_WG_FL),
+ * named in each case's label */
+static const char* wg_fl_tag = "";
+
 static void check_case(const acase* c) {
-  char what[160];
+  char what[200];
   static const char* const mname[5] = {"", " add-mask", " bool-mask", " causal-mask",
                                        " causal-pad-mask"};
-  snprintf(what, sizeof what, "%s B%lld H%lld L%lld S%lld E%lld%s%s%s", dname(c->dtype),
+  snprintf(what, sizeof what, "%s B%lld H%lld L%lld S%lld E%lld%s%s%s%s", dname(c->dtype),
            (long long)c->B, (long long)c->H, (long long)c->L, (long long)c->S, (long long)c->E,
            c->causal ? " causal" : "", mname[c->mask],
-           c->transposed == 1 ? " transposed" : c->transposed == 2 ? " e-major" : "");
+           c->transposed == 1 ? " transposed" : c->transposed == 2 ? " e-major" : "", wg_fl_tag);
   ptc_graph* g = NULL;
   ptc_executable *ec = NULL, *er = NULL;
   ptc_status s = build(c, &g);
@@ -415,7 +425,7 @@ static double time_case(const acase* c, bool fused) {
 
 int main(int argc, char** argv) {
   bool compile_check = false, bench = false, bench_fused = false, bench_small = false;
-  bool bench_cold = false, wg_only = false;
+  bool bench_cold = false, wg_only = false, bench_wg = false;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--wg-cases")) wg_only = true;
     if (!strcmp(argv[i], "--compile-only")) compile_check = true;
@@ -423,6 +433,7 @@ int main(int argc, char** argv) {
     if (!strcmp(argv[i], "--bench-fused")) bench = bench_fused = true;
     if (!strcmp(argv[i], "--bench-small")) bench_small = true;
     if (!strcmp(argv[i], "--bench-cold")) bench_cold = true;
+    if (!strcmp(argv[i], "--bench-wg")) bench_wg = true;
   }
   if (ptc_context_create(NULL, &ctx)) return 1;
   if (compile_check) {
@@ -445,6 +456,26 @@ int main(int argc, char** argv) {
         double ms = time_case(&c, true);
         printf("bench-cold sdpa %s b8 h16 s1024 d64%s: first run %.3f s, %.4f ms per call\n",
                dname(dts[r]), causal ? " causal" : "", first_run_s, ms);
+      }
+    ptc_context_release(ctx);
+    return 0;
+  }
+  if (bench_wg) {
+    const char* cfg = getenv("PTC_CUDA_ATTN_WG_CFG");
+    const char* fl = getenv("PTC_CUDA_ATTN_WG_FL");
+    chain = 8;
+    for (int e = 64; e <= 128; e += 64)
+      for (int causal = 0; causal < 2; causal++) {
+        acase c = {PTC_BF16, 8, 16, 1024, 1024, e, causal, 0, 0, 0};
+        double best = -1;
+        for (int r = 0; r < 3; r++) {
+          double ms = time_case(&c, true);
+          if (ms > 0 && (best < 0 || ms < best)) best = ms;
+        }
+        double flops = 4.0 * 8 * 16 * 1024.0 * 1024 * e / (causal ? 2 : 1);
+        printf("bench-wg cfg %s fl %s bf16 b8 h16 s1024 d%d%s: %.4f ms (%.0f TFLOP/s)\n",
+               cfg ? cfg : "default", fl ? fl : "default", e, causal ? " causal" : "", best,
+               best > 0 ? flops / (best * 1e-3) / 1e12 : 0.0);
       }
     ptc_context_release(ctx);
     return 0;
@@ -578,12 +609,23 @@ int main(int argc, char** argv) {
       {PTC_BF16, 300, 1, 130, 70, 64, 0, 0, 0, 0},
       {PTC_F16, 150, 2, 100, 129, 128, 1, 0, 0, 0},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    const acase* c = &cases[i];
-    /* --wg-cases: only the cases the wgmma kernel takes */
-    if (wg_only && (c->dtype == PTC_F32 || c->mask || c->E == 32 || c->transposed == 2)) continue;
-    check_case(c);
+  /* --wg-cases without PTC_CUDA_ATTN_WG_FL: one pass with the default
+   * options, then one per option alone, none and all */
+  static const char* const fls[] = {NULL, "0", "1", "2", "4", "8", "15"};
+  static const char* const tags[] = {"", " wg-fl 0", " wg-fl 1", " wg-fl 2", " wg-fl 4", " wg-fl 8",
+                                     " wg-fl 15"};
+  int npass = wg_only && !getenv("PTC_CUDA_ATTN_WG_FL") ? (int)(sizeof fls / sizeof fls[0]) : 1;
+  for (int f = 0; f < npass; f++) {
+    if (fls[f]) setenv("PTC_CUDA_ATTN_WG_FL", fls[f], 1);
+    wg_fl_tag = tags[f];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+      const acase* c = &cases[i];
+      /* --wg-cases: only the cases the wgmma kernel takes */
+      if (wg_only && (c->dtype == PTC_F32 || c->mask || c->E == 32 || c->transposed == 2)) continue;
+      check_case(c);
+    }
   }
+  if (npass > 1) unsetenv("PTC_CUDA_ATTN_WG_FL");
   printf("test_cuda_attn: %d passed, %d failed\n", passed, failed);
   ptc_context_release(ctx);
   return failed ? 1 : 0;
