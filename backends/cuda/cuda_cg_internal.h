@@ -131,6 +131,11 @@ typedef struct cug {
   uint32_t split_fold_fast;  /* fold: partials read with __ldcg in a loop of ceil(split /
                              * lanes) steps unrolled (vector columns); 0: volatile loads */
   char kname[48];           /* the kernel's name: prefix of its module globals */
+  /* 16-byte vector loads / stores with cache hints (cuda_cg_kernel.c,
+   * io_hints): the template each access names, "ptc_vload<" / "ptc_vstore<"
+   * or "ptc_vload_h<M, " / "ptc_vstore_h<M, " (M the hint; helpers in globals) */
+  char vld[24];
+  char vst[24];
   const char* split_at;     /* cug_emit_acc_split: partial index, count (C expressions) */
   const char* split_n;
 } cug;

@@ -423,17 +423,78 @@ static void vec_plan(cug* g) {
 }
 
 /* The vector path's loads (before the points) or stores (after them). */
+/* ---- cache hints on 16-byte vector accesses ----------------------------------------------
+ * Streaming kernels read each input byte once: their 16-byte vector loads
+ * (and stores) may carry a cache hint. io_hints makes the kernel's
+ * accesses name ptc_vload_h<M, T, V> / ptc_vstore_h<M, T, V> (defined once
+ * a translation unit in the module globals; other widths - the VR = 1
+ * entries - and targets before sm_80 take ptc_vload / ptc_vstore). Loads:
+ * M 1 ld.global.cs (evict first), 2 ld.global.nc.L1::no_allocate, 3
+ * L1::no_allocate with an L2 evict_first policy (createpolicy), 4
+ * nc.L1::no_allocate.L2::256B (L2 prefetch of the 256-byte block); stores:
+ * M 1 st.global.cs. Only for buffers the kernel does not write (the .nc
+ * path). Knobs: PTC_CUDA_COL_VEC_LD (vector columns), PTC_CUDA_PW_LD /
+ * PTC_CUDA_PW_ST (vector pointwise), read at code generation; 0 = plain. */
+static const char HINT_HELPERS[] =
+    "#ifndef PTC_HINT_IO\n"
+    "#define PTC_HINT_IO\n"
+    "#define PTC_HINT_OUT4(w) \"=r\"(w[0]), \"=r\"(w[1]), \"=r\"(w[2]), \"=r\"(w[3])\n"
+    "template <int M, typename T, int V> __device__ __forceinline__ void ptc_vload_h(const T* p, T* out) {\n"
+    "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800\n"
+    "  if constexpr (sizeof(T) * V == 16 && M >= 1 && M <= 4) {\n"
+    "    union { ptc_raw<16> r; T e[V]; } u;\n"
+    "    u32* w = u.r.w;\n"
+    "    if constexpr (M == 1) {\n"
+    "      asm(\"ld.global.cs.v4.u32 {%0, %1, %2, %3}, [%4];\" : PTC_HINT_OUT4(w) : \"l\"(p));\n"
+    "    } else if constexpr (M == 2) {\n"
+    "      asm(\"ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\" : PTC_HINT_OUT4(w) : \"l\"(p));\n"
+    "    } else if constexpr (M == 3) {\n"
+    "      u64 pol;\n"
+    "      asm(\"createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\" : \"=l\"(pol));\n"
+    "      asm(\"ld.global.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;\"\n"
+    "          : PTC_HINT_OUT4(w) : \"l\"(p), \"l\"(pol));\n"
+    "    } else {\n"
+    "      asm(\"ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\" : PTC_HINT_OUT4(w) : \"l\"(p));\n"
+    "    }\n"
+    "#pragma unroll\n"
+    "    for (int i = 0; i < V; i++) out[i] = u.e[i];\n"
+    "    return;\n"
+    "  }\n"
+    "#endif\n"
+    "  ptc_vload<T, V>(p, out);\n"
+    "}\n"
+    "template <int M, typename T, int V> __device__ __forceinline__ void ptc_vstore_h(T* p, const T* in) {\n"
+    "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800\n"
+    "  if constexpr (sizeof(T) * V == 16 && M == 1) {\n"
+    "    union { ptc_raw<16> r; T e[V]; } u;\n"
+    "#pragma unroll\n"
+    "    for (int i = 0; i < V; i++) u.e[i] = in[i];\n"
+    "    asm volatile(\"st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};\" :: \"l\"(p), \"r\"(u.r.w[0]),\n"
+    "                 \"r\"(u.r.w[1]), \"r\"(u.r.w[2]), \"r\"(u.r.w[3]) : \"memory\");\n"
+    "    return;\n"
+    "  }\n"
+    "#endif\n"
+    "  ptc_vstore<T, V>(p, in);\n"
+    "}\n"
+    "#endif\n";
+
+static void io_hints(cug* g, long ld, long st) {
+  if (ld > 0) snprintf(g->vld, sizeof g->vld, "ptc_vload_h<%ld, ", ld);
+  if (st > 0) snprintf(g->vst, sizeof g->vst, "ptc_vstore_h<%ld, ", st);
+  if (ld > 0 || st > 0) ptc_sb_append(&g->globals, HINT_HELPERS);
+}
+
 static void emit_vec_access(cug* g, const cuda_kernel_src* out, bool stores) {
   for (uint32_t j = 0; j < out->n_bufs; j++) {
     int32_t b = out->bufs[j];
     if (!g->vec_buf[b] || g->stored[b] != stores) continue;
     const char* t = cu_storage_type(ir_buf(g->p, b)->dtype);
     if (stores) {
-      cug_line(g, &g->body, "ptc_vstore<%s, %u>(b%d + base, vout_b%d);", t, g->vec_width, (int)b,
+      cug_line(g, &g->body, "%s%s, %u>(b%d + base, vout_b%d);", g->vst, t, g->vec_width, (int)b,
                (int)b);
     } else {
       cug_line(g, &g->body, "%s vin_b%d[%u];", t, (int)b, g->vec_width);
-      cug_line(g, &g->body, "ptc_vload<%s, %u>(b%d + base, vin_b%d);", t, g->vec_width, (int)b,
+      cug_line(g, &g->body, "%s%s, %u>(b%d + base, vin_b%d);", g->vld, t, g->vec_width, (int)b,
                (int)b);
     }
   }
@@ -479,6 +540,7 @@ static uint32_t pw_unroll(const cug* g) {
 static ptc_status emit_pointwise_vec(cug* g, cuda_kernel_src* out) {
   const uint32_t V = g->vec_width;
   tune_plan(g, out);
+  io_hints(g, env_knob("PTC_CUDA_PW_LD", CUDA_CG_PW_LD, 0, 4), env_knob("PTC_CUDA_PW_ST", CUDA_CG_PW_ST, 0, 1));
   ptc_strbuf al;
   ptc_sb_init(&al);
   for (uint32_t j = 0; j < out->n_bufs; j++) {
@@ -522,7 +584,7 @@ static ptc_status emit_pointwise_vec(cug* g, cuda_kernel_src* out) {
     for (uint32_t j = 0; j < out->n_bufs; j++) {
       int32_t b = out->bufs[j];
       if (!g->vec_buf[b] || g->stored[b]) continue;
-      cug_line(g, &g->body, "ptc_vload<%s, %u>(b%d + base, vin_u_b%d[u]);",
+      cug_line(g, &g->body, "%s%s, %u>(b%d + base, vin_u_b%d[u]);", g->vld,
                cu_storage_type(ir_buf(g->p, b)->dtype), V, (int)b, (int)b);
     }
     g->indent--;
@@ -732,8 +794,9 @@ static void emit_rvec_access(cug* g, group* gr, bool stores) {
         cug_line(g, &g->body, "if (xvalid) { const IT r0 = rb; ptc_vstore<%s, VR>(b%d + (%s), vout_b%d); }",
                  T, (int)op->buf, idx.data ? idx.data : "0", (int)op->buf);
       else
-        cug_line(g, &g->body, "{ const IT r0 = rb; ptc_vload<%s, VR>(b%d + (%s), vin_b%d); }", T,
-                 (int)op->buf, idx.data ? idx.data : "0", (int)op->buf);
+        cug_line(g, &g->body, "{ const IT r0 = rb; %s%s, VR>(b%d + (%s), vin_b%d); }",
+                 g->stored[op->buf] ? "ptc_vload<" : g->vld, T, (int)op->buf,
+                 idx.data ? idx.data : "0", (int)op->buf);
       ptc_sb_free(&idx);
     }
     g->in_loop = g->rvec_loop = false;
@@ -1415,6 +1478,7 @@ static ptc_status rvec_plan(cug* g) {
     n += g->rvec_buf[b];
   }
   if (n) g->rvec = (uint32_t)(16 / widest);
+  if (g->rvec > 1) io_hints(g, env_knob("PTC_CUDA_ROW_LD", 0, 0, 4), 0);
   free(bad);
   free(acc);
   return PTC_OK;
@@ -1678,6 +1742,8 @@ static ptc_status emit_reduction(cug* g) {
 #define CVEC_UNROLL 4
 #define CVEC_MIN_ROWS_PER_LANE 16
 #define CVEC_FOLD_UNROLL 4
+#define CVEC_LD 0    /* PTC_CUDA_COL_VEC_LD: the vector loads' cache hint (io_hints) */
+#define CVEC_ORDER 0 /* PTC_CUDA_COL_VEC_ORDER: 0 task = tile * S + chunk, 1 chunk * tiles + tile */
 
 static void cvec_block(uint32_t* x, uint32_t* y) {
   *x = CVEC_X;
@@ -1858,6 +1924,7 @@ static ptc_status emit_cvec(cug* g) {
     if (g->members[m].kind != CU_MEM_OUTER) gr.m[gr.n++] = m;
   cug_line(g, &g->body, "const int lane = threadIdx.y, slot = threadIdx.x;");
   cug_line(g, &g->body, "const IT W = (IT)(%u * VR);", g->slots);
+  io_hints(g, env_knob("PTC_CUDA_COL_VEC_LD", CVEC_LD, 0, 4), 0);
   if (sp) {
     cug_line(g, &g->shared, "__shared__ int sp_last;");
     ptc_sb_printf(&g->globals, "__device__ unsigned %s_cnt[%u];\n", g->kname, g->split_rows);
@@ -1868,8 +1935,14 @@ static ptc_status emit_cvec(cug* g) {
     cug_line(g, &g->body, "const IT ntiles = (xn + W - (IT)1) / W;");
     cug_line(g, &g->body, "for (IT task = (IT)blockIdx.x; task < ntiles * S; task += (IT)gridDim.x) {");
     g->indent++;
-    cug_line(g, &g->body, "const IT tile = task / S;");
-    cug_line(g, &g->body, "const IT cid = task - tile * S;");
+    if (env_knob("PTC_CUDA_COL_VEC_ORDER", CVEC_ORDER, 0, 1)) {
+      /* chunk-major: neighbouring blocks read the same rows' column tiles */
+      cug_line(g, &g->body, "const IT cid = task / ntiles;");
+      cug_line(g, &g->body, "const IT tile = task - cid * ntiles;");
+    } else {
+      cug_line(g, &g->body, "const IT tile = task / S;");
+      cug_line(g, &g->body, "const IT cid = task - tile * S;");
+    }
   } else {
     cug_line(g, &g->body, "for (IT tile = (IT)blockIdx.x; tile * W < xn; tile += (IT)gridDim.x) {");
     g->indent++;
@@ -1897,7 +1970,9 @@ static ptc_status emit_cvec(cug* g) {
    * per-column statements */
   int un = getenv_set("PTC_CUDA_COL_UNROLL") || getenv_set("PTC_CUDA_UNROLL") ? loop_unroll(g)
                                                                               : CVEC_UNROLL;
-  if (un > 1) cug_line(g, &g->body, "#pragma unroll %d", un);
+  /* the VR = 1 entry (misaligned or ragged columns: rare) rolled, for
+   * NVRTC time */
+  if (un > 1) cug_line(g, &g->body, "#pragma unroll (VR > 1 ? %d : 1)", un);
   cug_line(g, &g->body, "for (IT rl = rbeg + (IT)lane; rl < rlim; rl += (IT)%u) {", g->lanes);
   g->indent++;
   emit_decompose(g, "rl", "r", k->rranges, k->n_rranges);
@@ -1910,7 +1985,7 @@ static ptc_status emit_cvec(cug* g) {
   emit_decompose(g, "xo", "x", k->ranges, k->n_ranges);
   for (size_t b = 0; b < g->n_buffers; b++)
     if (g->rvec_buf[b])
-      cug_line(g, &g->body, "ptc_vload<%s, VR>(b%d + (%s), vin_b%d);",
+      cug_line(g, &g->body, "%s%s, VR>(b%d + (%s), vin_b%d);", g->vld,
                cu_storage_type(ir_buf(g->p, (int32_t)b)->dtype), (int)b, g->rvec_key[b], (int)b);
   g->indent--;
   cug_line(g, &g->body, "}");
@@ -1960,9 +2035,12 @@ static ptc_status emit_cvec(cug* g) {
     cug_line(g, &g->body, "%s", xw);
     g->split_qstride = "(IT)WSC";
     g->split_fold_fast = fast ? CVEC_FOLD_UNROLL : 0;
+    /* S == split here (S is split or 1): a constant bound */
+    char sn[24];
+    snprintf(sn, sizeof sn, "(IT)%u", g->split);
     for (uint32_t j = 0; j < gr.n; j++) {
       cug_member_begin(g, gr.m[j]);
-      cug_emit_acc_split(g, &g->body, false, "xw", "S");
+      cug_emit_acc_split(g, &g->body, false, "xw", sn);
     }
     g->split_qstride = NULL;
     g->split_fold_fast = 0;
@@ -2190,6 +2268,8 @@ static ptc_status gen_init(cug* g, const ir_program* p, const sched_plan* s, uin
   ptc_sb_init(&g->checks);
   ptc_sb_init(&g->shared);
   ptc_sb_init(&g->globals);
+  snprintf(g->vld, sizeof g->vld, "ptc_vload<");
+  snprintf(g->vst, sizeof g->vst, "ptc_vstore<");
   g->n_buffers = p->buffers.len;
   size_t nb = g->n_buffers ? g->n_buffers : 1;
   g->stored = calloc(nb, sizeof *g->stored);

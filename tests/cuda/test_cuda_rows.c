@@ -77,6 +77,10 @@ static const char* const KNOBS[] = {
     "PW_UNROLL=4 PW_WAVES=1 PW_BLOCK=128",
     "COL_VEC=1 COL_VEC_BLOCK=16,16 COL_VEC_SPLIT=64 COL_UNROLL=2",
     "COL_VEC=2 COL_VEC_FOLD=0 PERSIST_2PASS=0",
+    "COL_VEC_LD=3 COL_VEC_ORDER=1 PW_LD=2 PW_ST=1 ROW_LD=4",
+    "COL_VEC_LD=1 COL_VEC_ORDER=0 PW_LD=1 PW_ST=0 PW_UNROLL=2 ROW_LD=2",
+    "COL_VEC_LD=2 PW_LD=4 PW_ST=1 PW_UNROLL=4 ROW_LD=3 COL_VEC_SPLIT=64",
+    "COL_VEC_LD=4 COL_VEC_ORDER=1 PW_LD=3 ROW_LD=1 COL_VEC_BLOCK=16,16",
 };
 #define N_KNOBS (sizeof KNOBS / sizeof KNOBS[0])
 static const char* const KNOB_NAMES[] = {"PREFETCH",   "GRID",       "PERSIST_ALL", "OCC",
@@ -84,7 +88,8 @@ static const char* const KNOB_NAMES[] = {"PREFETCH",   "GRID",       "PERSIST_AL
                                          "VEC_INNER",  "RCP",        "ROW_BLOCK",
                                          "PW_UNROLL",  "PW_WAVES",   "PW_BLOCK",
                                          "COL_VEC",    "COL_VEC_BLOCK", "COL_VEC_SPLIT",
-                                         "PERSIST_2PASS", "COL_VEC_FOLD"};
+                                         "PERSIST_2PASS", "COL_VEC_FOLD", "COL_VEC_LD",
+                                         "COL_VEC_ORDER", "PW_LD", "PW_ST", "ROW_LD"};
 
 static void set_knobs(const char* set) {
   char name[64];
@@ -205,6 +210,9 @@ typedef struct kinfo {
   uint32_t block_x; /* the last kernel's */
 } kinfo;
 
+/* --dump-src: the dump keeps each kernel's prelude (a whole NVRTC source) */
+static bool dump_full;
+
 static bool generate(ptc_context* ctx, const work* w, const char* knobs, kinfo* ki, ptc_strbuf* tu) {
   set_knobs(knobs);
   ptc_graph* g = NULL;
@@ -233,7 +241,7 @@ static bool generate(ptc_context* ctx, const work* w, const char* knobs, kinfo* 
     ki->block_x = src.block_x;
     const char* body = strstr(src.source, "// libptc generated kernel");
     const char* end = body ? strstr(body, "\n// kernel ") : NULL;
-    ptc_sb_append(tu, end ? end : src.source); /* without the prelude */
+    ptc_sb_append(tu, end && !dump_full ? end : src.source); /* without the prelude */
     cuda_kernel_src_free(&src);
   }
   if (st) printf("FAIL %s %s [%s]: %s\n", w->op, ptc_dtype_name(w->dtype), knobs,
@@ -401,7 +409,43 @@ static void short_row_checks(ptc_context* ctx, ptc_strbuf* tu) {
   at = tu->len;
   CHECK(generate(ctx, &csl, "COL_VEC=2", &ki, tu)); /* offset 8, rows of 1032: aligned vectors */
   CHECK(ki.cvec == 1 && strstr(tu->data + at, "ptc_vload<u16, VR>") != NULL);
-  printf("short rows, reciprocal, inner vectors, pointwise unroll, vector columns: checked\n");
+  /* cache hints on the vector accesses (io_hints): vector columns' loads
+   * (COL_VEC_LD), pointwise loads and stores (PW_LD / PW_ST, also the
+   * unrolled chunks), vector rows' loads (ROW_LD); each knob at 0 plain
+   * ptc_vload / ptc_vstore. Vector columns: the chunk-major task order
+   * (COL_VEC_ORDER=1), the fold's constant chunk bound, the VR = 1 entry's
+   * row loop rolled */
+  at = tu->len;
+  CHECK(generate(ctx, &cs16, "COL_VEC=2 COL_VEC_LD=0 COL_VEC_ORDER=0", &ki, tu));
+  CHECK(strstr(tu->data + at, "ptc_vload_h<") == NULL && strstr(tu->data + at, "const IT tile = task / S;"));
+  CHECK(strstr(tu->data + at, "if (q >= (IT)32) continue;") != NULL);
+  CHECK(strstr(tu->data + at, "#pragma unroll (VR > 1 ? 4 : 1)") != NULL);
+  at = tu->len;
+  CHECK(generate(ctx, &cs16, "COL_VEC=2 COL_VEC_LD=3 COL_VEC_ORDER=1", &ki, tu));
+  CHECK(strstr(tu->data + at, "ptc_vload_h<3, u16, VR>(b0 + ") != NULL);
+  CHECK(strstr(tu->data + at, "createpolicy.fractional.L2::evict_first") != NULL);
+  CHECK(strstr(tu->data + at, "const IT cid = task / ntiles;") != NULL);
+  at = tu->len;
+  CHECK(generate(ctx, &cs16, "COL_VEC=2 COL_VEC_LD=1", &ki, tu));
+  CHECK(strstr(tu->data + at, "ptc_vload_h<1, u16, VR>(b0 + ") != NULL);
+  at = tu->len;
+  CHECK(generate(ctx, &pw, "PW_LD=0 PW_ST=0", &ki, tu));
+  CHECK(strstr(tu->data + at, "ptc_vload_h<") == NULL && strstr(tu->data + at, "ptc_vstore_h<") == NULL);
+  at = tu->len;
+  CHECK(generate(ctx, &pw, "PW_LD=2 PW_ST=1", &ki, tu));
+  CHECK(strstr(tu->data + at, "ptc_vload_h<2, u16, 8>(b0 + base, vin_b0)") != NULL);
+  CHECK(strstr(tu->data + at, "ptc_vstore_h<1, u16, 8>(b1 + base, vout_b1)") != NULL);
+  at = tu->len;
+  CHECK(generate(ctx, &pw, "PW_LD=4 PW_UNROLL=2", &ki, tu));
+  CHECK(strstr(tu->data + at, "ptc_vload_h<4, u16, 8>(b0 + base, vin_u_b0[u])") != NULL);
+  const work vm16 = {"var_mean", PTC_BF16, 16384, 4096};
+  at = tu->len;
+  CHECK(generate(ctx, &vm16, "ROW_LD=2", &ki, tu));
+  CHECK(strstr(tu->data + at, "ptc_vload_h<2, u16, VR>(b0 + ") != NULL);
+  at = tu->len;
+  CHECK(generate(ctx, &vm16, "ROW_LD=0", &ki, tu));
+  CHECK(strstr(tu->data + at, "ptc_vload_h<") == NULL);
+  printf("short rows, reciprocal, inner vectors, pointwise unroll, vector columns, cache hints: checked\n");
 }
 
 static int cpu_tests(void) {
@@ -694,9 +738,11 @@ static int gpu_tests(void) {
 }
 
 /* --dump OP DTYPE M N [KNOBS]: prints the generated kernels (a look at
- * them without a GPU; KNOBS as in KNOBS[], e.g. "COL=0") */
+ * them without a GPU; KNOBS as in KNOBS[], e.g. "COL=0"); --dump-src: with
+ * the prelude, as NVRTC compiles them (one kernel: a source to time) */
 static int dump(int argc, char** argv) {
   if (argc < 6) return 2;
+  dump_full = !strcmp(argv[1], "--dump-src");
   work w = {argv[2], ptc_dtype_from_name(argv[3]), atoll(argv[4]), atoll(argv[5])};
   ptc_context* ctx;
   if (ptc_context_create(NULL, &ctx)) return 1;
@@ -713,6 +759,6 @@ static int dump(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   if (argc > 1 && strcmp(argv[1], "--cpu") == 0) return cpu_tests();
-  if (argc > 1 && strcmp(argv[1], "--dump") == 0) return dump(argc, argv);
+  if (argc > 1 && (!strcmp(argv[1], "--dump") || !strcmp(argv[1], "--dump-src"))) return dump(argc, argv);
   return gpu_tests();
 }
