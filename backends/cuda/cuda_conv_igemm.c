@@ -39,12 +39,21 @@ typedef struct cuda_cig_args {
   int32_t pad2_;
 } cuda_cig_args;
 
+/* Device layout of ptc_cig_i2c_args (cuda_conv_igemm.cuh). */
+typedef struct cuda_cig_i2c_args {
+  int32_t kh, kw, h, w, oh, ow, ohw;
+  int32_t sh, sw, ph, pw, dh, dw;
+  int32_t xs_n, xs_c, xs_h, xs_w;
+  int32_t ncols, nvec;
+} cuda_cig_i2c_args;
+
 #define CIG_VARIANTS 6
 typedef struct cig_module {
   cu_module module[CIG_VARIANTS]; /* one per convolution kernel (PTC_CIG_VARIANT) */
   cu_function conv[2][2]; /* [channel-major, tap-major][BM 64, 128] */
   cu_function conv_w4[2]; /* [channel-major, tap-major], BM 64, 4-warp blocks (when built) */
   cu_function wcopy;
+  cu_function i2c;     /* the wide im2col (cuda_conv_igemm_im2col) */
   int64_t smem_max;    /* dynamic shared memory the conv kernels may use */
 } cig_module;
 
@@ -73,6 +82,18 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static bool conv_defer(void) {
   const char* v = getenv("PTC_CUDA_CONV_DEFER");
   return !(v && *v == '0');
+}
+
+/* PTC_CUDA_CONV_OCC: the blocks per SM the 4-warp kernels are built for
+ * (their launch bounds). Unset or 1: 4 for TF32 (128 registers, no spills:
+ * 16 warps per SM instead of 12), 3 for f16/bf16 (4 would spill); 2: 4
+ * for every type; 0: 3 for every type (the kernels before). Read when a
+ * type's modules are built (once per process). */
+int cuda_conv_igemm_w4_blocks(int32_t dtype) {
+  const char* v = getenv("PTC_CUDA_CONV_OCC");
+  int p = v && *v ? atoi(v) : 1;
+  if (p == 0) return 3;
+  return p == 2 || dtype == PTC_F32 ? 4 : 3;
 }
 
 /* Whether a BM-64 convolution (at most 64 output channels per group) runs
@@ -186,6 +207,11 @@ static ptc_status module_source(ptc_strbuf* src, int ti, int v, bool defer) {
   if (ti >= 0) ptc_sb_printf(src, "#define PTC_CIG_TYPE %d\n", ti);
   if (v >= 0) ptc_sb_printf(src, "#define PTC_CIG_VARIANT %d\n", v);
   if (!defer) ptc_sb_printf(src, "#define PTC_CIG_DEFER 0\n");
+  /* the 4-warp kernels' launch bounds (one type's modules only: the
+   * compile-only check of every type keeps the kernel text's 3) */
+  static const int32_t dts[3] = {PTC_F16, PTC_BF16, PTC_F32};
+  if (ti >= 0 && cuda_conv_igemm_w4_blocks(dts[ti]) != 3)
+    ptc_sb_printf(src, "#define PTC_CIG_W4_BLOCKS %d\n", cuda_conv_igemm_w4_blocks(dts[ti]));
   ptc_sb_append(src, ptc_cuda_prelude_text);
   ptc_sb_append(src, ptc_cuda_conv_common_text);
   ptc_sb_append(src, ptc_cuda_conv_igemm_text);
@@ -227,6 +253,8 @@ static ptc_status load_module(ptc_context* ctx, const cuda_device* d, int ti) {
   char name[48];
   snprintf(name, sizeof name, "ptc_cig_%s_wcopy", cig_types[ti]);
   if (r == CU_SUCCESS) r = cu->ModuleGetFunction(&m->wcopy, m->module[0], name);
+  snprintf(name, sizeof name, "ptc_cig_%s_i2c", cig_types[ti]);
+  if (r == CU_SUCCESS) r = cu->ModuleGetFunction(&m->i2c, m->module[0], name);
   /* the largest dynamic shared memory a launch may ask for: the opt-in
    * limit less the kernels' static shared memory (the split-K flag) */
   m->smem_max = (d->max_smem_optin > 48 * 1024 ? d->max_smem_optin : 48 * 1024) - 1024;
@@ -256,6 +284,17 @@ ptc_status cuda_conv_igemm_check_compile(int arch) {
     cuda_cubin_free(&c);
     ptc_sb_free(&src);
   }
+  /* the TF32 module as the library builds it by default (the 4-warp
+   * kernels' launch bounds at 4 blocks per SM, PTC_CUDA_CONV_OCC) */
+  if (!s) {
+    ptc_strbuf src;
+    PTC_TRY(module_source(&src, 2, -1, true));
+    cuda_cubin c;
+    memset(&c, 0, sizeof c);
+    s = cuda_nvrtc_compile_ex(src.data, "ptc_conv_igemm", arch, "--Ofast-compile=max", &c);
+    cuda_cubin_free(&c);
+    ptc_sb_free(&src);
+  }
   return s;
 }
 
@@ -267,12 +306,9 @@ static unsigned grid_1d(int64_t total, int64_t cap) {
   return (unsigned)(b < 1 ? 1 : b);
 }
 
-ptc_status cuda_conv_igemm(ptc_context* ctx, const cuda_device* d, cu_stream stream,
-                           const cuda_conv_desc* desc, bool tf32, cu_deviceptr x, cu_deviceptr w,
-                           cu_deviceptr pbias, cu_deviceptr out, bool* done) {
-  *done = false;
-  int ti = type_index(desc->dtype);
-  if (ti < 0 || cuda_conv_igemm_refusal(d->cc_major, desc, tf32)) return PTC_OK;
+/* Loads type ti's modules on first use (thread-safe); false when they are
+ * not available (failed to build or load: logged once, not tried again). */
+static bool module_ready(ptc_context* ctx, const cuda_device* d, int ti) {
   pthread_mutex_lock(&cig_lock);
   ptc_status s = cig_ready[ti] || cig_broken[ti] ? PTC_OK : load_module(ctx, d, ti);
   if (!s && !cig_broken[ti]) cig_ready[ti] = true;
@@ -282,12 +318,20 @@ ptc_status cuda_conv_igemm(ptc_context* ctx, const cuda_device* d, cu_stream str
     ptc_log(ctx, PTC_LOG_WARN, "cuda backend: implicit-GEMM convolution unavailable (%s); "
             "using im2col + GEMM", ptc_status_message(s));
     ptc_status_destroy(s);
-    s = PTC_OK;
     cig_broken[ti] = true;
   }
   bool ready = cig_ready[ti];
   pthread_mutex_unlock(&cig_lock);
-  if (!ready) return PTC_OK;
+  return ready;
+}
+
+ptc_status cuda_conv_igemm(ptc_context* ctx, const cuda_device* d, cu_stream stream,
+                           const cuda_conv_desc* desc, bool tf32, cu_deviceptr x, cu_deviceptr w,
+                           cu_deviceptr pbias, cu_deviceptr out, bool* done) {
+  *done = false;
+  int ti = type_index(desc->dtype);
+  if (ti < 0 || cuda_conv_igemm_refusal(d->cc_major, desc, tf32)) return PTC_OK;
+  if (!module_ready(ctx, d, ti)) return PTC_OK;
   const cig_module* m = &cig_mod[ti];
   const cu_api* cu = &cuda_libs_get()->cu;
   cuda_conv_shape sh;
@@ -355,7 +399,7 @@ ptc_status cuda_conv_igemm(ptc_context* ctx, const cuda_device* d, cu_stream str
   if (sh.splits > 1) {
     /* partial sums [splits][OC][N] f32, then one zeroed counter per tile */
     int64_t pbytes = (int64_t)sh.splits * desc->oc * ncols * 4, tiles = sh.gx * sh.gy * desc->groups;
-    s = cuda_alloc((size_t)(pbytes + tiles * 4), stream, &part);
+    ptc_status s = cuda_alloc((size_t)(pbytes + tiles * 4), stream, &part);
     if (s) {
       if (!wsp_kept) cuda_free(wsp);
       return s;
@@ -373,6 +417,56 @@ ptc_status cuda_conv_igemm(ptc_context* ctx, const cuda_device* d, cu_stream str
   cuda_free(part);
   if (!wsp_kept) cuda_free(wsp);
   if (r != CU_SUCCESS) return cuda_error(r, "launching the implicit-GEMM convolution");
+  *done = true;
+  return PTC_OK;
+}
+
+/* ---- the wide im2col ----------------------------------------------------------------------- */
+
+/* PTC_CUDA_CONV_I2C=0: cuda_conv_igemm_im2col declines every call (the
+ * support module's ptc_im2colw_* then runs). Read per call. */
+static bool conv_i2c(void) {
+  const char* v = getenv("PTC_CUDA_CONV_I2C");
+  return !(v && *v == '0');
+}
+
+ptc_status cuda_conv_igemm_im2col(ptc_context* ctx, const cuda_device* d, cu_stream stream,
+                                  int32_t dtype, const cuda_conv_i2c* a, cu_deviceptr x,
+                                  cu_deviceptr col, bool* done) {
+  *done = false;
+  int ti = type_index(dtype);
+  int64_t es = ti < 0 ? 0 : (int64_t)ptc_dtype_size(dtype), v = es ? 16 / es : 0;
+  if (ti < 0 || d->cc_major < 8 || !conv_i2c()) return PTC_OK;
+  int64_t ohw = a->oh * a->ow, ncols = a->nimg * ohw;
+  if (a->nimg < 1 || a->c < 1 || a->kh < 1 || a->kw < 1 || ohw < 1 || ncols % v || col % 16 ||
+      a->c * a->kh > 65535)
+    return PTC_OK;
+  /* 32-bit index math: every input offset the kernel forms (those of
+   * window positions outside the image too) below 2^31 */
+  int64_t lim = INT32_MAX / 4;
+  if (a->xs[0] < 0 || a->xs[1] < 0 || a->xs[2] < 0 || a->xs[3] < 0 || ncols > lim || a->h > lim ||
+      a->w > lim || a->oh * a->sh > lim || a->ow * a->sw > lim || a->kh * a->dh + a->ph > lim ||
+      a->kw * a->dw + a->pw > lim ||
+      (a->nimg - 1) * a->xs[0] + (a->c - 1) * a->xs[1] + (a->oh * a->sh + a->kh * a->dh + a->ph) * a->xs[2] +
+              (a->ow * a->sw + a->kw * a->dw + a->pw) * a->xs[3] > INT32_MAX)
+    return PTC_OK;
+  if (!module_ready(ctx, d, ti)) return PTC_OK;
+  cuda_cig_i2c_args g;
+  memset(&g, 0, sizeof g);
+  g.kh = (int32_t)a->kh, g.kw = (int32_t)a->kw, g.h = (int32_t)a->h, g.w = (int32_t)a->w;
+  g.oh = (int32_t)a->oh, g.ow = (int32_t)a->ow, g.ohw = (int32_t)ohw;
+  g.sh = (int32_t)a->sh, g.sw = (int32_t)a->sw, g.ph = (int32_t)a->ph, g.pw = (int32_t)a->pw;
+  g.dh = (int32_t)a->dh, g.dw = (int32_t)a->dw;
+  g.xs_n = (int32_t)a->xs[0], g.xs_c = (int32_t)a->xs[1], g.xs_h = (int32_t)a->xs[2],
+  g.xs_w = (int32_t)a->xs[3];
+  g.ncols = (int32_t)ncols, g.nvec = (int32_t)(ncols / v);
+  /* block rows: one (channel, window row) each; columns: 128 vectors a block */
+  int64_t gx = cdiv(g.nvec, 128);
+  if (gx > 1024) gx = 1024;
+  void* params[] = {&x, &col, &g};
+  cu_result r = cuda_libs_get()->cu.LaunchKernel(cig_mod[ti].i2c, (unsigned)gx, (unsigned)(a->c * a->kh),
+                                                 1, 128, 1, 1, 0, stream, params, NULL);
+  if (r != CU_SUCCESS) return cuda_error(r, "launching the convolution's wide im2col");
   *done = true;
   return PTC_OK;
 }

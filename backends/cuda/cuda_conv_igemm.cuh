@@ -616,8 +616,68 @@ template <int K> PTC_D void ptc_cig_wcopy(const typename ptc_conv_kind<K>::S* __
   }
 }
 
+// ---- the wide im2col (cuda_ext_conv.c's small output planes) --------------------
+// col[r * ncols + j], r = (ch * kh + ki) * kw + kj, j = img * ohw + oy * ow
+// + ox over ncols = nimg * ohw columns: x[img][ch][oy*sh - ph + ki*dh]
+// [ox*sw - pw + kj*dw], 0 outside the image (the layout of the support
+// module's ptc_im2colw_*, which computes five divisions per 16-byte store).
+// Here a block row blockIdx.y = ch * kh + ki fixes the channel and the
+// window row; a thread decomposes its V = 16 / sizeof(S) consecutive
+// columns once (two divisions) and writes them for every kj (kw 16-byte
+// stores). 32-bit index math: the host keeps every input offset below
+// 2^31, ncols a multiple of V, col 16-byte aligned.
+struct ptc_cig_i2c_args {  // layout = cuda_cig_i2c_args (cuda_conv_igemm.c)
+  i32 kh, kw, h, w, oh, ow, ohw;
+  i32 sh, sw, ph, pw, dh, dw;
+  i32 xs_n, xs_c, xs_h, xs_w;
+  i32 ncols, nvec;
+};
+template <typename S> PTC_D void ptc_cig_i2c(const S* __restrict__ x, S* __restrict__ col,
+                                             const ptc_cig_i2c_args& a) {
+  enum { V = 16 / sizeof(S) };
+  union chunk {
+    uint4 v;
+    S s[V];
+  };
+  const int ry = blockIdx.y, ch = ry / a.kh, ki = ry - ch * a.kh;
+  const S* xc = x + ch * a.xs_c;
+  S* crow = col + (i64)ry * a.kw * a.ncols;
+  for (int jv = blockIdx.x * blockDim.x + threadIdx.x; jv < a.nvec; jv += gridDim.x * blockDim.x) {
+    const int j0 = jv * V;
+    int img = j0 / a.ohw, p = j0 - img * a.ohw, oy = p / a.ow, ox = p - oy * a.ow;
+    int off[V], ix0[V];
+    bool yok[V];
+#pragma unroll
+    for (int t = 0; t < V; t++) {
+      const int iy = oy * a.sh - a.ph + ki * a.dh;
+      ix0[t] = ox * a.sw - a.pw;
+      yok[t] = (unsigned)iy < (unsigned)a.h;
+      off[t] = img * a.xs_n + iy * a.xs_h + ix0[t] * a.xs_w;
+      if (++ox == a.ow) {
+        ox = 0;
+        if (++oy == a.oh) oy = 0, img++;
+      }
+    }
+    for (int kj = 0; kj < a.kw; kj++) {
+      const int dx = kj * a.dw, dxo = dx * a.xs_w;
+      chunk u;
+#pragma unroll
+      for (int t = 0; t < V; t++)
+        u.s[t] = yok[t] && (unsigned)(ix0[t] + dx) < (unsigned)a.w ? __ldg(xc + off[t] + dxo) : (S)0;
+      reinterpret_cast<uint4*>(crow + (i64)kj * a.ncols)[jv] = u.v;
+    }
+  }
+}
+
+// PTC_CIG_W4_BLOCKS (defined before this text, else 3): the blocks per SM
+// the 4-warp kernels are compiled for (launch bounds). 4 caps them at 128
+// registers: TF32 fits without spills (16 warps per SM instead of 12;
+// cuda_conv_igemm.c, PTC_CUDA_CONV_OCC); bf16/f16 spill a little.
+#ifndef PTC_CIG_W4_BLOCKS
+#define PTC_CIG_W4_BLOCKS 3
+#endif
 #define PTC_CIG_CONV(T, K, S, NAME, BM, TAP, NT)                                                   \
-  extern "C" __global__ void __launch_bounds__(NT, NT == 256 ? 2 : 3)                              \
+  extern "C" __global__ void __launch_bounds__(NT, NT == 256 ? 2 : PTC_CIG_W4_BLOCKS)              \
       ptc_cig_##T##_##NAME(const S* x, const S* w, const S* bias, S* out, float* ws, ptc_cig_args g) { \
     ptc_cig_body<K, BM, TAP, NT>(x, w, bias, out, ws, g);                                          \
   }
@@ -655,6 +715,16 @@ template <int K> PTC_D void ptc_cig_wcopy(const typename ptc_conv_kind<K>::S* __
 #else
 #define PTC_CIG_V5(T, K, S)
 #endif
+// the wide im2col: in the first variant's module only
+#if !defined(PTC_CIG_VARIANT) || PTC_CIG_VARIANT == 0
+#define PTC_CIG_I2C(T, S)                                                                          \
+  extern "C" __global__ void __launch_bounds__(128)                                                \
+      ptc_cig_##T##_i2c(const S* x, S* col, ptc_cig_i2c_args a) {                                  \
+    ptc_cig_i2c<S>(x, col, a);                                                                     \
+  }
+#else
+#define PTC_CIG_I2C(T, S)
+#endif
 #define PTC_CIG_KERNELS(T, K, S)                                                                   \
   PTC_CIG_V0(T, K, S)                                                                              \
   PTC_CIG_V1(T, K, S)                                                                              \
@@ -666,7 +736,8 @@ template <int K> PTC_D void ptc_cig_wcopy(const typename ptc_conv_kind<K>::S* __
       ptc_cig_##T##_wcopy(const S* w, S* dst, i64 rows, i64 ld, i64 cg, i64 kw, i64 kk, i64 cpad,  \
                           i64 ws0, i64 ws1, i64 ws2, i64 ws3, i32 tap_major, i32 small32) {        \
     ptc_cig_wcopy<K>(w, dst, rows, ld, cg, kw, kk, cpad, ws0, ws1, ws2, ws3, tap_major, small32);  \
-  }
+  }                                                                                                \
+  PTC_CIG_I2C(T, S)
 // PTC_CIG_TYPE (defined before this text): only that type's kernels; undefined: all.
 #if !defined(PTC_CIG_TYPE) || PTC_CIG_TYPE == 0
 PTC_CIG_KERNELS(f16, 0, u16)

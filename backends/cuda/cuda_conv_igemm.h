@@ -73,6 +73,11 @@ const char* cuda_conv_igemm_refusal(int cc_major, const cuda_conv_desc* d, bool 
 void cuda_conv_igemm_shape(const cuda_conv_desc* d, int sm_count, int64_t smem_optin,
                            cuda_conv_shape* out);
 
+/** The blocks per SM the 4-warp kernels of dtype are built for (their
+ * launch bounds; 3 or 4): PTC_CUDA_CONV_OCC unset or 1: 4 for f32 (TF32),
+ * else 3; 2: 4 for every type; 0: 3. Reads the environment. */
+int cuda_conv_igemm_w4_blocks(int32_t dtype);
+
 /** Runs the convolution on `stream`: out = act(conv(x, w) + beta * bias)
  * (pbias 0 = none). Tap-major shapes first copy the weights into their
  * layout, channel-major ones when the weight rows are not 16-byte aligned
@@ -92,6 +97,27 @@ void cuda_conv_igemm_shape(const cuda_conv_desc* d, int sm_count, int64_t smem_o
 ptc_status cuda_conv_igemm(ptc_context* ctx, const cuda_device* d, cu_stream stream,
                            const cuda_conv_desc* desc, bool tf32, cu_deviceptr x, cu_deviceptr w,
                            cu_deviceptr pbias, cu_deviceptr out, bool* done);
+
+/** The wide im2col of the small-plane convolutions (cuda_ext_conv.c):
+ * nimg images of x [C, H, W] (strides xs: n, c, h, w; elements) into
+ * col[r][j], r = (c * KH + kh) * KW + kw, j = img * OH*OW + oy * OW + ox
+ * (row length nimg * OH*OW). */
+typedef struct cuda_conv_i2c {
+  int64_t nimg, c, h, w, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw;
+  int64_t xs[4];
+} cuda_conv_i2c;
+
+/** Writes the wide im2col of `a` into col on `stream` with the module's
+ * kernel (a block row per (channel, window row), a thread's 16 bytes of
+ * columns decomposed once for every window column), dtype f16, bf16 or f32
+ * (copied as it is). *done false (PTC_OK) when it does not take the call:
+ * PTC_CUDA_CONV_I2C=0, below sm_80, the row length not a multiple of 16
+ * bytes, col not 16-byte aligned, C * KH above 65535, negative strides or
+ * offsets beyond its 32-bit index math, or the module unavailable. Errors:
+ * the launch. */
+ptc_status cuda_conv_igemm_im2col(ptc_context* ctx, const cuda_device* d, cu_stream stream,
+                                  int32_t dtype, const cuda_conv_i2c* a, cu_deviceptr x,
+                                  cu_deviceptr col, bool* done);
 
 /** Compiles the module (every type and variant) for sm_<arch> with NVRTC
  * (--Ofast-compile=max), nothing loaded and no device needed: the

@@ -354,7 +354,18 @@ ptc_status cuda_ext_conv_device(const cuda_ext_call* c0, bool* done) {
                   KH * dil[0] + pad[0] < INT32_MAX / 4 && KW * dil[1] + pad[1] < INT32_MAX / 4 &&
                   (nimg - 1) * xst[0] + (C - 1) * xst[1] + (xs[2] - 1) * xst[2] +
                           (xs[3] - 1) * xst[3] <= INT32_MAX;
+      /* the wide im2col: the convolution module's kernel (a block row per
+       * channel and window row) when it takes it, else the support module's */
+      bool i2c = false;
       if (vcol) {
+        cuda_conv_i2c ia = {nimg, C, xs[2], xs[3], KH, KW, OH, OW, st[0], st[1],
+                            pad[0], pad[1], dil[0], dil[1], {xst[0], xst[1], xst[2], xst[3]}};
+        s = cuda_conv_igemm_im2col(c->plan->ctx, c->plan->dev, c->stream, out->dtype, &ia, xc, col,
+                                   &i2c);
+      }
+      if (s || i2c) {
+        /* launched (or failed) */
+      } else if (vcol) {
         void* params[] = {&xc, &col, &a};
         cu_result r = cuda_libs_get()->cu.LaunchKernel(vec_im2col[es == 2 ? 0 : 1],
                                                        vec_grid(c, CK * ldc / vw), 1, 1, 256, 1, 1,

@@ -510,6 +510,95 @@ static void run_wcache(void) {
   }
 }
 
+/* ---- the wide im2col (cuda_conv_igemm_im2col) against a host one ------------------------- */
+
+typedef struct icase {
+  int64_t nimg, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw;
+  int64_t cpad; /* channels of the storage the input is a slice of (>= c) */
+  int expect;   /* 1: taken; 0: declined (row length not whole 16-byte vectors) */
+} icase;
+
+static const icase icases[] = {
+    {4, 16, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 16, 1},  /* resnet's 3x3 stride 1 */
+    {8, 8, 14, 14, 3, 3, 2, 2, 1, 1, 1, 1, 8, 1},    /* stride 2 to 7x7: vectors span images */
+    {8, 8, 14, 14, 1, 1, 2, 2, 0, 0, 1, 1, 8, 1},    /* 1x1 stride 2 */
+    {8, 3, 9, 7, 3, 2, 2, 1, 1, 0, 1, 2, 5, 1},     /* 3x2 window, mixed strides, dilation, a slice */
+    {8, 4, 5, 5, 5, 5, 1, 1, 2, 2, 1, 1, 4, 1},     /* 5x5, padding 2, images of 25 px */
+    {3, 4, 5, 5, 3, 3, 1, 1, 1, 1, 1, 1, 4, 0},     /* 75 columns: not whole vectors */
+};
+
+static void run_i2c(void) {
+  const cu_api* cu = &cuda_libs_get()->cu;
+  static const int32_t dts[2] = {PTC_F32, PTC_BF16};
+  for (int di = 0; di < 2; di++)
+    for (size_t ci = 0; ci < sizeof icases / sizeof icases[0]; ci++) {
+      const icase* t = &icases[ci];
+      int32_t dt = dts[di];
+      size_t es = ptc_dtype_size(dt);
+      int64_t oh = (t->h + 2 * t->ph - t->dh * (t->kh - 1) - 1) / t->sh + 1;
+      int64_t ow = (t->w + 2 * t->pw - t->dw * (t->kw - 1) - 1) / t->sw + 1;
+      int64_t ncols = t->nimg * oh * ow, rows = t->c * t->kh * t->kw;
+      int64_t xel = t->nimg * t->cpad * t->h * t->w;
+      cuda_conv_i2c a = {t->nimg, t->c, t->h, t->w, t->kh, t->kw, oh, ow, t->sh, t->sw, t->ph, t->pw,
+                         t->dh, t->dw, {t->cpad * t->h * t->w, t->h * t->w, t->w, 1}};
+      void *hx = malloc((size_t)xel * es), *hc = malloc((size_t)(rows * ncols) * es);
+      cu_deviceptr px = 0, pc = 0;
+      ptc_status s = hx && hc ? PTC_OK : ptc_status_oom();
+      for (int64_t i = 0; !s && i < xel; i++) ctd_store(hx, dt, i, 2 * ctd_urand() - 1);
+      if (!s && (cuda_alloc((size_t)xel * es, NULL, &px) || cuda_alloc((size_t)(rows * ncols) * es, NULL, &pc) ||
+                 cu->MemcpyHtoDAsync(px, hx, (size_t)xel * es, NULL) != CU_SUCCESS ||
+                 cu->MemsetD8Async(pc, 0x7f, (size_t)(rows * ncols) * es, NULL) != CU_SUCCESS))
+        s = PTC_ERR(INTERNAL, "device memory");
+      bool done = false;
+      if (!s) s = cuda_conv_igemm_im2col(ctx, dev, NULL, dt, &a, px, pc, &done);
+      if (!s && done &&
+          (cu->MemcpyDtoHAsync(hc, pc, (size_t)(rows * ncols) * es, NULL) != CU_SUCCESS ||
+           cu->StreamSynchronize(NULL) != CU_SUCCESS))
+        s = PTC_ERR(INTERNAL, "copy back failed");
+      int64_t bad = 0, first = -1;
+      for (int64_t r = 0; !s && done && r < rows; r++) {
+        int64_t ch = r / (t->kh * t->kw), ki = r / t->kw % t->kh, kj = r % t->kw;
+        for (int64_t j = 0; j < ncols; j++) {
+          int64_t img = j / (oh * ow), p = j % (oh * ow), oy = p / ow, ox = p % ow;
+          int64_t iy = oy * t->sh - t->ph + ki * t->dh, ix = ox * t->sw - t->pw + kj * t->dw;
+          double v = iy >= 0 && iy < t->h && ix >= 0 && ix < t->w
+                         ? ctd_load(hx, dt, img * a.xs[0] + ch * a.xs[1] + iy * a.xs[2] + ix)
+                         : 0.0;
+          if (ctd_load(hc, dt, r * ncols + j) != v && bad++ == 0) first = r * ncols + j;
+        }
+      }
+      bool fail = s || done != (t->expect != 0) || bad;
+      if (fail) {
+        printf("FAIL wide im2col %s case %zu: %s\n", ptc_dtype_name(dt), ci,
+               s ? ptc_status_message(s) : done != (t->expect != 0) ? (done ? "taken" : "not taken")
+                                                                  : "wrong elements");
+        if (bad) printf("  %lld wrong, first at %lld\n", (long long)bad, (long long)first);
+        failed++;
+      } else {
+        passed++;
+      }
+      ptc_status_destroy(s);
+      cuda_free(px);
+      cuda_free(pc);
+      free(hx);
+      free(hc);
+    }
+  /* PTC_CUDA_CONV_I2C=0 declines (the support module's kernel runs instead) */
+  setenv("PTC_CUDA_CONV_I2C", "0", 1);
+  const icase* t = &icases[0];
+  cuda_conv_i2c a = {t->nimg, t->c, t->h, t->w, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, {16 * 196, 196, 14, 1}};
+  bool done = true;
+  ptc_status s = cuda_conv_igemm_im2col(ctx, dev, NULL, PTC_F32, &a, 0, 0, &done);
+  unsetenv("PTC_CUDA_CONV_I2C");
+  if (s || done) {
+    printf("FAIL wide im2col: PTC_CUDA_CONV_I2C=0 %s\n", s ? ptc_status_message(s) : "still taken");
+    failed++;
+  } else {
+    passed++;
+  }
+  ptc_status_destroy(s);
+}
+
 /* ---- pooling through a one-node graph: cuda against ref ------------------------------------ */
 
 typedef struct pcase {
@@ -942,6 +1031,26 @@ static int check_shapes(void) {
       }
       unsetenv("PTC_CUDA_CONV_WG_MAXPLANE");
     }
+  /* the 4-warp kernels' blocks per SM (PTC_CUDA_CONV_OCC): 4 for TF32 by
+   * default, 3 for f16/bf16; 0 all 3; 2 all 4 */
+  const char* ov = getenv("PTC_CUDA_CONV_OCC");
+  char keep[16] = "";
+  if (ov) snprintf(keep, sizeof keep, "%s", ov);
+  static const char* const occ[3] = {"", "0", "2"};
+  static const int want[3][2] = {{4, 3}, {3, 3}, {4, 4}}; /* [setting][f32, bf16] */
+  for (int i = 0; i < 3; i++) {
+    setenv("PTC_CUDA_CONV_OCC", occ[i], 1);
+    if (cuda_conv_igemm_w4_blocks(PTC_F32) != want[i][0] || cuda_conv_igemm_w4_blocks(PTC_BF16) != want[i][1] ||
+        cuda_conv_igemm_w4_blocks(PTC_F16) != want[i][1]) {
+      printf("FAIL: 4-warp blocks per SM with PTC_CUDA_CONV_OCC='%s': f32 %d bf16 %d\n", occ[i],
+             cuda_conv_igemm_w4_blocks(PTC_F32), cuda_conv_igemm_w4_blocks(PTC_BF16));
+      bad++;
+    }
+  }
+  if (ov)
+    setenv("PTC_CUDA_CONV_OCC", keep, 1);
+  else
+    unsetenv("PTC_CUDA_CONV_OCC");
   return bad;
 }
 
@@ -1318,6 +1427,7 @@ int main(int argc, char** argv) {
     run_graphs();
     run_tf32_exact();
     run_wcache();
+    run_i2c();
     printf("test_cuda_conv: %d passed, %d failed (%.1f s)\n", passed, failed, now_s() - t0);
   }
   cuda_ctx_leave(dev, prev);
