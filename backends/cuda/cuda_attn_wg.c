@@ -35,7 +35,7 @@ typedef struct wg_cfg {
 
 static const wg_cfg wg_cfgs[] = {
     {2, 128, 2, 0}, {2, 128, 3, 0}, {2, 64, 4, 0}, {3, 64, 4, 0},
-    {3, 64, 4, 4},  {2, 128, 2, 4}, {2, 128, 2, 2}, {2, 128, 3, 4},
+    {3, 64, 4, 4},  {2, 128, 2, 4}, {2, 128, 2, 2}, {2, 128, 3, 4}, {2, 128, 4, 0},
 };
 #define WG_NCFG ((int)(sizeof wg_cfgs / sizeof wg_cfgs[0]))
 /* The default shape per head dim index (1: 64, 2: 128) and causal flag,
@@ -53,9 +53,11 @@ static const int wg_default[3][2] = {{0, 0}, {1, 1}, {3, 0}}; /* [hi][causal] */
  * wgmma groups (ping-pong, named barriers), 2 lazy rescale (a row max that
  * rose by at most 2^8 is not taken), 4 head-major work items (the blocks
  * of one time share k / v in L2), 8 one empty-mbarrier arrival per consumer
- * warp. PTC_CUDA_ATTN_WG_FL=n (0-15) replaces the default per head dim
+ * warp, 16 one proxy fence per step (after both mbarrier waits), 32 the
+ * producer prefetches k / v rows NS tiles ahead into L2.
+ * PTC_CUDA_ATTN_WG_FL=n (0-63) replaces the default per head dim
  * index and causal flag. */
-#define WG_NFL 16
+#define WG_NFL 64
 static const int wg_default_fl[3][2] = {{0, 0}, {0, 0}, {0, 0}}; /* [hi][causal] */
 
 typedef struct wg_mod {

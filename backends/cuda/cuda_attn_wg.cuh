@@ -316,7 +316,9 @@ PTC_D void ptc_ws_item(i64 it, i64 ntm, i64 nbatch, i64* bi, i64* tm) {
 // under the other's products), bit 1 lazy rescale (LZ of
 // ptc_ws_softmax_t), bit 2 head-major item order (ptc_ws_item: the blocks
 // working at one time share k / v in L2), bit 3 one empty-mbarrier arrival
-// per consumer warp instead of per thread.
+// per consumer warp instead of per thread, bit 4 one proxy fence per
+// step after both of its mbarrier waits (not one per wait), bit 5 the
+// producer prefetches the k / v rows NS tiles ahead into L2.
 template <bool BF, int D, int BN, int NWG, int NS, bool CAUSAL, int EX, int FL>
 PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k,
                             const u16* __restrict__ v, u16* __restrict__ o, const ptc_attn_args& a) {
@@ -326,6 +328,7 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
   static_assert(NS >= 2 && NS <= 4, "2 to 4 buffers");
   static_assert(NWG == 2 || NWG == 3, "2 or 3 consumer warpgroups");
   constexpr bool PP = FL & 1, LZ = (FL & 2) != 0, HM = (FL & 4) != 0, WA = (FL & 8) != 0;
+  constexpr bool F1 = (FL & 16) != 0, PF = (FL & 32) != 0;
   const u32 base = (ptc_attn_smem(ptc_wg_sm) + 1023u) & ~1023u;
   const u32 sk = base, sv = base + NS * TILE;
   // mbarriers: k full, k empty, v full, v empty (NS each, 8 bytes)
@@ -363,6 +366,17 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
         if (g >= NS) ptc_mb_wait(ve + 8 * b, (ph - 1) & 1);
         ptc_ws_tile<D, BN>(sv + b * TILE, v + off[2], (i64)i * BN, a.S, a.v_ss, p);
         ptc_mb_cp_arrive(vf + 8 * b);
+        if (PF && i + NS < nt) {
+          // row (i + NS) * BN + p of k and v into L2 (128-byte lines)
+          const i64 r = (i64)(i + NS) * BN + p;
+          if (p < BN && r < a.S) {
+#pragma unroll
+            for (int c = 0; c < D / 64; c++) {
+              asm volatile("prefetch.global.L2 [%0];" ::"l"(k + off[1] + r * a.k_ss + c * 64));
+              asm volatile("prefetch.global.L2 [%0];" ::"l"(v + off[2] + r * a.v_ss + c * 64));
+            }
+          }
+        }
       }
       tg += (u32)nt;
     }
@@ -417,8 +431,13 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
         ptc_ws_pack<BF, BN>(s, pa);
         for (int j = 0; j < nt - 1; j++) {
           const u32 gk = tg + (u32)(j + 1), gv = tg + (u32)j, bk = gk % NS, bv = gv % NS;
-          ptc_ws_full(kf + 8 * bk, (gk / NS) & 1);
-          ptc_ws_full(vf + 8 * bv, (gv / NS) & 1);
+          if (F1) {
+            ptc_mb_wait(kf + 8 * bk, (gk / NS) & 1);
+            ptc_ws_full(vf + 8 * bv, (gv / NS) & 1);
+          } else {
+            ptc_ws_full(kf + 8 * bk, (gk / NS) & 1);
+            ptc_ws_full(vf + 8 * bv, (gv / NS) & 1);
+          }
           if (PP) ptc_ws_turn_wait(wg);
           ptc_wg_fence();
           ptc_ws_qk<BF, D, BN>(s, qa, dk, bk * TILE);

@@ -27,8 +27,9 @@
  *    stride); run with each PTC_CUDA_ATTN_WG_CFG (a named shape takes every
  *    call, small grids too) to cover the kernel shapes, and with
  *    PTC_CUDA_ATTN_WG_FL (without it: a pass with the default options,
- *    then passes with 0, 1, 2, 4, 8 and 15: the ping-pong turns, lazy
- *    rescale, head-major items, per-warp releases).
+ *    then passes with 0, 1, 2, 4, 8, 16, 32 and 63: the ping-pong turns,
+ *    lazy rescale, head-major items, per-warp releases, one proxy fence
+ *    per step, L2 prefetch).
  *  --bench-small: GPT-2's attention shape (b8 h12 s256 d64 bf16:
  *    is_causal, causal bool mask, causal + padding mask, no mask) and b8
  *    h16 s1024, 12 chained sdpa per run, ms per sdpa.
@@ -611,9 +612,9 @@ int main(int argc, char** argv) {
   };
   /* --wg-cases without PTC_CUDA_ATTN_WG_FL: one pass with the default
    * options, then one per option alone, none and all */
-  static const char* const fls[] = {NULL, "0", "1", "2", "4", "8", "15"};
-  static const char* const tags[] = {"", " wg-fl 0", " wg-fl 1", " wg-fl 2", " wg-fl 4", " wg-fl 8",
-                                     " wg-fl 15"};
+  static const char* const fls[] = {NULL, "0", "1", "2", "4", "8", "16", "32", "63"};
+  static const char* const tags[] = {"",          " wg-fl 0",  " wg-fl 1",  " wg-fl 2", " wg-fl 4",
+                                     " wg-fl 8",  " wg-fl 16", " wg-fl 32", " wg-fl 63"};
   int npass = wg_only && !getenv("PTC_CUDA_ATTN_WG_FL") ? (int)(sizeof fls / sizeof fls[0]) : 1;
   for (int f = 0; f < npass; f++) {
     if (fls[f]) setenv("PTC_CUDA_ATTN_WG_FL", fls[f], 1);
