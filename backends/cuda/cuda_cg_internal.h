@@ -134,8 +134,8 @@ typedef struct cug {
   /* 16-byte vector loads / stores with cache hints (cuda_cg_kernel.c,
    * io_hints): the template each access names, "ptc_vload<" / "ptc_vstore<"
    * or "ptc_vload_h<M, " / "ptc_vstore_h<M, " (M the hint; helpers in globals) */
-  char vld[24];
-  char vst[24];
+  char vld[40];
+  char vst[40];
   const char* split_at;     /* cug_emit_acc_split: partial index, count (C expressions) */
   const char* split_n;
 } cug;

@@ -479,8 +479,8 @@ static const char HINT_HELPERS[] =
     "#endif\n";
 
 static void io_hints(cug* g, long ld, long st) {
-  if (ld > 0) snprintf(g->vld, sizeof g->vld, "ptc_vload_h<%ld, ", ld);
-  if (st > 0) snprintf(g->vst, sizeof g->vst, "ptc_vstore_h<%ld, ", st);
+  if (ld > 0) snprintf(g->vld, sizeof g->vld, "ptc_vload_h<%d, ", (int)(ld & 7));
+  if (st > 0) snprintf(g->vst, sizeof g->vst, "ptc_vstore_h<%d, ", (int)(st & 7));
   if (ld > 0 || st > 0) ptc_sb_append(&g->globals, HINT_HELPERS);
 }
 
