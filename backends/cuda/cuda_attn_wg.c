@@ -35,7 +35,7 @@ typedef struct wg_cfg {
 
 static const wg_cfg wg_cfgs[] = {
     {2, 128, 2, 0}, {2, 128, 3, 0}, {2, 64, 4, 0}, {3, 64, 4, 0},
-    {3, 64, 4, 4},  {2, 128, 2, 4}, {2, 128, 2, 2}, {2, 128, 3, 4}, {2, 128, 4, 0},
+    {3, 64, 4, 4},  {2, 128, 2, 4}, {2, 128, 2, 2}, {2, 128, 4, 0},
 };
 #define WG_NCFG ((int)(sizeof wg_cfgs / sizeof wg_cfgs[0]))
 /* The default shape per head dim index (1: 64, 2: 128) and causal flag,
@@ -45,20 +45,11 @@ static const wg_cfg wg_cfgs[] = {
  * d64 2,128,3: 0.103, causal 0.080 (2,128,2: 0.107 / 0.081; 3,64,4: 0.111
  * / 0.089; 2,64,4: 0.121 / 0.089); d128 3,64,4: 0.204 (2,64,4: 0.216,
  * 2,128,2: 0.218), causal 2,128,2: 0.136 (2,128,3: 0.143, 2,64,4: 0.141,
- * 3,64,4: 0.157). */
-static const int wg_default[3][2] = {{0, 0}, {1, 1}, {3, 0}}; /* [hi][causal] */
-
-/* The kernel's options (the FL bits of cuda_attn_wg.cuh's
- * ptc_attn_ws_body): 1 the consumer warpgroups take turns issuing their
- * wgmma groups (ping-pong, named barriers), 2 lazy rescale (a row max that
- * rose by at most 2^8 is not taken), 4 head-major work items (the blocks
- * of one time share k / v in L2), 8 one empty-mbarrier arrival per consumer
- * warp, 16 one proxy fence per step (after both mbarrier waits), 32 the
- * producer prefetches k / v rows NS tiles ahead into L2.
- * PTC_CUDA_ATTN_WG_FL=n (0-63) replaces the default per head dim
- * index and causal flag. */
-#define WG_NFL 64
-static const int wg_default_fl[3][2] = {{0, 0}, {0, 0}, {0, 0}}; /* [hi][causal] */
+ * 3,64,4: 0.157). Session 11 (test_cuda_attn --bench-wg, 8 chained calls,
+ * best of 3, one run): d64 2,128,4 (4 buffers of 128 keys, 132 KB)
+ * 0.0990, causal 0.0774 against 2,128,3's 0.0995 / 0.1000 and 0.0784 /
+ * 0.0787 (two runs around it): now the d64 default. */
+static const int wg_default[3][2] = {{0, 0}, {7, 7}, {3, 0}}; /* [hi][causal] */
 
 typedef struct wg_mod {
   cu_module mod;
@@ -66,7 +57,7 @@ typedef struct wg_mod {
 } wg_mod;
 
 static pthread_mutex_t wg_lock = PTHREAD_MUTEX_INITIALIZER;
-static wg_mod wg_mods[2][2][2][WG_NCFG][WG_NFL]; /* [bf][d128][causal][shape][options] */
+static wg_mod wg_mods[2][2][2][WG_NCFG]; /* [bf][d128][causal][shape] */
 
 /* [1024-byte alignment slack][ns k tiles][ns v tiles][4 ns mbarriers] */
 static int wg_smem_bytes(wg_cfg c, int d) { return 1024 + 2 * c.ns * c.bn * d * 2 + 32 * c.ns; }
@@ -83,14 +74,6 @@ static int wg_env_shape(int d, const cuda_device* dev) {
   return -1;
 }
 
-/* The options of a call (wg_default_fl or PTC_CUDA_ATTN_WG_FL). */
-static int wg_fl(int hi, bool causal) {
-  const char* env = getenv("PTC_CUDA_ATTN_WG_FL");
-  int fl;
-  if (env && sscanf(env, "%d", &fl) == 1 && fl >= 0 && fl < WG_NFL) return fl;
-  return wg_default_fl[hi][causal];
-}
-
 bool cuda_attn_wg_takes(const cuda_device* d, const cuda_attn_geom* g, int hi, bool vec) {
   const char* env = getenv("PTC_CUDA_ATTN_WG");
   if (env && strcmp(env, "0") == 0) return false;
@@ -104,11 +87,10 @@ bool cuda_attn_wg_takes(const cuda_device* d, const cuda_attn_geom* g, int hi, b
   return blocks >= 2 * (int64_t)(d->sm_count > 0 ? d->sm_count : 132);
 }
 
-/* Appends the instantiation `name` of (bf, d, shape c, causal, options fl). */
-static void wg_instance(ptc_strbuf* src, const char* name, bool bf, int d, wg_cfg c, bool causal,
-                        int fl) {
-  ptc_sb_printf(src, "PTC_ATTN_WS_KERNEL(%s, %s, %d, %d, %d, %d, %d, %s, %d)\n", name,
-                bf ? "true" : "false", d, c.bn, c.nwg, c.ex, c.ns, causal ? "true" : "false", fl);
+/* Appends the instantiation `name` of (bf, d, shape c, causal). */
+static void wg_instance(ptc_strbuf* src, const char* name, bool bf, int d, wg_cfg c, bool causal) {
+  ptc_sb_printf(src, "PTC_ATTN_WS_KERNEL(%s, %s, %d, %d, %d, %d, %d, %s)\n", name,
+                bf ? "true" : "false", d, c.bn, c.nwg, c.ex, c.ns, causal ? "true" : "false");
 }
 
 static void wg_source(ptc_strbuf* src) {
@@ -121,10 +103,9 @@ static void wg_source(ptc_strbuf* src) {
 
 /* The module of one instantiation, as load_wg builds it (and the table of
  * ahead-of-time cubins promises it, cuda_attn_wg_aot_sources). */
-static ptc_status wg_module_source(ptc_strbuf* src, bool bf, int d, bool causal, wg_cfg c,
-                                   int fl) {
+static ptc_status wg_module_source(ptc_strbuf* src, bool bf, int d, bool causal, wg_cfg c) {
   wg_source(src);
-  wg_instance(src, "ptc_attn_wg", bf, d, c, causal, fl);
+  wg_instance(src, "ptc_attn_wg", bf, d, c, causal);
   if (src->oom) {
     ptc_sb_free(src);
     return ptc_status_oom();
@@ -133,10 +114,10 @@ static ptc_status wg_module_source(ptc_strbuf* src, bool bf, int d, bool causal,
 }
 
 static ptc_status load_wg(ptc_context* ctx, const cuda_device* dev, bool bf, int d, bool causal,
-                          wg_cfg c, int fl, wg_mod* m) {
+                          wg_cfg c, wg_mod* m) {
   const cu_api* cu = &cuda_libs_get()->cu;
   ptc_strbuf src;
-  PTC_TRY(wg_module_source(&src, bf, d, causal, c, fl));
+  PTC_TRY(wg_module_source(&src, bf, d, causal, c));
   int arch = (dev->cc_major * 10 + dev->cc_minor) | CUDA_ARCH_SPECIFIC;
   PTC_TRY(cuda_build_module(ctx, arch, &src, "ptc_attention_wg", "the wgmma attention kernel",
                             &m->mod));
@@ -166,10 +147,9 @@ ptc_status cuda_attn_wg_run(const cuda_ext_call* c, const cuda_attn_geom* g, boo
   bool causal = g->causal != 0;
   if (sh < 0) sh = wg_default[hi][causal];
   wg_cfg cfg = wg_cfgs[sh];
-  int fl = wg_fl(hi, causal);
-  wg_mod* mod = &wg_mods[bf][hi == 2][causal][sh][fl];
+  wg_mod* mod = &wg_mods[bf][hi == 2][causal][sh];
   pthread_mutex_lock(&wg_lock);
-  ptc_status s = mod->fn ? PTC_OK : load_wg(c->plan->ctx, dev, bf, d, causal, cfg, fl, mod);
+  ptc_status s = mod->fn ? PTC_OK : load_wg(c->plan->ctx, dev, bf, d, causal, cfg, mod);
   cu_function fn = mod->fn;
   pthread_mutex_unlock(&wg_lock);
   PTC_TRY(s);
@@ -197,19 +177,15 @@ ptc_status cuda_attn_wg_check_compile(int arch) {
   wg_source(&src);
   int n = 0;
   char name[32];
-  /* every shape with every option on, the first one with none too */
   for (int i = 0; i < WG_NCFG; i++) {
     snprintf(name, sizeof name, "ptc_attn_wg_%d", n++);
-    wg_instance(&src, name, true, 64, wg_cfgs[i], false, WG_NFL - 1);
+    wg_instance(&src, name, true, 64, wg_cfgs[i], false);
   }
-  snprintf(name, sizeof name, "ptc_attn_wg_%d", n++);
-  wg_instance(&src, name, true, 64, wg_cfgs[0], false, 0);
   /* every head dim / causal default (f16 without causal, bf16 with) */
   for (int hi = 1; hi <= 2; hi++)
     for (int causal = 0; causal < 2; causal++) {
       snprintf(name, sizeof name, "ptc_attn_wg_%d", n++);
-      wg_instance(&src, name, causal, hi == 2 ? 128 : 64, wg_cfgs[wg_default[hi][causal]], causal,
-                  wg_default_fl[hi][causal]);
+      wg_instance(&src, name, causal, hi == 2 ? 128 : 64, wg_cfgs[wg_default[hi][causal]], causal);
     }
   if (src.oom) {
     ptc_sb_free(&src);
@@ -231,8 +207,7 @@ ptc_status cuda_attn_wg_aot_sources(cuda_aot_src* out, size_t cap, size_t* n) {
         if (*n >= cap) return PTC_ERR(INTERNAL, "cuda backend: too many ahead-of-time sources");
         cuda_aot_src* o = &out[*n];
         int d = hi == 2 ? 128 : 64;
-        PTC_TRY(wg_module_source(&o->src, bf, d, causal, wg_cfgs[wg_default[hi][causal]],
-                                 wg_default_fl[hi][causal]));
+        PTC_TRY(wg_module_source(&o->src, bf, d, causal, wg_cfgs[wg_default[hi][causal]]));
         o->arch = 90 | CUDA_ARCH_SPECIFIC;
         snprintf(o->label, sizeof o->label, "attention wgmma %s d%d%s sm_90a", bf ? "bf16" : "f16",
                  d, causal ? " causal" : "");

@@ -183,13 +183,12 @@ PTC_D float ptc_ws_ex2p(float x) {
 // Online softmax of the score tile s (keys n0 .. n0 + BN - 1, this
 // thread's rows w0 + qr, w0 + qr + 8), P = 2^(x - max) written over s (f32;
 // packed into A fragments by ptc_ws_pack once P v landed); mx / l the
-// running max (log2 domain; LZ: raised only when a row's max rose by more
-// than 8) and this thread's part of the row sums, al the factor the
-// accumulator rows take. x = s * scale * log2 e; MASKED: keys
+// running max (log2 domain) and this thread's part of the row sums, al the
+// factor the accumulator rows take. x = s * scale * log2 e; MASKED: keys
 // kr >= kl or (causal) kr - rr > dg give -inf (tiles crossing S or the
 // diagonal). EX > 0 (unmasked tiles): every EX-th group of 8 keys takes
 // its exponentials from ptc_ws_ex2p.
-template <int BN, bool MASKED, int EX, bool LZ>
+template <int BN, bool MASKED, int EX>
 PTC_D void ptc_ws_softmax_t(float* s, float sl, int kl, int dg, int qr, int qc, float (&mx)[2],
                             float (&l)[2], float (&al)[2]) {
   const float NEG_INF = -PTC_INF_F;
@@ -206,11 +205,7 @@ PTC_D void ptc_ws_softmax_t(float* s, float sl, int kl, int dg, int qr, int qc, 
     for (int t = 0; t < BN / 8; t++) tm = fmaxf(tm, fmaxf(PTC_WS_X(t, 2 * h), PTC_WS_X(t, 2 * h + 1)));
     tm = fmaxf(tm, __shfl_xor_sync(0xffffffffu, tm, 1));
     tm = fmaxf(tm, __shfl_xor_sync(0xffffffffu, tm, 2));
-    float nm = fmaxf(mx[h], tm * f);
-    // LZ: a max that rose by at most 8 (log2) is not taken: P <= 2^8, the
-    // factor stays 1 and the accumulator is not rescaled (FA4's lazy
-    // rescale; -inf - -inf is NaN: a row with no score yet takes nm)
-    if (LZ && nm - mx[h] <= 8.f) nm = mx[h];
+    const float nm = fmaxf(mx[h], tm * f);
     const float u = nm == NEG_INF ? 0.f : nm;
     al[h] = ptc_attn_ex2(mx[h] - u);
     mx[h] = nm;
@@ -237,17 +232,17 @@ PTC_D void ptc_ws_softmax_t(float* s, float sl, int kl, int dg, int qr, int qc, 
 // when the tile is inside S and (causal) wholly at or below the diagonal
 // (and the scale is positive), else masked (32-bit tests; the bounds
 // clamped, |kr - rr| < 2^20).
-template <int BN, bool CAUSAL, int EX, bool LZ>
+template <int BN, bool CAUSAL, int EX>
 PTC_D void ptc_ws_softmax(float* s, const ptc_attn_args& a, i64 n0, i64 w0, int qr, int qc,
                           float (&mx)[2], float (&l)[2], float (&al)[2]) {
   if (n0 + BN <= a.S && (!CAUSAL || n0 + BN - 1 <= w0) && a.scale_log2 > 0.f) {
-    ptc_ws_softmax_t<BN, false, EX, LZ>(s, a.scale_log2, BN, 1 << 20, qr, qc, mx, l, al);
+    ptc_ws_softmax_t<BN, false, EX>(s, a.scale_log2, BN, 1 << 20, qr, qc, mx, l, al);
     return;
   }
   const i64 kl64 = a.S - n0, dg64 = CAUSAL ? w0 - n0 : (i64)1 << 20;
   const int kl = kl64 < BN ? (int)kl64 : BN;
   const int dg = dg64 > (1 << 20) ? 1 << 20 : dg64 < -(1 << 20) ? -(1 << 20) : (int)dg64;
-  ptc_ws_softmax_t<BN, true, 0, LZ>(s, a.scale_log2, kl, dg, qr, qc, mx, l, al);
+  ptc_ws_softmax_t<BN, true, 0>(s, a.scale_log2, kl, dg, qr, qc, mx, l, al);
 }
 
 // P (f32 in s) into the A fragments of P v (key blocks 2i, 2i + 1: k-step i).
@@ -283,43 +278,11 @@ PTC_D void ptc_ws_full(u32 bar, u32 par) {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
 
-// Named barriers 1 .. NWG of the consumers' turns (FL & 1): consumer
-// warpgroup g waits on barrier 1 + g before issuing its wgmma group and
-// lets the next one go (arrive on 1 + (g + 1) % NWG) once issued; 256
-// threads each (the waiting and the arriving warpgroup).
-PTC_D void ptc_ws_turn_wait(int g) {
-  asm volatile("bar.sync %0, 256;" ::"r"(1 + g) : "memory");
-}
-PTC_D void ptc_ws_turn_pass(int g, int nwg) {
-  asm volatile("bar.arrive %0, 256;" ::"r"(1 + (g + 1) % nwg) : "memory");
-}
-
-// Work item it: batch entry bi, row tile tm (HM: the row tiles of a batch
-// entry one after another, its last first; else the batch entries of one
-// row tile one after another, the last row tile first).
-template <bool HM>
-PTC_D void ptc_ws_item(i64 it, i64 ntm, i64 nbatch, i64* bi, i64* tm) {
-  if (HM) {
-    *bi = it / ntm;
-    *tm = ntm - 1 - it % ntm;
-  } else {
-    *bi = it % nbatch;
-    *tm = ntm - 1 - it / nbatch;
-  }
-}
-
 // The kernel body (see the top of the file): NWG consumer warpgroups, then
 // the producer warpgroup; work items of BM = 64 * NWG query rows; the
 // block's g-th key tile (counted over its items: tg) in buffer g % NS of
-// each ring, its full / empty phase g / NS. FL: bit 0 the consumers take
-// turns issuing their wgmma groups (ping-pong: one warpgroup's softmax
-// under the other's products), bit 1 lazy rescale (LZ of
-// ptc_ws_softmax_t), bit 2 head-major item order (ptc_ws_item: the blocks
-// working at one time share k / v in L2), bit 3 one empty-mbarrier arrival
-// per consumer warp instead of per thread, bit 4 one proxy fence per
-// step after both of its mbarrier waits (not one per wait), bit 5 the
-// producer prefetches the k / v rows NS tiles ahead into L2.
-template <bool BF, int D, int BN, int NWG, int NS, bool CAUSAL, int EX, int FL>
+// each ring, its full / empty phase g / NS.
+template <bool BF, int D, int BN, int NWG, int NS, bool CAUSAL, int EX>
 PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k,
                             const u16* __restrict__ v, u16* __restrict__ o, const ptc_attn_args& a) {
   constexpr int BM = 64 * NWG, NC = 128 * NWG, TILE = BN * D * 2;
@@ -327,8 +290,6 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
   static_assert(BN == 64 || BN == 128, "key tiles of 64 or 128");
   static_assert(NS >= 2 && NS <= 4, "2 to 4 buffers");
   static_assert(NWG == 2 || NWG == 3, "2 or 3 consumer warpgroups");
-  constexpr bool PP = FL & 1, LZ = (FL & 2) != 0, HM = (FL & 4) != 0, WA = (FL & 8) != 0;
-  constexpr bool F1 = (FL & 16) != 0, PF = (FL & 32) != 0;
   const u32 base = (ptc_attn_smem(ptc_wg_sm) + 1023u) & ~1023u;
   const u32 sk = base, sv = base + NS * TILE;
   // mbarriers: k full, k empty, v full, v empty (NS each, 8 bytes)
@@ -338,8 +299,8 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
     for (int i = 0; i < NS; i++) {
       ptc_mb_init(kf + 8 * i, 128);
       ptc_mb_init(vf + 8 * i, 128);
-      ptc_mb_init(ke + 8 * i, WA ? NC / 32 : NC);
-      ptc_mb_init(ve + 8 * i, WA ? NC / 32 : NC);
+      ptc_mb_init(ke + 8 * i, NC);
+      ptc_mb_init(ve + 8 * i, NC);
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
@@ -351,9 +312,8 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
     asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
     const int p = tid - NC;
     for (i64 it = blockIdx.x; it < nitems; it += gridDim.x) {
-      i64 bi, tm, off[5];
-      ptc_ws_item<HM>(it, ntm, a.nbatch, &bi, &tm);
-      const i64 m0 = tm * BM;
+      const i64 bi = it % a.nbatch, m0 = (ntm - 1 - it / a.nbatch) * BM;
+      i64 off[5];
       ptc_attn_offsets(a, bi, off);
       i64 nend = a.S;
       if (CAUSAL && m0 + BM < nend) nend = m0 + BM;
@@ -366,17 +326,6 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
         if (g >= NS) ptc_mb_wait(ve + 8 * b, (ph - 1) & 1);
         ptc_ws_tile<D, BN>(sv + b * TILE, v + off[2], (i64)i * BN, a.S, a.v_ss, p);
         ptc_mb_cp_arrive(vf + 8 * b);
-        if (PF && i + NS < nt) {
-          // row (i + NS) * BN + p of k and v into L2 (128-byte lines)
-          const i64 r = (i64)(i + NS) * BN + p;
-          if (p < BN && r < a.S) {
-#pragma unroll
-            for (int c = 0; c < D / 64; c++) {
-              asm volatile("prefetch.global.L2 [%0];" ::"l"(k + off[1] + r * a.k_ss + c * 64));
-              asm volatile("prefetch.global.L2 [%0];" ::"l"(v + off[2] + r * a.v_ss + c * 64));
-            }
-          }
-        }
       }
       tg += (u32)nt;
     }
@@ -386,25 +335,17 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
       asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
     else
       asm volatile("setmaxnreg.inc.sync.aligned.u32 160;");
-    const int qr = lane >> 2, qc = (lane & 3) * 2, wg = warp >> 2;
-    // an empty-mbarrier arrival: every thread, or (WA) lane 0 of each warp
-    // (the warp's wgmma reads are over once its wait returned)
-    auto release = [&](u32 bar) {
-      if (!WA || lane == 0) ptc_mb_arrive(bar);
-    };
-    if (PP && wg == NWG - 1) ptc_ws_turn_pass(wg, NWG);  // warpgroup 0 first
+    const int qr = lane >> 2, qc = (lane & 3) * 2;
     const u64 dk = ptc_wg_desc(sk, 16, 1024), dv = ptc_wg_desc(sv, D == 64 ? 1024 : BN * 128, 1024);
     // q of the block's next item is loaded while the current one ends
-    i64 it = blockIdx.x, off[5], bi, tm;
+    i64 it = blockIdx.x, off[5];
     u32 qa[1][D / 16][4];
     if (it < nitems) {
-      ptc_ws_item<HM>(it, ntm, a.nbatch, &bi, &tm);
-      ptc_attn_offsets(a, bi, off);
-      ptc_attn_qfrag<D, 1, true>(qa, q + off[0], a, tm * BM + warp * 16, qr, qc);
+      ptc_attn_offsets(a, it % a.nbatch, off);
+      ptc_attn_qfrag<D, 1, true>(qa, q + off[0], a, (ntm - 1 - it / a.nbatch) * BM + warp * 16, qr, qc);
     }
     for (; it < nitems; it += gridDim.x) {
-      ptc_ws_item<HM>(it, ntm, a.nbatch, &bi, &tm);
-      const i64 m0 = tm * BM;
+      const i64 m0 = (ntm - 1 - it / a.nbatch) * BM;
       const i64 w0 = m0 + warp * 16;  // this warp's first row
       u16* ob = o + off[4];
       i64 nend = a.S;
@@ -418,42 +359,33 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
         // S(0) and its softmax
         const u32 b0 = tg % NS;
         ptc_ws_full(kf + 8 * b0, (tg / NS) & 1);
-        if (PP) ptc_ws_turn_wait(wg);
         ptc_wg_fence();
         ptc_ws_qk<BF, D, BN>(s, qa, dk, b0 * TILE);
         ptc_wg_commit();
-        if (PP) ptc_ws_turn_pass(wg, NWG);
         ptc_wg_wait<0>();
         ptc_wg_hold<BN / 2>(s);
         ptc_wg_hold_a<D / 16>(qa[0]);
-        release(ke + 8 * b0);
-        ptc_ws_softmax<BN, CAUSAL, EX, LZ>(s, a, 0, w0, qr, qc, mx, l, al);
+        ptc_mb_arrive(ke + 8 * b0);
+        ptc_ws_softmax<BN, CAUSAL, EX>(s, a, 0, w0, qr, qc, mx, l, al);
         ptc_ws_pack<BF, BN>(s, pa);
         for (int j = 0; j < nt - 1; j++) {
           const u32 gk = tg + (u32)(j + 1), gv = tg + (u32)j, bk = gk % NS, bv = gv % NS;
-          if (F1) {
-            ptc_mb_wait(kf + 8 * bk, (gk / NS) & 1);
-            ptc_ws_full(vf + 8 * bv, (gv / NS) & 1);
-          } else {
-            ptc_ws_full(kf + 8 * bk, (gk / NS) & 1);
-            ptc_ws_full(vf + 8 * bv, (gv / NS) & 1);
-          }
-          if (PP) ptc_ws_turn_wait(wg);
+          ptc_ws_full(kf + 8 * bk, (gk / NS) & 1);
+          ptc_ws_full(vf + 8 * bv, (gv / NS) & 1);
           ptc_wg_fence();
           ptc_ws_qk<BF, D, BN>(s, qa, dk, bk * TILE);
           ptc_wg_commit();
           ptc_ws_pv<BF, D, BN>(acc, pa, dv, bv * TILE);
           ptc_wg_commit();
-          if (PP) ptc_ws_turn_pass(wg, NWG);
           ptc_wg_wait<1>();
           ptc_wg_hold<BN / 2>(s);
           ptc_wg_hold_a<D / 16>(qa[0]);
-          release(ke + 8 * bk);
-          ptc_ws_softmax<BN, CAUSAL, EX, LZ>(s, a, (i64)(j + 1) * BN, w0, qr, qc, mx, l, al);
+          ptc_mb_arrive(ke + 8 * bk);
+          ptc_ws_softmax<BN, CAUSAL, EX>(s, a, (i64)(j + 1) * BN, w0, qr, qc, mx, l, al);
           ptc_wg_wait<0>();
           ptc_wg_hold<D / 2>(acc);
           ptc_wg_hold_a<BN / 16>(pa);
-          release(ve + 8 * bv);
+          ptc_mb_arrive(ve + 8 * bv);
           // rows whose max rose take the factor (warp-uniform test)
           if (__any_sync(0xffffffffu, al[0] != 1.f || al[1] != 1.f)) {
 #pragma unroll
@@ -469,24 +401,21 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
         // the last P v, in flight while the next q loads
         const u32 gv = tg + (u32)(nt - 1), bv = gv % NS;
         ptc_ws_full(vf + 8 * bv, (gv / NS) & 1);
-        if (PP) ptc_ws_turn_wait(wg);
         ptc_wg_fence();
         ptc_ws_pv<BF, D, BN>(acc, pa, dv, bv * TILE);
         ptc_wg_commit();
-        if (PP) ptc_ws_turn_pass(wg, NWG);
       }
       tg += (u32)nt;
       const i64 nx = it + gridDim.x;
       if (nx < nitems) {
-        ptc_ws_item<HM>(nx, ntm, a.nbatch, &bi, &tm);
-        ptc_attn_offsets(a, bi, off);
-        ptc_attn_qfrag<D, 1, true>(qa, q + off[0], a, tm * BM + warp * 16, qr, qc);
+        ptc_attn_offsets(a, nx % a.nbatch, off);
+        ptc_attn_qfrag<D, 1, true>(qa, q + off[0], a, (ntm - 1 - nx / a.nbatch) * BM + warp * 16, qr, qc);
       }
       if (nt > 0) {
         ptc_wg_wait<0>();
         ptc_wg_hold<D / 2>(acc);
         ptc_wg_hold_a<BN / 16>(pa);
-        release(ve + 8 * ((tg - 1) % NS));
+        ptc_mb_arrive(ve + 8 * ((tg - 1) % NS));
       }
       // out rows = acc / l (zeros for a row with no finite score)
 #pragma unroll
@@ -507,16 +436,16 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
   }
 }
 
-#define PTC_ATTN_WS_KERNEL(name, BF, D, BN, NWG, EX, NS, CAUSAL, FL)                          \
+#define PTC_ATTN_WS_KERNEL(name, BF, D, BN, NWG, EX, NS, CAUSAL)                              \
   extern "C" __global__ void __launch_bounds__(128 * (NWG + 1), 1)                           \
       name(const u16* q, const u16* k, const u16* v, const u16* m, u16* o, ptc_attn_args a) { \
     (void)m;                                                                                  \
-    ptc_attn_ws_body<BF, D, BN, NWG, NS, CAUSAL, EX, FL>(q, k, v, o, a);                      \
+    ptc_attn_ws_body<BF, D, BN, NWG, NS, CAUSAL, EX>(q, k, v, o, a);                          \
   }
 
 // The host appends one instantiation per module (cuda_attn_wg.c), e.g.
-// PTC_ATTN_WS_KERNEL(ptc_attn_wg, true, 64, 128, 2, 0, 3, false, 0):
-// bfloat16, head dim 64, key tiles of 128 rows, 2 consumer warpgroups (128
-// query rows per work item), every exponential on the MUFU, 3 buffers per
-// k and v, no causal mask, none of the FL options; launched with 128 * (NWG + 1) threads, a grid of
+// PTC_ATTN_WS_KERNEL(ptc_attn_wg, true, 64, 128, 2, 0, 3, false): bfloat16,
+// head dim 64, key tiles of 128 rows, 2 consumer warpgroups (128 query
+// rows per work item), every exponential on the MUFU, 3 buffers per k and
+// v, no causal mask; launched with 128 * (NWG + 1) threads, a grid of
 // min(work items, SMs) blocks and the shared memory above.

@@ -25,11 +25,7 @@
  *  --wg-cases: only the default cases the Hopper wgmma kernel takes
  *    (cuda_attn_wg.c: f16/bf16, head dim 64/128, no mask tensor, unit last
  *    stride); run with each PTC_CUDA_ATTN_WG_CFG (a named shape takes every
- *    call, small grids too) to cover the kernel shapes, and with
- *    PTC_CUDA_ATTN_WG_FL (without it: a pass with the default options,
- *    then passes with 0, 1, 2, 4, 8, 16, 32 and 63: the ping-pong turns,
- *    lazy rescale, head-major items, per-warp releases, one proxy fence
- *    per step, L2 prefetch).
+ *    call, small grids too) to cover the kernel shapes.
  *  --bench-small: GPT-2's attention shape (b8 h12 s256 d64 bf16:
  *    is_causal, causal bool mask, causal + padding mask, no mask) and b8
  *    h16 s1024, 12 chained sdpa per run, ms per sdpa.
@@ -39,7 +35,7 @@
  *    only (f32 too).
  *  --bench-wg: the wgmma kernel's timing rows: bf16 b8 h16 s1024 d64 and
  *    d128, causal or not, 8 chained sdpa per run, best of 3 (ms, TFLOP/s);
- *    run once per PTC_CUDA_ATTN_WG_CFG / PTC_CUDA_ATTN_WG_FL to compare.
+ *    run once per PTC_CUDA_ATTN_WG_CFG to compare shapes.
  *  --bench-cold: b8 h16 s1024 d64 bf16 and f32, causal or not: the first
  *    run's seconds (the attention module's build: the NVRTC compile when
  *    the kernel cache (PTC_CACHE_DIR) is cold) and ms per warm call; run it
@@ -297,18 +293,14 @@ static bool make_input(const ptc_graph* g, size_t i, ctd_tensor* h) {
   return ctd_make_input(g, i, fill, structured ? &mf : NULL, h);
 }
 
-/* --wg-cases: the wgmma kernel's options of the pass (PTC_CUDA_ATTN_WG_FL),
- * named in each case's label */
-static const char* wg_fl_tag = "";
-
 static void check_case(const acase* c) {
-  char what[200];
+  char what[160];
   static const char* const mname[5] = {"", " add-mask", " bool-mask", " causal-mask",
                                        " causal-pad-mask"};
-  snprintf(what, sizeof what, "%s B%lld H%lld L%lld S%lld E%lld%s%s%s%s", dname(c->dtype),
+  snprintf(what, sizeof what, "%s B%lld H%lld L%lld S%lld E%lld%s%s%s", dname(c->dtype),
            (long long)c->B, (long long)c->H, (long long)c->L, (long long)c->S, (long long)c->E,
            c->causal ? " causal" : "", mname[c->mask],
-           c->transposed == 1 ? " transposed" : c->transposed == 2 ? " e-major" : "", wg_fl_tag);
+           c->transposed == 1 ? " transposed" : c->transposed == 2 ? " e-major" : "");
   ptc_graph* g = NULL;
   ptc_executable *ec = NULL, *er = NULL;
   ptc_status s = build(c, &g);
@@ -463,7 +455,6 @@ int main(int argc, char** argv) {
   }
   if (bench_wg) {
     const char* cfg = getenv("PTC_CUDA_ATTN_WG_CFG");
-    const char* fl = getenv("PTC_CUDA_ATTN_WG_FL");
     chain = 8;
     for (int e = 64; e <= 128; e += 64)
       for (int causal = 0; causal < 2; causal++) {
@@ -474,8 +465,8 @@ int main(int argc, char** argv) {
           if (ms > 0 && (best < 0 || ms < best)) best = ms;
         }
         double flops = 4.0 * 8 * 16 * 1024.0 * 1024 * e / (causal ? 2 : 1);
-        printf("bench-wg cfg %s fl %s bf16 b8 h16 s1024 d%d%s: %.4f ms (%.0f TFLOP/s)\n",
-               cfg ? cfg : "default", fl ? fl : "default", e, causal ? " causal" : "", best,
+        printf("bench-wg cfg %s bf16 b8 h16 s1024 d%d%s: %.4f ms (%.0f TFLOP/s)\n",
+               cfg ? cfg : "default", e, causal ? " causal" : "", best,
                best > 0 ? flops / (best * 1e-3) / 1e12 : 0.0);
       }
     ptc_context_release(ctx);
@@ -610,23 +601,12 @@ int main(int argc, char** argv) {
       {PTC_BF16, 300, 1, 130, 70, 64, 0, 0, 0, 0},
       {PTC_F16, 150, 2, 100, 129, 128, 1, 0, 0, 0},
   };
-  /* --wg-cases without PTC_CUDA_ATTN_WG_FL: one pass with the default
-   * options, then one per option alone, none and all */
-  static const char* const fls[] = {NULL, "0", "1", "2", "4", "8", "16", "32", "63"};
-  static const char* const tags[] = {"",          " wg-fl 0",  " wg-fl 1",  " wg-fl 2", " wg-fl 4",
-                                     " wg-fl 8",  " wg-fl 16", " wg-fl 32", " wg-fl 63"};
-  int npass = wg_only && !getenv("PTC_CUDA_ATTN_WG_FL") ? (int)(sizeof fls / sizeof fls[0]) : 1;
-  for (int f = 0; f < npass; f++) {
-    if (fls[f]) setenv("PTC_CUDA_ATTN_WG_FL", fls[f], 1);
-    wg_fl_tag = tags[f];
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-      const acase* c = &cases[i];
-      /* --wg-cases: only the cases the wgmma kernel takes */
-      if (wg_only && (c->dtype == PTC_F32 || c->mask || c->E == 32 || c->transposed == 2)) continue;
-      check_case(c);
-    }
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const acase* c = &cases[i];
+    /* --wg-cases: only the cases the wgmma kernel takes */
+    if (wg_only && (c->dtype == PTC_F32 || c->mask || c->E == 32 || c->transposed == 2)) continue;
+    check_case(c);
   }
-  if (npass > 1) unsetenv("PTC_CUDA_ATTN_WG_FL");
   printf("test_cuda_attn: %d passed, %d failed\n", passed, failed);
   ptc_context_release(ctx);
   return failed ? 1 : 0;
