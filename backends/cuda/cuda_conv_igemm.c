@@ -85,15 +85,19 @@ static bool conv_defer(void) {
 }
 
 /* PTC_CUDA_CONV_OCC: the blocks per SM the 4-warp kernels are built for
- * (their launch bounds). Unset or 1: 4 for TF32 (128 registers, no spills:
- * 16 warps per SM instead of 12), 3 for f16/bf16 (4 would spill); 2: 4
- * for every type; 0: 3 for every type (the kernels before). Read when a
- * type's modules are built (once per process). */
-int cuda_conv_igemm_w4_blocks(int32_t dtype) {
+ * (their launch bounds). Unset or 1: 4 for the channel-major TF32 kernel
+ * (128 registers, no spills: 16 warps per SM instead of 12; H100 resnet18
+ * b32 stem, in the model: 0.187 -> 0.173 ms), 3 for the rest (tap-major
+ * TF32 at 4: layer1 0.410 -> 0.440 ms for its 4 convolutions, its 784
+ * blocks then fill 1.48 waves of 528 (ncu: SMs active 78% of the time);
+ * f16/bf16 at 4 spill); 2: 4 for every 4-warp kernel; 0: 3 for all (the
+ * kernels before). Read when a type's modules are built (once per
+ * process). */
+int cuda_conv_igemm_w4_blocks(int32_t dtype, bool tap) {
   const char* v = getenv("PTC_CUDA_CONV_OCC");
   int p = v && *v ? atoi(v) : 1;
   if (p == 0) return 3;
-  return p == 2 || dtype == PTC_F32 ? 4 : 3;
+  return p == 2 || (dtype == PTC_F32 && !tap) ? 4 : 3;
 }
 
 /* Whether a BM-64 convolution (at most 64 output channels per group) runs
@@ -207,11 +211,12 @@ static ptc_status module_source(ptc_strbuf* src, int ti, int v, bool defer) {
   if (ti >= 0) ptc_sb_printf(src, "#define PTC_CIG_TYPE %d\n", ti);
   if (v >= 0) ptc_sb_printf(src, "#define PTC_CIG_VARIANT %d\n", v);
   if (!defer) ptc_sb_printf(src, "#define PTC_CIG_DEFER 0\n");
-  /* the 4-warp kernels' launch bounds (one type's modules only: the
-   * compile-only check of every type keeps the kernel text's 3) */
+  /* the 4-warp kernels' launch bounds (variants 4, channel-major, and 5,
+   * tap-major, of one type; the compile-only check of every type keeps
+   * the kernel text's 3) */
   static const int32_t dts[3] = {PTC_F16, PTC_BF16, PTC_F32};
-  if (ti >= 0 && cuda_conv_igemm_w4_blocks(dts[ti]) != 3)
-    ptc_sb_printf(src, "#define PTC_CIG_W4_BLOCKS %d\n", cuda_conv_igemm_w4_blocks(dts[ti]));
+  int wb = ti >= 0 && v >= 4 ? cuda_conv_igemm_w4_blocks(dts[ti], v == 5) : 3;
+  if (wb != 3) ptc_sb_printf(src, "#define PTC_CIG_W4_BLOCKS %d\n", wb);
   ptc_sb_append(src, ptc_cuda_prelude_text);
   ptc_sb_append(src, ptc_cuda_conv_common_text);
   ptc_sb_append(src, ptc_cuda_conv_igemm_text);
@@ -284,11 +289,11 @@ ptc_status cuda_conv_igemm_check_compile(int arch) {
     cuda_cubin_free(&c);
     ptc_sb_free(&src);
   }
-  /* the TF32 module as the library builds it by default (the 4-warp
-   * kernels' launch bounds at 4 blocks per SM, PTC_CUDA_CONV_OCC) */
+  /* the TF32 channel-major 4-warp kernel as the library builds it by
+   * default (launch bounds at 4 blocks per SM, PTC_CUDA_CONV_OCC) */
   if (!s) {
     ptc_strbuf src;
-    PTC_TRY(module_source(&src, 2, -1, true));
+    PTC_TRY(module_source(&src, 2, 4, true));
     cuda_cubin c;
     memset(&c, 0, sizeof c);
     s = cuda_nvrtc_compile_ex(src.data, "ptc_conv_igemm", arch, "--Ofast-compile=max", &c);

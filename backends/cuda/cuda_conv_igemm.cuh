@@ -672,7 +672,8 @@ template <typename S> PTC_D void ptc_cig_i2c(const S* __restrict__ x, S* __restr
 // PTC_CIG_W4_BLOCKS (defined before this text, else 3): the blocks per SM
 // the 4-warp kernels are compiled for (launch bounds). 4 caps them at 128
 // registers: TF32 fits without spills (16 warps per SM instead of 12;
-// cuda_conv_igemm.c, PTC_CUDA_CONV_OCC); bf16/f16 spill a little.
+// cuda_conv_igemm.c, PTC_CUDA_CONV_OCC: by default only the channel-major
+// TF32 kernel); bf16/f16 spill a little.
 #ifndef PTC_CIG_W4_BLOCKS
 #define PTC_CIG_W4_BLOCKS 3
 #endif

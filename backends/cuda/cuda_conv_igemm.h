@@ -73,10 +73,11 @@ const char* cuda_conv_igemm_refusal(int cc_major, const cuda_conv_desc* d, bool 
 void cuda_conv_igemm_shape(const cuda_conv_desc* d, int sm_count, int64_t smem_optin,
                            cuda_conv_shape* out);
 
-/** The blocks per SM the 4-warp kernels of dtype are built for (their
- * launch bounds; 3 or 4): PTC_CUDA_CONV_OCC unset or 1: 4 for f32 (TF32),
- * else 3; 2: 4 for every type; 0: 3. Reads the environment. */
-int cuda_conv_igemm_w4_blocks(int32_t dtype);
+/** The blocks per SM the 4-warp kernel of dtype and K order (tap-major or
+ * channel-major) is built for (its launch bounds; 3 or 4):
+ * PTC_CUDA_CONV_OCC unset or 1: 4 for the channel-major f32 (TF32) one,
+ * else 3; 2: 4 for every one; 0: 3. Reads the environment. */
+int cuda_conv_igemm_w4_blocks(int32_t dtype, bool tap);
 
 /** Runs the convolution on `stream`: out = act(conv(x, w) + beta * bias)
  * (pbias 0 = none). Tap-major shapes first copy the weights into their

@@ -1031,19 +1031,25 @@ static int check_shapes(void) {
       }
       unsetenv("PTC_CUDA_CONV_WG_MAXPLANE");
     }
-  /* the 4-warp kernels' blocks per SM (PTC_CUDA_CONV_OCC): 4 for TF32 by
-   * default, 3 for f16/bf16; 0 all 3; 2 all 4 */
+  /* the 4-warp kernels' blocks per SM (PTC_CUDA_CONV_OCC): 4 for the
+   * channel-major TF32 one by default, 3 for the rest; 0 all 3; 2 all 4 */
   const char* ov = getenv("PTC_CUDA_CONV_OCC");
   char keep[16] = "";
   if (ov) snprintf(keep, sizeof keep, "%s", ov);
   static const char* const occ[3] = {"", "0", "2"};
-  static const int want[3][2] = {{4, 3}, {3, 3}, {4, 4}}; /* [setting][f32, bf16] */
+  /* [setting][f32 channel-major, f32 tap-major, bf16 / f16 either] */
+  static const int want[3][3] = {{4, 3, 3}, {3, 3, 3}, {4, 4, 4}};
   for (int i = 0; i < 3; i++) {
     setenv("PTC_CUDA_CONV_OCC", occ[i], 1);
-    if (cuda_conv_igemm_w4_blocks(PTC_F32) != want[i][0] || cuda_conv_igemm_w4_blocks(PTC_BF16) != want[i][1] ||
-        cuda_conv_igemm_w4_blocks(PTC_F16) != want[i][1]) {
-      printf("FAIL: 4-warp blocks per SM with PTC_CUDA_CONV_OCC='%s': f32 %d bf16 %d\n", occ[i],
-             cuda_conv_igemm_w4_blocks(PTC_F32), cuda_conv_igemm_w4_blocks(PTC_BF16));
+    int got[3] = {cuda_conv_igemm_w4_blocks(PTC_F32, false), cuda_conv_igemm_w4_blocks(PTC_F32, true),
+                  cuda_conv_igemm_w4_blocks(PTC_BF16, false)};
+    bool ok = got[0] == want[i][0] && got[1] == want[i][1] && got[2] == want[i][2];
+    for (int tap = 0; tap < 2; tap++)
+      ok = ok && cuda_conv_igemm_w4_blocks(PTC_BF16, tap != 0) == want[i][2] &&
+           cuda_conv_igemm_w4_blocks(PTC_F16, tap != 0) == want[i][2];
+    if (!ok) {
+      printf("FAIL: 4-warp blocks per SM with PTC_CUDA_CONV_OCC='%s': f32 channel-major %d tap-major %d, "
+             "bf16 %d\n", occ[i], got[0], got[1], got[2]);
       bad++;
     }
   }
