@@ -435,9 +435,9 @@ static void vec_plan(cug* g) {
  * M 1 st.global.cs. Only for buffers the kernel does not write (the .nc
  * path). Knobs: PTC_CUDA_COL_VEC_LD (vector columns), PTC_CUDA_PW_LD /
  * PTC_CUDA_PW_ST (vector pointwise), read at code generation; 0 = plain. */
-static const char HINT_HELPERS[] =
-    "#ifndef PTC_HINT_IO\n"
-    "#define PTC_HINT_IO\n"
+static const char HINT_LOAD[] =
+    "#ifndef PTC_HINT_LOAD\n"
+    "#define PTC_HINT_LOAD\n"
     "#define PTC_HINT_OUT4(w) \"=r\"(w[0]), \"=r\"(w[1]), \"=r\"(w[2]), \"=r\"(w[3])\n"
     "template <int M, typename T, int V> __device__ __forceinline__ void ptc_vload_h(const T* p, T* out) {\n"
     "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800\n"
@@ -463,6 +463,10 @@ static const char HINT_HELPERS[] =
     "#endif\n"
     "  ptc_vload<T, V>(p, out);\n"
     "}\n"
+    "#endif\n";
+static const char HINT_STORE[] =
+    "#ifndef PTC_HINT_STORE\n"
+    "#define PTC_HINT_STORE\n"
     "template <int M, typename T, int V> __device__ __forceinline__ void ptc_vstore_h(T* p, const T* in) {\n"
     "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800\n"
     "  if constexpr (sizeof(T) * V == 16 && M == 1) {\n"
@@ -481,7 +485,8 @@ static const char HINT_HELPERS[] =
 static void io_hints(cug* g, long ld, long st) {
   if (ld > 0) snprintf(g->vld, sizeof g->vld, "ptc_vload_h<%d, ", (int)(ld & 7));
   if (st > 0) snprintf(g->vst, sizeof g->vst, "ptc_vstore_h<%d, ", (int)(st & 7));
-  if (ld > 0 || st > 0) ptc_sb_append(&g->globals, HINT_HELPERS);
+  if (ld > 0) ptc_sb_append(&g->globals, HINT_LOAD);
+  if (st > 0) ptc_sb_append(&g->globals, HINT_STORE);
 }
 
 static void emit_vec_access(cug* g, const cuda_kernel_src* out, bool stores) {
@@ -529,18 +534,44 @@ static void emit_decompose(cug* g, const char* lin, const char* v, const sym_exp
  * vector pointwise kernels, their loads issued together:
  * PTC_CUDA_PW_UNROLL (1, 2 or 4; read at code generation), 1 where a
  * buffer is read as inner vectors (vec_inner's broadcast loads). */
+/* Streaming vector pointwise kernels: at least PTC_CUDA_PW_STREAM MiB
+ * (default CUDA_CG_PW_STREAM_MIB; 0 = never) of flat vector traffic by the
+ * size hints, far above the L2. They take 2 chunks a thread a step
+ * (pw_unroll), loads ld.global.nc.L1::no_allocate and stores st.global.cs
+ * (io_hints) unless PTC_CUDA_PW_UNROLL / _LD / _ST say otherwise. H100,
+ * bf16 2^26 sin/cos/sigmoid chain (256 MiB), GPU / wall us a call, one run
+ * (model_kernels --calls 100 --wall): plain 98.2 / 100.6 and 99.0 / 100.2,
+ * streaming 98.0 / 98.8; alone: unroll 2 98.7 / 100.1, ld 2 100.0 / 101.1,
+ * st 1 99.1 / 100.5, ld 2 + st 1 99.8 / 100.9, ld 1 + st 1 99.8 / 101.1,
+ * ld 3 100.0 / 101.9, ld 4 100.1 / 101.4, unroll 4 99.6 / 101.0; blocks of
+ * 128 97.6 / 98.9, 512 101.7 / 103.0; 16 waves 98.9 / 99.7, no cap
+ * 101.4 / 100.9. Smaller kernels (model activations, which the next
+ * kernel may find in the L2) keep plain accesses and one chunk. */
+static bool pw_streaming(const cug* g) {
+  if (g->layout != CUDA_LAYOUT_POINTWISE || !g->vec_width) return false;
+  long mib = env_knob("PTC_CUDA_PW_STREAM", CUDA_CG_PW_STREAM_MIB, 0, 1L << 20);
+  if (mib <= 0) return false;
+  int64_t xh = hint_product(g, g->k->ranges, g->k->n_ranges);
+  int64_t per = 0;
+  for (size_t b = 0; b < g->n_buffers; b++)
+    if (g->vec_buf[b]) per += (int64_t)ptc_dtype_size(ir_buf(g->p, (int32_t)b)->dtype);
+  return xh > 0 && per > 0 && xh >= ((int64_t)mib << 20) / per;
+}
+
 static uint32_t pw_unroll(const cug* g) {
   if (g->layout != CUDA_LAYOUT_POINTWISE || !g->vec_width) return 1;
   for (size_t b = 0; g->vec_inner && b < g->n_buffers; b++)
     if (g->rvec_buf[b]) return 1;
-  long u = env_knob("PTC_CUDA_PW_UNROLL", CUDA_CG_PW_UNROLL, 1, 4);
+  long u = env_knob("PTC_CUDA_PW_UNROLL", pw_streaming(g) ? 2 : CUDA_CG_PW_UNROLL, 1, 4);
   return u >= 4 ? 4 : u >= 2 ? 2 : 1;
 }
 
 static ptc_status emit_pointwise_vec(cug* g, cuda_kernel_src* out) {
   const uint32_t V = g->vec_width;
   tune_plan(g, out);
-  io_hints(g, env_knob("PTC_CUDA_PW_LD", CUDA_CG_PW_LD, 0, 4), env_knob("PTC_CUDA_PW_ST", CUDA_CG_PW_ST, 0, 1));
+  const bool stream = pw_streaming(g);
+  io_hints(g, env_knob("PTC_CUDA_PW_LD", stream ? 2 : CUDA_CG_PW_LD, 0, 4),
+           env_knob("PTC_CUDA_PW_ST", stream ? 1 : CUDA_CG_PW_ST, 0, 1));
   ptc_strbuf al;
   ptc_sb_init(&al);
   for (uint32_t j = 0; j < out->n_bufs; j++) {
@@ -1734,7 +1765,21 @@ static ptc_status emit_reduction(cug* g) {
  * =2 elements narrower than 4 bytes (the default, CVEC_DEFAULT_MODE);
  * PTC_CUDA_COL_VEC_BLOCK="X,Y"; PTC_CUDA_COL_VEC_SPLIT=N (0 = no split;
  * PTC_CUDA_SPLIT=0 also turns it off); PTC_CUDA_COL_UNROLL (default
- * CVEC_UNROLL); PTC_CUDA_COL_VEC_FOLD=0 the old fold (above). */
+ * CVEC_UNROLL); PTC_CUDA_COL_VEC_FOLD=0 the old fold (above).
+ * Session 11: the vector loads are ld.global.nc.L1::no_allocate
+ * (PTC_CUDA_COL_VEC_LD, io_hints; 0 = plain) and the tasks chunk-major
+ * (PTC_CUDA_COL_VEC_ORDER=1: blocks b and b + 1 read the same rows' next
+ * column tile; 0 = tile-major). H100, same kernel and run, GPU / wall us a
+ * call (model_kernels --calls 200 --wall): plain, tile-major 54.1 / 56.2
+ * and 53.9 / 56.1 (this run's copy 3015 GB/s; session 9 saw 49.8-50.2 GPU
+ * in other runs); ld 1 / 2 / 3 / 4: 49.6 / 51.0, 49.5 / 50.8, 49.5 / 51.1,
+ * 49.7 / 51.2; chunk-major 53.1 / 55.4, with ld 2 48.8 / 50.5 (the
+ * default); splits of 264 / 396 / 528 / 1056 blocks 52.3 / 53.8 / 53.7 /
+ * 67.2, unroll 8 56.7, unroll 2 57.2, blocks 32x4 67.8, 32x16 (256
+ * blocks) 54.7. NVRTC time: the fold's chunk bound is the constant split
+ * (S is split or 1) and the VR = 1 entry's row loop stays rolled: 0.33 ->
+ * 0.24 s cpu on the GPU machine (0.16 s without the fold, 0.10 a row sum);
+ * fresh-process first call 0.30-0.35 s (session 10: 0.51). */
 #define CVEC_DEFAULT_MODE 2
 #define CVEC_X 32
 #define CVEC_Y 8
@@ -1742,8 +1787,8 @@ static ptc_status emit_reduction(cug* g) {
 #define CVEC_UNROLL 4
 #define CVEC_MIN_ROWS_PER_LANE 16
 #define CVEC_FOLD_UNROLL 4
-#define CVEC_LD 0    /* PTC_CUDA_COL_VEC_LD: the vector loads' cache hint (io_hints) */
-#define CVEC_ORDER 0 /* PTC_CUDA_COL_VEC_ORDER: 0 task = tile * S + chunk, 1 chunk * tiles + tile */
+#define CVEC_LD 2    /* PTC_CUDA_COL_VEC_LD: the vector loads' cache hint (io_hints) */
+#define CVEC_ORDER 1 /* PTC_CUDA_COL_VEC_ORDER: 0 task = tile * S + chunk, 1 chunk * tiles + tile */
 
 static void cvec_block(uint32_t* x, uint32_t* y) {
   *x = CVEC_X;

@@ -63,6 +63,8 @@ typedef struct work {
 /* Whether 2-byte column reductions take vector columns by default (as
  * CVEC_DEFAULT_MODE 2 in backends/cuda/cuda_cg_kernel.c; 0 there: 0 here). */
 #define CVEC_DEFAULT_ON 1
+/* The vector columns' load (as CVEC_LD there: ld.global.nc.L1::no_allocate) */
+#define CVEC_LOAD "ptc_vload_h<2, u16, VR>"
 
 /* Knob sets (PTC_CUDA_<name>=<value> pairs, space-separated). */
 static const char* const KNOBS[] = {
@@ -89,7 +91,7 @@ static const char* const KNOB_NAMES[] = {"PREFETCH",   "GRID",       "PERSIST_AL
                                          "PW_UNROLL",  "PW_WAVES",   "PW_BLOCK",
                                          "COL_VEC",    "COL_VEC_BLOCK", "COL_VEC_SPLIT",
                                          "PERSIST_2PASS", "COL_VEC_FOLD", "COL_VEC_LD",
-                                         "COL_VEC_ORDER", "PW_LD", "PW_ST", "ROW_LD"};
+                                         "COL_VEC_ORDER", "PW_LD", "PW_ST", "ROW_LD", "PW_STREAM"};
 
 static void set_knobs(const char* set) {
   char name[64];
@@ -359,7 +361,8 @@ static void short_row_checks(ptc_context* ctx, ptc_strbuf* tu) {
   at = tu->len;
   CHECK(generate(ctx, &cs16, "COL_VEC=2", &ki, tu));
   CHECK(ki.cvec == 1 && ki.split == 1 && ki.block_x == 32);
-  CHECK(strstr(tu->data + at, "ptc_vload<u16, VR>(b0 + ((x0 + (r0*(IT)4096))), vin_b0)") != NULL);
+  CHECK(strstr(tu->data + at, CVEC_LOAD "(b0 + ((x0 + (r0*(IT)4096))), vin_b0)") != NULL);
+  CHECK(strstr(tu->data + at, "const IT cid = task / ntiles;") != NULL); /* chunk-major */
   CHECK(strstr(tu->data + at, "_body<i32, 8>(") != NULL);
   CHECK(count_of(tu->data + at, "__syncthreads();") == 6); /* 2 combines, the split's count */
   CHECK(count_of(tu->data + at, "__shared__ float smc") == 1); /* the fold reuses it */
@@ -408,7 +411,7 @@ static void short_row_checks(ptc_context* ctx, ptc_strbuf* tu) {
   CHECK(count_of(tu->data + at, "#pragma unroll 2\n") == 0);
   at = tu->len;
   CHECK(generate(ctx, &csl, "COL_VEC=2", &ki, tu)); /* offset 8, rows of 1032: aligned vectors */
-  CHECK(ki.cvec == 1 && strstr(tu->data + at, "ptc_vload<u16, VR>") != NULL);
+  CHECK(ki.cvec == 1 && strstr(tu->data + at, CVEC_LOAD) != NULL);
   /* cache hints on the vector accesses (io_hints): vector columns' loads
    * (COL_VEC_LD), pointwise loads and stores (PW_LD / PW_ST, also the
    * unrolled chunks), vector rows' loads (ROW_LD); each knob at 0 plain
@@ -432,12 +435,28 @@ static void short_row_checks(ptc_context* ctx, ptc_strbuf* tu) {
   CHECK(generate(ctx, &pw, "PW_LD=0 PW_ST=0", &ki, tu));
   CHECK(strstr(tu->data + at, "ptc_vload_h<") == NULL && strstr(tu->data + at, "ptc_vstore_h<") == NULL);
   at = tu->len;
-  CHECK(generate(ctx, &pw, "PW_LD=2 PW_ST=1", &ki, tu));
+  CHECK(generate(ctx, &pw, "PW_LD=2 PW_ST=1 PW_UNROLL=1", &ki, tu));
   CHECK(strstr(tu->data + at, "ptc_vload_h<2, u16, 8>(b0 + base, vin_b0)") != NULL);
   CHECK(strstr(tu->data + at, "ptc_vstore_h<1, u16, 8>(b1 + base, vout_b1)") != NULL);
   at = tu->len;
   CHECK(generate(ctx, &pw, "PW_LD=4 PW_UNROLL=2", &ki, tu));
   CHECK(strstr(tu->data + at, "ptc_vload_h<4, u16, 8>(b0 + base, vin_u_b0[u])") != NULL);
+  /* streaming pointwise (>= 64 MiB of vector traffic: bf16 4096x4096 in and
+   * out) by default: 2 chunks a thread, .nc loads, .cs stores; PW_STREAM=0
+   * or a small kernel (f32 999x1001): plain, one chunk */
+  at = tu->len;
+  CHECK(generate(ctx, &pw, "", &ki, tu));
+  CHECK(strstr(tu->data + at, "ptc_vload_h<2, u16, 8>(b0 + base, vin_u_b0[u])") != NULL);
+  CHECK(strstr(tu->data + at, "ptc_vstore_h<1, u16, 8>(b1 + base, vout_b1)") != NULL);
+  at = tu->len;
+  CHECK(generate(ctx, &pw, "PW_STREAM=0", &ki, tu));
+  CHECK(strstr(tu->data + at, "_h<") == NULL && strstr(tu->data + at, "vin_u_b0") == NULL);
+  at = tu->len;
+  CHECK(generate(ctx, &pw, "PW_STREAM=65", &ki, tu)); /* 64 MiB of traffic: below */
+  CHECK(strstr(tu->data + at, "_h<") == NULL);
+  at = tu->len;
+  CHECK(generate(ctx, &pw32, "", &ki, tu));
+  CHECK(strstr(tu->data + at, "_h<") == NULL);
   const work vm16 = {"var_mean", PTC_BF16, 16384, 4096};
   at = tu->len;
   CHECK(generate(ctx, &vm16, "ROW_LD=2", &ki, tu));
