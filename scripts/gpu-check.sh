@@ -5,7 +5,7 @@
 #
 #   bash scripts/gpu-check.sh [--src TAR] [--c] [--seeds N] [--py] [--py-tests NAMES]
 #                             [--vs-torch DTYPES] [--vs-args "ARGS"] [--probe] [--build]
-#                             [--no-dynamo]
+#                             [--no-dynamo] [--jobs N] [--bench]
 #
 #   --src TAR   build and test the tree in TAR (`git archive --format=tar -o
 #               snap.tar HEAD`), not the checkout that travelled (which may
@@ -27,6 +27,18 @@
 #   --vs-torch  bench/vs_torch.py --device cuda for each dtype of the
 #               comma-separated list (float32,bfloat16); --vs-args adds
 #               arguments (e.g. "--quick" or "--only softmax,layernorm")
+#   --jobs N    with --c: run the kernel-family tests N at a time, beside
+#               test_cuda_gpu (which then takes half the CPUs): session 11
+#               ran the affected tests in 135 s this way against 317 s one
+#               after another (default 1: one after another)
+#   --bench     the complete benchmark in one call, as the closing notes
+#               report it: bench/vs_torch.py --quick on the micro workloads
+#               (one process per dtype, every system, the cold compile
+#               column), then each model (resnet18, bert, gpt2) at the
+#               issue's sizes in its own process, for float32 and bfloat16
+#               (BENCH_DTYPES overrides); about 9-10 minutes on the H100;
+#               tables in bench-micro-<dtype>.txt, bench-models.txt and
+#               the JSON files in bench-json.tar under the log folder
 #   --probe     tests/cuda/cuda_probe (bandwidth, GEMM, compile, host time)
 #   --build     only the build (no step; for commands run after it)
 #   --no-dynamo build ptc._C without the bytecode capture (-Ddynamo=false;
@@ -52,6 +64,8 @@ VS_ARGS=
 PY_TESTS=
 DYNAMO=true
 BUILD_ONLY=0
+JOBS=1
+BENCH=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --src) SRC_TAR=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); shift 2 ;;
@@ -64,11 +78,14 @@ while [ $# -gt 0 ]; do
     --vs-args) VS_ARGS=$2; shift 2 ;;
     --no-dynamo) DYNAMO=false; shift ;;
     --build) BUILD_ONLY=1; shift ;;
-    *) echo "usage: $0 [--src TAR] [--c] [--seeds N] [--py] [--py-tests NAMES] [--vs-torch DTYPES] [--vs-args ARGS] [--probe] [--build] [--no-dynamo]" >&2
+    --jobs) JOBS=$2; shift 2 ;;
+    --bench) BENCH=1; shift ;;
+    *) echo "usage: $0 [--src TAR] [--c] [--seeds N] [--jobs N] [--py] [--py-tests NAMES] [--vs-torch DTYPES] [--vs-args ARGS] [--bench] [--probe] [--build] [--no-dynamo]" >&2
        exit 2 ;;
   esac
 done
-[ $((C + PYT + PROBE + BUILD_ONLY)) -eq 0 ] && [ -z "$VS_DTYPES" ] && C=1 && PYT=1
+[ $((C + PYT + PROBE + BUILD_ONLY + BENCH)) -eq 0 ] && [ -z "$VS_DTYPES" ] && C=1 && PYT=1
+case "$JOBS" in ''|*[!0-9]*|0) echo "gpu-check: --jobs wants a positive number" >&2; exit 2 ;; esac
 LOGS=${OUT:-$BUILD/logs}
 mkdir -p "$LOGS" /tmp/ptc-gpu-logs
 export PTC_CACHE_DIR=${PTC_CACHE_DIR:-/tmp/ptc-gpu-cache}
@@ -120,26 +137,45 @@ if [ "$C" = 1 ]; then
   t2=$(date +%s)
   cases=()
   for f in elementwise reduce nn shape; do cases+=("tests/data/ops_$f.json"); done
-  "$BUILD/tests/cuda/test_cuda_gpu" --seeds "$SEEDS" --threads "$(nproc)" "${cases[@]}" \
-    >"$LOGS/gpu.log" 2>&1
-  rc=$?
-  [ $rc -ne 0 ] && status=1
+  gpu_threads=$(nproc)
+  [ "$JOBS" -gt 1 ] && gpu_threads=$(( (gpu_threads + 1) / 2 ))
+  # each test leaves its status and seconds in /tmp/ptc-gpu-logs/k-NAME.{rc,s}
+  run_bg() { # NAME COMMAND...: run in the background, log to k-NAME.log
+    local name=$1; shift
+    ( t=$(date +%s); "$@" >"/tmp/ptc-gpu-logs/k-$name.log" 2>&1; echo $? >"/tmp/ptc-gpu-logs/k-$name.rc"
+      echo $(( $(date +%s) - t )) >"/tmp/ptc-gpu-logs/k-$name.s" ) &
+  }
+  rm -f /tmp/ptc-gpu-logs/k-*
+  run_bg gpu "$BUILD/tests/cuda/test_cuda_gpu" --seeds "$SEEDS" --threads "$gpu_threads" "${cases[@]}"
+  gpu_pid=$!
+  [ "$JOBS" -gt 1 ] || wait "$gpu_pid"
+  # the GPU halves of the kernel-family tests (tensor-core GEMM, fused
+  # attention and its rewrite, split and row reductions, autotuning,
+  # welford, f16/bf16 math, implicit-GEMM convolution, the ahead-of-time
+  # table), JOBS at a time beside test_cuda_gpu, one log for all in order
+  ktests=()
+  for t in gemm attn attn_match split rows tune welford lowp conv aot; do
+    [ -x "$BUILD/tests/cuda/test_cuda_$t" ] || continue
+    while [ "$(jobs -rp | grep -cv "^$gpu_pid\$")" -ge "$JOBS" ]; do wait -n; done
+    run_bg "$t" "$BUILD/tests/cuda/test_cuda_$t"
+    ktests+=("$t")
+  done
+  wait
+  cp /tmp/ptc-gpu-logs/k-gpu.log "$LOGS/gpu.log"
+  gpu_rc=$(cat /tmp/ptc-gpu-logs/k-gpu.rc 2>/dev/null || echo 1)
+  [ "$gpu_rc" -ne 0 ] && status=1
   grep -m 40 -E "^FAIL|^  \(" "$LOGS/gpu.log"
-  note "test_cuda_gpu (rc $rc, $(( $(date +%s) - t2 )) s): $(grep -E '^device:' "$LOGS/gpu.log")"
+  note "test_cuda_gpu (rc $gpu_rc, $(cat /tmp/ptc-gpu-logs/k-gpu.s 2>/dev/null) s; all $(( $(date +%s) - t2 )) s): $(grep -E '^device:' "$LOGS/gpu.log")"
   note "  $(grep -E '^api checks:' "$LOGS/gpu.log")"
   while IFS= read -r l; do note "  $l"; done < <(grep -E '^graph mode|^  graph api' "$LOGS/gpu.log")
   note "  $(grep -E '^test_cuda_gpu:' "$LOGS/gpu.log")"
-  # the GPU halves of the kernel-family tests (tensor-core GEMM, fused
-  # attention and its rewrite, split and row reductions, autotuning,
-  # welford, f16/bf16 math, implicit-GEMM convolution), one log for all
   : >"$LOGS/kernels.log"
-  for t in gemm attn attn_match split rows tune welford lowp conv; do
-    t5=$(date +%s)
+  for t in "${ktests[@]}"; do
     echo "==== test_cuda_$t" >>"$LOGS/kernels.log"
-    "$BUILD/tests/cuda/test_cuda_$t" >>"$LOGS/kernels.log" 2>&1
-    rc=$?
-    [ $rc -ne 0 ] && [ $rc -ne 77 ] && status=1 && tail -n 15 "$LOGS/kernels.log"
-    note "test_cuda_$t (rc $rc, $(( $(date +%s) - t5 )) s): $(tail -n 1 "$LOGS/kernels.log")"
+    cat "/tmp/ptc-gpu-logs/k-$t.log" >>"$LOGS/kernels.log"
+    rc=$(cat "/tmp/ptc-gpu-logs/k-$t.rc" 2>/dev/null || echo 1)
+    [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && status=1 && tail -n 15 "/tmp/ptc-gpu-logs/k-$t.log"
+    note "test_cuda_$t (rc $rc, $(cat "/tmp/ptc-gpu-logs/k-$t.s" 2>/dev/null) s): $(tail -n 1 "/tmp/ptc-gpu-logs/k-$t.log")"
   done
 fi
 
@@ -175,6 +211,38 @@ if [ -n "$VS_DTYPES" ]; then
     [ $rc -eq 0 ] && note "vs_torch cuda $dt done ($(( $(date +%s) - t4 )) s)" ||
       { note "vs_torch cuda $dt exit $rc"; status=1; }
   done
+fi
+
+if [ "$BENCH" = 1 ]; then
+  # The issue's benchmark as the closing notes report it: one process per
+  # dtype for the micro workloads, one per model and dtype at full size
+  # (a model's first calls take most of a minute; one process each keeps a
+  # slow one from costing the others their figures).
+  BJ=/tmp/ptc-gpu-logs/bench-json
+  rm -rf "$BJ" && mkdir -p "$BJ"
+  : >"$LOGS/bench-models.txt"
+  for dt in ${BENCH_DTYPES:-bfloat16 float32}; do
+    t4=$(date +%s)
+    PTC_PYTHONPATH="$BUILD/python" timeout "${VS_TIMEOUT:-280}" "$PY" bench/vs_torch.py --device cuda \
+      --dtype "$dt" --quick --only pointwise,softmax,layernorm,rmsnorm,row_sum,col_sum,var_mean,mm_bias_gelu,attention,sdpa,tiny \
+      --json "$BJ/micro-$dt.json" >"$LOGS/bench-micro-$dt.txt" 2>&1
+    rc=$?
+    sed -n '/^## vs_torch/,/^Workloads:/p' "$LOGS/bench-micro-$dt.txt"
+    [ $rc -eq 0 ] && note "bench micro $dt done ($(( $(date +%s) - t4 )) s)" ||
+      { tail -n 30 "$LOGS/bench-micro-$dt.txt"; note "bench micro $dt exit $rc"; status=1; }
+  done
+  for dt in ${BENCH_DTYPES:-bfloat16 float32}; do
+    for m in resnet18 bert gpt2; do
+      t4=$(date +%s)
+      PTC_PYTHONPATH="$BUILD/python" timeout "${BENCH_MODEL_TIMEOUT:-120}" "$PY" bench/vs_torch.py --device cuda \
+        --dtype "$dt" --only "$m" --json "$BJ/$m-$dt.json" >"$BJ/$m-$dt.txt" 2>&1
+      rc=$?
+      cat "$BJ/$m-$dt.txt" >>"$LOGS/bench-models.txt"
+      [ $rc -eq 0 ] && note "bench $m $dt ($(( $(date +%s) - t4 )) s): $(grep -E "^\| $m " "$BJ/$m-$dt.txt")" ||
+        { tail -n 20 "$BJ/$m-$dt.txt"; note "bench $m $dt exit $rc"; status=1; }
+    done
+  done
+  tar -cf "$LOGS/bench-json.tar" -C "$BJ" .
 fi
 
 echo
