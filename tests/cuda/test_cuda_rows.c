@@ -457,6 +457,11 @@ static void short_row_checks(ptc_context* ctx, ptc_strbuf* tu) {
   at = tu->len;
   CHECK(generate(ctx, &pw32, "", &ki, tu));
   CHECK(strstr(tu->data + at, "_h<") == NULL);
+  /* 4-byte elements never stream, however large (f32 8192x8192: 512 MiB) */
+  const work pw32big = {"sigmoid", PTC_F32, 8192, 8192};
+  at = tu->len;
+  CHECK(generate(ctx, &pw32big, "", &ki, tu));
+  CHECK(strstr(tu->data + at, "_h<") == NULL && strstr(tu->data + at, "vin_u_b0") == NULL);
   const work vm16 = {"var_mean", PTC_BF16, 16384, 4096};
   at = tu->len;
   CHECK(generate(ctx, &vm16, "ROW_LD=2", &ki, tu));
