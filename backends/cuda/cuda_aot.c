@@ -64,6 +64,7 @@ ptc_status cuda_aot_sources(cuda_aot_src* out, size_t cap, size_t* n) {
   static const int archs[] = {80, 90};
   for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++) {
     PTC_TRY(cuda_attn_aot_sources(archs[a], out, cap, n));
+    PTC_TRY(cuda_attn_f32_aot_sources(archs[a], out, cap, n));
     PTC_TRY(cuda_support_aot_sources(archs[a], out, cap, n));
   }
   /* one entry per distinct (source, arch): shapes that share a kernel

@@ -55,7 +55,9 @@ typedef struct cuda_aot_src {
 /** Every promised (source, arch): the wgmma attention defaults (sm_90a:
  * f16/bf16 x head dim 64/128 x causal), the mma.sync attention modules
  * (sm_80 and sm_90: f16/bf16 x head dim 64/128 x both grid shapes, no mask
- * tensor, cp.async loads) and the support kernels (sm_80, sm_90); each
+ * tensor, cp.async loads), the float32 attention modules (sm_80 and
+ * sm_90: head dim 64/128, no mask tensor, cp.async tiles) and the support
+ * kernels (sm_80, sm_90); each
  * distinct (source, arch) once. Fills out[0..*n); the caller frees them
  * with cuda_aot_sources_free (also on error, which is RESOURCE_EXHAUSTED,
  * or INTERNAL when cap is too small).
@@ -66,6 +68,7 @@ void cuda_aot_sources_free(cuda_aot_src* srcs, size_t n);
 /* The modules' own lists (each appends to out[*n..cap), advancing *n). */
 ptc_status cuda_attn_wg_aot_sources(cuda_aot_src* out, size_t cap, size_t* n);
 ptc_status cuda_attn_aot_sources(int arch, cuda_aot_src* out, size_t cap, size_t* n);
+ptc_status cuda_attn_f32_aot_sources(int arch, cuda_aot_src* out, size_t cap, size_t* n);
 ptc_status cuda_support_aot_sources(int arch, cuda_aot_src* out, size_t cap, size_t* n);
 
 #endif /* PTC_BACKENDS_CUDA_AOT_H */

@@ -6,6 +6,7 @@
  * with the f16/bf16 kernels) plus the float32 load paths in
  * ptc_attn32_args, one launch. cuda_attn_run dispatches float32 here. */
 #include "cuda_attn_f32.h"
+#include "cuda_aot.h"
 #include "cuda_attn.h"
 
 #include <math.h>
@@ -148,6 +149,23 @@ static ptc_status a32_load(ptc_context* ctx, const cuda_device* d, a32_variant v
     return s;
   }
   m->cfg = c;
+  return PTC_OK;
+}
+
+ptc_status cuda_attn_f32_aot_sources(int arch, cuda_aot_src* out, size_t cap, size_t* n) {
+  /* no mask tensor, cp.async tiles (aligned rows, the common call): head
+   * dims 64 and 128 in their default shapes, built as a32_load builds them
+   * on a device whose shared memory holds the shape (max_smem 0: no
+   * fallback; the defaults fit sm_80's and sm_90's limits) */
+  for (int hi = 1; hi <= 2; hi++) {
+    if (*n >= cap) return PTC_ERR(INTERNAL, "cuda backend: too many ahead-of-time sources");
+    cuda_aot_src* o = &out[*n];
+    a32_variant v = {hi, 0, 1, -1};
+    PTC_TRY(a32_source(&o->src, &v, 1, 0));
+    o->arch = arch;
+    snprintf(o->label, sizeof o->label, "attention f32 d%d sm_%d", a32_dims[hi], arch);
+    (*n)++;
+  }
   return PTC_OK;
 }
 

@@ -1,6 +1,7 @@
 /* test_cuda_aot.c - the table of ahead-of-time cubins (backends/cuda/cuda_aot.h;
  * built only with -Daot_kernels=enabled/auto and NVRTC). No GPU needed:
- *  - every promised (source, arch) of the fixed modules has an entry, and
+ *  - every promised (source, arch) of the fixed modules has an entry (the
+ *    wgmma and float32 attention entries counted), and
  *    the lookup returns it for the exact source the module builds at run
  *    time (so a change of a module's text without a rebuilt table fails);
  *  - a changed source, another architecture and PTC_CUDA_AOT=0 miss;
@@ -42,13 +43,14 @@ int main(void) {
   CHECK(n >= 8 + 2 * 6 + 2, "%zu promised sources", n);
   CHECK(ptc_cuda_aot_count == n, "table holds %zu entries, %zu promised", ptc_cuda_aot_count, n);
   CHECK(ptc_cuda_aot_cuda_version >= 11000, "table's CUDA version %d", ptc_cuda_aot_cuda_version);
-  size_t bytes = 0, wg = 0;
+  size_t bytes = 0, wg = 0, f32 = 0;
   for (size_t i = 0; i < n; i++) {
     const cuda_aot_entry* e = cuda_aot_lookup(srcs[i].src.data, srcs[i].arch);
     CHECK(e != NULL, "no entry for %s (the table is stale: rebuild it)", srcs[i].label);
     if (!e) continue;
     bytes += e->size;
     if (strstr(srcs[i].label, "wgmma")) wg++;
+    if (strstr(srcs[i].label, "attention f32")) f32++;
     CHECK(e->size > 4 && memcmp(e->data, "\177ELF", 4) == 0, "%s: not a cubin", srcs[i].label);
     CHECK(strcmp(e->label, srcs[i].label) == 0, "%s: entry labelled %s", srcs[i].label, e->label);
     /* another architecture (sm_90 plain for sm_90a, sm_86 for the others) misses */
@@ -56,6 +58,7 @@ int main(void) {
     CHECK(cuda_aot_lookup(srcs[i].src.data, other) == NULL, "%s: hit for sm_%d", srcs[i].label, other);
   }
   CHECK(wg == 8, "%zu wgmma attention entries (8 promised)", wg);
+  CHECK(f32 == 4, "%zu float32 attention entries (4 promised: d64/d128 x sm_80/sm_90)", f32);
   /* a changed source misses */
   if (n > 0) {
     ptc_strbuf changed;
