@@ -53,7 +53,7 @@
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$ROOT"
+cd "$ROOT" || exit 1
 BUILD=${BUILD:-/tmp/ptc-gpu-build}
 PY=${PY:-$(command -v python3)}
 SRC_TAR=
@@ -106,7 +106,7 @@ if [ -n "$SRC_TAR" ]; then
   SRC_DIR=/tmp/ptc-gpu-src
   rm -rf "$SRC_DIR" && mkdir -p "$SRC_DIR" && tar -xf "$SRC_TAR" -C "$SRC_DIR" ||
     { echo "gpu-check: cannot unpack $SRC_TAR"; exit 1; }
-  cd "$SRC_DIR"
+  cd "$SRC_DIR" || exit 1
   note "source: $SRC_TAR"
 fi
 echo "== $(nvidia-smi -L 2>/dev/null | head -1); $("$PY" -c 'import sys,torch;print("python",sys.version.split()[0],"torch",torch.__version__)' 2>&1)"
