@@ -36,8 +36,15 @@ typedef struct cuda_cig_args {
   int32_t pair;
   int32_t nchunk;
   float beta;
-  int32_t pad2_;
+  int32_t vio; /* 1 channels-last input by cp.async, 2 channels-last output */
 } cuda_cig_args;
+
+/* Device layout of ptc_cig_mp_args (cuda_conv_igemm.cuh). */
+typedef struct cuda_cig_mp_args {
+  int32_t h, w, oh, ow, cv;
+  int32_t kh, kw, sh, sw, ph, pw, dh, dw;
+  int32_t total;
+} cuda_cig_mp_args;
 
 /* Device layout of ptc_cig_i2c_args (cuda_conv_igemm.cuh). */
 typedef struct cuda_cig_i2c_args {
@@ -47,13 +54,16 @@ typedef struct cuda_cig_i2c_args {
   int32_t ncols, nvec;
 } cuda_cig_i2c_args;
 
-#define CIG_VARIANTS 6
+#define CIG_VARIANTS 8
 typedef struct cig_module {
   cu_module module[CIG_VARIANTS]; /* one per convolution kernel (PTC_CIG_VARIANT) */
   cu_function conv[2][2]; /* [channel-major, tap-major][BM 64, 128] */
   cu_function conv_w4[2]; /* [channel-major, tap-major], BM 64, 4-warp blocks (when built) */
+  cu_function conv_v[2];  /* channels-last input, tap-major: [BM 64 4-warp, BM 128 8-warp] */
   cu_function wcopy;
   cu_function i2c;     /* the wide im2col (cuda_conv_igemm_im2col) */
+  cu_function mpool;   /* the channels-last max pool (cuda_conv_igemm_maxpool) */
+  cu_function i2cn;    /* the wide im2col of a channels-last input */
   int64_t smem_max;    /* dynamic shared memory the conv kernels may use */
 } cig_module;
 
@@ -117,6 +127,16 @@ static bool conv_w4(bool tap, int32_t dtype) {
 }
 
 /* ---- which convolutions ----------------------------------------------------------------- */
+
+bool cuda_conv_igemm_vec_input(const cuda_conv_desc* d, cu_deviceptr x) {
+  const char* v = getenv("PTC_CUDA_CONV_NHWC_IN");
+  if (v && *v == '0') return false;
+  int64_t es = (int64_t)ptc_dtype_size(d->dtype);
+  int64_t cg = d->groups > 0 ? d->c / d->groups : 0;
+  return es > 0 && (d->xs[1] == 1 || d->c == 1) && cg > 0 && (cg * es) % 16 == 0 &&
+         (d->xs[0] * es) % 16 == 0 && (d->xs[2] * es) % 16 == 0 && (d->xs[3] * es) % 16 == 0 &&
+         x % 16 == 0;
+}
 
 const char* cuda_conv_igemm_refusal(int cc_major, const cuda_conv_desc* d, bool tf32) {
   if (cc_major < 8) return "the implicit-GEMM convolution needs sm_80";
@@ -215,7 +235,13 @@ static ptc_status module_source(ptc_strbuf* src, int ti, int v, bool defer) {
    * tap-major, of one type; the compile-only check of every type keeps
    * the kernel text's 3) */
   static const int32_t dts[3] = {PTC_F16, PTC_BF16, PTC_F32};
-  int wb = ti >= 0 && v >= 4 ? cuda_conv_igemm_w4_blocks(dts[ti], v == 5) : 3;
+  int wb = ti >= 0 && v >= 4 && v <= 5 ? cuda_conv_igemm_w4_blocks(dts[ti], v == 5) : 3;
+  /* the channels-last 4-warp kernel holds no gathered input in registers:
+   * 4 blocks per SM (PTC_CUDA_CONV_OCC=0: 3) */
+  if (ti >= 0 && v == 7) {
+    const char* occ = getenv("PTC_CUDA_CONV_OCC");
+    wb = occ && *occ == '0' ? 3 : 4;
+  }
   if (wb != 3) ptc_sb_printf(src, "#define PTC_CIG_W4_BLOCKS %d\n", wb);
   ptc_sb_append(src, ptc_cuda_prelude_text);
   ptc_sb_append(src, ptc_cuda_conv_common_text);
@@ -227,9 +253,9 @@ static ptc_status module_source(ptc_strbuf* src, int ti, int v, bool defer) {
   return PTC_OK;
 }
 
-/* Builds the variant modules of type ti (six; four with
- * PTC_CUDA_CONV_DEFER=0: no 4-warp kernels) in parallel, through the cache,
- * and loads them. */
+/* Builds the variant modules of type ti (eight; four with
+ * PTC_CUDA_CONV_DEFER=0: no 4-warp or channels-last kernels) in parallel,
+ * through the cache, and loads them. */
 static ptc_status load_module(ptc_context* ctx, const cuda_device* d, int ti) {
   const cu_api* cu = &cuda_libs_get()->cu;
   cig_module* m = &cig_mod[ti];
@@ -237,7 +263,7 @@ static ptc_status load_module(ptc_context* ctx, const cuda_device* d, int ti) {
   ptc_status s = PTC_OK;
   int made = 0;
   bool defer = conv_defer();
-  int nvar = defer ? 6 : 4; /* the 4-warp kernels need the deferred conversion */
+  int nvar = defer ? 8 : 4; /* the 4-warp and t*v kernels need the deferred conversion */
   for (; made < nvar; made++)
     if ((s = module_source(&src[made], ti, made, defer))) break;
   if (s) {
@@ -247,12 +273,13 @@ static ptc_status load_module(ptc_context* ctx, const cuda_device* d, int ti) {
   PTC_TRY(cuda_build_modules(ctx, d->cc_major * 10 + d->cc_minor, src, (size_t)nvar,
                              "ptc_conv_igemm", "the implicit-GEMM convolution kernels",
                              m->module));
-  static const char* const conv[CIG_VARIANTS] = {"m64", "m128", "t64", "t128", "m64w4", "t64w4"};
+  static const char* const conv[CIG_VARIANTS] = {"m64",   "m128",  "t64",   "t128",
+                                                  "m64w4", "t64w4", "t128v", "t64w4v"};
   cu_result r = CU_SUCCESS;
   for (int v = 0; v < nvar && r == CU_SUCCESS; v++) {
     char name[48];
     snprintf(name, sizeof name, "ptc_cig_%s_%s", cig_types[ti], conv[v]);
-    cu_function* f = v < 4 ? &m->conv[v / 2][v % 2] : &m->conv_w4[v - 4];
+    cu_function* f = v < 4 ? &m->conv[v / 2][v % 2] : v < 6 ? &m->conv_w4[v - 4] : &m->conv_v[7 - v];
     r = cu->ModuleGetFunction(f, m->module[v], name);
   }
   char name[48];
@@ -260,11 +287,15 @@ static ptc_status load_module(ptc_context* ctx, const cuda_device* d, int ti) {
   if (r == CU_SUCCESS) r = cu->ModuleGetFunction(&m->wcopy, m->module[0], name);
   snprintf(name, sizeof name, "ptc_cig_%s_i2c", cig_types[ti]);
   if (r == CU_SUCCESS) r = cu->ModuleGetFunction(&m->i2c, m->module[0], name);
+  snprintf(name, sizeof name, "ptc_cig_%s_i2cn", cig_types[ti]);
+  if (r == CU_SUCCESS) r = cu->ModuleGetFunction(&m->i2cn, m->module[0], name);
+  snprintf(name, sizeof name, "ptc_cig_%s_mpool", cig_types[ti]);
+  if (r == CU_SUCCESS) r = cu->ModuleGetFunction(&m->mpool, m->module[0], name);
   /* the largest dynamic shared memory a launch may ask for: the opt-in
    * limit less the kernels' static shared memory (the split-K flag) */
   m->smem_max = (d->max_smem_optin > 48 * 1024 ? d->max_smem_optin : 48 * 1024) - 1024;
   for (int i = 0; i < nvar && r == CU_SUCCESS; i++)
-    r = cu->FuncSetAttribute(i < 4 ? m->conv[i / 2][i % 2] : m->conv_w4[i - 4],
+    r = cu->FuncSetAttribute(i < 4 ? m->conv[i / 2][i % 2] : i < 6 ? m->conv_w4[i - 4] : m->conv_v[7 - i],
                              CIG_FUNC_MAX_DYNAMIC_SMEM, (int)m->smem_max);
   if (r != CU_SUCCESS) {
     for (int v = 0; v < CIG_VARIANTS; v++)
@@ -361,6 +392,7 @@ ptc_status cuda_conv_igemm(ptc_context* ctx, const cuda_device* d, cu_stream str
   a.has_bias = pbias != 0;
   a.beta = (float)desc->beta;
   a.pair = (a.ohw % 2) == 0 && out % (cu_deviceptr)(2 * es) == 0;
+  a.vio = (sh.tap && cuda_conv_igemm_vec_input(desc, x) ? 1 : 0) | (desc->out_nhwc ? 2 : 0);
   cu_deviceptr wsp = 0, part = 0;
   int64_t kt = k_step(desc->dtype), kk = desc->kh * desc->kw;
   bool w_plain = (desc->ws[3] == 1 || desc->kw == 1) && (desc->ws[2] == desc->kw || desc->kh == 1) &&
@@ -416,6 +448,16 @@ ptc_status cuda_conv_igemm(ptc_context* ctx, const cuda_device* d, cu_stream str
   cu_function fn = m->conv[sh.tap][sh.bm == 128];
   unsigned threads = 256;
   if (sh.threads == 128 && m->conv_w4[sh.tap]) fn = m->conv_w4[sh.tap], threads = 128;
+  /* a channels-last input: the t*v kernels (cp.async B tiles) where there
+   * is one for the shape; else the gathers through the strides */
+  if (a.vio & 1) {
+    if (threads == 128 && m->conv_v[0])
+      fn = m->conv_v[0];
+    else if (threads == 256 && sh.bm == 128 && m->conv_v[1])
+      fn = m->conv_v[1];
+    else
+      a.vio &= ~1;
+  }
   if (r == CU_SUCCESS)
     r = cu->LaunchKernel(fn, (unsigned)sh.gx, (unsigned)sh.gy, (unsigned)sh.gz, threads, 1, 1,
                          (unsigned)sh.smem, stream, params, NULL);
@@ -465,6 +507,19 @@ ptc_status cuda_conv_igemm_im2col(ptc_context* ctx, const cuda_device* d, cu_str
   g.xs_n = (int32_t)a->xs[0], g.xs_c = (int32_t)a->xs[1], g.xs_h = (int32_t)a->xs[2],
   g.xs_w = (int32_t)a->xs[3];
   g.ncols = (int32_t)ncols, g.nvec = (int32_t)(ncols / v);
+  /* a channels-last input: 32 x 32 transposing tiles per window position */
+  const char* nv = getenv("PTC_CUDA_CONV_NHWC_IN");
+  if (a->xs[1] == 1 && a->c > 1 && !(nv && *nv == '0') && a->kh * a->kw <= 65535 &&
+      cdiv(a->c, 32) <= 65535 && cdiv(ncols, 32) <= INT32_MAX) {
+    int32_t cc = (int32_t)a->c;
+    void* pn[] = {&x, &col, &g, &cc};
+    cu_result r = cuda_libs_get()->cu.LaunchKernel(cig_mod[ti].i2cn, (unsigned)cdiv(ncols, 32),
+                                                   (unsigned)cdiv(a->c, 32), (unsigned)(a->kh * a->kw),
+                                                   256, 1, 1, 0, stream, pn, NULL);
+    if (r != CU_SUCCESS) return cuda_error(r, "launching the convolution's channels-last im2col");
+    *done = true;
+    return PTC_OK;
+  }
   /* block rows: one (channel, window row) each; columns: 128 vectors a block */
   int64_t gx = cdiv(g.nvec, 128);
   if (gx > 1024) gx = 1024;
@@ -472,6 +527,36 @@ ptc_status cuda_conv_igemm_im2col(ptc_context* ctx, const cuda_device* d, cu_str
   cu_result r = cuda_libs_get()->cu.LaunchKernel(cig_mod[ti].i2c, (unsigned)gx, (unsigned)(a->c * a->kh),
                                                  1, 128, 1, 1, 0, stream, params, NULL);
   if (r != CU_SUCCESS) return cuda_error(r, "launching the convolution's wide im2col");
+  *done = true;
+  return PTC_OK;
+}
+
+/* ---- the channels-last max pool ----------------------------------------------------------- */
+
+ptc_status cuda_conv_igemm_maxpool(ptc_context* ctx, const cuda_device* d, cu_stream stream,
+                                   int32_t dtype, const cuda_conv_mp* a, cu_deviceptr x,
+                                   cu_deviceptr out, bool* done) {
+  *done = false;
+  int ti = type_index(dtype);
+  int64_t es = ti < 0 ? 0 : (int64_t)ptc_dtype_size(dtype);
+  if (ti < 0 || d->cc_major < 8 || a->c < 1 || (a->c * es) % 16 || x % 16 || out % 16) return PTC_OK;
+  int64_t cv = a->c * es / 16, total = a->n * a->oh * a->ow * cv;
+  int64_t lim = INT32_MAX / 4;
+  if (a->n < 1 || a->oh < 1 || a->ow < 1 || total > lim || a->n * a->h * a->w * cv > lim ||
+      a->kh < 1 || a->kw < 1 || a->sh < 1 || a->sw < 1 || a->dh < 1 || a->dw < 1 || a->ph < 0 ||
+      a->pw < 0 || a->oh * a->sh + a->kh * a->dh > lim || a->ow * a->sw + a->kw * a->dw > lim)
+    return PTC_OK;
+  if (!module_ready(ctx, d, ti)) return PTC_OK;
+  cuda_cig_mp_args g = {(int32_t)a->h, (int32_t)a->w, (int32_t)a->oh, (int32_t)a->ow, (int32_t)cv,
+                        (int32_t)a->kh, (int32_t)a->kw, (int32_t)a->sh, (int32_t)a->sw,
+                        (int32_t)a->ph, (int32_t)a->pw, (int32_t)a->dh, (int32_t)a->dw,
+                        (int32_t)total};
+  int64_t blocks = cdiv(total, 256), cap = (int64_t)d->sm_count * 16;
+  if (blocks > cap) blocks = cap;
+  void* params[] = {&x, &out, &g};
+  cu_result r = cuda_libs_get()->cu.LaunchKernel(cig_mod[ti].mpool, (unsigned)blocks, 1, 1, 256, 1,
+                                                 1, 0, stream, params, NULL);
+  if (r != CU_SUCCESS) return cuda_error(r, "launching the channels-last max pool");
   *done = true;
   return PTC_OK;
 }

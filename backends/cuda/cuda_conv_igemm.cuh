@@ -2,7 +2,11 @@
 // as ptc_cuda_conv_igemm_text, compiled after the prelude once per process,
 // architecture and element type, sm_80+; host side in cuda_conv_igemm.c).
 //
-// NCHW input and output (any input strides, contiguous output). Per group
+// NCHW input and output (any input strides, contiguous output), or
+// channels-last (args.vio: input channels of unit stride read 16 bytes at
+// a time by cp.async straight into the B tile, tap-major only; output
+// [N][OH][OW][OC]: the layout cuda_ext_conv.c gets when ptc's lowering
+// keeps activations channels-last, PTC_CONV_NHWC). Per group
 // the GEMM C[m][n] = sum_k W[m][k] * B[k][n], m = output channel, n =
 // (image, oh, ow), where B[k][n] = x[img][c][oh*sh - ph + kh*dh][ow*sw - pw
 // + kw*dw] (zero outside the image) is never materialised: each K step
@@ -62,7 +66,8 @@ struct ptc_cig_args {  // layout = cuda_cig_args (cuda_conv_igemm.c)
   i32 pair;                    // column pairs stored together
   i32 nchunk;                  // tap-major: channel chunks (of the K step) per tap
   float beta;
-  i32 pad2_;
+  i32 vio;                     // channels-last I/O bits: 1 input (tap-major: B tiles by
+                               // cp.async, 16 bytes along C), 2 output ([N][OH][OW][OC])
 };
 
 
@@ -74,6 +79,11 @@ struct ptc_cig_args {  // layout = cuda_cig_args (cuda_conv_igemm.c)
 PTC_D u32 ptc_cig_smem(const void* p) { return (u32)__cvta_generic_to_shared(p); }
 PTC_D void ptc_cig_cp16(u32 dst, const void* src, int bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
+}
+// the same through L1 (.ca): the channels-last B tiles, whose neighbouring
+// taps re-read what the block's other columns loaded a step before
+PTC_D void ptc_cig_cp16ca(u32 dst, const void* src, int bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
 }
 PTC_D void ptc_cig_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 PTC_D void ptc_cig_wait1() { asm volatile("cp.async.wait_group 1;\n" ::); }
@@ -352,6 +362,56 @@ template <int K, int BM, int NT> PTC_D void ptc_cig_store_raw(unsigned char* sb,
   for (int i = 0; i < W / 4; i++) dst[i] = make_uint4(r[4 * i], r[4 * i + 1], r[4 * i + 2], r[4 * i + 3]);
 }
 
+// Channels-last input (vio & 1, tap-major): the B tile of a K step is 128
+// columns x 64 bytes of consecutive channels of one tap: four 16-byte
+// chunks per column, copied by cp.async straight to where
+// ptc_cig_store_raw would store them, zero-filled outside the image and
+// past the group's channels (the host checks cg * ES and the pixel strides
+// are multiples of 16 bytes, so a chunk is all in or all out). Chunk q =
+// tid + NT * i is column q / 4, chunk q % 4: four neighbouring threads read
+// one column's 64 bytes, so a warp's copy covers 8 whole columns (full
+// 32-byte sectors) rather than 16 bytes of 32 columns. Each thread keeps
+// its NB columns' image base and window origin (ptc_cig_vcols). The TF32
+// B operand then goes to the MMA unrounded (the tensor cores read its
+// upper 19 bits).
+template <int K, int NT> struct ptc_cig_vcols {
+  enum { NB = PTC_CIG_BN * 4 / NT };
+  const typename ptc_conv_kind<K>::S* xb[NB];
+  int ih0[NB], iw0[NB];
+};
+template <int K, int NT> PTC_D void ptc_cig_vcols_init(ptc_cig_vcols<K, NT>& v,
+                                                       const typename ptc_conv_kind<K>::S* x,
+                                                       int col0, int grp, const ptc_cig_args& g) {
+#pragma unroll
+  for (int i = 0; i < ptc_cig_vcols<K, NT>::NB; i++) {
+    const int nn = col0 + (threadIdx.x >> 2) + (NT / 4) * i;
+    v.ih0[i] = -(1 << 30), v.iw0[i] = 0, v.xb[i] = x;
+    if (nn < g.ncols) {
+      const int img = nn / g.ohw, p = nn - img * g.ohw, oh = p / g.ow, ow = p - oh * g.ow;
+      v.ih0[i] = oh * g.sh - g.ph;
+      v.iw0[i] = ow * g.sw - g.pw;
+      v.xb[i] = x + img * g.xs_n + (i64)grp * g.cg;
+    }
+  }
+}
+template <int K, int BM, int NT> PTC_D void ptc_cig_load_b_nhwc(const ptc_cig_vcols<K, NT>& v,
+                                                                unsigned char* sb, int dy, int dx,
+                                                                int c0, const ptc_cig_args& g) {
+  typedef ptc_cig_cfg<K, BM, NT> C;
+  enum { EPC = 16 / C::ES };
+  const int ch = threadIdx.x & 3, c = c0 + ch * EPC;
+  const u32 s0 = ptc_cig_smem(sb + ch * 16);
+#pragma unroll
+  for (int i = 0; i < ptc_cig_vcols<K, NT>::NB; i++) {
+    const int col = (threadIdx.x >> 2) + (NT / 4) * i;
+    const int ih = v.ih0[i] + dy, iw = v.iw0[i] + dx;
+    const bool ok = (unsigned)ih < (unsigned)g.h && (unsigned)iw < (unsigned)g.w && c < g.cg;
+    const void* src = ok ? (const void*)(v.xb[i] + c + (i64)ih * g.xs_h + (i64)iw * g.xs_w)
+                         : (const void*)v.xb[i];
+    ptc_cig_cp16ca(s0 + col * PTC_CIG_KROW, src, ok ? 16 : 0);
+  }
+}
+
 #ifndef PTC_CIG_DEFER
 #define PTC_CIG_DEFER 1
 #endif
@@ -359,7 +419,7 @@ template <int K, int BM, int NT> PTC_D void ptc_cig_store_raw(unsigned char* sb,
 // TAP: tap-major K over weights transformed to [OC][KH*KW][nchunk * KT]
 // (ptc_cig_wcopy; kdim = KH*KW*nchunk*KT); else channel-major K over the
 // weights as they are (rows 16-byte aligned) through the offset table.
-template <int K, int BM, bool TAP, int NT> PTC_D void ptc_cig_body(const typename ptc_conv_kind<K>::S* __restrict__ x,
+template <int K, int BM, bool TAP, int NT, bool VIN = false> PTC_D void ptc_cig_body(const typename ptc_conv_kind<K>::S* __restrict__ x,
                                                  const typename ptc_conv_kind<K>::S* __restrict__ w,
                                                  const typename ptc_conv_kind<K>::S* __restrict__ bias,
                                                  typename ptc_conv_kind<K>::S* __restrict__ out,
@@ -440,15 +500,29 @@ template <int K, int BM, bool TAP, int NT> PTC_D void ptc_cig_body(const typenam
   };
   auto store = [&](unsigned char* sb, const BR& r) { ptc_cig_store_b<K, BM>(sb, r); };
 #endif
+  // channels-last input: B by cp.async in A's groups (no register stage)
+  constexpr bool vin = TAP && VIN;  // the t*v kernels (the host sets vio bit 1 for them)
+  ptc_cig_vcols<K, NT> vc;
+  if (vin) ptc_cig_vcols_init<K, NT>(vc, x, col0, grp, g);
+  auto load_b = [&](unsigned char* sb) {
+    if constexpr (TAP) {
+      ptc_cig_load_b_nhwc<K, BM, NT>(vc, sb, wk.kh * g.dh, wk.kw * g.dw, wk.chunk * C::KT, g);
+      wk.next(g);
+    }
+  };
   BR b0, b1;
   if (nk > 0) {
     ptc_cig_load_a<K, BM, NT>(wg, smem, g, row0, kbeg, kend);
+    if (vin) load_b(smem + C::A_BYTES);
     ptc_cig_commit();
     if (nk > 1) ptc_cig_load_a<K, BM, NT>(wg, smem + C::STAGE, g, row0, kbeg + C::KT, kend);
+    if (vin && nk > 1) load_b(smem + C::STAGE + C::A_BYTES);
     ptc_cig_commit();
-    gather(0, b0);
-    store(smem + C::A_BYTES, b0);
-    if (nk > 1) gather(1, b1);
+    if (!vin) {
+      gather(0, b0);
+      store(smem + C::A_BYTES, b0);
+      if (nk > 1) gather(1, b1);
+    }
   }
   // one K step: bnext holds step kt+1 (stored at the end), bnew receives kt+2
   auto step = [&](int kt, BR& bnext, BR& bnew) {
@@ -458,11 +532,12 @@ template <int K, int BM, bool TAP, int NT> PTC_D void ptc_cig_body(const typenam
     if (kt + 2 < nk) {
       const int st2 = cur == 0 ? 2 : cur - 1;
       ptc_cig_load_a<K, BM, NT>(wg, smem + st2 * C::STAGE, g, row0, kbeg + (kt + 2) * C::KT, kend);
+      if (vin) load_b(smem + st2 * C::STAGE + C::A_BYTES);
     }
     ptc_cig_commit();  // possibly empty: the group count stays uniform
-    if (kt + 2 < nk) gather(kt + 2, bnew);
+    if (!vin && kt + 2 < nk) gather(kt + 2, bnew);
     ptc_cig_compute<K, BM, NT>(s0 + cur * C::STAGE, s0 + cur * C::STAGE + C::A_BYTES, acc, wm, wn, lane);
-    if (kt + 1 < nk) {
+    if (!vin && kt + 1 < nk) {
       const int st1 = cur == PTC_CIG_STAGES - 1 ? 0 : cur + 1;
       store(smem + st1 * C::STAGE + C::A_BYTES, bnext);
     }
@@ -545,6 +620,12 @@ template <int K, int BM, bool TAP, int NT> PTC_D void ptc_cig_body(const typenam
         const float bv = g.has_bias ? beta * KD::load(bias[(i64)oc * g.bias_st]) : 0.f;
         const float v0 = ptc_conv_act(g.act, acc[i][j][2 * h] + bv);
         const float v1 = ptc_conv_act(g.act, acc[i][j][2 * h + 1] + bv);
+        if (g.vio & 2) {  // channels-last output: out[column][oc]
+          S* o = out + (i64)n0 * g.oc + oc;
+          o[0] = KD::store(v0);
+          if (two) o[g.oc] = KD::store(v1);
+          continue;
+        }
         S* o = out + (i64)oc * g.ohw;
         if (two && g.pair) {
           if constexpr (K == 2) {
@@ -669,6 +750,91 @@ template <typename S> PTC_D void ptc_cig_i2c(const S* __restrict__ x, S* __restr
   }
 }
 
+// ---- channels-last max pool (cuda_ext_conv.c, after a channels-last
+// convolution) ------------------------------------------------------------
+// out [N][OH][OW][C] = max over the window of x [N][H][W][C] (dense), a
+// thread per 16 bytes of channels of one output pixel: every load and store
+// a coalesced 16-byte vector. NaN propagates; padding is skipped. 32-bit
+// index math below the pixel (the host keeps n * h * w * cv below 2^31).
+struct ptc_cig_mp_args {  // layout = cuda_cig_mp_args (cuda_conv_igemm.c)
+  i32 h, w, oh, ow, cv;     // cv: 16-byte vectors per pixel
+  i32 kh, kw, sh, sw, ph, pw, dh, dw;
+  i32 total;                // n * oh * ow * cv
+};
+template <int K> PTC_D void ptc_cig_maxpool(const typename ptc_conv_kind<K>::S* __restrict__ x,
+                                            typename ptc_conv_kind<K>::S* __restrict__ out,
+                                            const ptc_cig_mp_args& a) {
+  typedef ptc_conv_kind<K> KD;
+  typedef typename KD::S S;
+  enum { V = 16 / sizeof(S) };
+  union chunk {
+    uint4 v;
+    S s[V];
+  };
+  const uint4* xv = reinterpret_cast<const uint4*>(x);
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < a.total; i += gridDim.x * blockDim.x) {
+    int p = i / a.cv;
+    const int cv = i - p * a.cv;
+    const int ox = p % a.ow;
+    p /= a.ow;
+    const int oy = p % a.oh, img = p / a.oh;
+    float m[V];
+#pragma unroll
+    for (int t = 0; t < V; t++) m[t] = __int_as_float(0xff800000);  // -inf
+    for (int ky = 0; ky < a.kh; ky++) {
+      const int iy = oy * a.sh - a.ph + ky * a.dh;
+      if ((unsigned)iy >= (unsigned)a.h) continue;
+      for (int kx = 0; kx < a.kw; kx++) {
+        const int ix = ox * a.sw - a.pw + kx * a.dw;
+        if ((unsigned)ix >= (unsigned)a.w) continue;
+        chunk u;
+        u.v = __ldg(xv + ((i64)(img * a.h + iy) * a.w + ix) * a.cv + cv);
+#pragma unroll
+        for (int t = 0; t < V; t++) {
+          const float v = KD::load(u.s[t]);
+          m[t] = (v > m[t] || v != v) ? v : m[t];
+        }
+      }
+    }
+    chunk o;
+#pragma unroll
+    for (int t = 0; t < V; t++) o.s[t] = KD::store(m[t]);
+    reinterpret_cast<uint4*>(out)[i] = o.v;
+  }
+}
+
+// ---- the wide im2col of a channels-last input -------------------------------
+// The same col[r * ncols + j] as ptc_cig_i2c from x [N][H][W][C] (unit
+// channel stride): a block per 32 columns x 32 channels x window position
+// (blockIdx.z = ki * kw + kj) reads its 32 pixels' channels along C
+// (coalesced), transposes them in shared memory and writes 32 rows of 32
+// columns (coalesced along j). 32-bit index math (the host's limits).
+template <typename S> PTC_D void ptc_cig_i2cn(const S* __restrict__ x, S* __restrict__ col,
+                                              const ptc_cig_i2c_args& a, int c) {
+  __shared__ S tile[32][33];
+  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+  const int j0 = blockIdx.x * 32, c0 = blockIdx.y * 32;
+  const int ki = blockIdx.z / a.kw, kj = blockIdx.z - ki * a.kw;
+  for (int r = ty; r < 32; r += 8) {  // pixel j0 + r, channel c0 + tx
+    const int j = j0 + r, ch = c0 + tx;
+    S v = (S)0;
+    if (j < a.ncols && ch < c) {
+      const int img = j / a.ohw, p = j - img * a.ohw, oy = p / a.ow, ox = p - oy * a.ow;
+      const int iy = oy * a.sh - a.ph + ki * a.dh, ix = ox * a.sw - a.pw + kj * a.dw;
+      if ((unsigned)iy < (unsigned)a.h && (unsigned)ix < (unsigned)a.w)
+        v = __ldg(x + img * a.xs_n + iy * a.xs_h + ix * a.xs_w + ch);
+    }
+    tile[r][tx] = v;
+  }
+  __syncthreads();
+  const int j = j0 + tx;
+  if (j >= a.ncols) return;
+  for (int r = ty; r < 32; r += 8) {  // channel c0 + r, column j
+    const int ch = c0 + r;
+    if (ch < c) col[(i64)((ch * a.kh + ki) * a.kw + kj) * a.ncols + j] = tile[tx][r];
+  }
+}
+
 // PTC_CIG_W4_BLOCKS (defined before this text, else 3): the blocks per SM
 // the 4-warp kernels are compiled for (launch bounds). 4 caps them at 128
 // registers: TF32 fits without spills (16 warps per SM instead of 12;
@@ -682,8 +848,15 @@ template <typename S> PTC_D void ptc_cig_i2c(const S* __restrict__ x, S* __restr
       ptc_cig_##T##_##NAME(const S* x, const S* w, const S* bias, S* out, float* ws, ptc_cig_args g) { \
     ptc_cig_body<K, BM, TAP, NT>(x, w, bias, out, ws, g);                                          \
   }
+// the channels-last-input kernels (tap-major, B tiles by cp.async)
+#define PTC_CIG_CONVV(T, K, S, NAME, BM, NT)                                                       \
+  extern "C" __global__ void __launch_bounds__(NT, NT == 256 ? 2 : PTC_CIG_W4_BLOCKS)              \
+      ptc_cig_##T##_##NAME(const S* x, const S* w, const S* bias, S* out, float* ws, ptc_cig_args g) { \
+    ptc_cig_body<K, BM, true, NT, true>(x, w, bias, out, ws, g);                                   \
+  }
 // PTC_CIG_VARIANT (defined before this text): only that convolution kernel
 // (0 m64, 1 m128, 2 t64, 3 t128, 4 m64w4, 5 t64w4 (the 4-warp blocks, with
+// PTC_CIG_DEFER only), 6 t128v, 7 t64w4v (channels-last input, with
 // PTC_CIG_DEFER only): the library builds them as separate modules in
 // parallel); undefined: all.
 #if !defined(PTC_CIG_VARIANT) || PTC_CIG_VARIANT == 0
@@ -716,15 +889,33 @@ template <typename S> PTC_D void ptc_cig_i2c(const S* __restrict__ x, S* __restr
 #else
 #define PTC_CIG_V5(T, K, S)
 #endif
+#if PTC_CIG_DEFER && (!defined(PTC_CIG_VARIANT) || PTC_CIG_VARIANT == 6)
+#define PTC_CIG_V6(T, K, S) PTC_CIG_CONVV(T, K, S, t128v, 128, 256)
+#else
+#define PTC_CIG_V6(T, K, S)
+#endif
+#if PTC_CIG_DEFER && (!defined(PTC_CIG_VARIANT) || PTC_CIG_VARIANT == 7)
+#define PTC_CIG_V7(T, K, S) PTC_CIG_CONVV(T, K, S, t64w4v, 64, 128)
+#else
+#define PTC_CIG_V7(T, K, S)
+#endif
 // the wide im2col: in the first variant's module only
 #if !defined(PTC_CIG_VARIANT) || PTC_CIG_VARIANT == 0
-#define PTC_CIG_I2C(T, S)                                                                          \
+#define PTC_CIG_I2C(T, K, S)                                                                       \
   extern "C" __global__ void __launch_bounds__(128)                                                \
       ptc_cig_##T##_i2c(const S* x, S* col, ptc_cig_i2c_args a) {                                  \
     ptc_cig_i2c<S>(x, col, a);                                                                     \
+  }                                                                                                \
+  extern "C" __global__ void __launch_bounds__(256)                                                \
+      ptc_cig_##T##_mpool(const S* x, S* out, ptc_cig_mp_args a) {                                 \
+    ptc_cig_maxpool<K>(x, out, a);                                                                 \
+  }                                                                                                \
+  extern "C" __global__ void __launch_bounds__(256)                                                \
+      ptc_cig_##T##_i2cn(const S* x, S* col, ptc_cig_i2c_args a, int c) {                          \
+    ptc_cig_i2cn<S>(x, col, a, c);                                                                 \
   }
 #else
-#define PTC_CIG_I2C(T, S)
+#define PTC_CIG_I2C(T, K, S)
 #endif
 #define PTC_CIG_KERNELS(T, K, S)                                                                   \
   PTC_CIG_V0(T, K, S)                                                                              \
@@ -733,12 +924,14 @@ template <typename S> PTC_D void ptc_cig_i2c(const S* __restrict__ x, S* __restr
   PTC_CIG_V3(T, K, S)                                                                              \
   PTC_CIG_V4(T, K, S)                                                                              \
   PTC_CIG_V5(T, K, S)                                                                              \
+  PTC_CIG_V6(T, K, S)                                                                              \
+  PTC_CIG_V7(T, K, S)                                                                              \
   extern "C" __global__ void __launch_bounds__(256)                                                \
       ptc_cig_##T##_wcopy(const S* w, S* dst, i64 rows, i64 ld, i64 cg, i64 kw, i64 kk, i64 cpad,  \
                           i64 ws0, i64 ws1, i64 ws2, i64 ws3, i32 tap_major, i32 small32) {        \
     ptc_cig_wcopy<K>(w, dst, rows, ld, cg, kw, kk, cpad, ws0, ws1, ws2, ws3, tap_major, small32);  \
   }                                                                                                \
-  PTC_CIG_I2C(T, S)
+  PTC_CIG_I2C(T, K, S)
 // PTC_CIG_TYPE (defined before this text): only that type's kernels; undefined: all.
 #if !defined(PTC_CIG_TYPE) || PTC_CIG_TYPE == 0
 PTC_CIG_KERNELS(f16, 0, u16)

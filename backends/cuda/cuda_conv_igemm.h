@@ -1,6 +1,7 @@
 /* cuda_conv_igemm.h - implicit-GEMM convolution on tensor cores (internal):
  * the host side (cuda_conv_igemm.c) of the kernels in cuda_conv_igemm.cuh.
- * conv1d/conv2d of NCHW tensors, f16 / bf16 and f32 as TF32, sm_80+, the
+ * conv1d/conv2d of NCHW tensors (or channels-last ones: input read by
+ * cp.async along C, output [N][OH][OW][OC]), f16 / bf16 and f32 as TF32, sm_80+, the
  * B operand gathered from the input inside the kernel (no im2col matrix),
  * bias + activation in its epilogue, split K for grids too small to fill
  * the device. Used by the convolution extern (cuda_ext.c). */
@@ -34,6 +35,8 @@ typedef struct cuda_conv_desc {
    * weights (a plan constant) is kept across calls, and the slot */
   cuda_wcache* wcache;
   int64_t wcache_slot;
+  /* the output channels-last, [N][OH][OW][OC] (else NCHW contiguous) */
+  bool out_nhwc;
 } cuda_conv_desc;
 
 /** The launch shape chosen for a convolution: block rows (64 or 128 output
@@ -79,6 +82,13 @@ void cuda_conv_igemm_shape(const cuda_conv_desc* d, int sm_count, int64_t smem_o
  * else 3; 2: 4 for every one; 0: 3. Reads the environment. */
 int cuda_conv_igemm_w4_blocks(int32_t dtype, bool tap);
 
+/** Whether the tap-major kernels read d's input channels-last by cp.async
+ * (16 bytes along C straight into shared memory; args vio bit 1): unit
+ * channel stride, the group's channels and the pixel strides multiples of
+ * 16 bytes, x 16-byte aligned, and PTC_CUDA_CONV_NHWC_IN not 0 (read per
+ * call). Pure apart from the environment. */
+bool cuda_conv_igemm_vec_input(const cuda_conv_desc* d, cu_deviceptr x);
+
 /** Runs the convolution on `stream`: out = act(conv(x, w) + beta * bias)
  * (pbias 0 = none). Tap-major shapes first copy the weights into their
  * layout, channel-major ones when the weight rows are not 16-byte aligned
@@ -110,7 +120,9 @@ typedef struct cuda_conv_i2c {
 
 /** Writes the wide im2col of `a` into col on `stream` with the module's
  * kernel (a block row per (channel, window row), a thread's 16 bytes of
- * columns decomposed once for every window column), dtype f16, bf16 or f32
+ * columns decomposed once for every window column; for a channels-last
+ * input, unit channel stride, 32 x 32 tiles transposed in shared memory
+ * per window position, unless PTC_CUDA_CONV_NHWC_IN=0), dtype f16, bf16 or f32
  * (copied as it is). *done false (PTC_OK) when it does not take the call:
  * PTC_CUDA_CONV_I2C=0, below sm_80, the row length not a multiple of 16
  * bytes, col not 16-byte aligned, C * KH above 65535, negative strides or
@@ -119,6 +131,21 @@ typedef struct cuda_conv_i2c {
 ptc_status cuda_conv_igemm_im2col(ptc_context* ctx, const cuda_device* d, cu_stream stream,
                                   int32_t dtype, const cuda_conv_i2c* a, cu_deviceptr x,
                                   cu_deviceptr col, bool* done);
+
+/** A max pool of channels-last tensors: x [N][H][W][C] -> out [N][OH][OW][C],
+ * both dense. */
+typedef struct cuda_conv_mp {
+  int64_t n, c, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;
+} cuda_conv_mp;
+
+/** Runs the max pool on `stream` with the module's kernel (a thread per 16
+ * bytes of channels of one output pixel; NaN propagates). *done false
+ * (PTC_OK) when it does not take the call: below sm_80, channels not whole
+ * 16-byte vectors, x or out not 16-byte aligned, sizes beyond its 32-bit
+ * index math, or the module unavailable. Errors: the launch. */
+ptc_status cuda_conv_igemm_maxpool(ptc_context* ctx, const cuda_device* d, cu_stream stream,
+                                   int32_t dtype, const cuda_conv_mp* a, cu_deviceptr x,
+                                   cu_deviceptr out, bool* done);
 
 /** Compiles the module (every type and variant) for sm_<arch> with NVRTC
  * (--Ofast-compile=max), nothing loaded and no device needed: the

@@ -8,8 +8,12 @@
  *    stride-1 ones cuBLASLt runs on the input as it is) im2col into a
  *    workspace (chunks of images up to 1 GiB), one batched GEMM per group
  *    with the weight broadcast over the images (cuda_ext_mm_launch), then
- *    bias + activation in place.
- *  - Pooling: a support kernel (cuda_support.cuh).
+ *    bias + activation in place. A channels-last output (the lowering's
+ *    ir_lower_options.conv_nhwc, PTC_CUDA_CONV_NHWC) by the implicit GEMM's
+ *    channels-last epilogue, else through a contiguous workspace and a
+ *    transposing copy.
+ *  - Pooling: a support kernel (cuda_support.cuh); a max pool from and to
+ *    channels-last tensors by the convolution module's vector kernel.
  * A layout neither path takes comes back with *done false and cuda_ext.c
  * runs the node on the host.
  */
@@ -160,7 +164,7 @@ static ptc_status launch_im2col(const cuda_ext_call* c, int gi, cu_deviceptr xi,
  * which cuBLASLt's bias epilogue does not take in this layout) and its
  * activation run as one pass at the end. *done false when the layout is
  * not one it takes (the caller runs it on the host). */
-ptc_status cuda_ext_conv_device(const cuda_ext_call* c0, bool* done) {
+static ptc_status conv_device(const cuda_ext_call* c0, bool nhwc, bool* done) {
   *done = false;
   const ir_extern* e = &c0->node->ext;
   const ptc_graph* gr = c0->plan->p->graph;
@@ -206,7 +210,7 @@ ptc_status cuda_ext_conv_device(const cuda_ext_call* c0, bool* done) {
   bool w_rows = !(OCg > 1 && wst[0] < CKg);
   for (int32_t d = 3, expect = 1; d >= 1; expect *= (int32_t)ws[d], d--)
     if (ws[d] != 1 && wst[d] != expect) w_rows = false;
-  if (!cuda_ext_view_contiguous(out)) return PTC_OK;
+  if (!nhwc && !cuda_ext_view_contiguous(out)) return PTC_OK;
   if (N == 0 || OC == 0 || OHW == 0) {
     *done = true;
     return PTC_OK;
@@ -231,7 +235,8 @@ ptc_status cuda_ext_conv_device(const cuda_ext_call* c0, bool* done) {
    * cuBLASLt runs on the input as it is */
   int policy = conv_igemm_policy();
   bool have_lt = cuda_libs_get()->have_lt;
-  if (policy == 2 || (policy != 0 && !(direct && have_lt && w_rows))) {
+  if (nhwc && policy == 0) return PTC_OK; /* the caller's contiguous copy */
+  if (nhwc || policy == 2 || (policy != 0 && !(direct && have_lt && w_rows))) {
     cuda_conv_desc d;
     memset(&d, 0, sizeof d);
     d.dtype = out->dtype;
@@ -243,6 +248,7 @@ ptc_status cuda_ext_conv_device(const cuda_ext_call* c0, bool* done) {
     memcpy(d.ws, wst, sizeof d.ws);
     d.bias_st = bias ? bias->strides[0] : 0;
     d.beta = e->beta;
+    d.out_nhwc = nhwc;
     /* weights that are a plan constant (immutable device storage): the
      * kernels' copies of them are kept across runs */
     if (e->n_in > 1 && e->in[1] >= 0 && ir_buf(c->plan->p, e->in[1])->kind == IR_BUF_CONSTANT) {
@@ -253,7 +259,7 @@ ptc_status cuda_ext_conv_device(const cuda_ext_call* c0, bool* done) {
     /* Hopper: the wgmma kernels (cuda_conv_wg.c) take what they can before
      * the implicit GEMM and the im2col GEMMs (cuda_conv_wg_enabled 1), or
      * only what the policy below gives the implicit GEMM (2) */
-    int wgp = policy != 0 ? cuda_conv_wg_enabled() : 0;
+    int wgp = policy != 0 && !nhwc ? cuda_conv_wg_enabled() : 0;
     if (wgp == 1) {
       PTC_TRY(cuda_conv_wg(c->plan->ctx, c->plan->dev, c->stream, &d, c->tf32, px, pw,
                            bias ? (cu_deviceptr)(uintptr_t)bias->data : 0, pc, &ok));
@@ -274,10 +280,10 @@ ptc_status cuda_ext_conv_device(const cuda_ext_call* c0, bool* done) {
      * s2 0.0186 vs 0.0219, 14->7 s2 0.0163 vs 0.0235, 56->28 s2 0.0243 vs
      * 0.0216; bf16 1x1 28->14 s2 0.0180 vs 0.0155: igemm) */
     int64_t ohw = OH * OW;
-    if (policy == 1 && have_lt && groups == 1 && ohw < conv_wide_below() &&
+    if (!nhwc && policy == 1 && have_lt && groups == 1 && ohw < conv_wide_below() &&
         (KK > 1 || out->dtype == PTC_F32) && ohw <= 196)
       small = true;
-    if (policy == 3 && have_lt) {
+    if (!nhwc && policy == 3 && have_lt) {
       cuda_conv_shape sh;
       cuda_conv_igemm_shape(&d, c->plan->dev->sm_count, c->plan->dev->max_smem_optin, &sh);
       small = sh.gx * sh.gy * groups < c->plan->dev->sm_count;
@@ -288,8 +294,8 @@ ptc_status cuda_ext_conv_device(const cuda_ext_call* c0, bool* done) {
     if (!small && !ok)
       PTC_TRY(cuda_conv_igemm(c->plan->ctx, c->plan->dev, c->stream, &d, c->tf32, px, pw,
                               bias ? (cu_deviceptr)(uintptr_t)bias->data : 0, pc, &ok));
-    if (ok) {
-      *done = true;
+    if (ok || nhwc) {
+      *done = ok;
       return PTC_OK;
     }
   }
@@ -436,6 +442,54 @@ ptc_status cuda_ext_conv_device(const cuda_ext_call* c0, bool* done) {
   return s;
 }
 
+/* out [N, C, H, W] laid out channels-last, [N][H][W][C] densely (dims of
+ * size 1 any stride): what the lowering gives convolutions when it keeps
+ * activations channels-last (ir_lower_options.conv_nhwc). */
+static bool nhwc_dense(const runtime_tensor* t) {
+  if (t->rank != 4) return false;
+  const int64_t* sh = t->shape;
+  int64_t want[4] = {sh[1] * sh[2] * sh[3], 1, sh[3] * sh[1], sh[1]};
+  for (int d = 0; d < 4; d++)
+    if (sh[d] != 1 && t->strides[d] != want[d]) return false;
+  return true;
+}
+
+/* The convolution; a channels-last output (nhwc_dense, not also
+ * contiguous) by the implicit GEMM's channels-last epilogue, else into a
+ * contiguous workspace by the other paths and copied over (the im2col
+ * kernel as a transposing copy: [N][OC][OHW] -> [N][OHW][OC]). */
+ptc_status cuda_ext_conv_device(const cuda_ext_call* c0, bool* done) {
+  *done = false;
+  const runtime_tensor* out = &c0->out[0];
+  if (c0->node->ext.n_out != 1 || cuda_ext_view_contiguous(out) || !nhwc_dense(out))
+    return conv_device(c0, false, done);
+  PTC_TRY(conv_device(c0, true, done));
+  if (*done) return PTC_OK;
+  int gi = cuda_ext_gemm_index(out->dtype);
+  int64_t es = (int64_t)ptc_dtype_size(out->dtype);
+  int64_t N = out->shape[0], OC = out->shape[1], OHW = out->shape[2] * out->shape[3];
+  if (gi < 0 || N * OC * OHW == 0) return PTC_OK;
+  runtime_tensor t = *out;
+  t.strides[3] = 1, t.strides[2] = out->shape[3], t.strides[1] = OHW, t.strides[0] = OC * OHW;
+  cu_deviceptr tmp = 0;
+  PTC_TRY(cuda_alloc((size_t)(N * OC * OHW * es), c0->stream, &tmp));
+  t.data = (void*)(uintptr_t)tmp;
+  cuda_ext_call cc = *c0;
+  cc.out = &t;
+  ptc_status s = conv_device(&cc, false, done);
+  if (!s && *done) {
+    cuda_im2col_args a;
+    memset(&a, 0, sizeof a);
+    a.nimg = N, a.c = OHW, a.h = 1, a.w = OC, a.kh = 1, a.kw = 1, a.oh = 1, a.ow = OC;
+    a.sh = 1, a.sw = 1, a.dh = 1, a.dw = 1;
+    a.xs_n = OC * OHW, a.xs_c = 1, a.xs_h = 0, a.xs_w = OHW;
+    a.col_img = OHW * OC, a.col_row = OC;
+    s = launch_im2col(c0, gi, tmp, (cu_deviceptr)(uintptr_t)out->data, &a);
+  }
+  cuda_free(tmp);
+  return s;
+}
+
 /* ---- pooling on the device ------------------------------------------------------------- */
 
 /* kernel_size / stride: 1 or 2 values; stride defaults to the kernel. */
@@ -449,6 +503,29 @@ static ptc_status pair_attr(const cuda_ext_call* c, const gnode* n, const char* 
   return PTC_OK;
 }
 
+/* A max pool of a channels-last x into a channels-last out (the lowering
+ * gives max_pool2d that layout after a channels-last convolution): the
+ * convolution module's vector kernel. */
+static ptc_status pool_nhwc(const cuda_ext_call* c, const gnode* n, bool* done) {
+  const runtime_tensor* x = &c->in[0];
+  const runtime_tensor* out = &c->out[0];
+  cuda_conv_mp a;
+  memset(&a, 0, sizeof a);
+  a.n = x->shape[0], a.c = x->shape[1], a.h = x->shape[2], a.w = x->shape[3];
+  a.oh = out->shape[2], a.ow = out->shape[3];
+  if (out->shape[0] != a.n || out->shape[1] != a.c) return PTC_OK;
+  int64_t one[2] = {1, 1}, k[2], st[2], pad[2], dil[2];
+  PTC_TRY(pair_attr(c, n, "kernel_size", one, k));
+  PTC_TRY(pair_attr(c, n, "stride", k, st));
+  PTC_TRY(spatial_attr(c, n, "padding", 2, 0, pad));
+  PTC_TRY(spatial_attr(c, n, "dilation", 2, 1, dil));
+  a.kh = k[0], a.kw = k[1], a.sh = st[0], a.sw = st[1];
+  a.ph = pad[0], a.pw = pad[1], a.dh = dil[0], a.dw = dil[1];
+  return cuda_conv_igemm_maxpool(c->plan->ctx, c->plan->dev, c->stream, out->dtype, &a,
+                                 (cu_deviceptr)(uintptr_t)x->data,
+                                 (cu_deviceptr)(uintptr_t)out->data, done);
+}
+
 ptc_status cuda_ext_pool_device(const cuda_ext_call* c, int mode, bool* done) {
   *done = false;
   const ir_extern* e = &c->node->ext;
@@ -457,8 +534,14 @@ ptc_status cuda_ext_pool_device(const cuda_ext_call* c, int mode, bool* done) {
   const runtime_tensor* out = &c->out[0];
   int gi = cuda_ext_gemm_index(out->dtype);
   if (e->n_in < 1 || gi < 0 || x->dtype != out->dtype || (x->rank != 3 && x->rank != 4) ||
-      out->rank != x->rank || !cuda_ext_view_contiguous(out))
+      out->rank != x->rank)
     return PTC_OK;
+  if (mode == 0 && x->rank == 4 && pool_fast() && nhwc_dense(x) && nhwc_dense(out) &&
+      !cuda_ext_view_contiguous(out)) {
+    PTC_TRY(pool_nhwc(c, n, done));
+    if (*done) return PTC_OK;
+  }
+  if (!cuda_ext_view_contiguous(out)) return PTC_OK;
   int64_t xs[4], xst[4], os[4], ost[4];
   runtime_conv_as_4d(x, 2, x->rank == 4, xs, xst);
   runtime_conv_as_4d(out, 2, out->rank == 4, os, ost);

@@ -53,6 +53,15 @@ ptc_status cuda_pipeline(ptc_context* ctx, const ptc_graph* g, bool fuse, ptc_gr
   ir_lower_options_init(&lo);
   lo.inline_pointwise = fuse;
   lo.lowp_f32_math = true; /* f16/bf16: f32 between fused ops, as Inductor */
+  /* channels-last activations around the large-plane convolutions (their
+   * implicit GEMM reads 16-byte vectors along C and writes [N][H][W][C]);
+   * PTC_CUDA_CONV_NHWC=0: NCHW everywhere (before) */
+  const char* nhwc = getenv("PTC_CUDA_CONV_NHWC");
+  lo.conv_nhwc = !(nhwc && *nhwc == '0');
+  /* PTC_CUDA_CONV_NHWC_PLANE=N: channels-last for output planes of more
+   * than N pixels (default 196: the small planes stay on NCHW im2col GEMMs) */
+  const char* plane = getenv("PTC_CUDA_CONV_NHWC_PLANE");
+  if (plane && *plane) lo.conv_nhwc_plane = strtoll(plane, NULL, 10);
   ptc_status st = ir_lower(ctx, *dg, &lo, p);
   if (!st) {
     sched_options so;

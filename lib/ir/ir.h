@@ -261,6 +261,20 @@ typedef struct ir_lower_options {
    * for a transposing user. Default true; PTC_EXTERN_VIEWS=0 in the
    * environment makes the default false. */
   bool extern_views;
+  /* Channels-last activations around 2-D convolutions (default false; the
+   * CUDA backend sets it unless PTC_CUDA_CONV_NHWC=0): a conv2d of one
+   * group and a floating dtype whose output plane has statically more than
+   * conv_nhwc_plane (default 196) pixels writes its output [N][H][W][C]
+   * (the value keeps its [N, C, H, W] shape; its strides say the layout),
+   * and a lazy input of such a convolution is stored [N][H][W][C] (a loop
+   * in that order) when its channels fill 16-byte vectors, as is that of a
+   * conv2d of one group whose input plane is that large (its output NCHW);
+   * a value stored once for several users (the first realization decides)
+   * likewise; a max_pool2d of a channels-last input writes channels-last.
+   * Graph outputs stay contiguous. Pointwise readers follow the strides;
+   * nothing else changes. */
+  bool conv_nhwc;
+  int64_t conv_nhwc_plane;
 } ir_lower_options;
 void ir_lower_options_init(ir_lower_options* o);
 /** Lowers a graph (already decomposed) into a program. Ops without a

@@ -119,6 +119,21 @@ static bool outputs_contiguous(const ir_extern* e, const ext_call* c) {
   return true;
 }
 
+/* The convolution into a non-contiguous output through lib/runtime (which
+ * stages it); the graph node may have no bias input where the extern has
+ * its (absent) bias slot. */
+static ptc_status conv_staged(interp* it, const ir_extern* e, const ext_call* c) {
+  runtime_tensor in[8], out[1];
+  const ptc_graph* g = it->p->graph;
+  if (e->graph_node >= g->nodes.len) return PTC_ERR(INTERNAL, "ir_interpret: bad graph node");
+  uint32_t n_in = e->n_in, gn_in = graph_node(g, e->graph_node)->n_in;
+  if (gn_in < n_in) n_in = gn_in;
+  for (uint32_t k = 0; k < n_in; k++) to_runtime(c->in[k], &in[k]);
+  to_runtime(&c->out[0], &out[0]);
+  return runtime_fallback_run(it->p->ctx, g, e->graph_node, in, n_in, out, 1, it->vals,
+                              it->p->n_size_syms, it->seed);
+}
+
 ptc_status interp_extern(interp* it, const ir_node* n) {
   const ir_extern* e = &n->ext;
   ext_call c;
@@ -135,7 +150,13 @@ ptc_status interp_extern(interp* it, const ir_node* n) {
       return PTC_OK;
     case IR_EXT_CONV:
       if (e->n_in < 2 || e->n_out != 1) return PTC_ERR(INTERNAL, "ir_interpret: malformed conv");
-      PTC_TRY(call_kernel(it, e, NULL, &c, e->n_in));
+      if (outputs_contiguous(e, &c)) {
+        PTC_TRY(call_kernel(it, e, NULL, &c, e->n_in));
+      } else {
+        /* a channels-last output (ir_lower_options.conv_nhwc): the kernel on
+         * a staged output; the activation below runs over the dense storage */
+        PTC_TRY(conv_staged(it, e, &c));
+      }
       epilogue(e, &c, false, false);
       return PTC_OK;
     case IR_EXT_CUSTOM: return custom(it, e, &c);

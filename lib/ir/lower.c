@@ -19,6 +19,8 @@ void ir_lower_options_init(ir_lower_options* o) {
   o->inline_pointwise = true;
   const char* ev = getenv("PTC_EXTERN_VIEWS");
   o->extern_views = !(ev && strcmp(ev, "0") == 0);
+  o->conv_nhwc = false;
+  o->conv_nhwc_plane = 196;
 }
 
 static const struct {
@@ -191,6 +193,9 @@ static ptc_status map_outputs(lower_ctx* L) {
       const gnode* n = graph_node(g, gv->node);
       PTC_TRY(ptc_status_prefix(lower_realize(L, lv, true, n->name), "graph output %zu", i));
     }
+    /* a channels-last convolution output (o.conv_nhwc) leaves contiguous */
+    if (gv->kind == PTC_VALUE_NODE && L->o.conv_nhwc)
+      PTC_TRY(ptc_status_prefix(lower_realize_contig(L, lv, "graph output"), "graph output %zu", i));
     p->output_bufs[i] = lv->buf;
   }
   return PTC_OK;

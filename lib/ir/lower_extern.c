@@ -15,12 +15,21 @@
 
 #include <string.h>
 
-/* Contiguous strides of shape (rank r) into st, or with `swap` (r >= 3)
+enum { OUT_CONTIG = 0, OUT_SWAP = 1, OUT_NHWC = 2 };
+
+/* Contiguous strides of shape (rank r) into st, or with OUT_SWAP (r >= 3)
  * those of the layout with dims r-3 and r-2 exchanged ([B, H, L, E] stored
- * as [B, L, H, E]). */
-static bool out_strides(lower_ctx* L, uint32_t r, const sym_expr* const* shape, bool swap,
+ * as [B, L, H, E]), or with OUT_NHWC (r == 4) channels-last ones ([N, C,
+ * H, W] stored as [N][H][W][C]). */
+static bool out_strides(lower_ctx* L, uint32_t r, const sym_expr* const* shape, int swap,
                         const sym_expr** st) {
-  if (!swap) return lower_contig(L, r, shape, st);
+  if (swap == OUT_NHWC && r == 4) {
+    const sym_expr *sh[4] = {shape[0], shape[2], shape[3], shape[1]}, *ps[4];
+    if (!lower_contig(L, 4, sh, ps)) return false;
+    st[0] = ps[0], st[2] = ps[1], st[3] = ps[2], st[1] = ps[3];
+    return true;
+  }
+  if (swap != OUT_SWAP) return lower_contig(L, r, shape, st);
   const sym_expr *sh[PTC_MAX_RANK + 1], *ps[PTC_MAX_RANK + 1];
   for (uint32_t d = 0; d < r; d++) sh[d] = shape[d];
   sh[r - 3] = shape[r - 2];
@@ -36,7 +45,7 @@ static bool out_strides(lower_ctx* L, uint32_t r, const sym_expr* const* shape, 
  * laid out with its dims r-3 and r-2 exchanged); out[k] become views of
  * them. */
 static ptc_status output_buffers(lower_ctx* L, const gnode* n, lval* out, int32_t* ids,
-                                 bool swap) {
+                                 int swap) {
   for (uint32_t k = 0; k < n->n_out; k++) {
     const sym_expr** st = lower_exprs(L, out[k].rank);
     ir_buffer b;
@@ -50,7 +59,9 @@ static ptc_status output_buffers(lower_ctx* L, const gnode* n, lval* out, int32_
     b.numel = lower_numel(L, b.rank, b.shape);
     b.graph_input = -1;
     b.graph_value = PTC_VALUE_NONE;
-    if (!st || !out_strides(L, b.rank, b.shape, swap && k == 0 && b.rank >= 3, st) || !b.offset ||
+    int lay = k > 0 ? OUT_CONTIG : swap == OUT_SWAP && b.rank >= 3 ? OUT_SWAP
+              : swap == OUT_NHWC && b.rank == 4 ? OUT_NHWC : OUT_CONTIG;
+    if (!st || !out_strides(L, b.rank, b.shape, lay, st) || !b.offset ||
         !b.numel)
       return ptc_status_oom();
     PTC_TRY(ir_add_buffer(L->p, &b, &ids[k]));
@@ -67,7 +78,7 @@ static ptc_status output_buffers(lower_ctx* L, const gnode* n, lval* out, int32_
 
 /* Adds an extern node (inputs already buffers); returns its index. */
 static ptc_status add_extern_swap(lower_ctx* L, const gnode* n, int32_t kind, int32_t* in,
-                                  uint32_t n_in, lval* out, size_t* index, bool swap) {
+                                  uint32_t n_in, lval* out, size_t* index, int swap) {
   int32_t* ids = lower_alloc(L, (n->n_out + 1) * sizeof *ids);
   if (!ids) return ptc_status_oom();
   PTC_TRY(output_buffers(L, n, out, ids, swap));
@@ -90,7 +101,7 @@ static ptc_status add_extern_swap(lower_ctx* L, const gnode* n, int32_t kind, in
 
 static ptc_status add_extern(lower_ctx* L, const gnode* n, int32_t kind, int32_t* in,
                              uint32_t n_in, lval* out, size_t* index) {
-  return add_extern_swap(L, n, kind, in, n_in, out, index, false);
+  return add_extern_swap(L, n, kind, in, n_in, out, index, OUT_CONTIG);
 }
 
 /* ---- views of computed buffers as extern operands ------------------------------------- */
@@ -189,6 +200,25 @@ static bool attn_out_swapped(lower_ctx* L, const gnode* n) {
   return seen == L->users[v];
 }
 
+/* A max_pool2d whose input is a channels-last buffer (o.conv_nhwc: a
+ * channels-last convolution's output) of static channels filling 16-byte
+ * vectors: its output channels-last too (the CUDA backend's vector kernel;
+ * the next convolution and the residual read it in that layout). */
+static bool pool_nhwc(lower_ctx* L, const gnode* n, int32_t in0) {
+  if (!L->o.conv_nhwc || strcmp(n->op->name, "max_pool2d") != 0 || n->n_out != 1 || in0 < 0)
+    return false;
+  const ir_buffer* b = ir_buf(L->p, in0);
+  const gvalue* o = graph_value(L->g, n->out[0]);
+  if (b->rank != 4 || o->rank != 4 || o->dtype != b->dtype ||
+      (b->dtype != PTC_F32 && b->dtype != PTC_F16 && b->dtype != PTC_BF16))
+    return false;
+  int64_t sh[4], st[4];
+  for (uint32_t d = 0; d < 4; d++)
+    if (!sym_is_const(b->shape[d], &sh[d]) || !sym_is_const(b->strides[d], &st[d])) return false;
+  if ((sh[1] * (int64_t)ptc_dtype_size(b->dtype)) % 16 != 0) return false;
+  return st[1] == 1 && st[3] == sh[1] && st[2] == sh[1] * sh[3] && st[0] == sh[1] * sh[2] * sh[3];
+}
+
 /* The node run whole on realized inputs: its ref kernel, or a host op.
  * Attention reads views of computed buffers in place. */
 static ptc_status node_call(lower_ctx* L, const gnode* n, lval* out, int32_t kind) {
@@ -200,8 +230,10 @@ static ptc_status node_call(lower_ctx* L, const gnode* n, lval* out, int32_t kin
     in[k] = -1;
     if (v) PTC_TRY(lower_as_view_buffer(L, v, attn ? any_view_ok : NULL, n->name, &in[k]));
   }
-  return add_extern_swap(L, n, kind, in, n->n_in, out, NULL,
-                         attn && attn_out_swapped(L, n));
+  int lay = attn && attn_out_swapped(L, n) ? OUT_SWAP
+            : kind == IR_EXT_FALLBACK && n->n_in > 0 && pool_nhwc(L, n, in[0]) ? OUT_NHWC
+                                                                              : OUT_CONTIG;
+  return add_extern_swap(L, n, kind, in, n->n_in, out, NULL, lay);
 }
 
 ptc_status lower_fallback(lower_ctx* L, const gnode* n, lval* out) {
@@ -278,16 +310,58 @@ static ptc_status lower_linear(lower_ctx* L, const gnode* n, lval* out) {
 
 /* ---- convolution --------------------------------------------------------------------------- */
 
+/* A static dim or -1. */
+static int64_t static_dim(const sym_expr* e) {
+  int64_t v = -1;
+  return e && sym_is_const(e, &v) ? v : -1;
+}
+
+/* Whether conv node n runs channels-last (o.conv_nhwc): conv2d of one
+ * group, floating output [N, C, H, W] of more than o.conv_nhwc_plane
+ * static pixels a plane. */
+static bool conv_nhwc(lower_ctx* L, const gnode* n) {
+  if (!L->o.conv_nhwc || strcmp(n->op->name, "conv2d") != 0 || n->n_out != 1 || n->n_in < 2)
+    return false;
+  if (lower_attr_int(n, "groups", 1) != 1) return false;
+  const gvalue* o = graph_value(L->g, n->out[0]);
+  int32_t dt = o->dtype;
+  if (o->rank != 4 || (dt != PTC_F32 && dt != PTC_F16 && dt != PTC_BF16)) return false;
+  int64_t oh = static_dim(o->shape[2]), ow = static_dim(o->shape[3]);
+  return oh > 0 && ow > 0 && oh * ow > L->o.conv_nhwc_plane;
+}
+
+/* Whether conv node n's stored input is stored channels-last although its
+ * output is not (o.conv_nhwc): a conv2d of one group whose input plane is
+ * larger than o.conv_nhwc_plane (where the input's producers write
+ * channels-last: the first small-plane convolutions after the large ones,
+ * whose wide im2col reads a channels-last input in transposing tiles). */
+static bool conv_nhwc_input(lower_ctx* L, const gnode* n, const lval* x) {
+  if (!L->o.conv_nhwc || strcmp(n->op->name, "conv2d") != 0 || n->n_out != 1 || x->rank != 4 ||
+      lower_attr_int(n, "groups", 1) != 1)
+    return false;
+  int64_t h = static_dim(x->shape[2]), w = static_dim(x->shape[3]);
+  return h > 0 && w > 0 && h * w > L->o.conv_nhwc_plane;
+}
+
 static ptc_status lower_conv(lower_ctx* L, const gnode* n, lval* out) {
   int32_t* in = lower_alloc(L, 4 * sizeof *in);
   if (!in) return ptc_status_oom();
+  bool nhwc = conv_nhwc(L, n);
   for (uint32_t k = 0; k < 3; k++) {
     lval* v = lower_in(L, n, k);
     in[k] = -1;
-    if (v) PTC_TRY(lower_as_buffer(L, v, n->name, &in[k]));
+    if (!v) continue;
+    /* a stored input channels-last when its channels fill 16-byte vectors
+     * (the kernels' cp.async loads along C) */
+    int64_t ch = v->rank == 4 ? static_dim(v->shape[1]) : -1;
+    if (k == 0 && (nhwc || conv_nhwc_input(L, n, v)) && ch > 0 &&
+        (ch * (int64_t)ptc_dtype_size(v->dtype)) % 16 == 0)
+      PTC_TRY(lower_as_buffer_nhwc(L, v, n->name, &in[k]));
+    else
+      PTC_TRY(lower_as_buffer(L, v, n->name, &in[k]));
   }
   size_t idx;
-  PTC_TRY(add_extern(L, n, IR_EXT_CONV, in, 3, out, &idx));
+  PTC_TRY(add_extern_swap(L, n, IR_EXT_CONV, in, 3, out, &idx, nhwc ? OUT_NHWC : OUT_CONTIG));
   ir_node_at(L->p, idx)->ext.beta = in[2] >= 0 ? 1.0 : 0.0;
   out->ext_node = (int32_t)idx;
   return PTC_OK;

@@ -176,6 +176,13 @@ ptc_status lower_as_buffer(lower_ctx* L, lval* v, const char* origin, int32_t* b
 /** Decides whether an extern takes strided view v (LV_BUF of a computed
  * buffer, not the whole buffer) as it is. */
 typedef bool (*lower_view_ok_fn)(lower_ctx* L, const lval* v);
+/** lower_as_buffer, but a value it stores is stored channels-last: [N, C,
+ * H, W] laid out [N][H][W][C] by a loop in that order (rank 4 only; a
+ * whole buffer is passed as it is, whatever its layout). */
+ptc_status lower_as_buffer_nhwc(lower_ctx* L, lval* v, const char* origin, int32_t* buf);
+/** A computed whole buffer that is not laid out contiguously is copied into
+ * a contiguous one (graph outputs under o.conv_nhwc). */
+ptc_status lower_realize_contig(lower_ctx* L, lval* v, const char* origin);
 /** lower_as_buffer, except that a strided view of a computed buffer that
  * `ok` accepts becomes an IR_BUF_VIEW of that buffer (no copy) when
  * L->o.extern_views is set. */

@@ -74,6 +74,57 @@ static ptc_status store_node(lower_ctx* L, const lval* v, bool by_source, const 
   return ir_add_node(L->p, &n, NULL);
 }
 
+/* New IR_POINTWISE node storing rank-4 v [N, C, H, W] channels-last into a
+ * new buffer *id: strides [H*W*C, 1, W*C, C], the loop over (n, h, w, c)
+ * in that order so that consecutive elements are stored together. */
+static ptc_status store_node_nhwc(lower_ctx* L, const lval* v, const char* origin, int32_t* id) {
+  static const uint32_t perm[4] = {0, 2, 3, 1}; /* loop order: dims n, h, w, c */
+  const sym_expr *psh[4], *pst[4], *st[4], *idx[4], *ranges[4];
+  for (uint32_t k = 0; k < 4; k++) psh[k] = v->shape[perm[k]];
+  if (!lower_contig(L, 4, psh, pst)) return ptc_status_oom();
+  const sym_expr** bst = lower_exprs(L, 4);
+  if (!bst) return ptc_status_oom();
+  for (uint32_t k = 0; k < 4; k++) st[perm[k]] = pst[k];
+  for (uint32_t d = 0; d < 4; d++) bst[d] = st[d];
+  ir_buffer b;
+  memset(&b, 0, sizeof b);
+  b.kind = IR_BUF_COMPUTED;
+  b.dtype = v->dtype;
+  b.rank = 4;
+  b.shape = v->shape;
+  b.strides = bst;
+  b.offset = lower_const(L, 0);
+  b.numel = lower_numel(L, 4, v->shape);
+  b.graph_input = -1;
+  b.graph_value = PTC_VALUE_NONE;
+  if (!b.offset || !b.numel) return ptc_status_oom();
+  PTC_TRY(ir_add_buffer(L->p, &b, id));
+  ir_node n;
+  memset(&n, 0, sizeof n);
+  n.kind = IR_POINTWISE;
+  n.out_buf = *id;
+  n.ranges = ranges;
+  n.origin = origin;
+  uint32_t k = 0;
+  for (uint32_t j = 0; j < 4; j++) {
+    uint32_t d = perm[j];
+    if (lower_is(v->shape[d], 1)) {
+      idx[d] = lower_const(L, 0);
+      continue;
+    }
+    ranges[k] = v->shape[d];
+    idx[d] = L->p->xvars[k++];
+  }
+  n.n_ranges = k;
+  lower_target saved;
+  lower_begin_body(L, &n.body, &saved);
+  ir_val x = lval_load(L, v, idx);
+  const ir_buffer* nb = ir_buf(L->p, *id);
+  ir_ops_store(L->p, &n.body, *id, lower_dot(L, 4, idx, st, nb->offset), x);
+  lower_end_body(L, &saved);
+  return ir_add_node(L->p, &n, NULL);
+}
+
 static void as_whole_buffer(lower_ctx* L, lval* v, int32_t id) {
   const ir_buffer* b = ir_buf(L->p, id);
   v->kind = LV_BUF;
@@ -148,6 +199,33 @@ ptc_status lower_as_buffer(lower_ctx* L, lval* v, const char* origin, int32_t* b
   PTC_TRY(realize(L, &tmp, true, true, origin));
   if (v->kind == LV_LAZY) *v = tmp; /* realized once for every later user */
   *buf = tmp.buf;
+  return PTC_OK;
+}
+
+ptc_status lower_as_buffer_nhwc(lower_ctx* L, lval* v, const char* origin, int32_t* buf) {
+  if (v->rank != 4 || lval_is_whole_buffer(L, v) ||
+      (v->kind == LV_BUF && ir_buf(L->p, v->buf)->kind != IR_BUF_COMPUTED))
+    return lower_as_buffer(L, v, origin, buf);
+  lval tmp = *v;
+  int32_t id;
+  PTC_TRY(store_node_nhwc(L, v, origin, &id));
+  as_whole_buffer(L, &tmp, id);
+  if (v->kind == LV_LAZY) *v = tmp; /* stored once for every later user */
+  *buf = id;
+  return PTC_OK;
+}
+
+ptc_status lower_realize_contig(lower_ctx* L, lval* v, const char* origin) {
+  if (v->kind != LV_BUF || ir_buf(L->p, v->buf)->kind != IR_BUF_COMPUTED) return PTC_OK;
+  const sym_expr* st[PTC_MAX_RANK + 1];
+  if (!lower_contig(L, v->rank, v->shape, st)) return ptc_status_oom();
+  bool contig = true;
+  for (uint32_t d = 0; d < v->rank; d++)
+    if (!lower_is(v->shape[d], 1) && v->strides[d] != st[d]) contig = false;
+  if (contig) return PTC_OK;
+  int32_t id;
+  PTC_TRY(store_node(L, v, false, origin, &id));
+  as_whole_buffer(L, v, id);
   return PTC_OK;
 }
 

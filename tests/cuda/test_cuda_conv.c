@@ -14,6 +14,9 @@
  *    Tolerance per element relative to sum |w x| (+ |beta bias| + 1):
  *    f16 2e-3, bf16 1e-2, TF32 3e-3. Every output element is checked (the
  *    output starts as NaN).
+ *    Channels-last (every case again with the input [N][H][W][C], the
+ *    output [N][OH][OW][OC], and both, and split K with both): the t*v
+ *    kernels' cp.async B tiles and the channels-last epilogue.
  *    TF32 exactness: weights and inputs that round up to TF32 give exactly
  *    the sum of the rounded products in both K orders.
  *    Kept weight copies (cuda_conv_wcache): after the weights are zeroed,
@@ -29,7 +32,12 @@
  *    on and off: small planes (the wide im2col GEMM: vector im2col, the
  *    product back into NCHW with bias and relu fused, and the general
  *    kernels where sizes are not whole vectors), 1x1 stride 2 and 1,
- *    groups, batch 1, a plane of per-image GEMMs.
+ *    groups, batch 1, a plane of per-image GEMMs; residual blocks (conv,
+ *    relu, conv, add, relu, conv; a stem and a max pool in front; a
+ *    stride-2 last convolution onto a small plane) with the lowering's
+ *    channels-last activations (planes above 196 pixels) and again with
+ *    PTC_CUDA_CONV_NHWC=0. The wide im2col from channels-last inputs (the
+ *    transposing kernel).
  *    The cases of at most 64 output channels per group run again on the
  *    other block size (PTC_CUDA_CONV_W4: 8-warp or 4-warp kernels).
  *    The wgmma kernels (cuda_conv_wg.c; on sm_90 only): every case above
@@ -90,6 +98,7 @@ typedef struct ccase {
   int split;     /* PTC_CUDA_CONV_SPLIT for this case (0: chosen) */
   int w_tr;      /* weights stored [OC][Cg][KW][KH] (strides, not a copy) */
   int order;     /* PTC_CUDA_CONV_TAP: 0 chosen, 1 channel-major, 2 tap-major */
+  int nhwc;      /* channels-last: 1 input (x_layout 0 only), 2 output, 3 both */
 } ccase;
 
 static void fill_desc(const ccase* c, int32_t dt, cuda_conv_desc* d, int64_t* x_elems, int64_t* w_elems) {
@@ -108,10 +117,14 @@ static void fill_desc(const ccase* c, int32_t dt, cuda_conv_desc* d, int64_t* x_
   } else if (c->x_layout == 2) { /* x = t.transpose(2, 3) of a [N, C, W, H] tensor */
     d->xs[0] = c->c * hw, d->xs[1] = hw, d->xs[2] = 1, d->xs[3] = c->h;
     *x_elems = c->n * c->c * hw;
+  } else if (c->nhwc & 1) { /* x [N][H][W][C] */
+    d->xs[0] = c->c * hw, d->xs[1] = 1, d->xs[2] = c->w * c->c, d->xs[3] = c->c;
+    *x_elems = c->n * c->c * hw;
   } else {
     d->xs[0] = c->c * hw, d->xs[1] = hw, d->xs[2] = c->w, d->xs[3] = 1;
     *x_elems = c->n * c->c * hw;
   }
+  d->out_nhwc = (c->nhwc & 2) != 0;
   int64_t cg = c->c / c->groups, kdim = cg * c->kh * c->kw;
   d->ws[0] = kdim + c->w_pad, d->ws[1] = c->kh * c->kw, d->ws[2] = c->kw, d->ws[3] = 1;
   if (c->w_tr) d->ws[2] = 1, d->ws[3] = c->kh;
@@ -131,12 +144,12 @@ static void run_case(const ccase* c, int32_t dt) {
   char what[256];
   snprintf(what, sizeof what,
            "%s n%lld c%lld %lldx%lld oc%lld k%lldx%lld s%lld,%lld p%lld,%lld d%lld,%lld g%lld%s act%d "
-           "x%d wpad%d split%d wtr%d order%d w4 %s",
+           "x%d wpad%d split%d wtr%d order%d nhwc%d w4 %s",
            dname(dt), (long long)c->n, (long long)c->c, (long long)c->h, (long long)c->w,
            (long long)c->oc, (long long)c->kh, (long long)c->kw, (long long)c->sh, (long long)c->sw,
            (long long)c->ph, (long long)c->pw, (long long)c->dh, (long long)c->dw,
            (long long)c->groups, c->bias ? " bias" : "", c->act, c->x_layout, c->w_pad, c->split,
-           c->w_tr, c->order, getenv("PTC_CUDA_CONV_W4") ? getenv("PTC_CUDA_CONV_W4") : "-");
+           c->w_tr, c->order, c->nhwc, getenv("PTC_CUDA_CONV_W4") ? getenv("PTC_CUDA_CONV_W4") : "-");
   if (use_wg) {
     cuda_conv_wg_plan pl;
     const char* fc = getenv("PTC_CUDA_CONV_WG_CFG");
@@ -219,7 +232,9 @@ static void run_case(const ccase* c, int32_t dt) {
             scale += fabs(d.beta * bd[o]);
           }
           double want = ctd_act_ref(c->act, acc);
-          double got = ctd_load(ho, dt, ((img * c->oc + o) * d.oh + oy) * d.ow + ox);
+          int64_t oi = (c->nhwc & 2) ? ((img * d.oh + oy) * d.ow + ox) * c->oc + o
+                                     : ((img * c->oc + o) * d.oh + oy) * d.ow + ox;
+          double got = ctd_load(ho, dt, oi);
           double err = fabs(got - want) / scale;
           if (!(err <= tol)) {
             printf("FAIL %s: [%lld, %lld, %lld, %lld] = %g, expected %g\n", what, (long long)img,
@@ -252,24 +267,24 @@ out:
 
 static const ccase cases[] = {
     /* n  c   h   w   oc  kh kw sh sw ph pw dh dw g  bias act              x  wpad split */
-    {4, 64, 14, 14, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, IR_ACT_NONE, 0, 0, 0, 0, 0},     /* BM 64, paired */
-    {3, 32, 15, 13, 96, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, IR_ACT_RELU, 0, 0, 0, 0, 0},     /* BM 128 ragged */
-    {2, 40, 9, 7, 24, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0, IR_ACT_NONE, 0, 0, 0, 0, 0},       /* 1x1 s1 */
-    {2, 64, 14, 14, 128, 1, 1, 2, 2, 0, 0, 1, 1, 1, 0, IR_ACT_NONE, 0, 0, 0, 0, 0},    /* 1x1 s2 */
-    {2, 3, 33, 31, 64, 7, 7, 2, 2, 3, 3, 1, 1, 1, 0, IR_ACT_RELU, 0, 0, 0, 0, 0},      /* 7x7, K 147 */
-    {2, 6, 17, 19, 10, 5, 3, 2, 1, 2, 1, 1, 2, 1, 1, IR_ACT_SILU, 0, 0, 0, 0, 0},      /* 5x3 dil */
-    {2, 32, 10, 10, 48, 3, 3, 1, 1, 1, 1, 1, 1, 4, 1, IR_ACT_RELU, 0, 0, 0, 0, 0},     /* groups */
-    {3, 16, 9, 8, 16, 3, 3, 1, 1, 2, 2, 2, 2, 16, 1, IR_ACT_GELU, 0, 0, 0, 0, 0},      /* depthwise */
-    {2, 128, 7, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, IR_ACT_RELU, 0, 0, 3, 0, 0},      /* split 3 */
-    {1, 256, 6, 6, 130, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, IR_ACT_NONE, 0, 0, 0, 0, 0},     /* K 2304 */
-    {2, 256, 7, 7, 512, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, IR_ACT_NONE, 0, 0, 0, 0, 0},     /* chosen split */
-    {2, 24, 12, 11, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, IR_ACT_TANH, 1, 0, 0, 0, 0},     /* channel slice */
-    {2, 24, 12, 11, 40, 3, 3, 2, 1, 1, 0, 1, 1, 1, 1, IR_ACT_SIGMOID, 2, 3, 0, 0, 0},  /* H/W transposed, wpad */
-    {3, 8, 1, 50, 16, 1, 5, 1, 1, 0, 2, 1, 1, 1, 1, IR_ACT_GELU_TANH, 0, 0, 0, 0, 0},  /* 1-D */
-    {1, 5, 3, 3, 7, 3, 3, 1, 1, 0, 0, 1, 1, 1, 0, IR_ACT_NONE, 0, 0, 0, 0, 0},         /* one pixel out */
-    {2, 64, 20, 20, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, IR_ACT_NONE, 0, 0, 16, 0, 0},    /* split 16 */
-    {2, 48, 9, 10, 72, 3, 2, 1, 2, 1, 0, 1, 1, 1, 1, IR_ACT_RELU, 0, 0, 0, 1, 0},   /* weights KW/KH swapped */
-    {2, 40, 8, 8, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, IR_ACT_NONE, 0, 0, 2, 0, 0},       /* channel tail, split */
+    {4, 64, 14, 14, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, IR_ACT_NONE, 0, 0, 0, 0, 0, 0},     /* BM 64, paired */
+    {3, 32, 15, 13, 96, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, IR_ACT_RELU, 0, 0, 0, 0, 0, 0},     /* BM 128 ragged */
+    {2, 40, 9, 7, 24, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0, IR_ACT_NONE, 0, 0, 0, 0, 0, 0},       /* 1x1 s1 */
+    {2, 64, 14, 14, 128, 1, 1, 2, 2, 0, 0, 1, 1, 1, 0, IR_ACT_NONE, 0, 0, 0, 0, 0, 0},    /* 1x1 s2 */
+    {2, 3, 33, 31, 64, 7, 7, 2, 2, 3, 3, 1, 1, 1, 0, IR_ACT_RELU, 0, 0, 0, 0, 0, 0},      /* 7x7, K 147 */
+    {2, 6, 17, 19, 10, 5, 3, 2, 1, 2, 1, 1, 2, 1, 1, IR_ACT_SILU, 0, 0, 0, 0, 0, 0},      /* 5x3 dil */
+    {2, 32, 10, 10, 48, 3, 3, 1, 1, 1, 1, 1, 1, 4, 1, IR_ACT_RELU, 0, 0, 0, 0, 0, 0},     /* groups */
+    {3, 16, 9, 8, 16, 3, 3, 1, 1, 2, 2, 2, 2, 16, 1, IR_ACT_GELU, 0, 0, 0, 0, 0, 0},      /* depthwise */
+    {2, 128, 7, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, IR_ACT_RELU, 0, 0, 3, 0, 0, 0},      /* split 3 */
+    {1, 256, 6, 6, 130, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, IR_ACT_NONE, 0, 0, 0, 0, 0, 0},     /* K 2304 */
+    {2, 256, 7, 7, 512, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, IR_ACT_NONE, 0, 0, 0, 0, 0, 0},     /* chosen split */
+    {2, 24, 12, 11, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, IR_ACT_TANH, 1, 0, 0, 0, 0, 0},     /* channel slice */
+    {2, 24, 12, 11, 40, 3, 3, 2, 1, 1, 0, 1, 1, 1, 1, IR_ACT_SIGMOID, 2, 3, 0, 0, 0, 0},  /* H/W transposed, wpad */
+    {3, 8, 1, 50, 16, 1, 5, 1, 1, 0, 2, 1, 1, 1, 1, IR_ACT_GELU_TANH, 0, 0, 0, 0, 0, 0},  /* 1-D */
+    {1, 5, 3, 3, 7, 3, 3, 1, 1, 0, 0, 1, 1, 1, 0, IR_ACT_NONE, 0, 0, 0, 0, 0, 0},         /* one pixel out */
+    {2, 64, 20, 20, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, IR_ACT_NONE, 0, 0, 16, 0, 0, 0},    /* split 16 */
+    {2, 48, 9, 10, 72, 3, 2, 1, 2, 1, 0, 1, 1, 1, 1, IR_ACT_RELU, 0, 0, 0, 1, 0, 0},   /* weights KW/KH swapped */
+    {2, 40, 8, 8, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, IR_ACT_NONE, 0, 0, 2, 0, 0, 0},       /* channel tail, split */
 };
 
 /* Every case in each type with the chosen K order, and in bf16 and TF32
@@ -299,6 +314,21 @@ static void run_all(void) {
       c.order = sh.tap ? 1 : 2;
       run_case(&c, dts[di]);
     }
+  /* channels-last input (cp.async B tiles when tap-major and the channels
+   * fill 16-byte vectors; else the gathers through its strides) and output
+   * ([N][OH][OW][OC] epilogue, split K too), each alone and both */
+  for (int di = 0; di < 3; di++)
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+      for (int io = 1; io <= 3; io++) {
+        ccase c = cases[i];
+        if (c.x_layout != 0 && (io & 1)) continue;
+        c.nhwc = io;
+        run_case(&c, dts[di]);
+        if (io == 3 && !c.split && c.c / c.groups >= 16) { /* and split K */
+          c.split = 3;
+          run_case(&c, dts[di]);
+        }
+      }
 }
 
 /* The wgmma kernels' own cases: resnet-like layers (small batches), strides
@@ -307,21 +337,21 @@ static void run_all(void) {
  * 3x2 windows, odd planes, x views (channel slice, H/W transposed). */
 static const ccase wg_cases[] = {
     /* n  c   h   w   oc  kh kw sh sw ph pw dh dw g  bias act              x  wpad split */
-    {1, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, IR_ACT_RELU, 0, 0, 0, 0, 0},     /* layer1 */
-    {2, 64, 56, 56, 128, 3, 3, 2, 2, 1, 1, 1, 1, 1, 0, IR_ACT_NONE, 0, 0, 0, 0, 0},    /* layer2.0 */
-    {2, 64, 56, 56, 128, 1, 1, 2, 2, 0, 0, 1, 1, 1, 1, IR_ACT_NONE, 0, 0, 0, 0, 0},    /* downsample */
-    {2, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, IR_ACT_RELU, 0, 0, 0, 0, 0},
-    {1, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, IR_ACT_NONE, 0, 0, 0, 0, 0},
-    {2, 256, 14, 14, 512, 3, 3, 2, 2, 1, 1, 1, 1, 1, 0, IR_ACT_RELU, 0, 0, 0, 0, 0},
-    {1, 512, 7, 7, 512, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, IR_ACT_RELU, 0, 0, 0, 0, 0},
-    {2, 24, 19, 23, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, IR_ACT_SILU, 0, 0, 0, 0, 0},    /* C tail */
-    {3, 40, 17, 15, 200, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, IR_ACT_NONE, 0, 0, 0, 0, 0},    /* N tail, odd */
-    {2, 32, 21, 20, 48, 5, 5, 1, 1, 2, 2, 1, 1, 1, 0, IR_ACT_GELU, 0, 0, 0, 0, 0},     /* 5x5 */
-    {2, 16, 22, 25, 72, 3, 2, 3, 2, 0, 1, 1, 1, 1, 1, IR_ACT_RELU, 0, 0, 0, 0, 0},     /* 3x2 s3,2 */
-    {2, 48, 13, 11, 64, 3, 3, 1, 1, 0, 0, 1, 1, 1, 0, IR_ACT_NONE, 1, 0, 0, 0, 0},     /* no pad, slice */
-    {2, 32, 12, 14, 64, 3, 3, 2, 1, 2, 1, 1, 1, 1, 1, IR_ACT_TANH, 2, 3, 0, 0, 0},     /* H/W transposed */
-    {1, 8, 9, 9, 16, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, IR_ACT_SIGMOID, 0, 0, 0, 0, 0},     /* 1x1, 8 ch */
-    {5, 64, 7, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, IR_ACT_NONE, 0, 0, 0, 1, 0},       /* weights KW/KH */
+    {1, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, IR_ACT_RELU, 0, 0, 0, 0, 0, 0},     /* layer1 */
+    {2, 64, 56, 56, 128, 3, 3, 2, 2, 1, 1, 1, 1, 1, 0, IR_ACT_NONE, 0, 0, 0, 0, 0, 0},    /* layer2.0 */
+    {2, 64, 56, 56, 128, 1, 1, 2, 2, 0, 0, 1, 1, 1, 1, IR_ACT_NONE, 0, 0, 0, 0, 0, 0},    /* downsample */
+    {2, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, IR_ACT_RELU, 0, 0, 0, 0, 0, 0},
+    {1, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, IR_ACT_NONE, 0, 0, 0, 0, 0, 0},
+    {2, 256, 14, 14, 512, 3, 3, 2, 2, 1, 1, 1, 1, 1, 0, IR_ACT_RELU, 0, 0, 0, 0, 0, 0},
+    {1, 512, 7, 7, 512, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, IR_ACT_RELU, 0, 0, 0, 0, 0, 0},
+    {2, 24, 19, 23, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, IR_ACT_SILU, 0, 0, 0, 0, 0, 0},    /* C tail */
+    {3, 40, 17, 15, 200, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, IR_ACT_NONE, 0, 0, 0, 0, 0, 0},    /* N tail, odd */
+    {2, 32, 21, 20, 48, 5, 5, 1, 1, 2, 2, 1, 1, 1, 0, IR_ACT_GELU, 0, 0, 0, 0, 0, 0},     /* 5x5 */
+    {2, 16, 22, 25, 72, 3, 2, 3, 2, 0, 1, 1, 1, 1, 1, IR_ACT_RELU, 0, 0, 0, 0, 0, 0},     /* 3x2 s3,2 */
+    {2, 48, 13, 11, 64, 3, 3, 1, 1, 0, 0, 1, 1, 1, 0, IR_ACT_NONE, 1, 0, 0, 0, 0, 0},     /* no pad, slice */
+    {2, 32, 12, 14, 64, 3, 3, 2, 1, 2, 1, 1, 1, 1, 1, IR_ACT_TANH, 2, 3, 0, 0, 0, 0},     /* H/W transposed */
+    {1, 8, 9, 9, 16, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, IR_ACT_SIGMOID, 0, 0, 0, 0, 0, 0},     /* 1x1, 8 ch */
+    {5, 64, 7, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, IR_ACT_NONE, 0, 0, 0, 1, 0, 0},       /* weights KW/KH */
 };
 
 /* The wgmma kernels (sm_90 only): the cases above and every ccase they
@@ -516,15 +546,20 @@ typedef struct icase {
   int64_t nimg, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw;
   int64_t cpad; /* channels of the storage the input is a slice of (>= c) */
   int expect;   /* 1: taken; 0: declined (row length not whole 16-byte vectors) */
+  int nhwc;     /* channels-last storage [N][H][W][cpad] (the transposing kernel) */
 } icase;
 
 static const icase icases[] = {
-    {4, 16, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 16, 1},  /* resnet's 3x3 stride 1 */
-    {8, 8, 14, 14, 3, 3, 2, 2, 1, 1, 1, 1, 8, 1},    /* stride 2 to 7x7: vectors span images */
-    {8, 8, 14, 14, 1, 1, 2, 2, 0, 0, 1, 1, 8, 1},    /* 1x1 stride 2 */
-    {8, 3, 9, 7, 3, 2, 2, 1, 1, 0, 1, 2, 5, 1},     /* 3x2 window, mixed strides, dilation, a slice */
-    {8, 4, 5, 5, 5, 5, 1, 1, 2, 2, 1, 1, 4, 1},     /* 5x5, padding 2, images of 25 px */
-    {3, 4, 5, 5, 3, 3, 1, 1, 1, 1, 1, 1, 4, 0},     /* 75 columns: not whole vectors */
+    {4, 16, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 16, 1, 0},  /* resnet's 3x3 stride 1 */
+    {8, 8, 14, 14, 3, 3, 2, 2, 1, 1, 1, 1, 8, 1, 0},    /* stride 2 to 7x7: vectors span images */
+    {8, 8, 14, 14, 1, 1, 2, 2, 0, 0, 1, 1, 8, 1, 0},    /* 1x1 stride 2 */
+    {8, 3, 9, 7, 3, 2, 2, 1, 1, 0, 1, 2, 5, 1, 0},     /* 3x2 window, mixed strides, dilation, a slice */
+    {8, 4, 5, 5, 5, 5, 1, 1, 2, 2, 1, 1, 4, 1, 0},     /* 5x5, padding 2, images of 25 px */
+    {3, 4, 5, 5, 3, 3, 1, 1, 1, 1, 1, 1, 4, 0, 0},  /* 75 columns: not whole vectors */
+    {4, 16, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 16, 1, 1}, /* channels-last, 3x3 stride 1 */
+    {8, 40, 14, 14, 3, 3, 2, 2, 1, 1, 1, 1, 48, 1, 1}, /* channels-last slice, 2 channel tiles, s2 */
+    {8, 8, 14, 14, 1, 1, 2, 2, 0, 0, 1, 1, 8, 1, 1},   /* channels-last 1x1 stride 2 */
+    {8, 3, 9, 7, 3, 2, 2, 1, 1, 0, 1, 2, 5, 1, 1},     /* channels-last 3x2, dilation, a slice */
 };
 
 static void run_i2c(void) {
@@ -541,6 +576,7 @@ static void run_i2c(void) {
       int64_t xel = t->nimg * t->cpad * t->h * t->w;
       cuda_conv_i2c a = {t->nimg, t->c, t->h, t->w, t->kh, t->kw, oh, ow, t->sh, t->sw, t->ph, t->pw,
                          t->dh, t->dw, {t->cpad * t->h * t->w, t->h * t->w, t->w, 1}};
+      if (t->nhwc) a.xs[1] = 1, a.xs[2] = t->w * t->cpad, a.xs[3] = t->cpad;
       void *hx = malloc((size_t)xel * es), *hc = malloc((size_t)(rows * ncols) * es);
       cu_deviceptr px = 0, pc = 0;
       ptc_status s = hx && hc ? PTC_OK : ptc_status_oom();
@@ -562,7 +598,7 @@ static void run_i2c(void) {
           int64_t img = j / (oh * ow), p = j % (oh * ow), oy = p / ow, ox = p % ow;
           int64_t iy = oy * t->sh - t->ph + ki * t->dh, ix = ox * t->sw - t->pw + kj * t->dw;
           double v = iy >= 0 && iy < t->h && ix >= 0 && ix < t->w
-                         ? ctd_load(hx, dt, img * a.xs[0] + ch * a.xs[1] + iy * a.xs[2] + ix)
+                         ? ctd_load(hx, dt, img * a.xs[0] + ch * a.xs[1] + iy * a.xs[2] + ix * a.xs[3])
                          : 0.0;
           if (ctd_load(hc, dt, r * ncols + j) != v && bad++ == 0) first = r * ncols + j;
         }
@@ -586,7 +622,7 @@ static void run_i2c(void) {
   /* PTC_CUDA_CONV_I2C=0 declines (the support module's kernel runs instead) */
   setenv("PTC_CUDA_CONV_I2C", "0", 1);
   const icase* t = &icases[0];
-  cuda_conv_i2c a = {t->nimg, t->c, t->h, t->w, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, {16 * 196, 196, 14, 1}};
+  cuda_conv_i2c a = {t->nimg, t->c, t->h, t->w, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, {16 * 196, 196, 14, 1}};  /* NCHW */
   bool done = true;
   ptc_status s = cuda_conv_igemm_im2col(ctx, dev, NULL, PTC_F32, &a, 0, 0, &done);
   unsetenv("PTC_CUDA_CONV_I2C");
@@ -784,19 +820,28 @@ typedef struct gcase {
   int64_t n, c, hw, oc, k, s, p, groups;
   int bias, relu;
   const char* note;
+  int chain; /* a residual block instead: relu(conv(x) + b) -> conv + b -> + x -> relu -> conv
+              * [-> relu] (one weight tensor; oc = c, k 3, s 1, p 1), 2: a stem first, its
+              * output max-pooled 3x3 stride 2 (the block's input and residual); 3: the
+              * last convolution stride 2 (a small plane read from a channels-last input) */
 } gcase;
 
 static const gcase gcases[] = {
-    {4, 16, 14, 24, 3, 1, 1, 1, 1, 1, "14x14 wide, vector im2col + fused bias/relu"},
-    {3, 8, 7, 12, 3, 1, 1, 1, 0, 0, "7x7: bf16/f16 outputs not whole vectors (old copy), f32 fused"},
-    {2, 16, 14, 16, 3, 2, 1, 1, 1, 0, "stride 2 to 7x7, bias"},
-    {4, 16, 14, 32, 1, 2, 0, 1, 0, 1, "1x1 stride 2 (a strided gather), relu"},
-    {2, 16, 8, 8, 1, 1, 0, 1, 1, 1, "1x1 stride 1 (no im2col), bias + relu"},
-    {2, 3, 5, 8, 3, 1, 1, 1, 1, 1, "fused copy, columns not whole vectors (general im2col)"},
-    {8, 3, 5, 8, 3, 1, 1, 1, 1, 0, "3 channels, 5x5, vector im2col"},
-    {4, 8, 6, 8, 3, 1, 1, 2, 1, 1, "groups 2"},
-    {1, 16, 14, 16, 3, 1, 1, 1, 1, 1, "batch 1"},
-    {2, 8, 20, 16, 3, 1, 1, 1, 1, 1, "20x20 (per-image GEMMs)"},
+    {4, 16, 14, 24, 3, 1, 1, 1, 1, 1, "14x14 wide, vector im2col + fused bias/relu", 0},
+    {3, 8, 7, 12, 3, 1, 1, 1, 0, 0, "7x7: bf16/f16 outputs not whole vectors (old copy), f32 fused", 0},
+    {2, 16, 14, 16, 3, 2, 1, 1, 1, 0, "stride 2 to 7x7, bias", 0},
+    {4, 16, 14, 32, 1, 2, 0, 1, 0, 1, "1x1 stride 2 (a strided gather), relu", 0},
+    {2, 16, 8, 8, 1, 1, 0, 1, 1, 1, "1x1 stride 1 (no im2col), bias + relu", 0},
+    {2, 3, 5, 8, 3, 1, 1, 1, 1, 1, "fused copy, columns not whole vectors (general im2col)", 0},
+    {8, 3, 5, 8, 3, 1, 1, 1, 1, 0, "3 channels, 5x5, vector im2col", 0},
+    {4, 8, 6, 8, 3, 1, 1, 2, 1, 1, "groups 2", 0},
+    {1, 16, 14, 16, 3, 1, 1, 1, 1, 1, "batch 1", 0},
+    {2, 8, 20, 16, 3, 1, 1, 1, 1, 1, "20x20 (per-image GEMMs)", 0},
+    {2, 16, 20, 16, 3, 1, 1, 1, 1, 1, "residual block, channels-last between convolutions", 1},
+    {2, 24, 16, 24, 3, 1, 1, 1, 1, 0, "residual block, 24 channels, no last relu", 1},
+    {2, 16, 34, 16, 3, 1, 1, 1, 1, 1, "stem, max pool, residual block", 2},
+    {2, 4, 20, 4, 3, 1, 1, 1, 1, 1, "residual block, 4 channels (no vector input)", 1},
+    {4, 16, 20, 16, 3, 1, 1, 1, 1, 1, "residual block, last convolution stride 2 to 10x10", 3},
 };
 
 static ptc_status conv_graph(const gcase* c, int32_t dt, ptc_graph** out) {
@@ -812,7 +857,32 @@ static ptc_status conv_graph(const gcase* c, int32_t dt, ptc_graph** out) {
   if (!s) s = ptc_graph_add_input(g, "x", dt, xs, 4, NULL, &in[0]);
   if (!s) s = ptc_graph_add_input(g, "w", dt, ws, 4, NULL, &in[1]);
   if (!s && c->bias) s = ptc_graph_add_input(g, "b", dt, bs, 1, NULL, &in[2]);
-  if (!s) s = ptc_graph_add_node(g, "conv2d", in, c->bias ? 3 : 2, at, 3, &o, 1, NULL);
+  if (!s && c->chain) {
+    ptc_value x = in[0], t[6];
+    if (c->chain == 2) { /* a stem: relu(conv(x) + b), max-pooled */
+      ptc_value si[3] = {x, in[1], in[2]}, sc = 0;
+      s = ptc_graph_add_node(g, "conv2d", si, c->bias ? 3 : 2, at, 3, &sc, 1, NULL);
+      if (!s) s = ptc_graph_add_node(g, "relu", &sc, 1, NULL, 0, &x, 1, NULL);
+      int64_t k3[2] = {3, 3}, s2[2] = {2, 2}, p1[2] = {1, 1};
+      ptc_attr pa[3] = {ptc_attr_ints("kernel_size", k3, 2), ptc_attr_ints("stride", s2, 2),
+                        ptc_attr_ints("padding", p1, 2)};
+      if (!s) s = ptc_graph_add_node(g, "max_pool2d", &x, 1, pa, 3, &x, 1, NULL);
+    }
+    ptc_value ci[3] = {x, in[1], in[2]};
+    if (!s) s = ptc_graph_add_node(g, "conv2d", ci, c->bias ? 3 : 2, at, 3, &t[0], 1, NULL);
+    if (!s) s = ptc_graph_add_node(g, "relu", &t[0], 1, NULL, 0, &t[1], 1, NULL);
+    ci[0] = t[1];
+    if (!s) s = ptc_graph_add_node(g, "conv2d", ci, c->bias ? 3 : 2, at, 3, &t[2], 1, NULL);
+    ptc_value ad[2] = {t[2], x};
+    if (!s) s = ptc_graph_add_node(g, "add", ad, 2, NULL, 0, &t[3], 1, NULL);
+    if (!s) s = ptc_graph_add_node(g, "relu", &t[3], 1, NULL, 0, &t[4], 1, NULL);
+    ci[0] = t[4];
+    int64_t s2[2] = {2, 2};
+    ptc_attr at2[3] = {ptc_attr_ints("stride", s2, 2), at[1], at[2]};
+    if (!s) s = ptc_graph_add_node(g, "conv2d", ci, 2, c->chain == 3 ? at2 : at, 3, &o, 1, NULL);
+  } else if (!s) {
+    s = ptc_graph_add_node(g, "conv2d", in, c->bias ? 3 : 2, at, 3, &o, 1, NULL);
+  }
   if (!s && c->relu) s = ptc_graph_add_node(g, "relu", &o, 1, NULL, 0, &r, 1, NULL);
   if (!s) s = ptc_graph_add_output(g, c->relu ? r : o);
   if (s) {
@@ -872,6 +942,15 @@ static void run_graph_case(const gcase* c, int32_t dt, const char* policy, bool 
   double ck = (double)(c->c / c->groups * c->k * c->k);
   double rel = dt == PTC_BF16 ? 1.6e-2 : dt == PTC_F16 ? 2e-3 : 1e-5;
   double atol = (dt == PTC_BF16 ? 4e-3 : dt == PTC_F16 ? 5e-4 : 2e-6) * sqrt(ck) + rel;
+  if (!s && c->chain) {
+    /* three convolutions deep: relative to the output's largest magnitude */
+    const ptc_tensor* tr = ptc_results_get(rr, 0);
+    int64_t oe = 1;
+    double big = 0;
+    for (int i = 0; i < tr->ndim; i++) oe *= tr->shape[i];
+    for (int64_t i = 0; i < oe; i++) big = fmax(big, fabs(ctd_load((const char*)tr->data + tr->byte_offset, dt, i)));
+    atol = (dt == PTC_BF16 ? 2e-2 : dt == PTC_F16 ? 4e-3 : 1e-5) * big;
+  }
   judge_first_output(what, s, rr, rc, dt, rel, atol);
   ptc_results_destroy(rr);
   ptc_results_destroy(rc);
@@ -891,6 +970,13 @@ static void run_graphs(void) {
     for (size_t i = 0; i < sizeof gcases / sizeof gcases[0]; i++)
       for (int pi = 0; pi < 2; pi++)
         for (int vec = 1; vec >= 0; vec--) run_graph_case(&gcases[i], dts[di], policies[pi], vec != 0);
+  /* the graphs again with NCHW activations throughout (PTC_CUDA_CONV_NHWC=0;
+   * above, planes of more than 196 pixels run channels-last) */
+  setenv("PTC_CUDA_CONV_NHWC", "0", 1);
+  for (int di = 0; di < 3; di++)
+    for (size_t i = 0; i < sizeof gcases / sizeof gcases[0]; i++)
+      run_graph_case(&gcases[i], dts[di], "1", true);
+  unsetenv("PTC_CUDA_CONV_NHWC");
   /* the extern with the wgmma kernels tried first (they take f16/bf16 here:
    * the graphs' f32 is full precision) */
   if (dev->cc_major == 9 && dev->cc_minor == 0) {
@@ -908,7 +994,7 @@ static int check_shapes(void) {
   cuda_conv_desc d;
   int64_t xe, we;
   /* resnet18 b32 layer1 (64 channels, 56x56): BM 64, no split */
-  ccase l1 = {32, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0};
+  ccase l1 = {32, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0};
   fill_desc(&l1, PTC_BF16, &d, &xe, &we);
   cuda_conv_shape s;
   cuda_conv_igemm_shape(&d, 132, 227 * 1024, &s);
@@ -917,7 +1003,7 @@ static int check_shapes(void) {
     bad++;
   }
   /* layer4 (512 channels, 7x7): BM 128, split K (52 blocks on 132 SMs) */
-  ccase l4 = {32, 512, 7, 7, 512, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0};
+  ccase l4 = {32, 512, 7, 7, 512, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0};
   fill_desc(&l4, PTC_BF16, &d, &xe, &we);
   cuda_conv_igemm_shape(&d, 132, 227 * 1024, &s);
   if (s.bm != 128 || s.splits < 2 || s.gz != s.splits || s.kps % 32 || s.kps * s.splits < 4608 ||
@@ -927,7 +1013,7 @@ static int check_shapes(void) {
   }
   /* layer2 (128 channels, 28x28) in TF32: 196 blocks, not split (H100:
    * split 2 0.136 ms vs 0.102 unsplit; the old cost model split it) */
-  ccase l2 = {32, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0};
+  ccase l2 = {32, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0};
   fill_desc(&l2, PTC_F32, &d, &xe, &we);
   cuda_conv_igemm_shape(&d, 132, 227 * 1024, &s);
   if (s.splits != 1) {
@@ -935,7 +1021,7 @@ static int check_shapes(void) {
     bad++;
   }
   /* a channel-major K range beyond the table (C 4096 x 3x3) forces splits */
-  ccase big = {1, 4096, 8, 8, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0};
+  ccase big = {1, 4096, 8, 8, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0};
   fill_desc(&big, PTC_F32, &d, &xe, &we);
   setenv("PTC_CUDA_CONV_TAP", "0", 1); /* channel-major: its offset table limits K */
   cuda_conv_igemm_shape(&d, 132, 227 * 1024, &s);
@@ -965,7 +1051,7 @@ static int check_shapes(void) {
   fill_desc(&l1, PTC_F32, &d, &xe, &we);
   cuda_conv_igemm_shape(&d, 132, 227 * 1024, &s);
   bool tap64 = s.tap;
-  ccase stem = {32, 3, 224, 224, 64, 7, 7, 2, 2, 3, 3, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0};
+  ccase stem = {32, 3, 224, 224, 64, 7, 7, 2, 2, 3, 3, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0};
   fill_desc(&stem, PTC_BF16, &d, &xe, &we);
   cuda_conv_igemm_shape(&d, 132, 227 * 1024, &s);
   if (!tap64 || s.tap || s.bm != 64) {
@@ -997,7 +1083,7 @@ static int check_shapes(void) {
   for (int i = 0; i < 10; i++)
     for (int t = 0; t < 2; t++) {
       ccase lc = {32, rl[i][0], rl[i][1], rl[i][1], rl[i][2], rl[i][3], rl[i][3], rl[i][4], rl[i][4],
-                  rl[i][3] / 2, rl[i][3] / 2, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0};
+                  rl[i][3] / 2, rl[i][3] / 2, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0};
       fill_desc(&lc, t ? PTC_F32 : PTC_BF16, &d, &xe, &we);
       cuda_conv_wg_plan pl;
       if (cuda_conv_wg_refusal(9, 0, &d, true) || !cuda_conv_wg_shape(&d, 132, 227 * 1024, -1, &pl) ||
@@ -1227,7 +1313,7 @@ static bool bench_selected(const char* layer, int32_t dt) {
 static bool layer_buffers(const lcase* l, int32_t dt, cuda_conv_desc* d, cu_deviceptr* px,
                           cu_deviceptr* pw, cu_deviceptr* po) {
   const cu_api* cu = &cuda_libs_get()->cu;
-  ccase c = {32, l->c, l->hw, l->hw, l->oc, l->k, l->k, l->s, l->s, l->p, l->p, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0};
+  ccase c = {32, l->c, l->hw, l->hw, l->oc, l->k, l->k, l->s, l->s, l->p, l->p, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0};
   int64_t xe, we;
   fill_desc(&c, dt, d, &xe, &we);
   size_t es = ptc_dtype_size(dt);
