@@ -3,8 +3,9 @@
  * program's layouts (a large-plane conv2d writes [N][H][W][C], its stored
  * input too, graph outputs stay contiguous, small planes and grouped
  * convolutions stay NCHW, the option off changes nothing) and its results
- * through ir_interpret against the ref backend (residual blocks, a max
- * pool in front, a small-plane convolution after). CPU only. */
+ * through ir_interpret against the ref backend (residual blocks, a stem and
+ * max pool in front, a small-plane convolution after, a small resnet with
+ * a downsampling block, average pool and linear head). CPU only. */
 #include "ir_test_util.h"
 
 static ptc_context* ctx;
@@ -125,6 +126,79 @@ static void run(int64_t c, int64_t hw, bool pool, int64_t g2, int64_t plane, con
   for (int i = 0; i < 4; i++) t_tensor_free(&keep[i]);
 }
 
+/* A small resnet: stem (3 -> 8, 7x7 stride 2, relu) 32x32 -> 16x16, max
+ * pool -> 8x8, a residual block, a downsampling block (3x3 stride 2 and a
+ * 1x1 stride-2 shortcut reading the same stored value, 8 -> 16 channels,
+ * 4x4), adaptive average pool, flatten, linear; with the threshold 32 the
+ * stem and the 8x8 convolutions run channels-last, the 4x4 ones NCHW from
+ * channels-last inputs. Against the ref backend, and the layouts of the
+ * convolutions (in graph order). */
+static void mini_resnet(void) {
+  ptc_graph* g = NULL;
+  CHECK_OK(ptc_graph_create(ctx, &g));
+  static const int64_t shp[][4] = {{2, 3, 32, 32}, {8, 3, 7, 7}, {8, 8, 3, 3}, {8, 8, 3, 3},
+                                   {16, 8, 3, 3}, {16, 16, 3, 3}, {16, 8, 1, 1}, {10, 16, 1, 1}};
+  static const size_t rk[] = {4, 4, 4, 4, 4, 4, 4, 2};
+  enum { NI = 8 };
+  ptc_value in[NI];
+  t_tensor keep[NI];
+  ptc_tensor tin[NI];
+  for (int i = 0; i < NI; i++) {
+    in[i] = t_input(g, PTC_F32, rk[i], shp[i]);
+    t_tensor_init(&keep[i], PTC_F32, rk[i], shp[i], (uint32_t)(11 + i));
+    tin[i] = keep[i].t;
+  }
+  int64_t one[2] = {1, 1}, two[2] = {2, 2}, three[2] = {3, 3}, zero[2] = {0, 0};
+  ptc_attr s1[2] = {ptc_attr_ints("stride", one, 2), ptc_attr_ints("padding", one, 2)};
+  ptc_attr s2[2] = {ptc_attr_ints("stride", two, 2), ptc_attr_ints("padding", one, 2)};
+  ptc_attr stem[2] = {ptc_attr_ints("stride", two, 2), ptc_attr_ints("padding", three, 2)};
+  ptc_attr ds[2] = {ptc_attr_ints("stride", two, 2), ptc_attr_ints("padding", zero, 2)};
+  ptc_value c2[2] = {in[0], in[1]};
+  ptc_value x = t_unary(g, "relu", t_node(g, "conv2d", c2, 2, stem, 2));
+  ptc_attr pa[3] = {ptc_attr_ints("kernel_size", three, 2), ptc_attr_ints("stride", two, 2),
+                    ptc_attr_ints("padding", one, 2)};
+  x = t_node(g, "max_pool2d", &x, 1, pa, 3);
+  c2[0] = x, c2[1] = in[2];
+  ptc_value t = t_unary(g, "relu", t_node(g, "conv2d", c2, 2, s1, 2));
+  c2[0] = t, c2[1] = in[3];
+  t = t_node(g, "conv2d", c2, 2, s1, 2);
+  x = t_unary(g, "relu", t_binary(g, "add", t, x));
+  c2[0] = x, c2[1] = in[4];
+  t = t_unary(g, "relu", t_node(g, "conv2d", c2, 2, s2, 2));
+  c2[0] = t, c2[1] = in[5];
+  t = t_node(g, "conv2d", c2, 2, s1, 2);
+  c2[0] = x, c2[1] = in[6];
+  ptc_value sc = t_node(g, "conv2d", c2, 2, ds, 2);
+  x = t_unary(g, "relu", t_binary(g, "add", t, sc));
+  ptc_attr os = ptc_attr_ints("output_size", one, 2);
+  x = t_node(g, "adaptive_avg_pool2d", &x, 1, &os, 1);
+  ptc_attr fl[2] = {ptc_attr_int("start_dim", 1), ptc_attr_int("end_dim", -1)};
+  x = t_node(g, "flatten", &x, 1, fl, 2);
+  ptc_value li[2] = {x, in[7]}; /* weight [10, 16] */
+  x = t_node(g, "linear", li, 2, NULL, 0);
+  CHECK_OK(ptc_graph_add_output(g, x));
+  ir_lower_options o;
+  ir_lower_options_init(&o);
+  o.conv_nhwc = true;
+  o.conv_nhwc_plane = 32;
+  printf("mini resnet, plane>32\n");
+  ir_program* p = t_lower(g, &o);
+  int on[8], inn[8];
+  int k = p ? conv_layouts(p, on, inn, 8) : 0;
+  /* stem, block (2), downsampling 3x3 s2, 3x3, 1x1 shortcut */
+  static const int wo[6] = {1, 1, 1, 0, 0, 0}, wi[6] = {0, 1, 1, 1, 0, 1};
+  CHECK(k == 6);
+  for (int i = 0; i < k && i < 6; i++) {
+    CHECK(on[i] == wo[i] && inn[i] == wi[i]);
+    if (on[i] != wo[i] || inn[i] != wi[i])
+      printf("  convolution %d: output %d input %d\n", i, on[i], inn[i]);
+  }
+  ir_program_destroy(p);
+  CHECK(t_matches_ref(ctx, g, &o, tin, NI, 1e-4, 1e-4));
+  ptc_graph_destroy(g);
+  for (int i = 0; i < NI; i++) t_tensor_free(&keep[i]);
+}
+
 int main(void) {
   CHECK_OK(ptc_context_create(NULL, &ctx));
   /* 8 channels x 4 bytes: the stored input (of the second convolution)
@@ -150,6 +224,7 @@ int main(void) {
   /* a grouped last convolution stays NCHW, and so does its stored input */
   static const int o5[3] = {1, 1, 0}, i5[3] = {0, 1, 0};
   run(8, 10, false, 2, 0, o5, i5);
+  mini_resnet();
   ptc_context_release(ctx);
   return check_summary("test_ir_conv_nhwc");
 }
