@@ -130,6 +130,14 @@ typedef struct cu_api {
   cu_result (*EventDestroy)(cu_event e);                         /* _v2 */
   cu_result (*MemAllocHost)(void** p, size_t bytes);             /* _v2: pinned host memory */
   cu_result (*MemFreeHost)(void* p);
+  /* ---- optional entry (the Hopper attention kernel's TMA loads,
+   * cuda_attn_wg.c): cuTensorMapEncodeTiled; NULL when absent (the kernel
+   * then copies with cp.async). map: a 64-byte aligned 128-byte CUtensorMap;
+   * the enums as ints. */
+  cu_result (*TensorMapEncodeTiled)(void* map, int dtype, unsigned rank, void* gaddr,
+                                    const uint64_t* dims, const uint64_t* strides,
+                                    const unsigned* box, const unsigned* estrides, int interleave,
+                                    int swizzle, int l2promo, int oobfill);
 } cu_api;
 
 /** The NVRTC entry points. */

@@ -2,7 +2,8 @@
  * wgmma kernel of cuda_attn_wg.cuh (sm_90, f16/bf16, head dim 64 or 128, no
  * mask tensor, cp.async layouts), its modules (the prelude, cuda_attn.cuh
  * and cuda_attn_wg.cuh plus one instantiation, compiled for sm_90a through
- * the kernel cache on first use, process-wide) and the launch. */
+ * the kernel cache on first use, process-wide), the tensor maps of its TMA
+ * loads (cuTensorMapEncodeTiled, per call) and the launch. */
 #include "cuda_attn_wg.h"
 
 #include "cuda_aot.h"
@@ -57,7 +58,7 @@ typedef struct wg_mod {
 } wg_mod;
 
 static pthread_mutex_t wg_lock = PTHREAD_MUTEX_INITIALIZER;
-static wg_mod wg_mods[2][2][2][WG_NCFG]; /* [bf][d128][causal][shape] */
+static wg_mod wg_mods[2][4][2][2][2][WG_NCFG]; /* [tma][fl][bf][d128][causal][shape] */
 
 /* [1024-byte alignment slack][ns k tiles][ns v tiles][4 ns mbarriers] */
 static int wg_smem_bytes(wg_cfg c, int d) { return 1024 + 2 * c.ns * c.bn * d * 2 + 32 * c.ns; }
@@ -87,10 +88,50 @@ bool cuda_attn_wg_takes(const cuda_device* d, const cuda_attn_geom* g, int hi, b
   return blocks >= 2 * (int64_t)(d->sm_count > 0 ? d->sm_count : 132);
 }
 
-/* Appends the instantiation `name` of (bf, d, shape c, causal). */
-static void wg_instance(ptc_strbuf* src, const char* name, bool bf, int d, wg_cfg c, bool causal) {
-  ptc_sb_printf(src, "PTC_ATTN_WS_KERNEL(%s, %s, %d, %d, %d, %d, %d, %s)\n", name,
-                bf ? "true" : "false", d, c.bn, c.nwg, c.ex, c.ns, causal ? "true" : "false");
+/* Appends the instantiation `name` of (bf, d, shape c, causal; tma: k / v
+ * tiles by tensor copies; fl: the kernel's FL flags, bit 0 ping-pong turns,
+ * bit 1 head-major work items). */
+static void wg_instance(ptc_strbuf* src, const char* name, bool bf, int d, wg_cfg c, bool causal,
+                        bool tma, int fl) {
+  ptc_sb_printf(src, "PTC_ATTN_WS%s_KERNEL(%s, %s, %d, %d, %d, %d, %d, %s, %d)\n",
+                tma ? "_TMA" : "", name, bf ? "true" : "false", d, c.bn, c.nwg, c.ex, c.ns,
+                causal ? "true" : "false", fl);
+}
+
+/* The default FL flags: head-major items without causal (H100 bf16 b8 h16
+ * s1024, test_cuda_attn --bench-wg, one run, tensor-copy loads: d64 0.0903
+ * vs 0.0926-0.0929 ms, d128 0.1818 vs 0.2091-0.2096); causal keeps the
+ * most-key-tiles-first order (head-major: d64 causal 0.0850 vs 0.0734, d128
+ * causal 0.1378 vs 0.1352-0.1355). Ping-pong turns are off: d64 0.0939,
+ * d128 0.2298, causal 0.0747 / 0.1346 against the same defaults. */
+static int wg_flags_default(bool causal) { return causal ? 0 : 2; }
+
+/* The FL flags of a call: the default, PTC_CUDA_ATTN_WG_PP=1 adds ping-pong
+ * turns, PTC_CUDA_ATTN_WG_ORDER=0/1 turns head-major items off / on. */
+static int wg_flags(bool causal) {
+  const char* pp = getenv("PTC_CUDA_ATTN_WG_PP");
+  const char* od = getenv("PTC_CUDA_ATTN_WG_ORDER");
+  int fl = wg_flags_default(causal);
+  if (pp && strcmp(pp, "1") == 0) fl |= 1;
+  if (od && strcmp(od, "0") == 0) fl &= ~2;
+  if (od && strcmp(od, "1") == 0) fl |= 2;
+  return fl;
+}
+
+/* Tensor-copy (TMA) loads by default except for d128 causal (H100, two
+ * runs, most-key-tiles-first order; cp.async -> TMA, ms: d64 0.0995-0.0996
+ * -> 0.0926-0.0930, causal 0.0794-0.0797 -> 0.0732-0.0734, d128
+ * 0.2098-0.2105 -> 0.2091-0.2096, d128 causal 0.1355-0.1359 ->
+ * 0.1412-0.1417). */
+static bool wg_tma_default(int hi, bool causal) { return !(hi == 2 && causal); }
+
+/* Whether a call of head dim index hi takes the tensor-copy loads when its
+ * maps can be built (PTC_CUDA_ATTN_WG_TMA=0: never; 1: always). */
+static bool wg_tma_wanted(int hi, bool causal) {
+  const char* env = getenv("PTC_CUDA_ATTN_WG_TMA");
+  if (env && strcmp(env, "0") == 0) return false;
+  if (env && strcmp(env, "1") == 0) return true;
+  return wg_tma_default(hi, causal);
 }
 
 static void wg_source(ptc_strbuf* src) {
@@ -103,9 +144,10 @@ static void wg_source(ptc_strbuf* src) {
 
 /* The module of one instantiation, as load_wg builds it (and the table of
  * ahead-of-time cubins promises it, cuda_attn_wg_aot_sources). */
-static ptc_status wg_module_source(ptc_strbuf* src, bool bf, int d, bool causal, wg_cfg c) {
+static ptc_status wg_module_source(ptc_strbuf* src, bool bf, int d, bool causal, wg_cfg c,
+                                   bool tma, int fl) {
   wg_source(src);
-  wg_instance(src, "ptc_attn_wg", bf, d, c, causal);
+  wg_instance(src, "ptc_attn_wg", bf, d, c, causal, tma, fl);
   if (src->oom) {
     ptc_sb_free(src);
     return ptc_status_oom();
@@ -114,10 +156,10 @@ static ptc_status wg_module_source(ptc_strbuf* src, bool bf, int d, bool causal,
 }
 
 static ptc_status load_wg(ptc_context* ctx, const cuda_device* dev, bool bf, int d, bool causal,
-                          wg_cfg c, wg_mod* m) {
+                          wg_cfg c, bool tma, int fl, wg_mod* m) {
   const cu_api* cu = &cuda_libs_get()->cu;
   ptc_strbuf src;
-  PTC_TRY(wg_module_source(&src, bf, d, causal, c));
+  PTC_TRY(wg_module_source(&src, bf, d, causal, c, tma, fl));
   int arch = (dev->cc_major * 10 + dev->cc_minor) | CUDA_ARCH_SPECIFIC;
   PTC_TRY(cuda_build_module(ctx, arch, &src, "ptc_attention_wg", "the wgmma attention kernel",
                             &m->mod));
@@ -140,6 +182,43 @@ static ptc_status load_wg(ptc_context* ctx, const cuda_device* dev, bool bf, int
   return s;
 }
 
+/* A CUtensorMap: 128 bytes, 64-byte aligned. */
+typedef struct wg_tmap {
+  _Alignas(64) uint64_t w[16];
+} wg_tmap;
+
+/* The tensor map of k or v (base p, row stride ss, batch strides bs, in
+ * elements) for the kernel's tensor copies: 5-D {D, S, the batch dims
+ * innermost first, padded with 1s}, 16-bit elements, boxes of 64 columns x
+ * bn rows, 128-byte swizzle (the layout the wgmma descriptors read), rows
+ * past S zero-filled. False where the call does not fit a map (more than 3
+ * batch dims, strides that are not positive multiples of 16 bytes, an
+ * unaligned base) or the driver refuses it. */
+static bool wg_tmap_make(wg_tmap* m, const cuda_attn_geom* g, cu_deviceptr p, int64_t ss,
+                         const int64_t* bs, int d, int bn) {
+  const cu_api* cu = &cuda_libs_get()->cu;
+  if (!cu->TensorMapEncodeTiled || g->nb > 3 || (p & 15) != 0 || g->S >= ((int64_t)1 << 31))
+    return false;
+  uint64_t dims[5] = {(uint64_t)d, (uint64_t)g->S, 1, 1, 1}, strides[4];
+  strides[0] = (uint64_t)ss * 2;
+  for (int i = 0; i < 3; i++) {
+    int bd = g->nb - 1 - i;
+    if (bd >= 0) {
+      dims[2 + i] = (uint64_t)g->batch[bd];
+      strides[1 + i] = (uint64_t)bs[bd] * 2;
+    } else {
+      strides[1 + i] = strides[i] * dims[1 + i]; /* a padding dim of size 1 */
+    }
+  }
+  for (int i = 0; i < 4; i++)
+    if (strides[i] == 0 || strides[i] % 16 != 0 || strides[i] >= ((uint64_t)1 << 40)) return false;
+  unsigned box[5] = {64, (unsigned)bn, 1, 1, 1}, es[5] = {1, 1, 1, 1, 1};
+  /* UINT16 (1), no interleave (0), 128-byte swizzle (3), L2 promotion 128
+   * bytes (2), zero fill (0) */
+  return cu->TensorMapEncodeTiled(m, 1, 5, (void*)(uintptr_t)p, dims, strides, box, es, 0, 3, 2,
+                                  0) == CU_SUCCESS;
+}
+
 ptc_status cuda_attn_wg_run(const cuda_ext_call* c, const cuda_attn_geom* g, bool bf, int hi,
                             cu_deviceptr q, cu_deviceptr k, cu_deviceptr v, cu_deviceptr o) {
   const cuda_device* dev = c->plan->dev;
@@ -147,9 +226,14 @@ ptc_status cuda_attn_wg_run(const cuda_ext_call* c, const cuda_attn_geom* g, boo
   bool causal = g->causal != 0;
   if (sh < 0) sh = wg_default[hi][causal];
   wg_cfg cfg = wg_cfgs[sh];
-  wg_mod* mod = &wg_mods[bf][hi == 2][causal][sh];
+  /* k / v tiles by tensor copies where both maps can be built */
+  wg_tmap tk, tv;
+  bool tma = wg_tma_wanted(hi, causal) && wg_tmap_make(&tk, g, k, g->k_ss, g->k_bs, d, cfg.bn) &&
+             wg_tmap_make(&tv, g, v, g->v_ss, g->v_bs, d, cfg.bn);
+  int fl = wg_flags(causal);
+  wg_mod* mod = &wg_mods[tma][fl][bf][hi == 2][causal][sh];
   pthread_mutex_lock(&wg_lock);
-  ptc_status s = mod->fn ? PTC_OK : load_wg(c->plan->ctx, dev, bf, d, causal, cfg, mod);
+  ptc_status s = mod->fn ? PTC_OK : load_wg(c->plan->ctx, dev, bf, d, causal, cfg, tma, fl, mod);
   cu_function fn = mod->fn;
   pthread_mutex_unlock(&wg_lock);
   PTC_TRY(s);
@@ -158,7 +242,7 @@ ptc_status cuda_attn_wg_run(const cuda_ext_call* c, const cuda_attn_geom* g, boo
   a.g = *g;
   a.vec = 1;
   cu_deviceptr pm = 0;
-  void* params[] = {&q, &k, &v, &pm, &o, &a};
+  void* params[] = {&q, &k, &v, &pm, &o, &a, &tk, &tv}; /* the maps only for tma */
   /* persistent: one block per SM over the (row tile, batch entry) items */
   int64_t bm = 64 * cfg.nwg, items = (g->L + bm - 1) / bm * g->nbatch;
   int64_t sms = dev->sm_count > 0 ? dev->sm_count : 132, gx = items < sms ? items : sms;
@@ -179,13 +263,17 @@ ptc_status cuda_attn_wg_check_compile(int arch) {
   char name[32];
   for (int i = 0; i < WG_NCFG; i++) {
     snprintf(name, sizeof name, "ptc_attn_wg_%d", n++);
-    wg_instance(&src, name, true, 64, wg_cfgs[i], false);
+    wg_instance(&src, name, true, 64, wg_cfgs[i], false, false, 0);
   }
   /* every head dim / causal default (f16 without causal, bf16 with) */
   for (int hi = 1; hi <= 2; hi++)
     for (int causal = 0; causal < 2; causal++) {
       snprintf(name, sizeof name, "ptc_attn_wg_%d", n++);
-      wg_instance(&src, name, causal, hi == 2 ? 128 : 64, wg_cfgs[wg_default[hi][causal]], causal);
+      wg_instance(&src, name, causal, hi == 2 ? 128 : 64, wg_cfgs[wg_default[hi][causal]], causal,
+                  false, 0);
+      snprintf(name, sizeof name, "ptc_attn_wg_%d", n++);
+      wg_instance(&src, name, !causal, hi == 2 ? 128 : 64, wg_cfgs[wg_default[hi][causal]], causal,
+                  true, 3);
     }
   if (src.oom) {
     ptc_sb_free(&src);
@@ -207,7 +295,8 @@ ptc_status cuda_attn_wg_aot_sources(cuda_aot_src* out, size_t cap, size_t* n) {
         if (*n >= cap) return PTC_ERR(INTERNAL, "cuda backend: too many ahead-of-time sources");
         cuda_aot_src* o = &out[*n];
         int d = hi == 2 ? 128 : 64;
-        PTC_TRY(wg_module_source(&o->src, bf, d, causal, wg_cfgs[wg_default[hi][causal]]));
+        PTC_TRY(wg_module_source(&o->src, bf, d, causal, wg_cfgs[wg_default[hi][causal]],
+                                 wg_tma_default(hi, causal), wg_flags_default(causal)));
         o->arch = 90 | CUDA_ARCH_SPECIFIC;
         snprintf(o->label, sizeof o->label, "attention wgmma %s d%d%s sm_90a", bf ? "bf16" : "f16",
                  d, causal ? " causal" : "");

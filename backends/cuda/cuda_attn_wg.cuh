@@ -9,14 +9,18 @@
 // (the cp.async layouts); everything else runs cuda_attn.cuh's mma.sync
 // kernel. A block has NWG consumer warpgroups (128 threads each, warpgroup
 // g owning query rows m0 + 64 g .. + 63) and one producer warpgroup:
-//  - the producer copies every key / value tile of BN rows with cp.async
-//    into shared memory in the layout the wgmma descriptors read with
-//    128-byte swizzle ([D / 64 column halves][BN rows][64 halves], 16-byte
-//    chunk c of row r at chunk c ^ (r & 7); tiles 1024-aligned), rings of
-//    NS buffers per k and v whose fill and release go through mbarriers
-//    (full: the producer's 128 cp.async arrivals; empty: the NWG * 128
-//    consumer threads done reading), so the consumers issue no copy and
-//    meet at no block barrier; setmaxnreg gives the producer 24 registers
+//  - the producer copies every key / value tile of BN rows into shared
+//    memory in the layout the wgmma descriptors read with 128-byte swizzle
+//    ([D / 64 column halves][BN rows][64 halves], 16-byte chunk c of row r
+//    at chunk c ^ (r & 7); tiles 1024-aligned), rings of NS buffers per k
+//    and v whose fill and release go through mbarriers (empty: the NWG *
+//    128 consumer threads done reading), so the consumers issue no copy and
+//    meet at no block barrier. TMA: one producer thread issues a tensor copy
+//    (cp.async.bulk.tensor, the host's tensor maps, the swizzle done by the
+//    copy engine) per 64 columns of a tile, its full barrier armed with the
+//    tile's bytes; else the producer's 128 threads copy with cp.async (full:
+//    their 128 arrivals) and the consumers fence the generic-proxy writes
+//    before wgmma reads them. setmaxnreg gives the producer 24 registers
 //    and the consumers the rest (240 with two consumer warpgroups, 160 with
 //    three);
 //  - q as wgmma A fragments in registers (the mma.sync A layout; the next
@@ -31,10 +35,15 @@
 //    over S) while P v is in flight, rescale O after it lands (only when a
 //    row of the warp has a new max) and pack P(j + 1); then O += P(nt - 1)
 //    v(nt - 1) (FlashAttention-3's intra-warpgroup overlap);
+//  - FL & 1: ping-pong turns of the consumer warpgroups' wgmma issues
+//    (named barriers, FlashAttention-3's inter-warpgroup schedule; not
+//    faster on the H100, off by default);
 //  - the grid is persistent: block x takes work items x, x + gridDim.x, ...
 //    (item i: row tile ntm - 1 - i / nbatch of batch entry i % nbatch, so
-//    the row tiles with the most key tiles come first when causal), and the
-//    producer runs ahead into the next item while the consumers end one;
+//    the row tiles with the most key tiles come first when causal; FL & 2:
+//    row tile ntm - 1 - i % ntm of batch entry i / ntm, so the blocks at
+//    work at once share k / v tiles in L2), and the producer runs ahead
+//    into the next item while the consumers end one;
 //  - keys past S and (causal) after the row are -inf; a row with no
 //    finite score gives zeros; rows past L are neither loaded nor stored.
 
@@ -272,19 +281,68 @@ PTC_D void ptc_ws_pv(float* o, const u32 (&pa)[BN / 16][4], u64 dv, u32 bo) {
 
 // The consumers' wait for a full buffer: the tile landed (mbarrier), the
 // warp converged, the copies visible to wgmma (async proxy).
+template <bool TMA = false>
 PTC_D void ptc_ws_full(u32 bar, u32 par) {
   ptc_mb_wait(bar, par);
+  if (TMA) return;  // tensor copies write through the async proxy already
   __syncwarp();
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+// A CUtensorMap (the driver's 128-byte descriptor of a global tensor: here
+// 5-D, dims {D, S, batch dims innermost first, padded with 1}, 128-byte
+// swizzle, box {64, BN, 1, 1, 1}), passed by value as a __grid_constant__
+// kernel parameter.
+struct __align__(64) ptc_tmap {
+  u64 w[16];
+};
+
+// Arms full barrier bar for `bytes` of tensor copies (the producer's one
+// arrival of the phase).
+PTC_D void ptc_mb_expect(u32 bar, u32 bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+
+// The box at element coordinates (c0, c1, c2, c3, c4) of tensor map tm into
+// shared address sdst; its bytes complete on mbarrier bar.
+PTC_D void ptc_tma_load(u32 sdst, const ptc_tmap* tm, int c0, int c1, int c2, int c3, int c4, u32 bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, "
+      "%4, %5, %6}], [%7];" ::"r"(sdst),
+      "l"((u64)tm), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "r"(bar)
+      : "memory");
+}
+
+// Batch entry bi's coordinates in the tensor maps' batch dims (dim 2 the
+// innermost batch dim a.batch[nb - 1]; the host builds maps only for nb <= 3).
+PTC_D void ptc_tma_bcoord(const ptc_attn_args& a, i64 bi, int& c0, int& c1, int& c2) {
+  const i64 n0 = a.nb >= 1 ? a.batch[a.nb - 1] : 1, n1 = a.nb >= 2 ? a.batch[a.nb - 2] : 1;
+  c0 = (int)(bi % n0);
+  c1 = (int)(bi / n0 % n1);
+  c2 = (int)(bi / n0 / n1);
+}
+
+// Ping-pong turns of the consumer warpgroups (FL & 1): warpgroup w issues
+// its wgmma groups after named barrier 1 + w (its 128 threads plus the
+// previous warpgroup's 128 arrivals) and then lets the next one go, so the
+// tensor cores run one warpgroup's products while the others do softmax.
+template <int FL, int NWG>
+PTC_D void ptc_ws_turn_wait(int wg) {
+  if (FL & 1) asm volatile("bar.sync %0, 256;" ::"r"(1 + wg) : "memory");
+}
+template <int FL, int NWG>
+PTC_D void ptc_ws_turn_pass(int wg) {
+  if (FL & 1) asm volatile("bar.arrive %0, 256;" ::"r"(1 + (wg + 1) % NWG) : "memory");
 }
 
 // The kernel body (see the top of the file): NWG consumer warpgroups, then
 // the producer warpgroup; work items of BM = 64 * NWG query rows; the
 // block's g-th key tile (counted over its items: tg) in buffer g % NS of
 // each ring, its full / empty phase g / NS.
-template <bool BF, int D, int BN, int NWG, int NS, bool CAUSAL, int EX>
+template <bool BF, int D, int BN, int NWG, int NS, bool CAUSAL, int EX, bool TMA, int FL>
 PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k,
-                            const u16* __restrict__ v, u16* __restrict__ o, const ptc_attn_args& a) {
+                            const u16* __restrict__ v, u16* __restrict__ o, const ptc_attn_args& a,
+                            const ptc_tmap* tk, const ptc_tmap* tv) {
   constexpr int BM = 64 * NWG, NC = 128 * NWG, TILE = BN * D * 2;
   static_assert(D == 64 || D == 128, "head dim 64 or 128");
   static_assert(BN == 64 || BN == 128, "key tiles of 64 or 128");
@@ -297,8 +355,8 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   if (tid == 0) {
     for (int i = 0; i < NS; i++) {
-      ptc_mb_init(kf + 8 * i, 128);
-      ptc_mb_init(vf + 8 * i, 128);
+      ptc_mb_init(kf + 8 * i, TMA ? 1 : 128);
+      ptc_mb_init(vf + 8 * i, TMA ? 1 : 128);
       ptc_mb_init(ke + 8 * i, NC);
       ptc_mb_init(ve + 8 * i, NC);
     }
@@ -306,13 +364,47 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
   }
   __syncthreads();
   const i64 ntm = (a.L + BM - 1) / BM, nitems = ntm * a.nbatch;
+  // item it: its batch entry and first row (FL & 2: the row tiles of a
+  // batch entry one after another, so that blocks working at the same time
+  // share k / v in L2; else the row tiles with the most key tiles first)
+  auto item_bi = [&](i64 it) -> i64 { return (FL & 2) ? it / ntm : it % a.nbatch; };
+  auto item_m0 = [&](i64 it) -> i64 {
+    return ((FL & 2) ? ntm - 1 - it % ntm : ntm - 1 - it / a.nbatch) * BM;
+  };
   u32 tg = 0;  // tiles of the block's earlier work items
   if (warp >= 4 * NWG) {
     // producer warpgroup
     asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
     const int p = tid - NC;
+    if (TMA) {
+      // one thread issues every tile: a box per 64 columns
+      if (p == 0) {
+        for (i64 it = blockIdx.x; it < nitems; it += gridDim.x) {
+          int c2, c3, c4;
+          ptc_tma_bcoord(a, item_bi(it), c2, c3, c4);
+          const i64 m0 = item_m0(it);
+          i64 nend = a.S;
+          if (CAUSAL && m0 + BM < nend) nend = m0 + BM;
+          const int nt = (int)((nend + BN - 1) / BN);
+          for (int i = 0; i < nt; i++) {
+            const u32 g = tg + (u32)i, b = g % NS, ph = g / NS;
+            if (g >= NS) ptc_mb_wait(ke + 8 * b, (ph - 1) & 1);
+            ptc_mb_expect(kf + 8 * b, TILE);
+#pragma unroll
+            for (int h = 0; h < D / 64; h++)
+              ptc_tma_load(sk + b * TILE + h * BN * 128, tk, h * 64, i * BN, c2, c3, c4, kf + 8 * b);
+            if (g >= NS) ptc_mb_wait(ve + 8 * b, (ph - 1) & 1);
+            ptc_mb_expect(vf + 8 * b, TILE);
+#pragma unroll
+            for (int h = 0; h < D / 64; h++)
+              ptc_tma_load(sv + b * TILE + h * BN * 128, tv, h * 64, i * BN, c2, c3, c4, vf + 8 * b);
+          }
+          tg += (u32)nt;
+        }
+      }
+    } else {
     for (i64 it = blockIdx.x; it < nitems; it += gridDim.x) {
-      const i64 bi = it % a.nbatch, m0 = (ntm - 1 - it / a.nbatch) * BM;
+      const i64 bi = item_bi(it), m0 = item_m0(it);
       i64 off[5];
       ptc_attn_offsets(a, bi, off);
       i64 nend = a.S;
@@ -330,22 +422,24 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
       tg += (u32)nt;
     }
     asm volatile("cp.async.wait_all;" ::: "memory");
+    }
   } else {
     if (NWG == 2)
       asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
     else
       asm volatile("setmaxnreg.inc.sync.aligned.u32 160;");
-    const int qr = lane >> 2, qc = (lane & 3) * 2;
+    const int qr = lane >> 2, qc = (lane & 3) * 2, wg = warp >> 2;
+    if (wg == NWG - 1) ptc_ws_turn_pass<FL, NWG>(wg);  // warpgroup 0 goes first
     const u64 dk = ptc_wg_desc(sk, 16, 1024), dv = ptc_wg_desc(sv, D == 64 ? 1024 : BN * 128, 1024);
     // q of the block's next item is loaded while the current one ends
     i64 it = blockIdx.x, off[5];
     u32 qa[1][D / 16][4];
     if (it < nitems) {
-      ptc_attn_offsets(a, it % a.nbatch, off);
-      ptc_attn_qfrag<D, 1, true>(qa, q + off[0], a, (ntm - 1 - it / a.nbatch) * BM + warp * 16, qr, qc);
+      ptc_attn_offsets(a, item_bi(it), off);
+      ptc_attn_qfrag<D, 1, true>(qa, q + off[0], a, item_m0(it) + warp * 16, qr, qc);
     }
     for (; it < nitems; it += gridDim.x) {
-      const i64 m0 = (ntm - 1 - it / a.nbatch) * BM;
+      const i64 m0 = item_m0(it);
       const i64 w0 = m0 + warp * 16;  // this warp's first row
       u16* ob = o + off[4];
       i64 nend = a.S;
@@ -358,10 +452,12 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
       if (nt > 0) {
         // S(0) and its softmax
         const u32 b0 = tg % NS;
-        ptc_ws_full(kf + 8 * b0, (tg / NS) & 1);
+        ptc_ws_full<TMA>(kf + 8 * b0, (tg / NS) & 1);
+        ptc_ws_turn_wait<FL, NWG>(wg);
         ptc_wg_fence();
         ptc_ws_qk<BF, D, BN>(s, qa, dk, b0 * TILE);
         ptc_wg_commit();
+        ptc_ws_turn_pass<FL, NWG>(wg);
         ptc_wg_wait<0>();
         ptc_wg_hold<BN / 2>(s);
         ptc_wg_hold_a<D / 16>(qa[0]);
@@ -370,13 +466,15 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
         ptc_ws_pack<BF, BN>(s, pa);
         for (int j = 0; j < nt - 1; j++) {
           const u32 gk = tg + (u32)(j + 1), gv = tg + (u32)j, bk = gk % NS, bv = gv % NS;
-          ptc_ws_full(kf + 8 * bk, (gk / NS) & 1);
-          ptc_ws_full(vf + 8 * bv, (gv / NS) & 1);
+          ptc_ws_full<TMA>(kf + 8 * bk, (gk / NS) & 1);
+          ptc_ws_full<TMA>(vf + 8 * bv, (gv / NS) & 1);
+          ptc_ws_turn_wait<FL, NWG>(wg);
           ptc_wg_fence();
           ptc_ws_qk<BF, D, BN>(s, qa, dk, bk * TILE);
           ptc_wg_commit();
           ptc_ws_pv<BF, D, BN>(acc, pa, dv, bv * TILE);
           ptc_wg_commit();
+          ptc_ws_turn_pass<FL, NWG>(wg);
           ptc_wg_wait<1>();
           ptc_wg_hold<BN / 2>(s);
           ptc_wg_hold_a<D / 16>(qa[0]);
@@ -400,16 +498,18 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
         }
         // the last P v, in flight while the next q loads
         const u32 gv = tg + (u32)(nt - 1), bv = gv % NS;
-        ptc_ws_full(vf + 8 * bv, (gv / NS) & 1);
+        ptc_ws_full<TMA>(vf + 8 * bv, (gv / NS) & 1);
+        ptc_ws_turn_wait<FL, NWG>(wg);
         ptc_wg_fence();
         ptc_ws_pv<BF, D, BN>(acc, pa, dv, bv * TILE);
         ptc_wg_commit();
+        ptc_ws_turn_pass<FL, NWG>(wg);
       }
       tg += (u32)nt;
       const i64 nx = it + gridDim.x;
       if (nx < nitems) {
-        ptc_attn_offsets(a, nx % a.nbatch, off);
-        ptc_attn_qfrag<D, 1, true>(qa, q + off[0], a, (ntm - 1 - nx / a.nbatch) * BM + warp * 16, qr, qc);
+        ptc_attn_offsets(a, item_bi(nx), off);
+        ptc_attn_qfrag<D, 1, true>(qa, q + off[0], a, item_m0(nx) + warp * 16, qr, qc);
       }
       if (nt > 0) {
         ptc_wg_wait<0>();
@@ -436,16 +536,28 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
   }
 }
 
-#define PTC_ATTN_WS_KERNEL(name, BF, D, BN, NWG, EX, NS, CAUSAL)                              \
+
+#define PTC_ATTN_WS_KERNEL(name, BF, D, BN, NWG, EX, NS, CAUSAL, FL)                          \
   extern "C" __global__ void __launch_bounds__(128 * (NWG + 1), 1)                           \
       name(const u16* q, const u16* k, const u16* v, const u16* m, u16* o, ptc_attn_args a) { \
     (void)m;                                                                                  \
-    ptc_attn_ws_body<BF, D, BN, NWG, NS, CAUSAL, EX>(q, k, v, o, a);                          \
+    ptc_attn_ws_body<BF, D, BN, NWG, NS, CAUSAL, EX, false, FL>(q, k, v, o, a, nullptr, nullptr); \
+  }
+
+// The same with k / v tiles by the tensor memory accelerator (tensor maps
+// tk, tv built by the host for the call).
+#define PTC_ATTN_WS_TMA_KERNEL(name, BF, D, BN, NWG, EX, NS, CAUSAL, FL)                      \
+  extern "C" __global__ void __launch_bounds__(128 * (NWG + 1), 1)                           \
+      name(const u16* q, const u16* k, const u16* v, const u16* m, u16* o, ptc_attn_args a,  \
+           const __grid_constant__ ptc_tmap tk, const __grid_constant__ ptc_tmap tv) {        \
+    (void)m;                                                                                  \
+    ptc_attn_ws_body<BF, D, BN, NWG, NS, CAUSAL, EX, true, FL>(q, k, v, o, a, &tk, &tv);      \
   }
 
 // The host appends one instantiation per module (cuda_attn_wg.c), e.g.
-// PTC_ATTN_WS_KERNEL(ptc_attn_wg, true, 64, 128, 2, 0, 3, false): bfloat16,
-// head dim 64, key tiles of 128 rows, 2 consumer warpgroups (128 query
-// rows per work item), every exponential on the MUFU, 3 buffers per k and
-// v, no causal mask; launched with 128 * (NWG + 1) threads, a grid of
-// min(work items, SMs) blocks and the shared memory above.
+// PTC_ATTN_WS_TMA_KERNEL(ptc_attn_wg, true, 64, 128, 2, 0, 4, false, 2):
+// bfloat16, head dim 64, key tiles of 128 rows, 2 consumer warpgroups (128
+// query rows per work item), every exponential on the MUFU, 4 buffers per
+// k and v, no causal mask, head-major items, k / v by tensor copies;
+// launched with 128 * (NWG + 1) threads, a grid of min(work items, SMs)
+// blocks and the shared memory above.

@@ -71,6 +71,7 @@ static const sym_row cu_optional_rows[] = {
     CU_ROW(EventDestroy, "cuEventDestroy_v2"),
     CU_ROW(MemAllocHost, "cuMemAllocHost_v2"),
     CU_ROW(MemFreeHost, "cuMemFreeHost"),
+    CU_ROW(TensorMapEncodeTiled, "cuTensorMapEncodeTiled"),
 };
 
 #define NV_ROW(field, name) {name, offsetof(nvrtc_api, field)}

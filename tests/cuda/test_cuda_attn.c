@@ -35,7 +35,10 @@
  *    only (f32 too).
  *  --bench-wg: the wgmma kernel's timing rows: bf16 b8 h16 s1024 d64 and
  *    d128, causal or not, 8 chained sdpa per run, best of 3 (ms, TFLOP/s);
- *    run once per PTC_CUDA_ATTN_WG_CFG to compare shapes.
+ *    run once per PTC_CUDA_ATTN_WG_CFG to compare shapes. Benchmark-only
+ *    settings: PTC_TEST_WG_BHS="b,h,s" another batch / heads / length,
+ *    PTC_TEST_WG_QUICK=1 the d64 row only, PTC_TEST_WG_CHAIN=n sdpa nodes
+ *    per run.
  *  --bench-cold: b8 h16 s1024 d64 bf16 and f32, causal or not: the first
  *    run's seconds (the attention module's build: the NVRTC compile when
  *    the kernel cache (PTC_CACHE_DIR) is cold) and ms per warm call; run it
@@ -455,18 +458,22 @@ int main(int argc, char** argv) {
   }
   if (bench_wg) {
     const char* cfg = getenv("PTC_CUDA_ATTN_WG_CFG");
-    chain = 8;
-    for (int e = 64; e <= 128; e += 64)
-      for (int causal = 0; causal < 2; causal++) {
-        acase c = {PTC_BF16, 8, 16, 1024, 1024, e, causal, 0, 0, 0};
+    const char* bhs = getenv("PTC_TEST_WG_BHS");
+    int tb = 8, th = 16, ts = 1024;
+    if (bhs) sscanf(bhs, "%d,%d,%d", &tb, &th, &ts);
+    chain = getenv("PTC_TEST_WG_CHAIN") ? atoi(getenv("PTC_TEST_WG_CHAIN")) : 8;
+    const bool quick = getenv("PTC_TEST_WG_QUICK") != NULL;
+    for (int e = 64; e <= (quick ? 64 : 128); e += 64)
+      for (int causal = 0; causal < (quick ? 1 : 2); causal++) {
+        acase c = {PTC_BF16, tb, th, ts, ts, e, causal, 0, 0, 0};
         double best = -1;
         for (int r = 0; r < 3; r++) {
           double ms = time_case(&c, true);
           if (ms > 0 && (best < 0 || ms < best)) best = ms;
         }
-        double flops = 4.0 * 8 * 16 * 1024.0 * 1024 * e / (causal ? 2 : 1);
-        printf("bench-wg cfg %s bf16 b8 h16 s1024 d%d%s: %.4f ms (%.0f TFLOP/s)\n",
-               cfg ? cfg : "default", e, causal ? " causal" : "", best,
+        double flops = 4.0 * tb * th * (double)ts * ts * e / (causal ? 2 : 1);
+        printf("bench-wg cfg %s bf16 b%d h%d s%d d%d%s: %.4f ms (%.0f TFLOP/s)\n",
+               cfg ? cfg : "default", tb, th, ts, e, causal ? " causal" : "", best,
                best > 0 ? flops / (best * 1e-3) / 1e12 : 0.0);
       }
     ptc_context_release(ctx);
