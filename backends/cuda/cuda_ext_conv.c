@@ -503,6 +503,16 @@ static ptc_status pair_attr(const cuda_ext_call* c, const gnode* n, const char* 
   return PTC_OK;
 }
 
+/* A pooling node's window as w[8] = kernel (h, w), stride (h, w; default
+ * the kernel), padding (h, w; default 0), dilation (h, w; default 1). */
+static ptc_status pool_window(const cuda_ext_call* c, const gnode* n, int64_t w[8]) {
+  int64_t one[2] = {1, 1};
+  PTC_TRY(pair_attr(c, n, "kernel_size", one, w));
+  PTC_TRY(pair_attr(c, n, "stride", w, w + 2));
+  PTC_TRY(spatial_attr(c, n, "padding", 2, 0, w + 4));
+  return spatial_attr(c, n, "dilation", 2, 1, w + 6);
+}
+
 /* A max pool of a channels-last x into a channels-last out (the lowering
  * gives max_pool2d that layout after a channels-last convolution): the
  * convolution module's vector kernel. */
@@ -514,13 +524,9 @@ static ptc_status pool_nhwc(const cuda_ext_call* c, const gnode* n, bool* done) 
   a.n = x->shape[0], a.c = x->shape[1], a.h = x->shape[2], a.w = x->shape[3];
   a.oh = out->shape[2], a.ow = out->shape[3];
   if (out->shape[0] != a.n || out->shape[1] != a.c) return PTC_OK;
-  int64_t one[2] = {1, 1}, k[2], st[2], pad[2], dil[2];
-  PTC_TRY(pair_attr(c, n, "kernel_size", one, k));
-  PTC_TRY(pair_attr(c, n, "stride", k, st));
-  PTC_TRY(spatial_attr(c, n, "padding", 2, 0, pad));
-  PTC_TRY(spatial_attr(c, n, "dilation", 2, 1, dil));
-  a.kh = k[0], a.kw = k[1], a.sh = st[0], a.sw = st[1];
-  a.ph = pad[0], a.pw = pad[1], a.dh = dil[0], a.dw = dil[1];
+  int64_t w[8];
+  PTC_TRY(pool_window(c, n, w));
+  a.kh = w[0], a.kw = w[1], a.sh = w[2], a.sw = w[3], a.ph = w[4], a.pw = w[5], a.dh = w[6], a.dw = w[7];
   return cuda_conv_igemm_maxpool(c->plan->ctx, c->plan->dev, c->stream, out->dtype, &a,
                                  (cu_deviceptr)(uintptr_t)x->data,
                                  (cu_deviceptr)(uintptr_t)out->data, done);
@@ -556,13 +562,9 @@ ptc_status cuda_ext_pool_device(const cuda_ext_call* c, int mode, bool* done) {
   a.xs_n = xst[0], a.xs_c = xst[1], a.xs_h = xst[2], a.xs_w = xst[3];
   a.mode = mode;
   if (mode != 2) {
-    int64_t one[2] = {1, 1}, k[2], st[2], pad[2], dil[2];
-    PTC_TRY(pair_attr(c, n, "kernel_size", one, k));
-    PTC_TRY(pair_attr(c, n, "stride", k, st));
-    PTC_TRY(spatial_attr(c, n, "padding", 2, 0, pad));
-    PTC_TRY(spatial_attr(c, n, "dilation", 2, 1, dil));
-    a.kh = k[0], a.kw = k[1], a.sh = st[0], a.sw = st[1];
-    a.ph = pad[0], a.pw = pad[1], a.dh = dil[0], a.dw = dil[1];
+    int64_t w[8];
+    PTC_TRY(pool_window(c, n, w));
+    a.kh = w[0], a.kw = w[1], a.sh = w[2], a.sw = w[3], a.ph = w[4], a.pw = w[5], a.dh = w[6], a.dw = w[7];
     const gattr* cip = gattrs_find(&n->attrs, "count_include_pad");
     a.include_pad = cip ? cip->i != 0 : 1;
     const gattr* dv = gattrs_find(&n->attrs, "divisor_override");

@@ -43,6 +43,27 @@ static ptc_status new_contig_buffer(lower_ctx* L, int32_t dtype, uint32_t rank,
   return ir_add_buffer(L->p, &b, id);
 }
 
+/* Adds an IR_POINTWISE node over `ranges` (n_ranges loops) storing v,
+ * loaded at idx, into buffer id at the element offset of strides st. */
+static ptc_status copy_node(lower_ctx* L, const lval* v, int32_t id, const char* origin,
+                            const sym_expr** ranges, uint32_t n_ranges,
+                            const sym_expr* const* idx, const sym_expr* const* st) {
+  ir_node n;
+  memset(&n, 0, sizeof n);
+  n.kind = IR_POINTWISE;
+  n.out_buf = id;
+  n.ranges = ranges;
+  n.n_ranges = n_ranges;
+  n.origin = origin;
+  lower_target saved;
+  lower_begin_body(L, &n.body, &saved);
+  ir_val x = lval_load(L, v, idx);
+  const ir_buffer* b = ir_buf(L->p, id);
+  ir_ops_store(L->p, &n.body, id, lower_dot(L, v->rank, idx, st, b->offset), x);
+  lower_end_body(L, &saved);
+  return ir_add_node(L->p, &n, NULL);
+}
+
 /* New IR_POINTWISE node storing v contiguously into a new buffer *id (of
  * v's shape). With `by_source`, a lazy reshape is stored by a loop over the
  * shape of the value it reshapes (through nested reshapes), each element at
@@ -57,21 +78,10 @@ static ptc_status store_node(lower_ctx* L, const lval* v, bool by_source, const 
   const lval* it = v;
   for (const lval* s; by_source && (s = lower_reshape_source(it)) != NULL;) it = s;
   const sym_expr *idx[PTC_MAX_RANK + 1], *ranges[PTC_MAX_RANK + 1], *st[PTC_MAX_RANK + 1];
-  ir_node n;
-  memset(&n, 0, sizeof n);
-  n.kind = IR_POINTWISE;
-  n.out_buf = *id;
-  n.ranges = ranges;
-  n.origin = origin;
-  loop_index(L, it->rank, it->shape, idx, ranges, &n.n_ranges);
+  uint32_t n_ranges;
+  loop_index(L, it->rank, it->shape, idx, ranges, &n_ranges);
   if (!lower_contig(L, it->rank, it->shape, st)) return ptc_status_oom();
-  lower_target saved;
-  lower_begin_body(L, &n.body, &saved);
-  ir_val x = lval_load(L, it, idx);
-  const ir_buffer* b = ir_buf(L->p, *id);
-  ir_ops_store(L->p, &n.body, *id, lower_dot(L, it->rank, idx, st, b->offset), x);
-  lower_end_body(L, &saved);
-  return ir_add_node(L->p, &n, NULL);
+  return copy_node(L, it, *id, origin, ranges, n_ranges, idx, st);
 }
 
 /* New IR_POINTWISE node storing rank-4 v [N, C, H, W] channels-last into a
@@ -99,12 +109,6 @@ static ptc_status store_node_nhwc(lower_ctx* L, const lval* v, const char* origi
   b.graph_value = PTC_VALUE_NONE;
   if (!b.offset || !b.numel) return ptc_status_oom();
   PTC_TRY(ir_add_buffer(L->p, &b, id));
-  ir_node n;
-  memset(&n, 0, sizeof n);
-  n.kind = IR_POINTWISE;
-  n.out_buf = *id;
-  n.ranges = ranges;
-  n.origin = origin;
   uint32_t k = 0;
   for (uint32_t j = 0; j < 4; j++) {
     uint32_t d = perm[j];
@@ -115,14 +119,7 @@ static ptc_status store_node_nhwc(lower_ctx* L, const lval* v, const char* origi
     ranges[k] = v->shape[d];
     idx[d] = L->p->xvars[k++];
   }
-  n.n_ranges = k;
-  lower_target saved;
-  lower_begin_body(L, &n.body, &saved);
-  ir_val x = lval_load(L, v, idx);
-  const ir_buffer* nb = ir_buf(L->p, *id);
-  ir_ops_store(L->p, &n.body, *id, lower_dot(L, 4, idx, st, nb->offset), x);
-  lower_end_body(L, &saved);
-  return ir_add_node(L->p, &n, NULL);
+  return copy_node(L, v, *id, origin, ranges, k, idx, st);
 }
 
 static void as_whole_buffer(lower_ctx* L, lval* v, int32_t id) {
