@@ -243,6 +243,10 @@ static ptc_status module_source(ptc_strbuf* src, int ti, int v, bool defer) {
     wb = occ && *occ == '0' ? 3 : 4;
   }
   if (wb != 3) ptc_sb_printf(src, "#define PTC_CIG_W4_BLOCKS %d\n", wb);
+  /* PTC_CUDA_CONV_NHWC_RNA=0: the channels-last-input TF32 kernels feed
+   * their B tiles to the MMA unrounded (truncated; see PTC_CIG_VIN_RNA) */
+  const char* rna = getenv("PTC_CUDA_CONV_NHWC_RNA");
+  if (rna && *rna == '0') ptc_sb_printf(src, "#define PTC_CIG_VIN_RNA 0\n");
   ptc_sb_append(src, ptc_cuda_prelude_text);
   ptc_sb_append(src, ptc_cuda_conv_common_text);
   ptc_sb_append(src, ptc_cuda_conv_igemm_text);

@@ -371,9 +371,8 @@ template <int K, int BM, int NT> PTC_D void ptc_cig_store_raw(unsigned char* sb,
 // tid + NT * i is column q / 4, chunk q % 4: four neighbouring threads read
 // one column's 64 bytes, so a warp's copy covers 8 whole columns (full
 // 32-byte sectors) rather than 16 bytes of 32 columns. Each thread keeps
-// its NB columns' image base and window origin (ptc_cig_vcols). The TF32
-// B operand then goes to the MMA unrounded (the tensor cores read its
-// upper 19 bits).
+// its NB columns' image base and window origin (ptc_cig_vcols). A TF32
+// B operand is rounded when its fragments are loaded (PTC_CIG_VIN_RNA).
 template <int K, int NT> struct ptc_cig_vcols {
   enum { NB = PTC_CIG_BN * 4 / NT };
   const typename ptc_conv_kind<K>::S* xb[NB];
@@ -409,6 +408,32 @@ template <int K, int BM, int NT> PTC_D void ptc_cig_load_b_nhwc(const ptc_cig_vc
     const void* src = ok ? (const void*)(v.xb[i] + c + (i64)ih * g.xs_h + (i64)iw * g.xs_w)
                          : (const void*)v.xb[i];
     ptc_cig_cp16ca(s0 + col * PTC_CIG_KROW, src, ok ? 16 : 0);
+  }
+}
+
+// TF32 B tiles that came by cp.async (no register stage to round them in)
+// are rounded in shared memory by the threads that copied them, once the
+// copies of their step have landed (PTC_CIG_VIN_RNA, default 1: each
+// thread's own 16-byte chunks, cvt.rna like the gathering kernels' stores;
+// a block barrier follows). 0 leaves them raw: the tensor cores then read
+// the upper 19 bits, a truncation that biases every product of a
+// non-negative (post-ReLU) activation towards zero (resnet18 b32 fp32 on
+// an H100: max abs error against eager 1.02e-2 with raw tiles, 1.25e-3
+// before the channels-last kernels; Inductor 8.9e-4).
+#ifndef PTC_CIG_VIN_RNA
+#define PTC_CIG_VIN_RNA 1
+#endif
+template <int NT> PTC_D void ptc_cig_round_b_nhwc(unsigned char* sb) {
+  unsigned char* s = sb + (threadIdx.x & 3) * 16;
+#pragma unroll
+  for (int i = 0; i < PTC_CIG_BN * 4 / NT; i++) {
+    uint4* p = (uint4*)(s + ((threadIdx.x >> 2) + (NT / 4) * i) * PTC_CIG_KROW);
+    uint4 v = *p;
+    v.x = ptc_cig_tf32(__uint_as_float(v.x));
+    v.y = ptc_cig_tf32(__uint_as_float(v.y));
+    v.z = ptc_cig_tf32(__uint_as_float(v.z));
+    v.w = ptc_cig_tf32(__uint_as_float(v.w));
+    *p = v;
   }
 }
 
@@ -528,6 +553,7 @@ template <int K, int BM, bool TAP, int NT, bool VIN = false> PTC_D void ptc_cig_
   auto step = [&](int kt, BR& bnext, BR& bnew) {
     const int cur = kt % PTC_CIG_STAGES;
     ptc_cig_wait1();  // A of step kt (one group, step kt+1's, may stay in flight)
+    if constexpr (vin && K == 2 && PTC_CIG_VIN_RNA) ptc_cig_round_b_nhwc<NT>(smem + cur * C::STAGE + C::A_BYTES);
     __syncthreads();  // stage cur complete; stage (kt+2) % 3 free
     if (kt + 2 < nk) {
       const int st2 = cur == 0 ? 2 : cur - 1;
