@@ -36,7 +36,10 @@
 #               (one process per dtype, every system, the cold compile
 #               column), then each model (resnet18, bert, gpt2) at the
 #               issue's sizes in its own process, for float32 and bfloat16
-#               (BENCH_DTYPES overrides); about 9-10 minutes on the H100;
+#               (BENCH_DTYPES overrides); about 9-10 minutes on the H100,
+#               more than one device call with a build first: split it
+#               with BENCH_PARTS=micro, then KEEP_BUILD=1 BENCH_PARTS=models
+#               (the same --src tar is then not unpacked or built again);
 #               tables in bench-micro-<dtype>.txt, bench-models.txt and
 #               the JSON files in bench-json.tar under the log folder
 #   --probe     tests/cuda/cuda_probe (bandwidth, GEMM, compile, host time)
@@ -104,10 +107,19 @@ if [ -d .devdeps ]; then
 fi
 if [ -n "$SRC_TAR" ]; then
   SRC_DIR=/tmp/ptc-gpu-src
-  rm -rf "$SRC_DIR" && mkdir -p "$SRC_DIR" && tar -xf "$SRC_TAR" -C "$SRC_DIR" ||
-    { echo "gpu-check: cannot unpack $SRC_TAR"; exit 1; }
+  # With KEEP_BUILD=1 and the tree of the same tar already unpacked, keep
+  # it: unpacking again renews every file's time and ninja would rebuild
+  # everything (session 12's --bench call lost a minute to that).
+  sum=$(sha1sum "$SRC_TAR" | cut -d' ' -f1)
+  if [ "${KEEP_BUILD:-0}" = 1 ] && [ "$(cat "$SRC_DIR/.gpu-check-src" 2>/dev/null)" = "$sum" ]; then
+    note "source: $SRC_TAR (unpacked already)"
+  else
+    rm -rf "$SRC_DIR" && mkdir -p "$SRC_DIR" && tar -xf "$SRC_TAR" -C "$SRC_DIR" ||
+      { echo "gpu-check: cannot unpack $SRC_TAR"; exit 1; }
+    echo "$sum" >"$SRC_DIR/.gpu-check-src"
+    note "source: $SRC_TAR"
+  fi
   cd "$SRC_DIR" || exit 1
-  note "source: $SRC_TAR"
 fi
 echo "== $(nvidia-smi -L 2>/dev/null | head -1); $("$PY" -c 'import sys,torch;print("python",sys.version.split()[0],"torch",torch.__version__)' 2>&1)"
 # A build folder left on a warm machine by another tree's run may be
@@ -219,9 +231,14 @@ if [ "$BENCH" = 1 ]; then
   # (a model's first calls take most of a minute; one process each keeps a
   # slow one from costing the others their figures).
   BJ=/tmp/ptc-gpu-logs/bench-json
-  rm -rf "$BJ" && mkdir -p "$BJ"
-  : >"$LOGS/bench-models.txt"
+  # BENCH_PARTS="micro" or "models" runs one half (default both: about
+  # 9-10 minutes, more than one device call allows when a build comes first)
+  parts=" ${BENCH_PARTS:-micro models} "
+  mkdir -p "$BJ"
+  [ "$parts" != " models " ] && rm -f "$BJ"/micro-*
+  [ "$parts" != " micro " ] && rm -f "$BJ"/resnet18-* "$BJ"/bert-* "$BJ"/gpt2-* && : >"$LOGS/bench-models.txt"
   for dt in ${BENCH_DTYPES:-bfloat16 float32}; do
+    [[ $parts == *" micro "* ]] || break
     t4=$(date +%s)
     PTC_PYTHONPATH="$BUILD/python" timeout "${VS_TIMEOUT:-280}" "$PY" bench/vs_torch.py --device cuda \
       --dtype "$dt" --quick --only pointwise,softmax,layernorm,rmsnorm,row_sum,col_sum,var_mean,mm_bias_gelu,attention,sdpa,tiny \
@@ -232,6 +249,7 @@ if [ "$BENCH" = 1 ]; then
       { tail -n 30 "$LOGS/bench-micro-$dt.txt"; note "bench micro $dt exit $rc"; status=1; }
   done
   for dt in ${BENCH_DTYPES:-bfloat16 float32}; do
+    [[ $parts == *" models "* ]] || break
     for m in resnet18 bert gpt2; do
       t4=$(date +%s)
       PTC_PYTHONPATH="$BUILD/python" timeout "${BENCH_MODEL_TIMEOUT:-120}" "$PY" bench/vs_torch.py --device cuda \
