@@ -18,7 +18,8 @@
  *    output [N][OH][OW][OC], and both, and split K with both): the t*v
  *    kernels' cp.async B tiles and the channels-last epilogue.
  *    TF32 exactness: weights and inputs that round up to TF32 give exactly
- *    the sum of the rounded products in both K orders.
+ *    the sum of the rounded products in both K orders, and from a
+ *    channels-last input (both t*v kernels).
  *    Kept weight copies (cuda_conv_wcache): after the weights are zeroed,
  *    a call with the table slot still reads the first call's copy.
  *    Pooling (max_pool2d, avg_pool2d, adaptive_avg_pool2d through a one-node
@@ -405,36 +406,47 @@ static float tf32_rna(float v) {
 /* A 1x1 convolution whose weights and inputs need rounding to TF32 (1 +
  * 0.75 * 2^-10 rounds up to 1 + 2^-10; truncation would give 1): the output
  * must be the exact sum of the rounded products, in both K orders (the
- * weight copy rounds the weights; the MMA loop no longer does). */
+ * weight copy rounds the weights; the MMA loop no longer does), and with a
+ * channels-last input (tap-major, the t*v kernels' cp.async B tiles,
+ * rounded in shared memory; raw tiles, PTC_CUDA_CONV_NHWC_RNA=0, fail
+ * here): order 4 the 4-warp t64w4v, order 5 (PTC_CUDA_CONV_BM=128) t128v. */
 static void run_tf32_exact(void) {
   const cu_api* cu = &cuda_libs_get()->cu;
   enum { C = 16, OC = 8, HW = 9 };
-  float hx[C * HW], hw[OC * C], ho[OC * HW];
+  float hx[C * HW], hxn[HW * C], hw[OC * C], ho[OC * HW];
   for (int i = 0; i < C * HW; i++) hx[i] = (i % 3 ? 1.0f : -1.0f) * (1.0f + 0.75f / 1024.0f);
+  for (int q = 0; q < C; q++)
+    for (int p = 0; p < HW; p++) hxn[p * C + q] = hx[q * HW + p];
   for (int i = 0; i < OC * C; i++) hw[i] = (i % 5 ? 1.0f : 2.0f) * (1.0f + 0.75f / 1024.0f);
-  for (int order = 1; order <= 3; order++) { /* 3: the wgmma kernels (sm_90) */
-    if (order == 3 && (dev->cc_major != 9 || dev->cc_minor != 0)) break;
+  for (int order = 1; order <= 5; order++) { /* 3: the wgmma kernels (sm_90) */
+    if (order == 3 && (dev->cc_major != 9 || dev->cc_minor != 0)) continue;
+    const bool cl = order >= 4;
     cuda_conv_desc d;
     memset(&d, 0, sizeof d);
     d.dtype = PTC_F32;
     d.n = 1, d.c = C, d.h = 3, d.w = 3, d.oc = OC, d.oh = 3, d.ow = 3;
     d.kh = d.kw = d.sh = d.sw = d.dh = d.dw = d.groups = 1;
     d.xs[0] = C * HW, d.xs[1] = HW, d.xs[2] = 3, d.xs[3] = 1;
+    if (cl) d.xs[1] = 1, d.xs[2] = 3 * C, d.xs[3] = C;
     d.ws[0] = C, d.ws[1] = 1, d.ws[2] = 1, d.ws[3] = 1;
     cu_deviceptr px = 0, pw = 0, po = 0;
     bool done = false;
     ptc_status s = PTC_OK;
     if (cuda_alloc(sizeof hx, NULL, &px) || cuda_alloc(sizeof hw, NULL, &pw) ||
-        cuda_alloc(sizeof ho, NULL, &po) || cu->MemcpyHtoDAsync(px, hx, sizeof hx, NULL) ||
+        cuda_alloc(sizeof ho, NULL, &po) || cu->MemcpyHtoDAsync(px, cl ? hxn : hx, sizeof hx, NULL) ||
         cu->MemcpyHtoDAsync(pw, hw, sizeof hw, NULL))
       s = PTC_ERR(INTERNAL, "device memory");
-    setenv("PTC_CUDA_CONV_TAP", order == 2 ? "1" : "0", 1);
+    if (!s && cl && !cuda_conv_igemm_vec_input(&d, px))
+      s = PTC_ERR(INTERNAL, "not a channels-last vector input");
+    setenv("PTC_CUDA_CONV_TAP", order == 2 || cl ? "1" : "0", 1);
+    if (order == 5) setenv("PTC_CUDA_CONV_BM", "128", 1);
     setenv("PTC_CUDA_CONV_WG", "1", 1);
     if (!s)
       s = order == 3 ? cuda_conv_wg(ctx, dev, NULL, &d, true, px, pw, 0, po, &done)
                      : cuda_conv_igemm(ctx, dev, NULL, &d, true, px, pw, 0, po, &done);
     unsetenv("PTC_CUDA_CONV_WG");
     unsetenv("PTC_CUDA_CONV_TAP");
+    unsetenv("PTC_CUDA_CONV_BM");
     if (!s && (cu->MemcpyDtoHAsync(ho, po, sizeof ho, NULL) != CU_SUCCESS ||
                cu->StreamSynchronize(NULL) != CU_SUCCESS))
       s = PTC_ERR(INTERNAL, "copy back failed");
