@@ -61,7 +61,9 @@ static pthread_mutex_t wg_lock = PTHREAD_MUTEX_INITIALIZER;
 static wg_mod wg_mods[2][4][2][2][2][WG_NCFG]; /* [tma][fl][bf][d128][causal][shape] */
 
 /* [1024-byte alignment slack][ns k tiles][ns v tiles][4 ns mbarriers] */
-static int wg_smem_bytes(wg_cfg c, int d) { return 1024 + 2 * c.ns * c.bn * d * 2 + 32 * c.ns; }
+/* 1024-byte alignment slack, the k and v rings, 4 mbarriers per buffer,
+ * the 512-byte ones block of the tensor-core row sums (FL & 4). */
+static int wg_smem_bytes(wg_cfg c, int d) { return 1024 + 2 * c.ns * c.bn * d * 2 + 32 * c.ns + 512; }
 
 /* The shape index PTC_CUDA_ATTN_WG_CFG="nwg,bn,ns[,ex]" names (a row of
  * the table whose shared memory fits head dim d on the device), or -1. */
@@ -90,7 +92,7 @@ bool cuda_attn_wg_takes(const cuda_device* d, const cuda_attn_geom* g, int hi, b
 
 /* Appends the instantiation `name` of (bf, d, shape c, causal; tma: k / v
  * tiles by tensor copies; fl: the kernel's FL flags, bit 0 ping-pong turns,
- * bit 1 head-major work items). */
+ * bit 1 head-major work items, bit 2 row sums by the tensor cores). */
 static void wg_instance(ptc_strbuf* src, const char* name, bool bf, int d, wg_cfg c, bool causal,
                         bool tma, int fl) {
   ptc_sb_printf(src, "PTC_ATTN_WS%s_KERNEL(%s, %s, %d, %d, %d, %d, %d, %s, %d)\n",
@@ -107,14 +109,20 @@ static void wg_instance(ptc_strbuf* src, const char* name, bool bf, int d, wg_cf
 static int wg_flags_default(bool causal) { return causal ? 0 : 2; }
 
 /* The FL flags of a call: the default, PTC_CUDA_ATTN_WG_PP=1 adds ping-pong
- * turns, PTC_CUDA_ATTN_WG_ORDER=0/1 turns head-major items off / on. */
+ * turns, PTC_CUDA_ATTN_WG_ORDER=0/1 turns head-major items off / on,
+ * PTC_CUDA_ATTN_WG_LS=0/1 the tensor-core row sums (an m64n8k16 wgmma of
+ * P and a block of ones beside each P v step, in place of two FADDs an
+ * element of P in the softmax). */
 static int wg_flags(bool causal) {
   const char* pp = getenv("PTC_CUDA_ATTN_WG_PP");
   const char* od = getenv("PTC_CUDA_ATTN_WG_ORDER");
+  const char* ls = getenv("PTC_CUDA_ATTN_WG_LS");
   int fl = wg_flags_default(causal);
   if (pp && strcmp(pp, "1") == 0) fl |= 1;
   if (od && strcmp(od, "0") == 0) fl &= ~2;
   if (od && strcmp(od, "1") == 0) fl |= 2;
+  if (ls && strcmp(ls, "0") == 0) fl &= ~4;
+  if (ls && strcmp(ls, "1") == 0) fl |= 4;
   return fl;
 }
 
@@ -265,15 +273,16 @@ ptc_status cuda_attn_wg_check_compile(int arch) {
     snprintf(name, sizeof name, "ptc_attn_wg_%d", n++);
     wg_instance(&src, name, true, 64, wg_cfgs[i], false, false, 0);
   }
-  /* every head dim / causal default (f16 without causal, bf16 with) */
+  /* every head dim / causal default (f16 without causal, bf16 with), with
+   * the tensor-core row sums, cp.async and tensor-copy loads */
   for (int hi = 1; hi <= 2; hi++)
     for (int causal = 0; causal < 2; causal++) {
       snprintf(name, sizeof name, "ptc_attn_wg_%d", n++);
       wg_instance(&src, name, causal, hi == 2 ? 128 : 64, wg_cfgs[wg_default[hi][causal]], causal,
-                  false, 0);
+                  false, 4);
       snprintf(name, sizeof name, "ptc_attn_wg_%d", n++);
       wg_instance(&src, name, !causal, hi == 2 ? 128 : 64, wg_cfgs[wg_default[hi][causal]], causal,
-                  true, 3);
+                  true, 7);
     }
   if (src.oom) {
     ptc_sb_free(&src);

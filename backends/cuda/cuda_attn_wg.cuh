@@ -89,6 +89,23 @@ PTC_D void ptc_wg_mma_n128(float* d, const u32* a, u64 b, int sc) {
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(sc), "n"(TB));
 }
 
+// D (m64 x n8, f32: the row sums of FL & 4) += A (the mma.sync A fragment
+// of the warp's 16 rows) * B (descriptor b: here a block of ones, so each
+// of the 8 columns of D sums its row of A).
+template <bool BF>
+PTC_D void ptc_wg_mma_n8(float* d, const u32* a, u64 b) {
+  if (BF) asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0,%1,%2,%3}, {%4,%5,%6,%7}, %8, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
+  else asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%0,%1,%2,%3}, {%4,%5,%6,%7}, %8, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
+}
+
 PTC_D void ptc_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 PTC_D void ptc_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int N>
@@ -117,6 +134,13 @@ PTC_D void ptc_wg_hold_a(u32 (&a)[N][4]) {
 PTC_D u64 ptc_wg_desc(u32 saddr, u32 lbo, u32 sbo) {
   return (u64)((saddr & 0x3FFFFu) >> 4) | (u64)((lbo >> 4) & 0x3FFFu) << 16 |
          (u64)((sbo >> 4) & 0x3FFFu) << 32 | (u64)1 << 62;
+}
+
+// The same without swizzle (the row-sum ones block: 8 x 16-byte core
+// matrices, every element 1, so only the span read matters).
+PTC_D u64 ptc_wg_desc_plain(u32 saddr, u32 lbo, u32 sbo) {
+  return (u64)((saddr & 0x3FFFFu) >> 4) | (u64)((lbo >> 4) & 0x3FFFu) << 16 |
+         (u64)((sbo >> 4) & 0x3FFFu) << 32;
 }
 
 template <bool BF, int N, int TB>
@@ -196,8 +220,9 @@ PTC_D float ptc_ws_ex2p(float x) {
 // factor the accumulator rows take. x = s * scale * log2 e; MASKED: keys
 // kr >= kl or (causal) kr - rr > dg give -inf (tiles crossing S or the
 // diagonal). EX > 0 (unmasked tiles): every EX-th group of 8 keys takes
-// its exponentials from ptc_ws_ex2p.
-template <int BN, bool MASKED, int EX>
+// its exponentials from ptc_ws_ex2p. LS: l is not kept here (the row sums
+// come from the tensor cores, FL & 4).
+template <int BN, bool MASKED, int EX, bool LS>
 PTC_D void ptc_ws_softmax_t(float* s, float sl, int kl, int dg, int qr, int qc, float (&mx)[2],
                             float (&l)[2], float (&al)[2]) {
   const float NEG_INF = -PTC_INF_F;
@@ -227,12 +252,13 @@ PTC_D void ptc_ws_softmax_t(float* s, float sl, int kl, int dg, int qr, int qc, 
       const float p1 = poly ? ptc_ws_ex2p(x1) : ptc_attn_ex2(x1);
       s[4 * t + 2 * h] = p0;
       s[4 * t + 2 * h + 1] = p1;
+      if (LS) continue;
       if (t & 1)
         sum1 += p0 + p1;
       else
         sum0 += p0 + p1;
     }
-    l[h] = l[h] * al[h] + (sum0 + sum1);
+    if (!LS) l[h] = l[h] * al[h] + (sum0 + sum1);
   }
 #undef PTC_WS_X
 }
@@ -241,17 +267,17 @@ PTC_D void ptc_ws_softmax_t(float* s, float sl, int kl, int dg, int qr, int qc, 
 // when the tile is inside S and (causal) wholly at or below the diagonal
 // (and the scale is positive), else masked (32-bit tests; the bounds
 // clamped, |kr - rr| < 2^20).
-template <int BN, bool CAUSAL, int EX>
+template <int BN, bool CAUSAL, int EX, bool LS>
 PTC_D void ptc_ws_softmax(float* s, const ptc_attn_args& a, i64 n0, i64 w0, int qr, int qc,
                           float (&mx)[2], float (&l)[2], float (&al)[2]) {
   if (n0 + BN <= a.S && (!CAUSAL || n0 + BN - 1 <= w0) && a.scale_log2 > 0.f) {
-    ptc_ws_softmax_t<BN, false, EX>(s, a.scale_log2, BN, 1 << 20, qr, qc, mx, l, al);
+    ptc_ws_softmax_t<BN, false, EX, LS>(s, a.scale_log2, BN, 1 << 20, qr, qc, mx, l, al);
     return;
   }
   const i64 kl64 = a.S - n0, dg64 = CAUSAL ? w0 - n0 : (i64)1 << 20;
   const int kl = kl64 < BN ? (int)kl64 : BN;
   const int dg = dg64 > (1 << 20) ? 1 << 20 : dg64 < -(1 << 20) ? -(1 << 20) : (int)dg64;
-  ptc_ws_softmax_t<BN, true, 0>(s, a.scale_log2, kl, dg, qr, qc, mx, l, al);
+  ptc_ws_softmax_t<BN, true, 0, LS>(s, a.scale_log2, kl, dg, qr, qc, mx, l, al);
 }
 
 // P (f32 in s) into the A fragments of P v (key blocks 2i, 2i + 1: k-step i).
@@ -272,11 +298,15 @@ PTC_D void ptc_ws_qk(float* s, const u32 (&qa)[1][D / 16][4], u64 dk, u32 bo) {
   for (int k = 0; k < D / 16; k++)
     ptc_wg_mma<BF, BN, 0>(s, qa[0][k], d + (u64)(((k >> 2) * BN * 128 + (k & 3) * 32) >> 4), k > 0);
 }
-template <bool BF, int D, int BN>
-PTC_D void ptc_ws_pv(float* o, const u32 (&pa)[BN / 16][4], u64 dv, u32 bo) {
+// LS: ls (m64 x n8) += P times the ones block (descriptor d1), the row
+// sums of P as the P v product takes them (rounded to the input type).
+template <bool BF, int D, int BN, bool LS>
+PTC_D void ptc_ws_pv(float* o, float* ls, const u32 (&pa)[BN / 16][4], u64 dv, u32 bo, u64 d1) {
   const u64 d = dv + (bo >> 4);
 #pragma unroll
   for (int k = 0; k < BN / 16; k++) ptc_wg_mma<BF, D, 1>(o, pa[k], d + (u64)((k * 2048) >> 4), 1);
+#pragma unroll
+  for (int k = 0; k < BN / 16 && LS; k++) ptc_wg_mma_n8<BF>(ls, pa[k], d1);
 }
 
 // The consumers' wait for a full buffer: the tile landed (mbarrier), the
@@ -344,6 +374,7 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
                             const u16* __restrict__ v, u16* __restrict__ o, const ptc_attn_args& a,
                             const ptc_tmap* tk, const ptc_tmap* tv) {
   constexpr int BM = 64 * NWG, NC = 128 * NWG, TILE = BN * D * 2;
+  constexpr bool LS = (FL & 4) != 0;  // row sums by the tensor cores
   static_assert(D == 64 || D == 128, "head dim 64 or 128");
   static_assert(BN == 64 || BN == 128, "key tiles of 64 or 128");
   static_assert(NS >= 2 && NS <= 4, "2 to 4 buffers");
@@ -352,7 +383,14 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
   const u32 sk = base, sv = base + NS * TILE;
   // mbarriers: k full, k empty, v full, v empty (NS each, 8 bytes)
   const u32 kf = base + 2 * NS * TILE, ke = kf + 8 * NS, vf = ke + 8 * NS, ve = vf + 8 * NS;
+  // LS: 512 bytes of ones after the mbarriers (the row-sum B operand)
+  const u32 s1 = ve + 8 * NS;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  if (LS && tid < 128) {
+    const u32 one = BF ? 0x3F803F80u : 0x3C003C00u;
+    asm volatile("st.shared.u32 [%0], %1;" ::"r"(s1 + 4 * tid), "r"(one) : "memory");
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  }
   if (tid == 0) {
     for (int i = 0; i < NS; i++) {
       ptc_mb_init(kf + 8 * i, TMA ? 1 : 128);
@@ -431,6 +469,7 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
     const int qr = lane >> 2, qc = (lane & 3) * 2, wg = warp >> 2;
     if (wg == NWG - 1) ptc_ws_turn_pass<FL, NWG>(wg);  // warpgroup 0 goes first
     const u64 dk = ptc_wg_desc(sk, 16, 1024), dv = ptc_wg_desc(sv, D == 64 ? 1024 : BN * 128, 1024);
+    const u64 d1 = ptc_wg_desc_plain(s1, 128, 256);
     // q of the block's next item is loaded while the current one ends
     i64 it = blockIdx.x, off[5];
     u32 qa[1][D / 16][4];
@@ -446,6 +485,7 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
       if (CAUSAL && m0 + BM < nend) nend = m0 + BM;
       const int nt = (int)((nend + BN - 1) / BN);
       float acc[D / 2], s[BN / 2], mx[2] = {-PTC_INF_F, -PTC_INF_F}, l[2] = {0.f, 0.f}, al[2];
+      float ls[4] = {0.f, 0.f, 0.f, 0.f};
       u32 pa[BN / 16][4];
 #pragma unroll
       for (int i = 0; i < D / 2; i++) acc[i] = 0.f;
@@ -462,7 +502,7 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
         ptc_wg_hold<BN / 2>(s);
         ptc_wg_hold_a<D / 16>(qa[0]);
         ptc_mb_arrive(ke + 8 * b0);
-        ptc_ws_softmax<BN, CAUSAL, EX>(s, a, 0, w0, qr, qc, mx, l, al);
+        ptc_ws_softmax<BN, CAUSAL, EX, LS>(s, a, 0, w0, qr, qc, mx, l, al);
         ptc_ws_pack<BF, BN>(s, pa);
         for (int j = 0; j < nt - 1; j++) {
           const u32 gk = tg + (u32)(j + 1), gv = tg + (u32)j, bk = gk % NS, bv = gv % NS;
@@ -472,16 +512,17 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
           ptc_wg_fence();
           ptc_ws_qk<BF, D, BN>(s, qa, dk, bk * TILE);
           ptc_wg_commit();
-          ptc_ws_pv<BF, D, BN>(acc, pa, dv, bv * TILE);
+          ptc_ws_pv<BF, D, BN, LS>(acc, ls, pa, dv, bv * TILE, d1);
           ptc_wg_commit();
           ptc_ws_turn_pass<FL, NWG>(wg);
           ptc_wg_wait<1>();
           ptc_wg_hold<BN / 2>(s);
           ptc_wg_hold_a<D / 16>(qa[0]);
           ptc_mb_arrive(ke + 8 * bk);
-          ptc_ws_softmax<BN, CAUSAL, EX>(s, a, (i64)(j + 1) * BN, w0, qr, qc, mx, l, al);
+          ptc_ws_softmax<BN, CAUSAL, EX, LS>(s, a, (i64)(j + 1) * BN, w0, qr, qc, mx, l, al);
           ptc_wg_wait<0>();
           ptc_wg_hold<D / 2>(acc);
+          if (LS) ptc_wg_hold<4>(ls);
           ptc_wg_hold_a<BN / 16>(pa);
           ptc_mb_arrive(ve + 8 * bv);
           // rows whose max rose take the factor (warp-uniform test)
@@ -493,6 +534,12 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
               acc[4 * t + 2] *= al[1];
               acc[4 * t + 3] *= al[1];
             }
+            if (LS) {
+              ls[0] *= al[0];
+              ls[1] *= al[0];
+              ls[2] *= al[1];
+              ls[3] *= al[1];
+            }
           }
           ptc_ws_pack<BF, BN>(s, pa);
         }
@@ -501,7 +548,7 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
         ptc_ws_full<TMA>(vf + 8 * bv, (gv / NS) & 1);
         ptc_ws_turn_wait<FL, NWG>(wg);
         ptc_wg_fence();
-        ptc_ws_pv<BF, D, BN>(acc, pa, dv, bv * TILE);
+        ptc_ws_pv<BF, D, BN, LS>(acc, ls, pa, dv, bv * TILE, d1);
         ptc_wg_commit();
         ptc_ws_turn_pass<FL, NWG>(wg);
       }
@@ -511,18 +558,23 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
         ptc_attn_offsets(a, item_bi(nx), off);
         ptc_attn_qfrag<D, 1, true>(qa, q + off[0], a, item_m0(nx) + warp * 16, qr, qc);
       }
-      if (nt > 0) {
-        ptc_wg_wait<0>();
-        ptc_wg_hold<D / 2>(acc);
-        ptc_wg_hold_a<BN / 16>(pa);
-        ptc_mb_arrive(ve + 8 * ((tg - 1) % NS));
-      }
+      // (unconditional: a wait on no group returns at once, and ptxas then
+      // sees every path to the reads below pass a wait)
+      ptc_wg_wait<0>();
+      ptc_wg_hold<D / 2>(acc);
+      if (LS) ptc_wg_hold<4>(ls);
+      ptc_wg_hold_a<BN / 16>(pa);
+      if (nt > 0) ptc_mb_arrive(ve + 8 * ((tg - 1) % NS));
       // out rows = acc / l (zeros for a row with no finite score)
 #pragma unroll
       for (int h = 0; h < 2; h++) {
         float lh = l[h];
-        lh += __shfl_xor_sync(0xffffffffu, lh, 1);
-        lh += __shfl_xor_sync(0xffffffffu, lh, 2);
+        if (LS) {
+          lh = ls[2 * h];  // every column of the row-sum tile holds the whole sum
+        } else {
+          lh += __shfl_xor_sync(0xffffffffu, lh, 1);
+          lh += __shfl_xor_sync(0xffffffffu, lh, 2);
+        }
         const float inv = lh > 0.f ? 1.f / lh : 0.f;
         const i64 r = w0 + qr + 8 * h;
         if (r < a.L) {
