@@ -37,6 +37,7 @@ typedef struct wg_cfg {
 static const wg_cfg wg_cfgs[] = {
     {2, 128, 2, 0}, {2, 128, 3, 0}, {2, 64, 4, 0}, {3, 64, 4, 0},
     {3, 64, 4, 4},  {2, 128, 2, 4}, {2, 128, 2, 2}, {2, 128, 4, 0},
+    {2, 128, 4, 4}, {2, 128, 4, 8},
 };
 #define WG_NCFG ((int)(sizeof wg_cfgs / sizeof wg_cfgs[0]))
 /* The default shape per head dim index (1: 64, 2: 128) and causal flag,
@@ -58,9 +59,8 @@ typedef struct wg_mod {
 } wg_mod;
 
 static pthread_mutex_t wg_lock = PTHREAD_MUTEX_INITIALIZER;
-static wg_mod wg_mods[2][4][2][2][2][WG_NCFG]; /* [tma][fl][bf][d128][causal][shape] */
+static wg_mod wg_mods[2][8][2][2][2][WG_NCFG]; /* [tma][fl][bf][d128][causal][shape] */
 
-/* [1024-byte alignment slack][ns k tiles][ns v tiles][4 ns mbarriers] */
 /* 1024-byte alignment slack, the k and v rings, 4 mbarriers per buffer,
  * the 512-byte ones block of the tensor-core row sums (FL & 4). */
 static int wg_smem_bytes(wg_cfg c, int d) { return 1024 + 2 * c.ns * c.bn * d * 2 + 32 * c.ns + 512; }
