@@ -59,7 +59,7 @@ typedef struct wg_mod {
 } wg_mod;
 
 static pthread_mutex_t wg_lock = PTHREAD_MUTEX_INITIALIZER;
-static wg_mod wg_mods[2][8][2][2][2][WG_NCFG]; /* [tma][fl][bf][d128][causal][shape] */
+static wg_mod wg_mods[2][16][2][2][2][WG_NCFG]; /* [tma][fl][bf][d128][causal][shape] */
 
 /* 1024-byte alignment slack, the k and v rings, 4 mbarriers per buffer,
  * the 512-byte ones block of the tensor-core row sums (FL & 4). */
@@ -92,7 +92,8 @@ bool cuda_attn_wg_takes(const cuda_device* d, const cuda_attn_geom* g, int hi, b
 
 /* Appends the instantiation `name` of (bf, d, shape c, causal; tma: k / v
  * tiles by tensor copies; fl: the kernel's FL flags, bit 0 ping-pong turns,
- * bit 1 head-major work items, bit 2 row sums by the tensor cores). */
+ * bit 1 head-major work items, bit 2 row sums by the tensor cores, bit 3
+ * key tiles chained over work items). */
 static void wg_instance(ptc_strbuf* src, const char* name, bool bf, int d, wg_cfg c, bool causal,
                         bool tma, int fl) {
   ptc_sb_printf(src, "PTC_ATTN_WS%s_KERNEL(%s, %s, %d, %d, %d, %d, %d, %s, %d)\n",
@@ -112,12 +113,18 @@ static int wg_flags_default(bool causal) { return causal ? 0 : 2; }
  * turns, PTC_CUDA_ATTN_WG_ORDER=0/1 turns head-major items off / on,
  * PTC_CUDA_ATTN_WG_LS=0/1 the tensor-core row sums (an m64n8k16 wgmma of
  * P and a block of ones beside each P v step, in place of two FADDs an
- * element of P in the softmax). */
+ * element of P in the softmax), PTC_CUDA_ATTN_WG_CHAIN=0/1 the key tiles
+ * chained over work items (the next item's first S and softmax under the
+ * last P v of the current one; the kernel takes it with two consumer
+ * warpgroups at head dim 64 only). */
 static int wg_flags(bool causal) {
   const char* pp = getenv("PTC_CUDA_ATTN_WG_PP");
   const char* od = getenv("PTC_CUDA_ATTN_WG_ORDER");
   const char* ls = getenv("PTC_CUDA_ATTN_WG_LS");
+  const char* ch = getenv("PTC_CUDA_ATTN_WG_CHAIN");
   int fl = wg_flags_default(causal);
+  if (ch && strcmp(ch, "0") == 0) fl &= ~8;
+  if (ch && strcmp(ch, "1") == 0) fl |= 8;
   if (pp && strcmp(pp, "1") == 0) fl |= 1;
   if (od && strcmp(od, "0") == 0) fl &= ~2;
   if (od && strcmp(od, "1") == 0) fl |= 2;
@@ -239,6 +246,7 @@ ptc_status cuda_attn_wg_run(const cuda_ext_call* c, const cuda_attn_geom* g, boo
   bool tma = wg_tma_wanted(hi, causal) && wg_tmap_make(&tk, g, k, g->k_ss, g->k_bs, d, cfg.bn) &&
              wg_tmap_make(&tv, g, v, g->v_ss, g->v_bs, d, cfg.bn);
   int fl = wg_flags(causal);
+  if (g->S <= 0 || cfg.nwg != 2 || d != 64) fl &= ~8; /* the chained stream needs a tile an item */
   wg_mod* mod = &wg_mods[tma][fl][bf][hi == 2][causal][sh];
   pthread_mutex_lock(&wg_lock);
   ptc_status s = mod->fn ? PTC_OK : load_wg(c->plan->ctx, dev, bf, d, causal, cfg, tma, fl, mod);
@@ -283,6 +291,10 @@ ptc_status cuda_attn_wg_check_compile(int arch) {
       snprintf(name, sizeof name, "ptc_attn_wg_%d", n++);
       wg_instance(&src, name, !causal, hi == 2 ? 128 : 64, wg_cfgs[wg_default[hi][causal]], causal,
                   true, 7);
+      if (hi == 2) continue;
+      /* the chained stream (d64 only), with and without the row sums */
+      snprintf(name, sizeof name, "ptc_attn_wg_%d", n++);
+      wg_instance(&src, name, true, 64, wg_cfgs[wg_default[1][causal]], causal, true, 8 | 4 * causal);
     }
   if (src.oom) {
     ptc_sb_free(&src);

@@ -309,6 +309,53 @@ PTC_D void ptc_ws_pv(float* o, float* ls, const u32 (&pa)[BN / 16][4], u64 dv, u
   for (int k = 0; k < BN / 16 && LS; k++) ptc_wg_mma_n8<BF>(ls, pa[k], d1);
 }
 
+// The warp's output rows w0 + qr, w0 + qr + 8 of a work item: acc / l
+// (zeros for a row with no finite score); l from this thread's partial
+// sums l (summed over the row's 4 threads) or, LS, from the row-sum tile
+// ls, every column of which holds the whole sum.
+template <bool BF, int D, bool LS>
+PTC_D void ptc_ws_store(u16* ob, const ptc_attn_args& a, i64 w0, int qr, int qc, const float* acc,
+                        const float (&l)[2], const float (&ls)[4]) {
+#pragma unroll
+  for (int h = 0; h < 2; h++) {
+    float lh = l[h];
+    if (LS) {
+      lh = ls[2 * h];
+    } else {
+      lh += __shfl_xor_sync(0xffffffffu, lh, 1);
+      lh += __shfl_xor_sync(0xffffffffu, lh, 2);
+    }
+    const float inv = lh > 0.f ? 1.f / lh : 0.f;
+    const i64 r = w0 + qr + 8 * h;
+    if (r < a.L) {
+#pragma unroll
+      for (int t = 0; t < D / 8; t++)
+        *(u32*)&ob[r * a.o_sl + t * 8 + qc] =
+            ptc_attn_pack<BF>(acc[4 * t + 2 * h] * inv, acc[4 * t + 2 * h + 1] * inv);
+    }
+  }
+}
+
+// Rows whose max rose take the factor al (warp-uniform test): the output
+// accumulator and, LS, the row-sum tile.
+template <int D, bool LS>
+PTC_D void ptc_ws_rescale(float* acc, float (&ls)[4], const float (&al)[2]) {
+  if (!__any_sync(0xffffffffu, al[0] != 1.f || al[1] != 1.f)) return;
+#pragma unroll
+  for (int t = 0; t < D / 8; t++) {
+    acc[4 * t] *= al[0];
+    acc[4 * t + 1] *= al[0];
+    acc[4 * t + 2] *= al[1];
+    acc[4 * t + 3] *= al[1];
+  }
+  if (LS) {
+    ls[0] *= al[0];
+    ls[1] *= al[0];
+    ls[2] *= al[1];
+    ls[3] *= al[1];
+  }
+}
+
 // The consumers' wait for a full buffer: the tile landed (mbarrier), the
 // warp converged, the copies visible to wgmma (async proxy).
 template <bool TMA = false>
@@ -375,6 +422,10 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
                             const ptc_tmap* tk, const ptc_tmap* tv) {
   constexpr int BM = 64 * NWG, NC = 128 * NWG, TILE = BN * D * 2;
   constexpr bool LS = (FL & 4) != 0;  // row sums by the tensor cores
+  // FL & 8: the consumers' tiles chained over work items (two consumer
+  // warpgroups and head dim 64: otherwise the next item's q does not fit
+  // the registers; the host sets it only when S > 0)
+  constexpr bool CHAIN = (FL & 8) != 0 && NWG == 2 && D == 64;
   static_assert(D == 64 || D == 128, "head dim 64 or 128");
   static_assert(BN == 64 || BN == 128, "key tiles of 64 or 128");
   static_assert(NS >= 2 && NS <= 4, "2 to 4 buffers");
@@ -470,6 +521,122 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
     if (wg == NWG - 1) ptc_ws_turn_pass<FL, NWG>(wg);  // warpgroup 0 goes first
     const u64 dk = ptc_wg_desc(sk, 16, 1024), dv = ptc_wg_desc(sv, D == 64 ? 1024 : BN * 128, 1024);
     const u64 d1 = ptc_wg_desc_plain(s1, 128, 256);
+    auto ntiles = [&](i64 m0) -> int {  // key tiles of the item at row m0 (S < 2^31)
+      i64 nend = a.S;
+      if (CAUSAL && m0 + BM < nend) nend = m0 + BM;
+      return (int)((nend + BN - 1) / BN);
+    };
+    if constexpr (CHAIN) {
+      // FL & 8: one stream of key tiles over the block's work items: the
+      // first S of the next item is issued with the last P v of this one
+      // and its softmax runs while that P v is in flight, so no item
+      // starts with a lone S and softmax (every item has a tile: S > 0).
+      // qn holds the next item's q, loaded an item ahead.
+      i64 it = blockIdx.x;
+      if (it >= nitems) return;
+      (void)tg;
+      i64 off[5], offn[5];
+      u32 qa[1][D / 16][4], qn[1][D / 16][4];
+      ptc_attn_offsets(a, item_bi(it), off);
+      i64 m0 = item_m0(it), w0 = m0 + warp * 16;
+      ptc_attn_qfrag<D, 1, true>(qa, q + off[0], a, w0, qr, qc);
+      i64 nx = it + gridDim.x;
+      if (nx < nitems) {
+        ptc_attn_offsets(a, item_bi(nx), offn);
+        ptc_attn_qfrag<D, 1, true>(qn, q + offn[0], a, item_m0(nx) + warp * 16, qr, qc);
+      }
+      int nt = ntiles(m0), j = 0;
+      float acc[D / 2], s[BN / 2], mx[2] = {-PTC_INF_F, -PTC_INF_F}, l[2] = {0.f, 0.f}, al[2];
+      float ls[4] = {0.f, 0.f, 0.f, 0.f};
+      u32 pa[BN / 16][4];
+#pragma unroll
+      for (int i = 0; i < D / 2; i++) acc[i] = 0.f;
+      {  // S(0) of the first item and its softmax
+        const u32 b0 = tg % NS;
+        ptc_ws_full<TMA>(kf + 8 * b0, (tg / NS) & 1);
+        ptc_wg_fence();
+        ptc_ws_qk<BF, D, BN>(s, qa, dk, b0 * TILE);
+        ptc_wg_commit();
+        ptc_wg_wait<0>();
+        ptc_wg_hold<BN / 2>(s);
+        ptc_wg_hold_a<D / 16>(qa[0]);
+        ptc_mb_arrive(ke + 8 * b0);
+        ptc_ws_softmax<BN, CAUSAL, EX, LS>(s, a, 0, w0, qr, qc, mx, l, al);
+        ptc_ws_pack<BF, BN>(s, pa);
+      }
+      for (;;) {
+        // P(j) of item it in pa; acc holds its tiles before j
+        const bool more = j + 1 < nt, nxt = !more && nx < nitems;
+        const u32 gv = tg + (u32)j, bv = gv % NS, gk = gv + 1, bk = gk % NS;
+        const i64 w0n = nxt ? item_m0(nx) + warp * 16 : w0;
+        if (more || nxt) ptc_ws_full<TMA>(kf + 8 * bk, (gk / NS) & 1);
+        ptc_ws_full<TMA>(vf + 8 * bv, (gv / NS) & 1);
+        // S is issued on every step, from the selected q: a wgmma under a
+        // condition ptxas cannot prove warp-uniform serialised all of them
+        // (C7520). After the block's last tile it reads buffer bk as it is
+        // (the producer is done: nothing writes it) and s is dropped.
+        u32 qs[1][D / 16][4];
+#pragma unroll
+        for (int i = 0; i < D / 16; i++)
+#pragma unroll
+          for (int e = 0; e < 4; e++) qs[0][i][e] = more ? qa[0][i][e] : qn[0][i][e];
+        ptc_wg_fence();
+        ptc_ws_qk<BF, D, BN>(s, qs, dk, bk * TILE);
+        ptc_wg_hold_a<D / 16>(qs[0]);
+        ptc_wg_commit();
+        ptc_ws_pv<BF, D, BN, LS>(acc, ls, pa, dv, bv * TILE, d1);
+        ptc_wg_commit();
+        ptc_wg_wait<1>();
+        if (more || nxt) {
+          ptc_wg_hold<BN / 2>(s);
+          ptc_wg_hold_a<D / 16>(qa[0]);
+          ptc_wg_hold_a<D / 16>(qn[0]);
+          ptc_mb_arrive(ke + 8 * bk);
+        }
+        // the softmax of the next tile: this item's, or (its row sums kept
+        // in lp for the store) the next item's first
+        const float lp[2] = {l[0], l[1]};
+        if (!more) mx[0] = mx[1] = -PTC_INF_F, l[0] = l[1] = 0.f;
+        if (more || nxt)
+          ptc_ws_softmax<BN, CAUSAL, EX, LS>(s, a, more ? (i64)(j + 1) * BN : 0, w0n, qr, qc, mx, l, al);
+        ptc_wg_wait<0>();
+        ptc_wg_hold<D / 2>(acc);
+        if (LS) ptc_wg_hold<4>(ls);
+        ptc_wg_hold_a<BN / 16>(pa);
+        ptc_mb_arrive(ve + 8 * bv);
+        if (more) {
+          ptc_ws_rescale<D, LS>(acc, ls, al);
+          ptc_ws_pack<BF, BN>(s, pa);
+          j++;
+          continue;
+        }
+        ptc_ws_store<BF, D, LS>(o + off[4], a, w0, qr, qc, acc, lp, ls);
+        if (!nxt) break;
+        // on to item nx, whose S(0) and softmax are done
+        tg += (u32)nt;
+        it = nx;
+#pragma unroll
+        for (int i = 0; i < 5; i++) off[i] = offn[i];
+        m0 = item_m0(it);
+        w0 = w0n;
+        nt = ntiles(m0);
+        j = 0;
+#pragma unroll
+        for (int i = 0; i < D / 16; i++)
+#pragma unroll
+          for (int e = 0; e < 4; e++) qa[0][i][e] = qn[0][i][e];
+#pragma unroll
+        for (int i = 0; i < D / 2; i++) acc[i] = 0.f;
+#pragma unroll
+        for (int i = 0; i < 4; i++) ls[i] = 0.f;
+        ptc_ws_pack<BF, BN>(s, pa);
+        nx = it + gridDim.x;
+        if (nx < nitems) {
+          ptc_attn_offsets(a, item_bi(nx), offn);
+          ptc_attn_qfrag<D, 1, true>(qn, q + offn[0], a, item_m0(nx) + warp * 16, qr, qc);
+        }
+      }
+    } else {
     // q of the block's next item is loaded while the current one ends
     i64 it = blockIdx.x, off[5];
     u32 qa[1][D / 16][4];
@@ -481,9 +648,7 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
       const i64 m0 = item_m0(it);
       const i64 w0 = m0 + warp * 16;  // this warp's first row
       u16* ob = o + off[4];
-      i64 nend = a.S;
-      if (CAUSAL && m0 + BM < nend) nend = m0 + BM;
-      const int nt = (int)((nend + BN - 1) / BN);
+      const int nt = ntiles(m0);
       float acc[D / 2], s[BN / 2], mx[2] = {-PTC_INF_F, -PTC_INF_F}, l[2] = {0.f, 0.f}, al[2];
       float ls[4] = {0.f, 0.f, 0.f, 0.f};
       u32 pa[BN / 16][4];
@@ -525,22 +690,7 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
           if (LS) ptc_wg_hold<4>(ls);
           ptc_wg_hold_a<BN / 16>(pa);
           ptc_mb_arrive(ve + 8 * bv);
-          // rows whose max rose take the factor (warp-uniform test)
-          if (__any_sync(0xffffffffu, al[0] != 1.f || al[1] != 1.f)) {
-#pragma unroll
-            for (int t = 0; t < D / 8; t++) {
-              acc[4 * t] *= al[0];
-              acc[4 * t + 1] *= al[0];
-              acc[4 * t + 2] *= al[1];
-              acc[4 * t + 3] *= al[1];
-            }
-            if (LS) {
-              ls[0] *= al[0];
-              ls[1] *= al[0];
-              ls[2] *= al[1];
-              ls[3] *= al[1];
-            }
-          }
+          ptc_ws_rescale<D, LS>(acc, ls, al);
           ptc_ws_pack<BF, BN>(s, pa);
         }
         // the last P v, in flight while the next q loads
@@ -565,25 +715,8 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
       if (LS) ptc_wg_hold<4>(ls);
       ptc_wg_hold_a<BN / 16>(pa);
       if (nt > 0) ptc_mb_arrive(ve + 8 * ((tg - 1) % NS));
-      // out rows = acc / l (zeros for a row with no finite score)
-#pragma unroll
-      for (int h = 0; h < 2; h++) {
-        float lh = l[h];
-        if (LS) {
-          lh = ls[2 * h];  // every column of the row-sum tile holds the whole sum
-        } else {
-          lh += __shfl_xor_sync(0xffffffffu, lh, 1);
-          lh += __shfl_xor_sync(0xffffffffu, lh, 2);
-        }
-        const float inv = lh > 0.f ? 1.f / lh : 0.f;
-        const i64 r = w0 + qr + 8 * h;
-        if (r < a.L) {
-#pragma unroll
-          for (int t = 0; t < D / 8; t++)
-            *(u32*)&ob[r * a.o_sl + t * 8 + qc] =
-                ptc_attn_pack<BF>(acc[4 * t + 2 * h] * inv, acc[4 * t + 2 * h + 1] * inv);
-        }
-      }
+      ptc_ws_store<BF, D, LS>(ob, a, w0, qr, qc, acc, l, ls);
+    }
     }
   }
 }

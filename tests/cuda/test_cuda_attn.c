@@ -607,6 +607,11 @@ int main(int argc, char** argv) {
        * wgmma kernel's default path (without PTC_CUDA_ATTN_WG_CFG) */
       {PTC_BF16, 300, 1, 130, 70, 64, 0, 0, 0, 0},
       {PTC_F16, 150, 2, 100, 129, 128, 1, 0, 0, 0},
+      /* several work items a block, each of several key tiles (the last
+       * partial): the chained key-tile stream (PTC_CUDA_ATTN_WG_CHAIN)
+       * switches items mid-stream, with and without causal */
+      {PTC_BF16, 40, 4, 300, 333, 64, 0, 0, 0, 0},
+      {PTC_BF16, 40, 4, 300, 300, 64, 1, 0, 0, 0},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     const acase* c = &cases[i];
