@@ -243,10 +243,15 @@ static ptc_status module_source(ptc_strbuf* src, int ti, int v, bool defer) {
     wb = occ && *occ == '0' ? 3 : 4;
   }
   if (wb != 3) ptc_sb_printf(src, "#define PTC_CIG_W4_BLOCKS %d\n", wb);
-  /* PTC_CUDA_CONV_NHWC_RNA=0: the channels-last-input TF32 kernels feed
-   * their B tiles to the MMA unrounded (truncated; see PTC_CIG_VIN_RNA) */
+  /* PTC_CUDA_CONV_NHWC_RNA=0/1/2/3: how the channels-last-input TF32
+   * kernels round their B tiles (PTC_CIG_VIN_RNA: 0 not at all, truncated;
+   * 1 in shared memory before the step's barrier; 2, the default, in
+   * registers after ldmatrix; 3 in shared memory a step ahead, mid-MMA);
+   * PTC_CUDA_CONV_NHWC_RADD=1: by an integer add instead of cvt.rna */
   const char* rna = getenv("PTC_CUDA_CONV_NHWC_RNA");
-  if (rna && *rna == '0') ptc_sb_printf(src, "#define PTC_CIG_VIN_RNA 0\n");
+  if (rna && *rna >= '0' && *rna <= '3' && !rna[1]) ptc_sb_printf(src, "#define PTC_CIG_VIN_RNA %c\n", *rna);
+  const char* radd = getenv("PTC_CUDA_CONV_NHWC_RADD");
+  if (radd && *radd == '1') ptc_sb_printf(src, "#define PTC_CIG_VIN_RADD 1\n");
   ptc_sb_append(src, ptc_cuda_prelude_text);
   ptc_sb_append(src, ptc_cuda_conv_common_text);
   ptc_sb_append(src, ptc_cuda_conv_igemm_text);

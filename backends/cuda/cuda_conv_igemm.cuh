@@ -137,14 +137,39 @@ template <int K, int BM, int NT = 256> struct ptc_cig_cfg {
   };
 };
 
-// The warp's MMAs over one K step.
-template <int K, int BM, int NT> PTC_D void ptc_cig_compute(u32 sa, u32 sb,
-                                                            float (*acc)[ptc_cig_cfg<K, BM, NT>::NJ][4],
-                                                            int wm, int wn, int lane) {
+// A float's bits rounded for the TF32 tensor cores, which read only the
+// upper 19 bits: cvt.rna.tf32.f32 (three SASS instructions on sm_90), or
+// with PTC_CIG_VIN_RADD half a TF32 unit added to the bits (0x1000, one
+// integer add: the tensor cores' truncation of the sum is the same
+// round-half-away) and a signed max with the input, so that a positive NaN
+// whose add carries into the sign bit stays itself (two instructions; a
+// negative NaN of bits 0xfffff000 and above then reads as +0).
+#ifndef PTC_CIG_VIN_RADD
+#define PTC_CIG_VIN_RADD 0
+#endif
+PTC_D u32 ptc_cig_tf32b(u32 x) {
+#if PTC_CIG_VIN_RADD
+  return (u32)max((int)x + 0x1000, (int)x);
+#else
+  return ptc_cig_tf32(__uint_as_float(x));
+#endif
+}
+
+// The warp's MMAs over one K step. RB (the channels-last TF32 kernels with
+// PTC_CIG_VIN_RNA 2): the B fragments rounded in registers after their
+// ldmatrix. mid() runs between the first and second halves of the step's
+// MMAs (PTC_CIG_VIN_RNA 3: the next stage's rounding).
+struct ptc_cig_nomid {
+  PTC_D void operator()() const {}
+};
+template <int K, int BM, int NT, bool RB = false, typename MID = ptc_cig_nomid>
+PTC_D void ptc_cig_compute(u32 sa, u32 sb, float (*acc)[ptc_cig_cfg<K, BM, NT>::NJ][4], int wm, int wn,
+                           int lane, MID mid = MID()) {
   typedef ptc_cig_cfg<K, BM, NT> C;
   if constexpr (K == 2) {
 #pragma unroll
     for (int ks = 0; ks < C::KT; ks += 8) {  // 8 floats = two 16-byte halves of a row
+      if (ks == C::KT / 2) mid();
       u32 af[C::MI][4];
 #pragma unroll
       for (int i = 0; i < C::MI; i++) {
@@ -161,6 +186,10 @@ template <int K, int BM, int NT> PTC_D void ptc_cig_compute(u32 sa, u32 sb,
         ptc_cig_ldm4(sb + n * PTC_CIG_KROW + kw * 4, bf[2 * jj][0], bf[2 * jj][1], bf[2 * jj + 1][0],
                      bf[2 * jj + 1][1]);
       }
+      if constexpr (RB) {
+#pragma unroll
+        for (int j = 0; j < C::NJ; j++) bf[j][0] = ptc_cig_tf32b(bf[j][0]), bf[j][1] = ptc_cig_tf32b(bf[j][1]);
+      }
 #pragma unroll
       for (int i = 0; i < C::MI; i++)
 #pragma unroll
@@ -169,6 +198,7 @@ template <int K, int BM, int NT> PTC_D void ptc_cig_compute(u32 sa, u32 sb,
   } else {
 #pragma unroll
     for (int ks = 0; ks < C::KT; ks += 16) {
+      if (ks == C::KT / 2) mid();
       u32 af[C::MI][4];
 #pragma unroll
       for (int i = 0; i < C::MI; i++) {
@@ -372,7 +402,7 @@ template <int K, int BM, int NT> PTC_D void ptc_cig_store_raw(unsigned char* sb,
 // one column's 64 bytes, so a warp's copy covers 8 whole columns (full
 // 32-byte sectors) rather than 16 bytes of 32 columns. Each thread keeps
 // its NB columns' image base and window origin (ptc_cig_vcols). A TF32
-// B operand is rounded when its fragments are loaded (PTC_CIG_VIN_RNA).
+// B operand is rounded after its fragments are loaded (PTC_CIG_VIN_RNA).
 template <int K, int NT> struct ptc_cig_vcols {
   enum { NB = PTC_CIG_BN * 4 / NT };
   const typename ptc_conv_kind<K>::S* xb[NB];
@@ -412,16 +442,27 @@ template <int K, int BM, int NT> PTC_D void ptc_cig_load_b_nhwc(const ptc_cig_vc
 }
 
 // TF32 B tiles that came by cp.async (no register stage to round them in)
-// are rounded in shared memory by the threads that copied them, once the
-// copies of their step have landed (PTC_CIG_VIN_RNA, default 1: each
-// thread's own 16-byte chunks, cvt.rna like the gathering kernels' stores;
-// a block barrier follows). 0 leaves them raw: the tensor cores then read
-// the upper 19 bits, a truncation that biases every product of a
-// non-negative (post-ReLU) activation towards zero (resnet18 b32 fp32 on
-// an H100: max abs error against eager 1.02e-2 with raw tiles, 1.25e-3
-// before the channels-last kernels; Inductor 8.9e-4).
+// are rounded before the MMAs read them (PTC_CIG_VIN_RNA):
+//  2 (default): in registers, each B fragment after its ldmatrix (twice the
+//     conversions of 1: both warps along M load every fragment; but off the
+//     path from the copies' arrival to the block barrier);
+//  1: in shared memory by the threads that copied them, once the copies of
+//     their step have landed (each thread's own 16-byte chunks), at the
+//     start of the step, before its block barrier;
+//  3: as 1, but a step earlier, between the two halves of the previous
+//     step's MMAs (the copies of the next stage have had a step to land);
+//  0: raw: the tensor cores then read the upper 19 bits, a truncation that
+//     biases every product of a non-negative (post-ReLU) activation
+//     towards zero (resnet18 b32 fp32 on an H100: max abs error against
+//     eager 1.02e-2 with raw tiles, 1.25e-3 before the channels-last
+//     kernels; Inductor 8.9e-4).
+// H100, resnet18 b32 fp32 through the backend (bench/profile_cuda.py, one
+// run, ms per call for t64w4v x4 / t128v x5 / whole model): 0 0.426 /
+// 0.300 / 1.510, 1 0.501 / 0.372 / 1.657, 2 0.434 / 0.326 / 1.547, 3 0.514
+// / 0.378 / 1.677 (3 with PTC_CIG_VIN_RADD 0.510 / 0.369 / 1.662).
+// The conversion itself: ptc_cig_tf32b (PTC_CIG_VIN_RADD).
 #ifndef PTC_CIG_VIN_RNA
-#define PTC_CIG_VIN_RNA 1
+#define PTC_CIG_VIN_RNA 2
 #endif
 template <int NT> PTC_D void ptc_cig_round_b_nhwc(unsigned char* sb) {
   unsigned char* s = sb + (threadIdx.x & 3) * 16;
@@ -429,10 +470,10 @@ template <int NT> PTC_D void ptc_cig_round_b_nhwc(unsigned char* sb) {
   for (int i = 0; i < PTC_CIG_BN * 4 / NT; i++) {
     uint4* p = (uint4*)(s + ((threadIdx.x >> 2) + (NT / 4) * i) * PTC_CIG_KROW);
     uint4 v = *p;
-    v.x = ptc_cig_tf32(__uint_as_float(v.x));
-    v.y = ptc_cig_tf32(__uint_as_float(v.y));
-    v.z = ptc_cig_tf32(__uint_as_float(v.z));
-    v.w = ptc_cig_tf32(__uint_as_float(v.w));
+    v.x = ptc_cig_tf32b(v.x);
+    v.y = ptc_cig_tf32b(v.y);
+    v.z = ptc_cig_tf32b(v.z);
+    v.w = ptc_cig_tf32b(v.w);
     *p = v;
   }
 }
@@ -535,6 +576,8 @@ template <int K, int BM, bool TAP, int NT, bool VIN = false> PTC_D void ptc_cig_
       wk.next(g);
     }
   };
+  // the B tiles' TF32 rounding (PTC_CIG_VIN_RNA) of the channels-last TF32 kernels
+  constexpr int rna = vin && K == 2 ? PTC_CIG_VIN_RNA : 0;
   BR b0, b1;
   if (nk > 0) {
     ptc_cig_load_a<K, BM, NT>(wg, smem, g, row0, kbeg, kend);
@@ -548,12 +591,16 @@ template <int K, int BM, bool TAP, int NT, bool VIN = false> PTC_D void ptc_cig_
       store(smem + C::A_BYTES, b0);
       if (nk > 1) gather(1, b1);
     }
+    if constexpr (rna == 3) {  // stage 0 (the later ones: a step ahead, mid-MMA)
+      ptc_cig_wait1();
+      ptc_cig_round_b_nhwc<NT>(smem + C::A_BYTES);
+    }
   }
   // one K step: bnext holds step kt+1 (stored at the end), bnew receives kt+2
   auto step = [&](int kt, BR& bnext, BR& bnew) {
     const int cur = kt % PTC_CIG_STAGES;
     ptc_cig_wait1();  // A of step kt (one group, step kt+1's, may stay in flight)
-    if constexpr (vin && K == 2 && PTC_CIG_VIN_RNA) ptc_cig_round_b_nhwc<NT>(smem + cur * C::STAGE + C::A_BYTES);
+    if constexpr (rna == 1) ptc_cig_round_b_nhwc<NT>(smem + cur * C::STAGE + C::A_BYTES);
     __syncthreads();  // stage cur complete; stage (kt+2) % 3 free
     if (kt + 2 < nk) {
       const int st2 = cur == 0 ? 2 : cur - 1;
@@ -562,7 +609,22 @@ template <int K, int BM, bool TAP, int NT, bool VIN = false> PTC_D void ptc_cig_
     }
     ptc_cig_commit();  // possibly empty: the group count stays uniform
     if (!vin && kt + 2 < nk) gather(kt + 2, bnew);
-    ptc_cig_compute<K, BM, NT>(s0 + cur * C::STAGE, s0 + cur * C::STAGE + C::A_BYTES, acc, wm, wn, lane);
+    if constexpr (rna == 3) {
+      // mid-MMA: step kt+1's copies (the older of the two groups in flight)
+      // landed, round this thread's chunks of them
+      const int st1 = cur == PTC_CIG_STAGES - 1 ? 0 : cur + 1;
+      auto mid = [&]() {
+        if (kt + 1 < nk) {
+          ptc_cig_wait1();
+          ptc_cig_round_b_nhwc<NT>(smem + st1 * C::STAGE + C::A_BYTES);
+        }
+      };
+      ptc_cig_compute<K, BM, NT, false, decltype(mid)>(s0 + cur * C::STAGE, s0 + cur * C::STAGE + C::A_BYTES,
+                                                       acc, wm, wn, lane, mid);
+    } else {
+      ptc_cig_compute<K, BM, NT, rna == 2>(s0 + cur * C::STAGE, s0 + cur * C::STAGE + C::A_BYTES, acc, wm,
+                                           wn, lane);
+    }
     if (!vin && kt + 1 < nk) {
       const int st1 = cur == PTC_CIG_STAGES - 1 ? 0 : cur + 1;
       store(smem + st1 * C::STAGE + C::A_BYTES, bnext);

@@ -19,7 +19,8 @@
  *    kernels' cp.async B tiles and the channels-last epilogue.
  *    TF32 exactness: weights and inputs that round up to TF32 give exactly
  *    the sum of the rounded products in both K orders, and from a
- *    channels-last input (both t*v kernels).
+ *    channels-last input (both t*v kernels; one K step, and four with
+ *    positive values).
  *    Kept weight copies (cuda_conv_wcache): after the weights are zeroed,
  *    a call with the table slot still reads the first call's copy.
  *    Pooling (max_pool2d, avg_pool2d, adaptive_avg_pool2d through a one-node
@@ -52,6 +53,7 @@
  *    graph cases run the selective mode where it picks a shape). Direct
  *    calls set PTC_CUDA_CONV_WG=1 (every shape). Pure: which resnet18
  *    layers the selective mode (PTC_CUDA_CONV_WG=3) picks.
+ *  --tf32-exact: only the TF32 exactness cases (for the rounding knobs).
  *  --bench: resnet18 batch-32 convolutions (bf16, f32 as TF32): the
  *    implicit GEMM with the chosen split, the convolution extern through a
  *    one-node graph with the default policy, the wgmma kernels (sm_90;
@@ -408,19 +410,28 @@ static float tf32_rna(float v) {
  * must be the exact sum of the rounded products, in both K orders (the
  * weight copy rounds the weights; the MMA loop no longer does), and with a
  * channels-last input (tap-major, the t*v kernels' cp.async B tiles,
- * rounded in shared memory; raw tiles, PTC_CUDA_CONV_NHWC_RNA=0, fail
- * here): order 4 the 4-warp t64w4v, order 5 (PTC_CUDA_CONV_BM=128) t128v. */
+ * rounded before the MMAs; raw tiles, PTC_CUDA_CONV_NHWC_RNA=0, fail
+ * here): order 4 the 4-warp t64w4v, order 5 (PTC_CUDA_CONV_BM=128) t128v,
+ * each with 16 channels (one K step). Orders 6 and 7: the same two kernels
+ * with 64 channels, four K steps (PTC_CUDA_CONV_NHWC_RNA=3 rounds the
+ * first stage before the loop and the later ones mid-way through the
+ * previous step's MMAs), all values positive (as after a ReLU: truncation
+ * then lowers every product, no cancellation); the sums are then checked
+ * to 2e-5 of themselves (f32 accumulation of 64 terms; truncation is off
+ * by 7e-4). */
 static void run_tf32_exact(void) {
   const cu_api* cu = &cuda_libs_get()->cu;
-  enum { C = 16, OC = 8, HW = 9 };
-  float hx[C * HW], hxn[HW * C], hw[OC * C], ho[OC * HW];
-  for (int i = 0; i < C * HW; i++) hx[i] = (i % 3 ? 1.0f : -1.0f) * (1.0f + 0.75f / 1024.0f);
-  for (int q = 0; q < C; q++)
-    for (int p = 0; p < HW; p++) hxn[p * C + q] = hx[q * HW + p];
-  for (int i = 0; i < OC * C; i++) hw[i] = (i % 5 ? 1.0f : 2.0f) * (1.0f + 0.75f / 1024.0f);
-  for (int order = 1; order <= 5; order++) { /* 3: the wgmma kernels (sm_90) */
+  enum { CMAX = 64, OC = 8, HW = 9 };
+  float hx[CMAX * HW], hxn[HW * CMAX], hw[OC * CMAX], ho[OC * HW];
+  for (int order = 1; order <= 7; order++) { /* 3: the wgmma kernels (sm_90) */
     if (order == 3 && (dev->cc_major != 9 || dev->cc_minor != 0)) continue;
-    const bool cl = order >= 4;
+    const bool cl = order >= 4, deep = order >= 6;
+    const int C = deep ? CMAX : 16;
+    for (int i = 0; i < C * HW; i++) hx[i] = (i % 3 || deep ? 1.0f : -1.0f) * (1.0f + 0.75f / 1024.0f);
+    for (int q = 0; q < C; q++)
+      for (int p = 0; p < HW; p++) hxn[p * C + q] = hx[q * HW + p];
+    for (int i = 0; i < OC * C; i++) hw[i] = (i % 5 ? 1.0f : 2.0f) * (1.0f + 0.75f / 1024.0f);
+    const size_t xbytes = sizeof(float) * (size_t)(C * HW), wbytes = sizeof(float) * (size_t)(OC * C);
     cuda_conv_desc d;
     memset(&d, 0, sizeof d);
     d.dtype = PTC_F32;
@@ -432,14 +443,15 @@ static void run_tf32_exact(void) {
     cu_deviceptr px = 0, pw = 0, po = 0;
     bool done = false;
     ptc_status s = PTC_OK;
-    if (cuda_alloc(sizeof hx, NULL, &px) || cuda_alloc(sizeof hw, NULL, &pw) ||
-        cuda_alloc(sizeof ho, NULL, &po) || cu->MemcpyHtoDAsync(px, cl ? hxn : hx, sizeof hx, NULL) ||
-        cu->MemcpyHtoDAsync(pw, hw, sizeof hw, NULL))
+    if (cuda_alloc(xbytes, NULL, &px) || cuda_alloc(wbytes, NULL, &pw) ||
+        cuda_alloc(sizeof ho, NULL, &po) || cu->MemcpyHtoDAsync(px, cl ? hxn : hx, xbytes, NULL) ||
+        cu->MemcpyHtoDAsync(pw, hw, wbytes, NULL))
       s = PTC_ERR(INTERNAL, "device memory");
     if (!s && cl && !cuda_conv_igemm_vec_input(&d, px))
       s = PTC_ERR(INTERNAL, "not a channels-last vector input");
     setenv("PTC_CUDA_CONV_TAP", order == 2 || cl ? "1" : "0", 1);
-    if (order == 5) setenv("PTC_CUDA_CONV_BM", "128", 1);
+    if (order == 5 || order == 7) setenv("PTC_CUDA_CONV_BM", "128", 1);
+    if (deep) setenv("PTC_CUDA_CONV_SPLIT", "1", 1); /* the four K steps in one block */
     setenv("PTC_CUDA_CONV_WG", "1", 1);
     if (!s)
       s = order == 3 ? cuda_conv_wg(ctx, dev, NULL, &d, true, px, pw, 0, po, &done)
@@ -447,6 +459,7 @@ static void run_tf32_exact(void) {
     unsetenv("PTC_CUDA_CONV_WG");
     unsetenv("PTC_CUDA_CONV_TAP");
     unsetenv("PTC_CUDA_CONV_BM");
+    unsetenv("PTC_CUDA_CONV_SPLIT");
     if (!s && (cu->MemcpyDtoHAsync(ho, po, sizeof ho, NULL) != CU_SUCCESS ||
                cu->StreamSynchronize(NULL) != CU_SUCCESS))
       s = PTC_ERR(INTERNAL, "copy back failed");
@@ -457,7 +470,8 @@ static void run_tf32_exact(void) {
       for (int p = 0; p < HW && !bad; p++) {
         double want = 0;
         for (int q = 0; q < C; q++) want += (double)tf32_rna(hw[o * C + q]) * tf32_rna(hx[q * HW + p]);
-        if (fabs(ho[o * HW + p] - want) > 1e-6 * fabs(want) + 1e-6) {
+        double tol = deep ? 2e-5 * fabs(want) : 1e-6 * fabs(want) + 1e-6;
+        if (fabs(ho[o * HW + p] - want) > tol) {
           printf("FAIL tf32 exact order%d: [%d, %d] = %.9g, expected %.9g (sum of TF32-rounded "
                  "products)\n", order, o, p, ho[o * HW + p], want);
           bad = true;
@@ -1463,6 +1477,7 @@ int main(int argc, char** argv) {
   bool compile_only = argc > 1 && !strcmp(argv[1], "--compile-only");
   bool do_bench = argc > 1 && !strcmp(argv[1], "--bench");
   bool do_profile = argc > 1 && !strcmp(argv[1], "--profile");
+  bool only_exact = argc > 1 && !strcmp(argv[1], "--tf32-exact");
   if (compile_only) {
     int bad = check_shapes();
     if (bad) return 1;
@@ -1523,6 +1538,9 @@ int main(int argc, char** argv) {
     bench();
   } else if (do_profile) {
     profile();
+  } else if (only_exact) {
+    run_tf32_exact();
+    printf("test_cuda_conv --tf32-exact: %d passed, %d failed\n", passed, failed);
   } else {
     double t0 = now_s();
     run_all();
