@@ -50,8 +50,10 @@ static const wg_cfg wg_cfgs[] = {
  * 3,64,4: 0.157). Session 11 (test_cuda_attn --bench-wg, 8 chained calls,
  * best of 3, one run): d64 2,128,4 (4 buffers of 128 keys, 132 KB)
  * 0.0990, causal 0.0774 against 2,128,3's 0.0995 / 0.1000 and 0.0784 /
- * 0.0787 (two runs around it): now the d64 default. */
-static const int wg_default[3][2] = {{0, 0}, {7, 7}, {3, 0}}; /* [hi][causal] */
+ * 0.0787 (two runs around it): now the d64 default. Session 13 (same
+ * bench, tensor-copy loads): d128 2,128,3 0.1290 ms against 3,64,4's
+ * 0.1808-0.1819 (causal 0.1407 vs 0.1353: kept), now the d128 default. */
+static const int wg_default[3][2] = {{0, 0}, {7, 7}, {1, 0}}; /* [hi][causal] */
 
 typedef struct wg_mod {
   cu_module mod;
@@ -59,7 +61,7 @@ typedef struct wg_mod {
 } wg_mod;
 
 static pthread_mutex_t wg_lock = PTHREAD_MUTEX_INITIALIZER;
-static wg_mod wg_mods[2][16][2][2][2][WG_NCFG]; /* [tma][fl][bf][d128][causal][shape] */
+static wg_mod wg_mods[2][8][2][2][2][WG_NCFG]; /* [tma][fl][bf][d128][causal][shape] */
 
 /* 1024-byte alignment slack, the k and v rings, 4 mbarriers per buffer,
  * the 512-byte ones block of the tensor-core row sums (FL & 4). */
@@ -92,8 +94,7 @@ bool cuda_attn_wg_takes(const cuda_device* d, const cuda_attn_geom* g, int hi, b
 
 /* Appends the instantiation `name` of (bf, d, shape c, causal; tma: k / v
  * tiles by tensor copies; fl: the kernel's FL flags, bit 0 ping-pong turns,
- * bit 1 head-major work items, bit 2 row sums by the tensor cores, bit 3
- * key tiles chained over work items). */
+ * bit 1 head-major work items, bit 2 row sums by the tensor cores). */
 static void wg_instance(ptc_strbuf* src, const char* name, bool bf, int d, wg_cfg c, bool causal,
                         bool tma, int fl) {
   ptc_sb_printf(src, "PTC_ATTN_WS%s_KERNEL(%s, %s, %d, %d, %d, %d, %d, %s, %d)\n",
@@ -106,25 +107,23 @@ static void wg_instance(ptc_strbuf* src, const char* name, bool bf, int d, wg_cf
  * vs 0.0926-0.0929 ms, d128 0.1818 vs 0.2091-0.2096); causal keeps the
  * most-key-tiles-first order (head-major: d64 causal 0.0850 vs 0.0734, d128
  * causal 0.1378 vs 0.1352-0.1355). Ping-pong turns are off: d64 0.0939,
- * d128 0.2298, causal 0.0747 / 0.1346 against the same defaults. */
-static int wg_flags_default(bool causal) { return causal ? 0 : 2; }
+ * d128 0.2298, causal 0.0747 / 0.1346 against the same defaults. The
+ * tensor-core row sums only for d64 causal (session 13, two runs: 0.0713
+ * vs 0.0730 ms and, at 2,128,3, 0.0722 vs 0.0734; slower elsewhere: d64
+ * 0.0953-0.0956 vs 0.0904-0.0906, d128 0.1937 vs 0.1808, d128 causal
+ * 0.1359 vs 0.1350). hi: head dim index (1: 64, 2: 128). */
+static int wg_flags_default(int hi, bool causal) { return causal ? (hi == 1 ? 4 : 0) : 2; }
 
 /* The FL flags of a call: the default, PTC_CUDA_ATTN_WG_PP=1 adds ping-pong
  * turns, PTC_CUDA_ATTN_WG_ORDER=0/1 turns head-major items off / on,
  * PTC_CUDA_ATTN_WG_LS=0/1 the tensor-core row sums (an m64n8k16 wgmma of
  * P and a block of ones beside each P v step, in place of two FADDs an
- * element of P in the softmax), PTC_CUDA_ATTN_WG_CHAIN=0/1 the key tiles
- * chained over work items (the next item's first S and softmax under the
- * last P v of the current one; the kernel takes it with two consumer
- * warpgroups at head dim 64 only). */
-static int wg_flags(bool causal) {
+ * element of P in the softmax). */
+static int wg_flags(int hi, bool causal) {
   const char* pp = getenv("PTC_CUDA_ATTN_WG_PP");
   const char* od = getenv("PTC_CUDA_ATTN_WG_ORDER");
   const char* ls = getenv("PTC_CUDA_ATTN_WG_LS");
-  const char* ch = getenv("PTC_CUDA_ATTN_WG_CHAIN");
-  int fl = wg_flags_default(causal);
-  if (ch && strcmp(ch, "0") == 0) fl &= ~8;
-  if (ch && strcmp(ch, "1") == 0) fl |= 8;
+  int fl = wg_flags_default(hi, causal);
   if (pp && strcmp(pp, "1") == 0) fl |= 1;
   if (od && strcmp(od, "0") == 0) fl &= ~2;
   if (od && strcmp(od, "1") == 0) fl |= 2;
@@ -245,8 +244,7 @@ ptc_status cuda_attn_wg_run(const cuda_ext_call* c, const cuda_attn_geom* g, boo
   wg_tmap tk, tv;
   bool tma = wg_tma_wanted(hi, causal) && wg_tmap_make(&tk, g, k, g->k_ss, g->k_bs, d, cfg.bn) &&
              wg_tmap_make(&tv, g, v, g->v_ss, g->v_bs, d, cfg.bn);
-  int fl = wg_flags(causal);
-  if (g->S <= 0 || cfg.nwg != 2 || d != 64) fl &= ~8; /* the chained stream needs a tile an item */
+  int fl = wg_flags(hi, causal);
   wg_mod* mod = &wg_mods[tma][fl][bf][hi == 2][causal][sh];
   pthread_mutex_lock(&wg_lock);
   ptc_status s = mod->fn ? PTC_OK : load_wg(c->plan->ctx, dev, bf, d, causal, cfg, tma, fl, mod);
@@ -291,10 +289,6 @@ ptc_status cuda_attn_wg_check_compile(int arch) {
       snprintf(name, sizeof name, "ptc_attn_wg_%d", n++);
       wg_instance(&src, name, !causal, hi == 2 ? 128 : 64, wg_cfgs[wg_default[hi][causal]], causal,
                   true, 7);
-      if (hi == 2) continue;
-      /* the chained stream (d64 only), with and without the row sums */
-      snprintf(name, sizeof name, "ptc_attn_wg_%d", n++);
-      wg_instance(&src, name, true, 64, wg_cfgs[wg_default[1][causal]], causal, true, 8 | 4 * causal);
     }
   if (src.oom) {
     ptc_sb_free(&src);
@@ -317,7 +311,7 @@ ptc_status cuda_attn_wg_aot_sources(cuda_aot_src* out, size_t cap, size_t* n) {
         cuda_aot_src* o = &out[*n];
         int d = hi == 2 ? 128 : 64;
         PTC_TRY(wg_module_source(&o->src, bf, d, causal, wg_cfgs[wg_default[hi][causal]],
-                                 wg_tma_default(hi, causal), wg_flags_default(causal)));
+                                 wg_tma_default(hi, causal), wg_flags_default(hi, causal)));
         o->arch = 90 | CUDA_ARCH_SPECIFIC;
         snprintf(o->label, sizeof o->label, "attention wgmma %s d%d%s sm_90a", bf ? "bf16" : "f16",
                  d, causal ? " causal" : "");

@@ -422,10 +422,6 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
                             const ptc_tmap* tk, const ptc_tmap* tv) {
   constexpr int BM = 64 * NWG, NC = 128 * NWG, TILE = BN * D * 2;
   constexpr bool LS = (FL & 4) != 0;  // row sums by the tensor cores
-  // FL & 8: the consumers' tiles chained over work items (two consumer
-  // warpgroups and head dim 64: otherwise the next item's q does not fit
-  // the registers; the host sets it only when S > 0)
-  constexpr bool CHAIN = (FL & 8) != 0 && NWG == 2 && D == 64;
   static_assert(D == 64 || D == 128, "head dim 64 or 128");
   static_assert(BN == 64 || BN == 128, "key tiles of 64 or 128");
   static_assert(NS >= 2 && NS <= 4, "2 to 4 buffers");
@@ -526,117 +522,6 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
       if (CAUSAL && m0 + BM < nend) nend = m0 + BM;
       return (int)((nend + BN - 1) / BN);
     };
-    if constexpr (CHAIN) {
-      // FL & 8: one stream of key tiles over the block's work items: the
-      // first S of the next item is issued with the last P v of this one
-      // and its softmax runs while that P v is in flight, so no item
-      // starts with a lone S and softmax (every item has a tile: S > 0).
-      // qn holds the next item's q, loaded an item ahead.
-      i64 it = blockIdx.x;
-      if (it >= nitems) return;
-      (void)tg;
-      i64 off[5], offn[5];
-      u32 qa[1][D / 16][4], qn[1][D / 16][4];
-      ptc_attn_offsets(a, item_bi(it), off);
-      i64 m0 = item_m0(it), w0 = m0 + warp * 16;
-      ptc_attn_qfrag<D, 1, true>(qa, q + off[0], a, w0, qr, qc);
-      i64 nx = it + gridDim.x;
-      if (nx < nitems) {
-        ptc_attn_offsets(a, item_bi(nx), offn);
-        ptc_attn_qfrag<D, 1, true>(qn, q + offn[0], a, item_m0(nx) + warp * 16, qr, qc);
-      }
-      int nt = ntiles(m0), j = 0;
-      float acc[D / 2], s[BN / 2], mx[2] = {-PTC_INF_F, -PTC_INF_F}, l[2] = {0.f, 0.f}, al[2];
-      float ls[4] = {0.f, 0.f, 0.f, 0.f};
-      u32 pa[BN / 16][4];
-#pragma unroll
-      for (int i = 0; i < D / 2; i++) acc[i] = 0.f;
-      {  // S(0) of the first item and its softmax
-        const u32 b0 = tg % NS;
-        ptc_ws_full<TMA>(kf + 8 * b0, (tg / NS) & 1);
-        ptc_wg_fence();
-        ptc_ws_qk<BF, D, BN>(s, qa, dk, b0 * TILE);
-        ptc_wg_commit();
-        ptc_wg_wait<0>();
-        ptc_wg_hold<BN / 2>(s);
-        ptc_wg_hold_a<D / 16>(qa[0]);
-        ptc_mb_arrive(ke + 8 * b0);
-        ptc_ws_softmax<BN, CAUSAL, EX, LS>(s, a, 0, w0, qr, qc, mx, l, al);
-        ptc_ws_pack<BF, BN>(s, pa);
-      }
-      for (;;) {
-        // P(j) of item it in pa; acc holds its tiles before j
-        const bool more = j + 1 < nt, nxt = !more && nx < nitems;
-        const u32 gv = tg + (u32)j, bv = gv % NS, gk = gv + 1, bk = gk % NS;
-        const i64 w0n = nxt ? item_m0(nx) + warp * 16 : w0;
-        if (more || nxt) ptc_ws_full<TMA>(kf + 8 * bk, (gk / NS) & 1);
-        ptc_ws_full<TMA>(vf + 8 * bv, (gv / NS) & 1);
-        // S is issued on every step, from the selected q: a wgmma under a
-        // condition ptxas cannot prove warp-uniform serialised all of them
-        // (C7520). After the block's last tile it reads buffer bk as it is
-        // (the producer is done: nothing writes it) and s is dropped.
-        u32 qs[1][D / 16][4];
-#pragma unroll
-        for (int i = 0; i < D / 16; i++)
-#pragma unroll
-          for (int e = 0; e < 4; e++) qs[0][i][e] = more ? qa[0][i][e] : qn[0][i][e];
-        ptc_wg_fence();
-        ptc_ws_qk<BF, D, BN>(s, qs, dk, bk * TILE);
-        ptc_wg_hold_a<D / 16>(qs[0]);
-        ptc_wg_commit();
-        ptc_ws_pv<BF, D, BN, LS>(acc, ls, pa, dv, bv * TILE, d1);
-        ptc_wg_commit();
-        ptc_wg_wait<1>();
-        if (more || nxt) {
-          ptc_wg_hold<BN / 2>(s);
-          ptc_wg_hold_a<D / 16>(qa[0]);
-          ptc_wg_hold_a<D / 16>(qn[0]);
-          ptc_mb_arrive(ke + 8 * bk);
-        }
-        // the softmax of the next tile: this item's, or (its row sums kept
-        // in lp for the store) the next item's first
-        const float lp[2] = {l[0], l[1]};
-        if (!more) mx[0] = mx[1] = -PTC_INF_F, l[0] = l[1] = 0.f;
-        if (more || nxt)
-          ptc_ws_softmax<BN, CAUSAL, EX, LS>(s, a, more ? (i64)(j + 1) * BN : 0, w0n, qr, qc, mx, l, al);
-        ptc_wg_wait<0>();
-        ptc_wg_hold<D / 2>(acc);
-        if (LS) ptc_wg_hold<4>(ls);
-        ptc_wg_hold_a<BN / 16>(pa);
-        ptc_mb_arrive(ve + 8 * bv);
-        if (more) {
-          ptc_ws_rescale<D, LS>(acc, ls, al);
-          ptc_ws_pack<BF, BN>(s, pa);
-          j++;
-          continue;
-        }
-        ptc_ws_store<BF, D, LS>(o + off[4], a, w0, qr, qc, acc, lp, ls);
-        if (!nxt) break;
-        // on to item nx, whose S(0) and softmax are done
-        tg += (u32)nt;
-        it = nx;
-#pragma unroll
-        for (int i = 0; i < 5; i++) off[i] = offn[i];
-        m0 = item_m0(it);
-        w0 = w0n;
-        nt = ntiles(m0);
-        j = 0;
-#pragma unroll
-        for (int i = 0; i < D / 16; i++)
-#pragma unroll
-          for (int e = 0; e < 4; e++) qa[0][i][e] = qn[0][i][e];
-#pragma unroll
-        for (int i = 0; i < D / 2; i++) acc[i] = 0.f;
-#pragma unroll
-        for (int i = 0; i < 4; i++) ls[i] = 0.f;
-        ptc_ws_pack<BF, BN>(s, pa);
-        nx = it + gridDim.x;
-        if (nx < nitems) {
-          ptc_attn_offsets(a, item_bi(nx), offn);
-          ptc_attn_qfrag<D, 1, true>(qn, q + offn[0], a, item_m0(nx) + warp * 16, qr, qc);
-        }
-      }
-    } else {
     // q of the block's next item is loaded while the current one ends
     i64 it = blockIdx.x, off[5];
     u32 qa[1][D / 16][4];
@@ -716,7 +601,6 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
       ptc_wg_hold_a<BN / 16>(pa);
       if (nt > 0) ptc_mb_arrive(ve + 8 * ((tg - 1) % NS));
       ptc_ws_store<BF, D, LS>(ob, a, w0, qr, qc, acc, l, ls);
-    }
     }
   }
 }
