@@ -128,14 +128,29 @@ static bool conv_w4(bool tap, int32_t dtype) {
 
 /* ---- which convolutions ----------------------------------------------------------------- */
 
-bool cuda_conv_igemm_vec_input(const cuda_conv_desc* d, cu_deviceptr x) {
+/* The strides of a channels-last input the t*v kernels read by cp.async
+ * (16 bytes along C); the pointer's alignment aside. */
+static bool vec_strides(const cuda_conv_desc* d) {
   const char* v = getenv("PTC_CUDA_CONV_NHWC_IN");
   if (v && *v == '0') return false;
   int64_t es = (int64_t)ptc_dtype_size(d->dtype);
   int64_t cg = d->groups > 0 ? d->c / d->groups : 0;
   return es > 0 && (d->xs[1] == 1 || d->c == 1) && cg > 0 && (cg * es) % 16 == 0 &&
-         (d->xs[0] * es) % 16 == 0 && (d->xs[2] * es) % 16 == 0 && (d->xs[3] * es) % 16 == 0 &&
-         x % 16 == 0;
+         (d->xs[0] * es) % 16 == 0 && (d->xs[2] * es) % 16 == 0 && (d->xs[3] * es) % 16 == 0;
+}
+
+bool cuda_conv_igemm_vec_input(const cuda_conv_desc* d, cu_deviceptr x) {
+  return vec_strides(d) && x % 16 == 0;
+}
+
+/* PTC_CUDA_CONV_NHWC_BM64=0: a TF32 convolution of a channels-last input
+ * with 65-128 output channels per group on 128-row tiles (t128v, 8 warps)
+ * instead of 64-row ones on 4-warp blocks (t64w4v). H100, resnet18 b32
+ * fp32 through the backend, layer2's 5 convolutions with t64w4v at 3
+ * blocks per SM: 0.302 ms vs 0.321 on t128v. Read per call. */
+static bool nhwc_bm64(void) {
+  const char* v = getenv("PTC_CUDA_CONV_NHWC_BM64");
+  return !(v && *v == '0');
 }
 
 const char* cuda_conv_igemm_refusal(int cc_major, const cuda_conv_desc* d, bool tf32) {
@@ -180,7 +195,7 @@ void cuda_conv_igemm_shape(const cuda_conv_desc* d, int sm_count, int64_t smem_o
   o->tap = tv && *tv ? atoi(tv) != 0 : 2 * cg >= kt;
   /* K steps: tap-major kk taps x channel chunks, else the K range in steps */
   int64_t nk = o->tap ? kk * cdiv(cg, kt) : cdiv(cg * kk, kt);
-  o->bm = ocg <= 64 ? 64 : 128;
+  o->bm = ocg <= 64 || (o->tap && d->dtype == PTC_F32 && ocg <= 128 && vec_strides(d) && nhwc_bm64()) ? 64 : 128;
   const char* bv = getenv("PTC_CUDA_CONV_BM"); /* read per call: benchmarks force 64 or 128 */
   if (bv && (atoi(bv) == 64 || atoi(bv) == 128)) o->bm = atoi(bv);
   o->threads = o->bm == 64 && conv_w4(o->tap, d->dtype) ? 128 : 256;
@@ -236,11 +251,15 @@ static ptc_status module_source(ptc_strbuf* src, int ti, int v, bool defer) {
    * the kernel text's 3) */
   static const int32_t dts[3] = {PTC_F16, PTC_BF16, PTC_F32};
   int wb = ti >= 0 && v >= 4 && v <= 5 ? cuda_conv_igemm_w4_blocks(dts[ti], v == 5) : 3;
-  /* the channels-last 4-warp kernel holds no gathered input in registers:
-   * 4 blocks per SM (PTC_CUDA_CONV_OCC=0: 3) */
+  /* the channels-last 4-warp kernel: 3 blocks per SM (PTC_CUDA_CONV_OCC=2
+   * or PTC_CUDA_CONV_OCC_V=4: 4, as in session 12; H100, resnet18 b32 fp32
+   * through the backend, layer1's 4 convolutions 0.433 ms at 4, 0.368 at
+   * 3: 784 blocks fill 1.98 waves of 396 instead of 1.48 of 528) */
   if (ti >= 0 && v == 7) {
     const char* occ = getenv("PTC_CUDA_CONV_OCC");
-    wb = occ && *occ == '0' ? 3 : 4;
+    const char* ov = getenv("PTC_CUDA_CONV_OCC_V");
+    wb = occ && *occ == '2' ? 4 : 3;
+    if (ov && *ov >= '2' && *ov <= '4' && !ov[1]) wb = *ov - '0';
   }
   if (wb != 3) ptc_sb_printf(src, "#define PTC_CIG_W4_BLOCKS %d\n", wb);
   /* PTC_CUDA_CONV_NHWC_RNA=0/1/2/3: how the channels-last-input TF32

@@ -1046,6 +1046,21 @@ static int check_shapes(void) {
     printf("FAIL: layer2 TF32 shape splits %d (want 1)\n", s.splits);
     bad++;
   }
+  /* the same from a channels-last input: 64-row tiles on 4-warp blocks
+   * (t64w4v; PTC_CUDA_CONV_NHWC_BM64=0 and bf16: 128 rows, t128v) */
+  d.xs[0] = 28 * 28 * 128, d.xs[1] = 1, d.xs[2] = 28 * 128, d.xs[3] = 128;
+  cuda_conv_igemm_shape(&d, 132, 227 * 1024, &s);
+  cuda_conv_shape s128, sbf;
+  setenv("PTC_CUDA_CONV_NHWC_BM64", "0", 1);
+  cuda_conv_igemm_shape(&d, 132, 227 * 1024, &s128);
+  unsetenv("PTC_CUDA_CONV_NHWC_BM64");
+  d.dtype = PTC_BF16;
+  cuda_conv_igemm_shape(&d, 132, 227 * 1024, &sbf);
+  if (s.bm != 64 || s.threads != 128 || !s.tap || s.gy != 2 || s128.bm != 128 || sbf.bm != 128) {
+    printf("FAIL: layer2 channels-last shape bm %d threads %d gy %lld (=0: bm %d; bf16 bm %d)\n", s.bm,
+           s.threads, (long long)s.gy, s128.bm, sbf.bm);
+    bad++;
+  }
   /* a channel-major K range beyond the table (C 4096 x 3x3) forces splits */
   ccase big = {1, 4096, 8, 8, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0};
   fill_desc(&big, PTC_F32, &d, &xe, &we);
