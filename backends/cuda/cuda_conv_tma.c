@@ -1,0 +1,183 @@
+/* cuda_conv_tma.c - the host side of the Hopper TF32 convolution of
+ * cuda_conv_tma.cuh (WORK IN PROGRESS, see cuda_conv_tma.h): which calls it
+ * takes, its module (the prelude, cuda_attn.cuh, cuda_attn_wg.cuh for the
+ * shared mbarrier / wgmma / tensor-copy helpers, and cuda_conv_tma.cuh,
+ * compiled for sm_90a through the kernel cache on first use), the tensor
+ * maps of its loads and the two launches (weight preparation, then the
+ * convolution). */
+#include "cuda_conv_tma.h"
+
+#include "cuda_cg.h"
+#include "cuda_nvrtc.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+extern const char ptc_cuda_attn_text[];
+extern const char ptc_cuda_attn_wg_text[];
+extern const char ptc_cuda_conv_tma_text[];
+
+#define CTMA_FUNC_MAX_DYN_SMEM 8 /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
+#define CTMA_NS 4                /* ring stages (PTC_CTMA_NS's default) */
+#define CTMA_BN 64               /* output channels a block */
+#define CTMA_BH 8                /* output tile rows x columns: 64 pixels */
+#define CTMA_BW 8
+
+/* Device layout of ptc_ctma_args (cuda_conv_tma.cuh). */
+typedef struct ctma_args {
+  int32_t n, h, w, c, oh, ow, oc, kh, kw, ph, pw;
+  int64_t os_n, os_h, os_w;
+  int32_t tiles_h, tiles_w;
+} ctma_args;
+_Static_assert(sizeof(ctma_args) == 80, "ctma_args must match ptc_ctma_args");
+
+/* A CUtensorMap: 128 bytes, 64-byte aligned. */
+typedef struct ctma_tmap {
+  _Alignas(64) uint64_t w[16];
+} ctma_tmap;
+
+typedef struct ctma_mod {
+  cu_module mod;
+  cu_function conv, wprep;
+} ctma_mod;
+
+static pthread_mutex_t ctma_lock = PTHREAD_MUTEX_INITIALIZER;
+static ctma_mod ctma_mods[2]; /* [relu] */
+
+static int smem_bytes(void) {
+  return 1024 + CTMA_NS * (2 * 64 * 128 + CTMA_BN * 128) + 24 * CTMA_NS;
+}
+
+const char* cuda_conv_tma_refusal(int cc_major, int cc_minor, const cuda_conv_tma_desc* d) {
+  if (cc_major != 9 || cc_minor != 0) return "the TMA convolution is built for sm_90a only";
+  if (d->n <= 0 || d->h <= 0 || d->w <= 0 || d->kh <= 0 || d->kw <= 0 || d->ph < 0 || d->pw < 0)
+    return "a size is not positive";
+  if (d->c % 32 != 0 || d->c <= 0) return "input channels are not a multiple of 32";
+  if (d->oc % CTMA_BN != 0 || d->oc <= 0) return "output channels are not a multiple of 64";
+  int64_t oh = (int64_t)d->h + 2 * d->ph - d->kh + 1, ow = (int64_t)d->w + 2 * d->pw - d->kw + 1;
+  if (oh <= 0 || ow <= 0) return "an empty output plane";
+  if ((int64_t)d->n * d->h * d->w * d->c >= ((int64_t)1 << 31) ||
+      (int64_t)d->n * oh * ow * d->oc >= ((int64_t)1 << 31) ||
+      (int64_t)d->oc * d->c * d->kh * d->kw >= ((int64_t)1 << 31))
+    return "a tensor of 2^31 elements or more";
+  return NULL;
+}
+
+size_t cuda_conv_tma_scratch(const cuda_conv_tma_desc* d) {
+  return (size_t)d->oc * (size_t)d->c * (size_t)d->kh * (size_t)d->kw * sizeof(float);
+}
+
+static ptc_status module_source(ptc_strbuf* src, bool relu) {
+  ptc_sb_init(src);
+  ptc_sb_printf(src, "// libptc TMA convolution (%s)\n", PTC_CUDA_CODEGEN_VERSION);
+  ptc_sb_append(src, ptc_cuda_prelude_text);
+  ptc_sb_append(src, ptc_cuda_attn_text);
+  ptc_sb_append(src, ptc_cuda_attn_wg_text);
+  ptc_sb_append(src, ptc_cuda_conv_tma_text);
+  ptc_sb_printf(src, "PTC_CTMA_KERNEL(ptc_ctma, %d, %d, %d, %s)\n", CTMA_BN, CTMA_BH, CTMA_BW,
+                relu ? "true" : "false");
+  if (src->oom) {
+    ptc_sb_free(src);
+    return ptc_status_oom();
+  }
+  return PTC_OK;
+}
+
+ptc_status cuda_conv_tma_check_compile(void) {
+  ptc_strbuf src;
+  PTC_TRY(module_source(&src, true));
+  cuda_cubin cb;
+  memset(&cb, 0, sizeof cb);
+  ptc_status s = cuda_nvrtc_compile_ex(src.data, "ptc_conv_tma", 90 | CUDA_ARCH_SPECIFIC, NULL, &cb);
+  cuda_cubin_free(&cb);
+  ptc_sb_free(&src);
+  return s;
+}
+
+static ptc_status load_mod(ptc_context* ctx, bool relu, ctma_mod* m) {
+  const cu_api* cu = &cuda_libs_get()->cu;
+  ptc_strbuf src;
+  PTC_TRY(module_source(&src, relu));
+  PTC_TRY(cuda_build_module(ctx, 90 | CUDA_ARCH_SPECIFIC, &src, "ptc_conv_tma",
+                            "the TMA convolution kernel", &m->mod));
+  cu_result r = cu->ModuleGetFunction(&m->conv, m->mod, "ptc_ctma");
+  if (r == CU_SUCCESS) r = cu->ModuleGetFunction(&m->wprep, m->mod, "ptc_ctma_wprep");
+  if (r == CU_SUCCESS) r = cu->FuncSetAttribute(m->conv, CTMA_FUNC_MAX_DYN_SMEM, smem_bytes());
+  if (r != CU_SUCCESS) {
+    cu->ModuleUnload(m->mod);
+    memset(m, 0, sizeof *m);
+    return cuda_error(r, "loading the TMA convolution kernel");
+  }
+  return PTC_OK;
+}
+
+/* A rank-5 f32 tensor map (the kernel's copies are 5-D) over p with dims
+ * and byte strides of the dims above the first; 128-byte swizzle, zero
+ * fill outside. False when the driver refuses it. */
+static bool tmap_make(ctma_tmap* m, cu_deviceptr p, const uint64_t dims[5], const uint64_t strides[4],
+                      const unsigned box[5]) {
+  const cu_api* cu = &cuda_libs_get()->cu;
+  unsigned es[5] = {1, 1, 1, 1, 1};
+  for (int i = 0; i < 4; i++)
+    if (strides[i] == 0 || strides[i] % 16 != 0 || strides[i] >= ((uint64_t)1 << 40)) return false;
+  /* FLOAT32 (7), no interleave (0), 128-byte swizzle (3), L2 promotion 128
+   * bytes (2), zero fill (0) */
+  return cu->TensorMapEncodeTiled(m, 7, 5, (void*)(uintptr_t)p, dims, strides, box, es, 0, 3, 2, 0) ==
+         CU_SUCCESS;
+}
+
+ptc_status cuda_conv_tma_run(ptc_context* ctx, const cuda_device* dev, cu_stream stream,
+                             const cuda_conv_tma_desc* d, cu_deviceptr x, cu_deviceptr w,
+                             cu_deviceptr bias, cu_deviceptr out, cu_deviceptr scratch) {
+  const cu_api* cu = &cuda_libs_get()->cu;
+  const char* why = cuda_conv_tma_refusal(dev->cc_major, dev->cc_minor, d);
+  if (why) return PTC_ERR(UNIMPLEMENTED, "cuda backend: %s", why);
+  if (!cu->TensorMapEncodeTiled)
+    return PTC_ERR(UNIMPLEMENTED, "cuda backend: the driver has no cuTensorMapEncodeTiled");
+  if ((x | out | scratch) & 15)
+    return PTC_ERR(INVALID_ARGUMENT, "cuda backend: TMA convolution buffers must be 16-byte aligned");
+  ctma_mod* m = &ctma_mods[d->relu];
+  pthread_mutex_lock(&ctma_lock);
+  ptc_status s = m->conv ? PTC_OK : load_mod(ctx, d->relu, m);
+  cu_function conv = m->conv, wprep = m->wprep;
+  pthread_mutex_unlock(&ctma_lock);
+  PTC_TRY(s);
+  ctma_args a;
+  memset(&a, 0, sizeof a);
+  a.n = d->n, a.h = d->h, a.w = d->w, a.c = d->c, a.oc = d->oc;
+  a.kh = d->kh, a.kw = d->kw, a.ph = d->ph, a.pw = d->pw;
+  a.oh = d->h + 2 * d->ph - d->kh + 1;
+  a.ow = d->w + 2 * d->pw - d->kw + 1;
+  a.os_w = d->oc, a.os_h = (int64_t)a.ow * d->oc, a.os_n = (int64_t)a.oh * a.os_h;
+  a.tiles_h = (a.oh + CTMA_BH - 1) / CTMA_BH;
+  a.tiles_w = (a.ow + CTMA_BW - 1) / CTMA_BW;
+  /* the input {C, W, H, N, 1}, boxes {32, BW, BH, 1, 1}; the prepared
+   * weights {32, OC, taps * C / 32, 1, 1}, boxes {32, BN, 1, 1, 1} */
+  ctma_tmap tx, tw;
+  uint64_t xd[5] = {(uint64_t)d->c, (uint64_t)d->w, (uint64_t)d->h, (uint64_t)d->n, 1};
+  uint64_t xs[4] = {(uint64_t)d->c * 4, (uint64_t)d->w * d->c * 4, (uint64_t)d->h * d->w * d->c * 4, 0};
+  xs[3] = xs[2] * (uint64_t)d->n;
+  unsigned xb[5] = {32, CTMA_BW, CTMA_BH, 1, 1};
+  uint64_t kt = (uint64_t)d->kh * d->kw * (d->c / 32);
+  uint64_t wd[5] = {32, (uint64_t)d->oc, kt, 1, 1};
+  uint64_t ws[4] = {32 * 4, (uint64_t)d->oc * 32 * 4, 0, 0};
+  ws[2] = ws[1] * kt, ws[3] = ws[2];
+  unsigned wb[5] = {32, CTMA_BN, 1, 1, 1};
+  if (!tmap_make(&tx, x, xd, xs, xb) || !tmap_make(&tw, scratch, wd, ws, wb))
+    return PTC_ERR(UNIMPLEMENTED, "cuda backend: the driver refused a TMA convolution tensor map");
+  /* the weights, then the convolution */
+  int32_t oc = d->oc, c = d->c, kh = d->kh, kw = d->kw;
+  void* wp[] = {&w, &scratch, &oc, &c, &kh, &kw};
+  int64_t wt = (int64_t)d->oc * d->c * d->kh * d->kw;
+  unsigned wg = (unsigned)((wt + 255) / 256 < 4096 ? (wt + 255) / 256 : 4096);
+  CUDA_TRY(cu->LaunchKernel(wprep, wg, 1, 1, 256, 1, 1, 0, stream, wp, NULL),
+           "launching the TMA convolution's weight preparation");
+  int64_t tiles = (int64_t)a.n * a.tiles_h * a.tiles_w, items = (tiles + 1) / 2 * (d->oc / CTMA_BN);
+  int64_t sms = dev->sm_count > 0 ? dev->sm_count : 132, gx = items < sms ? items : sms;
+  void* cp[] = {&bias, &out, &a, &tx, &tw};
+  CUDA_TRY(cu->LaunchKernel(conv, (unsigned)gx, 1, 1, 384, 1, 1, (unsigned)smem_bytes(), stream, cp,
+                            NULL),
+           "launching the TMA convolution");
+  return PTC_OK;
+}

@@ -1,0 +1,49 @@
+/* cuda_conv_tma.h - the Hopper TF32 convolution of channels-last
+ * activations by TMA tiled loads and wgmma (internal; kernel
+ * cuda_conv_tma.cuh). WORK IN PROGRESS: not wired into the backend and not
+ * yet run on a GPU (session 13); tests/cuda/test_cuda_conv_tma.c checks
+ * that it compiles (CI) and, on an H100, compares it with a float64 host
+ * convolution. docs/cuda.md ("Plan: a Hopper convolution") says why. */
+#ifndef PTC_BACKENDS_CUDA_CONV_TMA_H
+#define PTC_BACKENDS_CUDA_CONV_TMA_H
+
+#include "cuda_rt.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/** One convolution: input [n][h][w][c] and output [n][oh][ow][oc], both
+ * dense channels-last f32; weights [oc][c][kh][kw] f32; stride 1,
+ * dilation 1, one group, padding ph / pw; bias [oc] or none; relu. */
+typedef struct cuda_conv_tma_desc {
+  int n, h, w, c, oc, kh, kw, ph, pw;
+  bool relu;
+} cuda_conv_tma_desc;
+
+/** NULL when the kernel takes d on a device of compute capability
+ * cc_major.cc_minor, else why not (static text): sm_90 only, c a multiple
+ * of 32, oc of 64, output planes of at least one pixel, sizes below 2^31
+ * elements. Pure; thread-safe. */
+const char* cuda_conv_tma_refusal(int cc_major, int cc_minor, const cuda_conv_tma_desc* d);
+
+/** Bytes of device scratch cuda_conv_tma_run needs for the prepared
+ * weights (oc * c * kh * kw floats). Pure. */
+size_t cuda_conv_tma_scratch(const cuda_conv_tma_desc* d);
+
+/** Runs d on `stream` (the current context's; NULL: the legacy stream):
+ * prepares the weights w into `scratch` (cuda_conv_tma_scratch bytes,
+ * 16-byte aligned; the caller owns all buffers), then the convolution of x
+ * into out (bias 0: none). x, out 16-byte aligned. Builds the module on
+ * first use (process-wide, through the kernel cache, for the device's
+ * sm_90a). Errors: UNIMPLEMENTED with cuda_conv_tma_refusal's text, or when
+ * the driver lacks cuTensorMapEncodeTiled or refuses a map; INTERNAL /
+ * NVRTC errors from building or launching. Thread-safe. */
+ptc_status cuda_conv_tma_run(ptc_context* ctx, const cuda_device* dev, cu_stream stream,
+                             const cuda_conv_tma_desc* d, cu_deviceptr x, cu_deviceptr w,
+                             cu_deviceptr bias, cu_deviceptr out, cu_deviceptr scratch);
+
+/** Compiles the kernel's module for sm_90a (no device needed, nothing
+ * loaded): the compile-only check of tests/cuda. Thread-safe. */
+ptc_status cuda_conv_tma_check_compile(void);
+
+#endif /* PTC_BACKENDS_CUDA_CONV_TMA_H */

@@ -1,0 +1,197 @@
+/* test_cuda_conv_tma.c - the Hopper TMA convolution (backends/cuda/
+ * cuda_conv_tma.c; work in progress, not wired into the backend).
+ *
+ *  --compile-only (needs NVRTC only; exit 77 without it): the refusals
+ *    (pure) and the module compiles for sm_90a.
+ *  default (needs an sm_90 GPU; exit 77 without one): cuda_conv_tma_run
+ *    against a float64 host convolution of the TF32-rounded inputs, on
+ *    resnet18's 3x3 layer shapes (56x56x64, 28x28x128 with two output
+ *    channel blocks), a plane that is no multiple of the 8x8 tiles with an
+ *    odd tile count (a work item's second tile past the end), a 1x1 window
+ *    without padding, a 5x3 window, with and without bias and ReLU. Every
+ *    output element is checked (the output starts as NaN); tolerance per
+ *    element 1e-4 relative to sum |w x| + |bias| + 1 (the products of
+ *    TF32-rounded inputs are exact in f32, only the order of the f32 sums
+ *    differs).
+ * Exit status: 0 passed, 1 a failure, 77 skipped. */
+#include "backends/cuda/cuda.h"
+#include "backends/cuda/cuda_conv_tma.h"
+#include "backends/cuda/cuda_nvrtc.h"
+#include "lib/core/core.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int passed, failed;
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static float urand(void) {
+  rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+  return (float)((double)(rng >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+}
+
+/* round to nearest TF32, ties away from zero (cvt.rna.tf32.f32) */
+static float tf32(float v) {
+  uint32_t u;
+  memcpy(&u, &v, 4);
+  if ((u & 0x7f800000u) == 0x7f800000u) return v;
+  u = (u + 0x1000u) & ~0x1fffu;
+  memcpy(&v, &u, 4);
+  return v;
+}
+
+static int check_refusals(void) {
+  cuda_conv_tma_desc d = {2, 56, 56, 64, 64, 3, 3, 1, 1, true};
+  int bad = 0;
+  if (cuda_conv_tma_refusal(9, 0, &d)) bad++, printf("FAIL: resnet18 layer1 refused\n");
+  if (!cuda_conv_tma_refusal(8, 0, &d)) bad++, printf("FAIL: sm_80 taken\n");
+  cuda_conv_tma_desc e = d;
+  e.c = 48;
+  if (!cuda_conv_tma_refusal(9, 0, &e)) bad++, printf("FAIL: 48 input channels taken\n");
+  e = d, e.oc = 96;
+  if (!cuda_conv_tma_refusal(9, 0, &e)) bad++, printf("FAIL: 96 output channels taken\n");
+  e = d, e.kh = 60, e.ph = 0;
+  if (!cuda_conv_tma_refusal(9, 0, &e)) bad++, printf("FAIL: an empty plane taken\n");
+  return bad;
+}
+
+static void run_case(ptc_context* ctx, const cuda_device* dev, const cuda_conv_tma_desc* d, bool with_bias) {
+  const cu_api* cu = &cuda_libs_get()->cu;
+  int oh = d->h + 2 * d->ph - d->kh + 1, ow = d->w + 2 * d->pw - d->kw + 1;
+  size_t xe = (size_t)d->n * d->h * d->w * d->c, we = (size_t)d->oc * d->c * d->kh * d->kw;
+  size_t oe = (size_t)d->n * oh * ow * d->oc;
+  char what[160];
+  snprintf(what, sizeof what, "n%d %dx%dx%d -> %d k%dx%d p%d,%d%s%s", d->n, d->h, d->w, d->c, d->oc,
+           d->kh, d->kw, d->ph, d->pw, with_bias ? " bias" : "", d->relu ? " relu" : "");
+  float* hx = malloc(xe * 4);
+  float* hw = malloc(we * 4);
+  float* hb = malloc((size_t)d->oc * 4);
+  float* ho = malloc(oe * 4);
+  cu_deviceptr px = 0, pw = 0, pb = 0, po = 0, ps = 0;
+  if (!hx || !hw || !hb || !ho) {
+    printf("FAIL %s: out of host memory\n", what);
+    failed++;
+    goto out;
+  }
+  for (size_t i = 0; i < xe; i++) hx[i] = urand();
+  for (size_t i = 0; i < we; i++) hw[i] = urand();
+  for (int i = 0; i < d->oc; i++) hb[i] = urand();
+  if (cuda_alloc(xe * 4, NULL, &px) || cuda_alloc(we * 4, NULL, &pw) ||
+      cuda_alloc((size_t)d->oc * 4, NULL, &pb) || cuda_alloc(oe * 4, NULL, &po) ||
+      cuda_alloc(cuda_conv_tma_scratch(d), NULL, &ps) || cu->MemcpyHtoDAsync(px, hx, xe * 4, NULL) ||
+      cu->MemcpyHtoDAsync(pw, hw, we * 4, NULL) || cu->MemcpyHtoDAsync(pb, hb, (size_t)d->oc * 4, NULL) ||
+      cu->MemsetD8Async(po, 0xff, oe * 4, NULL)) {
+    printf("FAIL %s: device memory\n", what);
+    failed++;
+    goto out;
+  }
+  ptc_status s = cuda_conv_tma_run(ctx, dev, NULL, d, px, pw, with_bias ? pb : 0, po, ps);
+  if (!s && cu->MemcpyDtoHAsync(ho, po, oe * 4, NULL) != CU_SUCCESS) s = PTC_ERR(INTERNAL, "copying back");
+  if (!s && cu->StreamSynchronize(NULL) != CU_SUCCESS) s = PTC_ERR(INTERNAL, "synchronising");
+  if (s) {
+    printf("FAIL %s: %s\n", what, ptc_status_message(s));
+    ptc_status_destroy(s);
+    failed++;
+    goto out;
+  }
+  long bad = 0;
+  double worst = 0;
+  for (int n = 0; n < d->n; n++)
+    for (int y = 0; y < oh; y++)
+      for (int x = 0; x < ow; x++)
+        for (int m = 0; m < d->oc; m++) {
+          double acc = with_bias ? hb[m] : 0, mag = with_bias ? fabs(hb[m]) : 0;
+          for (int r = 0; r < d->kh; r++)
+            for (int q = 0; q < d->kw; q++) {
+              int iy = y - d->ph + r, ix = x - d->pw + q;
+              if (iy < 0 || iy >= d->h || ix < 0 || ix >= d->w) continue;
+              const float* xv = hx + (((size_t)n * d->h + iy) * d->w + ix) * d->c;
+              for (int c = 0; c < d->c; c++) {
+                double p = (double)tf32(xv[c]) * tf32(hw[(((size_t)m * d->c + c) * d->kh + r) * d->kw + q]);
+                acc += p, mag += fabs(p);
+              }
+            }
+          if (d->relu && acc < 0) acc = 0;
+          double got = ho[(((size_t)n * oh + y) * ow + x) * d->oc + m];
+          double err = fabs(got - acc) / (mag + 1);
+          if (!(err <= 1e-4)) {
+            if (bad < 3)
+              printf("FAIL %s: out[%d][%d][%d][%d] = %g, expected %g\n", what, n, y, x, m, got, acc);
+            bad++;
+          }
+          if (err > worst) worst = err;
+        }
+  if (bad) {
+    printf("FAIL %s: %ld of %zu elements wrong\n", what, bad, oe);
+    failed++;
+  } else {
+    passed++;
+    printf("ok %s (worst relative error %.2g)\n", what, worst);
+  }
+out:
+  if (px) cuda_free(px);
+  if (pw) cuda_free(pw);
+  if (pb) cuda_free(pb);
+  if (po) cuda_free(po);
+  if (ps) cuda_free(ps);
+  free(hx), free(hw), free(hb), free(ho);
+}
+
+int main(int argc, char** argv) {
+  bool compile_only = argc > 1 && !strcmp(argv[1], "--compile-only");
+  if (check_refusals()) return 1;
+  printf("refusals: ok\n");
+  if (compile_only) {
+    const char* why = cuda_nvrtc_unavailable();
+    if (why) {
+      printf("skipped: %s\n", why);
+      return 77;
+    }
+    ptc_status s = cuda_conv_tma_check_compile();
+    if (s) {
+      printf("FAIL: the TMA convolution module for sm_90a: %s\n", ptc_status_message(s));
+      const char* log = ptc_status_detail(s, "compiler_log");
+      if (log) printf("%s\n", log);
+      ptc_status_destroy(s);
+      return 1;
+    }
+    printf("TMA convolution module: compiled for sm_90a\n");
+    return 0;
+  }
+  const cuda_device* dev = cuda_device_get();
+  if (!dev) {
+    printf("skipped: %s\n", cuda_unavailable_reason());
+    return 77;
+  }
+  if (dev->cc_major != 9 || dev->cc_minor != 0) {
+    printf("skipped: %s is sm_%d%d (the TMA convolution is built for sm_90a)\n", dev->name,
+           dev->cc_major, dev->cc_minor);
+    return 77;
+  }
+  ptc_context* ctx = NULL;
+  ptc_status s = ptc_context_create(NULL, &ctx);
+  cu_context prev;
+  if (!s) s = cuda_ctx_enter(dev, &prev);
+  if (s) {
+    printf("FAIL: setup: %s\n", ptc_status_message(s));
+    ptc_status_destroy(s);
+    return 1;
+  }
+  static const cuda_conv_tma_desc cases[] = {
+      {2, 56, 56, 64, 64, 3, 3, 1, 1, true},   /* resnet18 layer1 */
+      {2, 28, 28, 128, 128, 3, 3, 1, 1, true}, /* layer2: two output channel blocks */
+      {1, 13, 11, 32, 64, 3, 3, 1, 1, false},  /* ragged tiles, an odd tile count */
+      {3, 9, 9, 64, 64, 1, 1, 0, 0, false},    /* 1x1 */
+      {1, 10, 12, 32, 128, 5, 3, 2, 1, true},  /* 5x3 window */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    run_case(ctx, dev, &cases[i], true);
+    if (i == 2) run_case(ctx, dev, &cases[i], false);
+  }
+  cuda_ctx_leave(dev, prev);
+  ptc_context_release(ctx);
+  printf("test_cuda_conv_tma: %d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}
