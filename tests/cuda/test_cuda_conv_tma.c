@@ -17,6 +17,7 @@
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/cuda_conv_tma.h"
 #include "backends/cuda/cuda_nvrtc.h"
+#include "cuda_test_dev.h"
 #include "lib/core/core.h"
 
 #include <math.h>
@@ -160,20 +161,14 @@ int main(int argc, char** argv) {
     printf("TMA convolution module: compiled for sm_90a\n");
     return 0;
   }
+  if (!ctd_gpu_enter()) return 77;
   const cuda_device* dev = cuda_device_get();
-  if (!dev) {
-    printf("skipped: %s\n", cuda_unavailable_reason());
-    return 77;
-  }
   if (dev->cc_major != 9 || dev->cc_minor != 0) {
-    printf("skipped: %s is sm_%d%d (the TMA convolution is built for sm_90a)\n", dev->name,
-           dev->cc_major, dev->cc_minor);
+    printf("skipped: sm_%d%d (the TMA convolution is built for sm_90a)\n", dev->cc_major, dev->cc_minor);
     return 77;
   }
   ptc_context* ctx = NULL;
   ptc_status s = ptc_context_create(NULL, &ctx);
-  cu_context prev;
-  if (!s) s = cuda_ctx_enter(dev, &prev);
   if (s) {
     printf("FAIL: setup: %s\n", ptc_status_message(s));
     ptc_status_destroy(s);
@@ -190,7 +185,6 @@ int main(int argc, char** argv) {
     run_case(ctx, dev, &cases[i], true);
     if (i == 2) run_case(ctx, dev, &cases[i], false);
   }
-  cuda_ctx_leave(dev, prev);
   ptc_context_release(ctx);
   printf("test_cuda_conv_tma: %d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
