@@ -18,6 +18,7 @@
  * runs the node on the host.
  */
 #include "cuda_conv_igemm.h"
+#include "cuda_conv_tma.h"
 #include "cuda_conv_wg.h"
 #include "cuda_ext_internal.h"
 
@@ -92,6 +93,48 @@ static int64_t conv_wide_below(void) {
 static bool conv_vec(void) {
   const char* v = getenv("PTC_CUDA_CONV_VEC");
   return !(v && *v == '0');
+}
+
+/* PTC_CUDA_CONV_TMA=1: channels-last TF32 convolutions that the Hopper
+ * TMA kernel takes (cuda_conv_tma.c) run there first. WORK IN PROGRESS:
+ * off by default, not yet run on a GPU. Read per call. */
+static bool conv_tma_wanted(void) {
+  const char* v = getenv("PTC_CUDA_CONV_TMA");
+  return v && *v == '1';
+}
+
+/* The convolution d (channels-last) on the TMA kernel when it takes it:
+ * one group, stride and dilation 1, input and output dense channels-last,
+ * weights contiguous [OC][C][KH][KW], a bias of unit stride and factor 1,
+ * no activation or ReLU. *ok false (nothing run) otherwise; errors from
+ * the run. The prepared weights live in a block of the caching allocator
+ * for the call (stream-ordered: freed after the launch). */
+static ptc_status conv_tma_try(const cuda_ext_call* c, const cuda_conv_desc* d, cu_deviceptr px,
+                               cu_deviceptr pw, const runtime_tensor* bias, cu_deviceptr pc,
+                               bool* ok) {
+  *ok = false;
+  int64_t C = d->c, H = d->h, W = d->w, KK = d->kh * d->kw;
+  if (d->groups != 1 || d->sh != 1 || d->sw != 1 || d->dh != 1 || d->dw != 1 || !d->out_nhwc ||
+      d->xs[1] != 1 || d->xs[3] != C || d->xs[2] != W * C || (d->n > 1 && d->xs[0] != H * W * C) ||
+      d->ws[3] != 1 || d->ws[2] != d->kw || d->ws[1] != KK || d->ws[0] != C * KK ||
+      (d->act != IR_ACT_NONE && d->act != IR_ACT_RELU) || (bias && (d->bias_st != 1 || !(d->beta == 1.0))))
+    return PTC_OK;
+  if (d->n > INT32_MAX || C > INT32_MAX || H > INT32_MAX || W > INT32_MAX || d->oc > INT32_MAX ||
+      d->kh > INT32_MAX || d->kw > INT32_MAX || d->ph > INT32_MAX || d->pw > INT32_MAX)
+    return PTC_OK;
+  cuda_conv_tma_desc t = {(int)d->n,  (int)H,      (int)W,      (int)C,  (int)d->oc,
+                          (int)d->kh, (int)d->kw, (int)d->ph, (int)d->pw, d->act == IR_ACT_RELU};
+  const cuda_device* dev = c->plan->dev;
+  if (cuda_conv_tma_refusal(dev->cc_major, dev->cc_minor, &t) || !cuda_libs_get()->cu.TensorMapEncodeTiled ||
+      ((px | pc) & 15))
+    return PTC_OK;
+  cu_deviceptr scratch = 0;
+  PTC_TRY(cuda_alloc(cuda_conv_tma_scratch(&t), c->stream, &scratch));
+  ptc_status s = cuda_conv_tma_run(c->plan->ctx, dev, c->stream, &t, px, pw,
+                                   bias ? (cu_deviceptr)(uintptr_t)bias->data : 0, pc, scratch);
+  cuda_free(scratch);
+  *ok = !s;
+  return s;
 }
 
 /* Device layout of ptc_w2n_args (cuda_support.cuh). */
@@ -288,7 +331,9 @@ static ptc_status conv_device(const cuda_ext_call* c0, bool nhwc, bool* done) {
       cuda_conv_igemm_shape(&d, c->plan->dev->sm_count, c->plan->dev->max_smem_optin, &sh);
       small = sh.gx * sh.gy * groups < c->plan->dev->sm_count;
     }
-    if (!small && wgp == 2)
+    if (nhwc && !ok && conv_tma_wanted() && out->dtype == PTC_F32 && c->tf32)
+      PTC_TRY(conv_tma_try(c, &d, px, pw, bias, pc, &ok));
+    if (!small && !ok && wgp == 2)
       PTC_TRY(cuda_conv_wg(c->plan->ctx, c->plan->dev, c->stream, &d, c->tf32, px, pw,
                            bias ? (cu_deviceptr)(uintptr_t)bias->data : 0, pc, &ok));
     if (!small && !ok)
