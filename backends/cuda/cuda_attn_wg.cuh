@@ -38,6 +38,9 @@
 //  - FL & 1: ping-pong turns of the consumer warpgroups' wgmma issues
 //    (named barriers, FlashAttention-3's inter-warpgroup schedule; not
 //    faster on the H100, off by default);
+//  - FL & 4: the row sums of P by the tensor cores (an m64n8k16 wgmma of
+//    P and a block of ones beside each P v step) instead of FADDs in the
+//    softmax (the default for d64 causal only);
 //  - the grid is persistent: block x takes work items x, x + gridDim.x, ...
 //    (item i: row tile ntm - 1 - i / nbatch of batch entry i % nbatch, so
 //    the row tiles with the most key tiles come first when causal; FL & 2:
@@ -517,11 +520,6 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
     if (wg == NWG - 1) ptc_ws_turn_pass<FL, NWG>(wg);  // warpgroup 0 goes first
     const u64 dk = ptc_wg_desc(sk, 16, 1024), dv = ptc_wg_desc(sv, D == 64 ? 1024 : BN * 128, 1024);
     const u64 d1 = ptc_wg_desc_plain(s1, 128, 256);
-    auto ntiles = [&](i64 m0) -> int {  // key tiles of the item at row m0 (S < 2^31)
-      i64 nend = a.S;
-      if (CAUSAL && m0 + BM < nend) nend = m0 + BM;
-      return (int)((nend + BN - 1) / BN);
-    };
     // q of the block's next item is loaded while the current one ends
     i64 it = blockIdx.x, off[5];
     u32 qa[1][D / 16][4];
@@ -533,7 +531,9 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
       const i64 m0 = item_m0(it);
       const i64 w0 = m0 + warp * 16;  // this warp's first row
       u16* ob = o + off[4];
-      const int nt = ntiles(m0);
+      i64 nend = a.S;
+      if (CAUSAL && m0 + BM < nend) nend = m0 + BM;
+      const int nt = (int)((nend + BN - 1) / BN);
       float acc[D / 2], s[BN / 2], mx[2] = {-PTC_INF_F, -PTC_INF_F}, l[2] = {0.f, 0.f}, al[2];
       float ls[4] = {0.f, 0.f, 0.f, 0.f};
       u32 pa[BN / 16][4];
