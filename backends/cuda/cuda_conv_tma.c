@@ -19,18 +19,20 @@ extern const char ptc_cuda_attn_wg_text[];
 extern const char ptc_cuda_conv_tma_text[];
 
 #define CTMA_FUNC_MAX_DYN_SMEM 8 /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
-#define CTMA_NS 4                /* ring stages (PTC_CTMA_NS's default) */
+#define CTMA_NA 2                /* halo ring slots (PTC_CTMA_NA's default) */
+#define CTMA_NB 8                /* weight ring slots (PTC_CTMA_NB's default) */
 #define CTMA_BN 64               /* output channels a block */
-#define CTMA_BH 8                /* output tile rows x columns: 64 pixels */
-#define CTMA_BW 8
+#define CTMA_MT 2                /* 64-row groups per consumer warpgroup */
+#define CTMA_ROWS (2 * 64 * CTMA_MT) /* output pixels a tile holds at most */
+#define CTMA_SMEM_MAX 232448     /* an sm_90 block's dynamic shared memory */
 
 /* Device layout of ptc_ctma_args (cuda_conv_tma.cuh). */
 typedef struct ctma_args {
   int32_t n, h, w, c, oh, ow, oc, kh, kw, ph, pw;
   int64_t os_n, os_h, os_w;
-  int32_t tiles_h, tiles_w;
+  int32_t th, tw, tiles_h, tiles_w, aslot;
 } ctma_args;
-_Static_assert(sizeof(ctma_args) == 80, "ctma_args must match ptc_ctma_args");
+_Static_assert(sizeof(ctma_args) == 96, "ctma_args must match ptc_ctma_args");
 
 /* A CUtensorMap: 128 bytes, 64-byte aligned. */
 typedef struct ctma_tmap {
@@ -45,8 +47,34 @@ typedef struct ctma_mod {
 static pthread_mutex_t ctma_lock = PTHREAD_MUTEX_INITIALIZER;
 static ctma_mod ctma_mods[2]; /* [relu] */
 
-static int smem_bytes(void) {
-  return 1024 + CTMA_NS * (2 * 64 * 128 + CTMA_BN * 128) + 24 * CTMA_NS;
+static int64_t smem_bytes(int64_t aslot) {
+  return 1024 + CTMA_NA * aslot + CTMA_NB * CTMA_BN * 128 + 16 * (CTMA_NA + CTMA_NB);
+}
+
+/* Bytes of a halo slot: (th + kh - 1) x (tw + kw - 1) pixels of 128 bytes,
+ * rounded up to 1024 (the swizzle's alignment). */
+static int64_t halo_slot(int64_t th, int64_t tw, const cuda_conv_tma_desc* d) {
+  return ((th + d->kh - 1) * (tw + d->kw - 1) * 128 + 1023) / 1024 * 1024;
+}
+
+/* The output tile: at most CTMA_ROWS pixels, the fewest tiles over the
+ * oh x ow plane, then the smallest halo; its halo fits the tensor copy's
+ * box (256 a side) and two halo slots the shared memory. False when none
+ * does (a window too wide for the box). */
+static bool pick_tile(const cuda_conv_tma_desc* d, int64_t oh, int64_t ow, int* th, int* tw) {
+  int64_t best = -1, best_halo = 0;
+  for (int64_t w = 1; w <= CTMA_ROWS && w <= ow; w++) {
+    int64_t h = CTMA_ROWS / w < oh ? CTMA_ROWS / w : oh;
+    if (w + d->kw - 1 > 256 || h + d->kh - 1 > 256) continue;
+    int64_t slot = halo_slot(h, w, d);
+    if (smem_bytes(slot) > CTMA_SMEM_MAX) continue;
+    int64_t tiles = ((oh + h - 1) / h) * ((ow + w - 1) / w);
+    if (best < 0 || tiles < best || (tiles == best && slot < best_halo)) {
+      best = tiles, best_halo = slot;
+      *th = (int)h, *tw = (int)w;
+    }
+  }
+  return best > 0;
 }
 
 const char* cuda_conv_tma_refusal(int cc_major, int cc_minor, const cuda_conv_tma_desc* d) {
@@ -57,6 +85,8 @@ const char* cuda_conv_tma_refusal(int cc_major, int cc_minor, const cuda_conv_tm
   if (d->oc % CTMA_BN != 0 || d->oc <= 0) return "output channels are not a multiple of 64";
   int64_t oh = (int64_t)d->h + 2 * d->ph - d->kh + 1, ow = (int64_t)d->w + 2 * d->pw - d->kw + 1;
   if (oh <= 0 || ow <= 0) return "an empty output plane";
+  int th, tw;
+  if (!pick_tile(d, oh, ow, &th, &tw)) return "the window's halo does not fit a tensor copy";
   if ((int64_t)d->n * d->h * d->w * d->c >= ((int64_t)1 << 31) ||
       (int64_t)d->n * oh * ow * d->oc >= ((int64_t)1 << 31) ||
       (int64_t)d->oc * d->c * d->kh * d->kw >= ((int64_t)1 << 31))
@@ -75,8 +105,7 @@ static ptc_status module_source(ptc_strbuf* src, bool relu) {
   ptc_sb_append(src, ptc_cuda_attn_text);
   ptc_sb_append(src, ptc_cuda_attn_wg_text);
   ptc_sb_append(src, ptc_cuda_conv_tma_text);
-  ptc_sb_printf(src, "PTC_CTMA_KERNEL(ptc_ctma, %d, %d, %d, %s)\n", CTMA_BN, CTMA_BH, CTMA_BW,
-                relu ? "true" : "false");
+  ptc_sb_printf(src, "PTC_CTMA_KERNEL(ptc_ctma, %d, %d, %s)\n", CTMA_BN, CTMA_MT, relu ? "true" : "false");
   if (src->oom) {
     ptc_sb_free(src);
     return ptc_status_oom();
@@ -103,7 +132,7 @@ static ptc_status load_mod(ptc_context* ctx, bool relu, ctma_mod* m) {
                             "the TMA convolution kernel", &m->mod));
   cu_result r = cu->ModuleGetFunction(&m->conv, m->mod, "ptc_ctma");
   if (r == CU_SUCCESS) r = cu->ModuleGetFunction(&m->wprep, m->mod, "ptc_ctma_wprep");
-  if (r == CU_SUCCESS) r = cu->FuncSetAttribute(m->conv, CTMA_FUNC_MAX_DYN_SMEM, smem_bytes());
+  if (r == CU_SUCCESS) r = cu->FuncSetAttribute(m->conv, CTMA_FUNC_MAX_DYN_SMEM, CTMA_SMEM_MAX);
   if (r != CU_SUCCESS) {
     cu->ModuleUnload(m->mod);
     memset(m, 0, sizeof *m);
@@ -150,15 +179,20 @@ ptc_status cuda_conv_tma_run(ptc_context* ctx, const cuda_device* dev, cu_stream
   a.oh = d->h + 2 * d->ph - d->kh + 1;
   a.ow = d->w + 2 * d->pw - d->kw + 1;
   a.os_w = d->oc, a.os_h = (int64_t)a.ow * d->oc, a.os_n = (int64_t)a.oh * a.os_h;
-  a.tiles_h = (a.oh + CTMA_BH - 1) / CTMA_BH;
-  a.tiles_w = (a.ow + CTMA_BW - 1) / CTMA_BW;
-  /* the input {C, W, H, N, 1}, boxes {32, BW, BH, 1, 1}; the prepared
+  int th = 0, tc = 0; /* the tile's rows and columns */
+  pick_tile(d, a.oh, a.ow, &th, &tc); /* true: the refusal checked it */
+  a.th = th, a.tw = tc;
+  a.tiles_h = (a.oh + th - 1) / th;
+  a.tiles_w = (a.ow + tc - 1) / tc;
+  a.aslot = (int32_t)halo_slot(th, tc, d);
+  /* the input {C, W, H, N, 1}, boxes the halo {32, tw + kw - 1, th + kh -
+   * 1, 1, 1}; the prepared
    * weights {32, OC, taps * C / 32, 1, 1}, boxes {32, BN, 1, 1, 1} */
   ctma_tmap tx, tw;
   uint64_t xd[5] = {(uint64_t)d->c, (uint64_t)d->w, (uint64_t)d->h, (uint64_t)d->n, 1};
   uint64_t xs[4] = {(uint64_t)d->c * 4, (uint64_t)d->w * d->c * 4, (uint64_t)d->h * d->w * d->c * 4, 0};
   xs[3] = xs[2] * (uint64_t)d->n;
-  unsigned xb[5] = {32, CTMA_BW, CTMA_BH, 1, 1};
+  unsigned xb[5] = {32, (unsigned)(tc + d->kw - 1), (unsigned)(th + d->kh - 1), 1, 1};
   uint64_t kt = (uint64_t)d->kh * d->kw * (d->c / 32);
   uint64_t wd[5] = {32, (uint64_t)d->oc, kt, 1, 1};
   uint64_t ws[4] = {32 * 4, (uint64_t)d->oc * 32 * 4, 0, 0};
@@ -173,10 +207,10 @@ ptc_status cuda_conv_tma_run(ptc_context* ctx, const cuda_device* dev, cu_stream
   unsigned wg = (unsigned)((wt + 255) / 256 < 4096 ? (wt + 255) / 256 : 4096);
   CUDA_TRY(cu->LaunchKernel(wprep, wg, 1, 1, 256, 1, 1, 0, stream, wp, NULL),
            "launching the TMA convolution's weight preparation");
-  int64_t tiles = (int64_t)a.n * a.tiles_h * a.tiles_w, items = (tiles + 1) / 2 * (d->oc / CTMA_BN);
+  int64_t items = (int64_t)a.n * a.tiles_h * a.tiles_w * (d->oc / CTMA_BN);
   int64_t sms = dev->sm_count > 0 ? dev->sm_count : 132, gx = items < sms ? items : sms;
   void* cp[] = {&bias, &out, &a, &tx, &tw};
-  CUDA_TRY(cu->LaunchKernel(conv, (unsigned)gx, 1, 1, 384, 1, 1, (unsigned)smem_bytes(), stream, cp,
+  CUDA_TRY(cu->LaunchKernel(conv, (unsigned)gx, 1, 1, 384, 1, 1, (unsigned)smem_bytes(a.aslot), stream, cp,
                             NULL),
            "launching the TMA convolution");
   return PTC_OK;

@@ -7,8 +7,8 @@
  *    against a float64 host convolution of the TF32-rounded inputs, on
  *    resnet18's 3x3 layer shapes (56x56x64, 28x28x128 with two output
  *    channel blocks), a plane that is no multiple of the 8x8 tiles with an
- *    odd tile count (a work item's second tile past the end), a 1x1 window
- *    without padding, a 5x3 window, with and without bias and ReLU. Every
+ *    single tile with rows past the plane, a 1x1 window without padding, a
+ *    5x3 window, a plane wider than a tile, with and without bias and ReLU. Every
  *    output element is checked (the output starts as NaN); tolerance per
  *    element 1e-4 relative to sum |w x| + |bias| + 1 (the products of
  *    TF32-rounded inputs are exact in f32, only the order of the f32 sums
@@ -236,9 +236,10 @@ int main(int argc, char** argv) {
   static const cuda_conv_tma_desc cases[] = {
       {2, 56, 56, 64, 64, 3, 3, 1, 1, true},   /* resnet18 layer1 */
       {2, 28, 28, 128, 128, 3, 3, 1, 1, true}, /* layer2: two output channel blocks */
-      {1, 13, 11, 32, 64, 3, 3, 1, 1, false},  /* ragged tiles, an odd tile count */
+      {1, 13, 11, 32, 64, 3, 3, 1, 1, false},  /* one tile, rows past the plane */
       {3, 9, 9, 64, 64, 1, 1, 0, 0, false},    /* 1x1 */
       {1, 10, 12, 32, 128, 5, 3, 2, 1, true},  /* 5x3 window */
+      {1, 5, 300, 32, 64, 3, 3, 1, 1, false},  /* wider than a tile (256 columns) */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     run_case(ctx, dev, &cases[i], true);
