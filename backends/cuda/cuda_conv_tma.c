@@ -12,6 +12,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 extern const char ptc_cuda_attn_text[];
@@ -19,20 +20,40 @@ extern const char ptc_cuda_attn_wg_text[];
 extern const char ptc_cuda_conv_tma_text[];
 
 #define CTMA_FUNC_MAX_DYN_SMEM 8 /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
-#define CTMA_NA 2                /* halo ring slots (PTC_CTMA_NA's default) */
-#define CTMA_NB 8                /* weight ring slots (PTC_CTMA_NB's default) */
-#define CTMA_BN 64               /* output channels a block */
-#define CTMA_MT 2                /* 64-row groups per consumer warpgroup */
-#define CTMA_ROWS (2 * 64 * CTMA_MT) /* output pixels a tile holds at most */
-#define CTMA_SMEM_MAX 232448     /* an sm_90 block's dynamic shared memory */
+#define CTMA_BN 64           /* output channels a block */
+#define CTMA_SMEM_MAX 232448 /* an sm_90 block's dynamic shared memory */
+
+/* The kernel's shape: 64-row groups per consumer warpgroup (mt), halo and
+ * weight ring slots (na, nb), A rounding by integer arithmetic (irnd);
+ * the defaults, or PTC_CUDA_CONV_TMA_CFG="mt,na,nb,irnd" (a tuning knob,
+ * read once). */
+typedef struct ctma_cfg {
+  int mt, na, nb, irnd;
+} ctma_cfg;
+
+static ctma_cfg cfg = {2, 2, 8, 0};
+static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
+
+static void cfg_read(void) {
+  const char* v = getenv("PTC_CUDA_CONV_TMA_CFG");
+  ctma_cfg c = cfg;
+  if (v && sscanf(v, "%d,%d,%d,%d", &c.mt, &c.na, &c.nb, &c.irnd) >= 3 && c.mt >= 1 && c.mt <= 2 &&
+      c.na >= 1 && c.na <= 4 && c.nb >= 2 && c.nb <= 16)
+    cfg = c;
+}
+
+static const ctma_cfg* cfg_get(void) {
+  pthread_once(&cfg_once, cfg_read);
+  return &cfg;
+}
 
 /* Device layout of ptc_ctma_args (cuda_conv_tma.cuh). */
 typedef struct ctma_args {
-  int32_t n, h, w, c, oh, ow, oc, kh, kw, ph, pw;
+  int32_t n, h, w, c, oh, ow, oc, kh, kw, ph, pw, sh, sw;
   int64_t os_n, os_h, os_w;
   int32_t th, tw, tiles_h, tiles_w, aslot;
 } ctma_args;
-_Static_assert(sizeof(ctma_args) == 96, "ctma_args must match ptc_ctma_args");
+_Static_assert(sizeof(ctma_args) == 104, "ctma_args must match ptc_ctma_args");
 
 /* A CUtensorMap: 128 bytes, 64-byte aligned. */
 typedef struct ctma_tmap {
@@ -48,24 +69,32 @@ static pthread_mutex_t ctma_lock = PTHREAD_MUTEX_INITIALIZER;
 static ctma_mod ctma_mods[2]; /* [relu] */
 
 static int64_t smem_bytes(int64_t aslot) {
-  return 1024 + CTMA_NA * aslot + CTMA_NB * CTMA_BN * 128 + 16 * (CTMA_NA + CTMA_NB);
+  const ctma_cfg* c = cfg_get();
+  return 1024 + c->na * aslot + c->nb * CTMA_BN * 128 + 16 * (c->na + c->nb);
 }
 
-/* Bytes of a halo slot: (th + kh - 1) x (tw + kw - 1) pixels of 128 bytes,
- * rounded up to 1024 (the swizzle's alignment). */
+static int stride_h(const cuda_conv_tma_desc* d) { return d->sh > 0 ? d->sh : 1; }
+static int stride_w(const cuda_conv_tma_desc* d) { return d->sw > 0 ? d->sw : 1; }
+
+/* The halo of a th x tw output tile: rows x columns of input pixels. */
+static int64_t halo_h(int64_t th, const cuda_conv_tma_desc* d) { return (th - 1) * stride_h(d) + d->kh; }
+static int64_t halo_w(int64_t tw, const cuda_conv_tma_desc* d) { return (tw - 1) * stride_w(d) + d->kw; }
+
+/* Bytes of a halo slot: its pixels of 128 bytes, rounded up to 1024 (the
+ * swizzle's alignment). */
 static int64_t halo_slot(int64_t th, int64_t tw, const cuda_conv_tma_desc* d) {
-  return ((th + d->kh - 1) * (tw + d->kw - 1) * 128 + 1023) / 1024 * 1024;
+  return (halo_h(th, d) * halo_w(tw, d) * 128 + 1023) / 1024 * 1024;
 }
 
-/* The output tile: at most CTMA_ROWS pixels, the fewest tiles over the
+/* The output tile: at most 128 * mt pixels, the fewest tiles over the
  * oh x ow plane, then the smallest halo; its halo fits the tensor copy's
  * box (256 a side) and two halo slots the shared memory. False when none
  * does (a window too wide for the box). */
 static bool pick_tile(const cuda_conv_tma_desc* d, int64_t oh, int64_t ow, int* th, int* tw) {
-  int64_t best = -1, best_halo = 0;
-  for (int64_t w = 1; w <= CTMA_ROWS && w <= ow; w++) {
-    int64_t h = CTMA_ROWS / w < oh ? CTMA_ROWS / w : oh;
-    if (w + d->kw - 1 > 256 || h + d->kh - 1 > 256) continue;
+  int64_t best = -1, best_halo = 0, rows = 128 * cfg_get()->mt;
+  for (int64_t w = 1; w <= rows && w <= ow; w++) {
+    int64_t h = rows / w < oh ? rows / w : oh;
+    if (halo_w(w, d) > 256 || halo_h(h, d) > 256) continue;
     int64_t slot = halo_slot(h, w, d);
     if (smem_bytes(slot) > CTMA_SMEM_MAX) continue;
     int64_t tiles = ((oh + h - 1) / h) * ((ow + w - 1) / w);
@@ -79,12 +108,15 @@ static bool pick_tile(const cuda_conv_tma_desc* d, int64_t oh, int64_t ow, int* 
 
 const char* cuda_conv_tma_refusal(int cc_major, int cc_minor, const cuda_conv_tma_desc* d) {
   if (cc_major != 9 || cc_minor != 0) return "the TMA convolution is built for sm_90a only";
-  if (d->n <= 0 || d->h <= 0 || d->w <= 0 || d->kh <= 0 || d->kw <= 0 || d->ph < 0 || d->pw < 0)
+  if (d->n <= 0 || d->h <= 0 || d->w <= 0 || d->kh <= 0 || d->kw <= 0 || d->ph < 0 || d->pw < 0 ||
+      d->sh < 0 || d->sw < 0)
     return "a size is not positive";
+  if (stride_h(d) > 4 || stride_w(d) > 4) return "a stride above 4";
   if (d->c % 32 != 0 || d->c <= 0) return "input channels are not a multiple of 32";
   if (d->oc % CTMA_BN != 0 || d->oc <= 0) return "output channels are not a multiple of 64";
-  int64_t oh = (int64_t)d->h + 2 * d->ph - d->kh + 1, ow = (int64_t)d->w + 2 * d->pw - d->kw + 1;
-  if (oh <= 0 || ow <= 0) return "an empty output plane";
+  int64_t eh = (int64_t)d->h + 2 * d->ph - d->kh, ew = (int64_t)d->w + 2 * d->pw - d->kw;
+  if (eh < 0 || ew < 0) return "an empty output plane";
+  int64_t oh = eh / stride_h(d) + 1, ow = ew / stride_w(d) + 1;
   int th, tw;
   if (!pick_tile(d, oh, ow, &th, &tw)) return "the window's halo does not fit a tensor copy";
   if ((int64_t)d->n * d->h * d->w * d->c >= ((int64_t)1 << 31) ||
@@ -100,12 +132,15 @@ size_t cuda_conv_tma_scratch(const cuda_conv_tma_desc* d) {
 
 static ptc_status module_source(ptc_strbuf* src, bool relu) {
   ptc_sb_init(src);
+  const ctma_cfg* c = cfg_get();
   ptc_sb_printf(src, "// libptc TMA convolution (%s)\n", PTC_CUDA_CODEGEN_VERSION);
+  ptc_sb_printf(src, "#define PTC_CTMA_NA %d\n#define PTC_CTMA_NB %d\n#define PTC_CTMA_IRND %d\n", c->na, c->nb,
+                c->irnd);
   ptc_sb_append(src, ptc_cuda_prelude_text);
   ptc_sb_append(src, ptc_cuda_attn_text);
   ptc_sb_append(src, ptc_cuda_attn_wg_text);
   ptc_sb_append(src, ptc_cuda_conv_tma_text);
-  ptc_sb_printf(src, "PTC_CTMA_KERNEL(ptc_ctma, %d, %d, %s)\n", CTMA_BN, CTMA_MT, relu ? "true" : "false");
+  ptc_sb_printf(src, "PTC_CTMA_KERNEL(ptc_ctma, %d, %d, %s)\n", CTMA_BN, c->mt, relu ? "true" : "false");
   if (src->oom) {
     ptc_sb_free(src);
     return ptc_status_oom();
@@ -158,7 +193,7 @@ static bool tmap_make(ctma_tmap* m, cu_deviceptr p, const uint64_t dims[5], cons
 
 ptc_status cuda_conv_tma_run(ptc_context* ctx, const cuda_device* dev, cu_stream stream,
                              const cuda_conv_tma_desc* d, cu_deviceptr x, cu_deviceptr w,
-                             cu_deviceptr bias, cu_deviceptr out, cu_deviceptr scratch) {
+                             cu_deviceptr bias, cu_deviceptr out, cu_deviceptr scratch, bool prepared) {
   const cu_api* cu = &cuda_libs_get()->cu;
   const char* why = cuda_conv_tma_refusal(dev->cc_major, dev->cc_minor, d);
   if (why) return PTC_ERR(UNIMPLEMENTED, "cuda backend: %s", why);
@@ -176,8 +211,9 @@ ptc_status cuda_conv_tma_run(ptc_context* ctx, const cuda_device* dev, cu_stream
   memset(&a, 0, sizeof a);
   a.n = d->n, a.h = d->h, a.w = d->w, a.c = d->c, a.oc = d->oc;
   a.kh = d->kh, a.kw = d->kw, a.ph = d->ph, a.pw = d->pw;
-  a.oh = d->h + 2 * d->ph - d->kh + 1;
-  a.ow = d->w + 2 * d->pw - d->kw + 1;
+  a.sh = stride_h(d), a.sw = stride_w(d);
+  a.oh = (d->h + 2 * d->ph - d->kh) / a.sh + 1;
+  a.ow = (d->w + 2 * d->pw - d->kw) / a.sw + 1;
   a.os_w = d->oc, a.os_h = (int64_t)a.ow * d->oc, a.os_n = (int64_t)a.oh * a.os_h;
   int th = 0, tc = 0; /* the tile's rows and columns */
   pick_tile(d, a.oh, a.ow, &th, &tc); /* true: the refusal checked it */
@@ -185,14 +221,14 @@ ptc_status cuda_conv_tma_run(ptc_context* ctx, const cuda_device* dev, cu_stream
   a.tiles_h = (a.oh + th - 1) / th;
   a.tiles_w = (a.ow + tc - 1) / tc;
   a.aslot = (int32_t)halo_slot(th, tc, d);
-  /* the input {C, W, H, N, 1}, boxes the halo {32, tw + kw - 1, th + kh -
-   * 1, 1, 1}; the prepared
+  /* the input {C, W, H, N, 1}, boxes the halo {32, halo_w, halo_h, 1,
+   * 1}; the prepared
    * weights {32, OC, taps * C / 32, 1, 1}, boxes {32, BN, 1, 1, 1} */
   ctma_tmap tx, tw;
   uint64_t xd[5] = {(uint64_t)d->c, (uint64_t)d->w, (uint64_t)d->h, (uint64_t)d->n, 1};
   uint64_t xs[4] = {(uint64_t)d->c * 4, (uint64_t)d->w * d->c * 4, (uint64_t)d->h * d->w * d->c * 4, 0};
   xs[3] = xs[2] * (uint64_t)d->n;
-  unsigned xb[5] = {32, (unsigned)(tc + d->kw - 1), (unsigned)(th + d->kh - 1), 1, 1};
+  unsigned xb[5] = {32, (unsigned)halo_w(tc, d), (unsigned)halo_h(th, d), 1, 1};
   uint64_t kt = (uint64_t)d->kh * d->kw * (d->c / 32);
   uint64_t wd[5] = {32, (uint64_t)d->oc, kt, 1, 1};
   uint64_t ws[4] = {32 * 4, (uint64_t)d->oc * 32 * 4, 0, 0};
@@ -205,8 +241,9 @@ ptc_status cuda_conv_tma_run(ptc_context* ctx, const cuda_device* dev, cu_stream
   void* wp[] = {&w, &scratch, &oc, &c, &kh, &kw};
   int64_t wt = (int64_t)d->oc * d->c * d->kh * d->kw;
   unsigned wg = (unsigned)((wt + 255) / 256 < 4096 ? (wt + 255) / 256 : 4096);
-  CUDA_TRY(cu->LaunchKernel(wprep, wg, 1, 1, 256, 1, 1, 0, stream, wp, NULL),
-           "launching the TMA convolution's weight preparation");
+  if (!prepared)
+    CUDA_TRY(cu->LaunchKernel(wprep, wg, 1, 1, 256, 1, 1, 0, stream, wp, NULL),
+             "launching the TMA convolution's weight preparation");
   int64_t items = (int64_t)a.n * a.tiles_h * a.tiles_w * (d->oc / CTMA_BN);
   int64_t sms = dev->sm_count > 0 ? dev->sm_count : 132, gx = items < sms ? items : sms;
   void* cp[] = {&bias, &out, &a, &tx, &tw};

@@ -7,8 +7,8 @@
 // ptc_cuda_conv_tma_text).
 //
 // out[n][oh][ow][oc] = act(bias[oc] + sum over taps (r, s) and channels c
-//   of x[n][oh - ph + r][ow - pw + s][c] * w[oc][c][r][s])
-// for stride 1, dilation 1, one group, C a multiple of 32, OC of BN.
+//   of x[n][oh sh - ph + r][ow sw - pw + s][c] * w[oc][c][r][s])
+// for strides sh, sw, dilation 1, one group, C a multiple of 32, OC of BN.
 //
 // A block: two consumer warpgroups and one producer warp (in a producer
 // warpgroup). A work item is one output tile of TH x TW pixels (at most
@@ -16,14 +16,14 @@
 // channels; the tile's pixels are the rows of the GEMM (row R: tile pixel
 // (R / TW, R % TW)), consumer warpgroup g owning rows 64 MT g .. + 64 MT - 1.
 //  - per 32-channel chunk the producer's thread 0 copies the chunk's halo
-//    tile, (TH + KH - 1) x (TW + KW - 1) input pixels of 128 bytes (a 4-D
+//    tile, ((TH - 1) SH + KH) x ((TW - 1) SW + KW) input pixels of 128 bytes (a 4-D
 //    tensor copy, 128-byte swizzle; coordinates outside the input read as
 //    zeros, which is the padding), into a ring of NA slots, and per tap
 //    (r, s) the B tile (BN rows of 128 bytes of the weights prepared as
 //    [tap * C / 32 + chunk][OC][32], rounded to TF32) into a ring of NB;
 //  - the consumers read their A fragments of tap (r, s) straight from the
-//    halo tile by ldmatrix (each lane's row address is pixel (R / TW + r,
-//    R % TW + s) of the halo: every tap reuses the one copy), round them to
+//    halo tile by ldmatrix (each lane's row address is pixel (R / TW SH + r,
+//    R % TW SW + s) of the halo: every tap reuses the one copy), round them to
 //    TF32 in registers (cvt.rna: the tensor cores would truncate them) and
 //    issue wgmma m64nBNk8 with A from registers and B from the ring; the
 //    A fragments alternate between two register sets so the next tap's
@@ -39,11 +39,15 @@
 #ifndef PTC_CTMA_NB
 #define PTC_CTMA_NB 8
 #endif
+#ifndef PTC_CTMA_IRND // 1: round A by (u + 0x1000) & ~0x1fff, not cvt.rna
+#define PTC_CTMA_IRND 0
+#endif
 
 struct ptc_ctma_args {
   int n, h, w, c;       // input dims (NHWC dense as the map says)
   int oh, ow, oc;       // output dims
   int kh, kw, ph, pw;   // window and padding
+  int sh, sw;           // strides
   i64 os_n, os_h, os_w; // output strides (elements; channels unit stride)
   int th, tw;           // output tile rows x columns
   int tiles_h, tiles_w; // output tiles per image along H and W
@@ -91,7 +95,12 @@ PTC_D void ptc_ctma_lda(u32 (&a)[MT * 4][4], u32 hs, const int (&hp)[MT], int to
       u32* f = a[m * 4 + kk];
       ptc_attn_ldsm(f, row + (u32)(((kk * 2 + half) ^ (p & 7)) << 4));
 #pragma unroll
-      for (int e = 0; e < 4; e++) asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(f[e]) : "f"(__uint_as_float(f[e])));
+      for (int e = 0; e < 4; e++) {
+        if (PTC_CTMA_IRND)
+          f[e] = (f[e] + 0x1000u) & ~0x1fffu;
+        else
+          asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(f[e]) : "f"(__uint_as_float(f[e])));
+      }
     }
   }
 }
@@ -101,6 +110,7 @@ PTC_D void ptc_ctma_body(const float* __restrict__ bias, float* __restrict__ out
                          const ptc_ctma_args& g, const ptc_tmap* tx, const ptc_tmap* tw) {
   constexpr int NA = PTC_CTMA_NA, NB = PTC_CTMA_NB, BBYTES = BN * 128;
   static_assert(BN == 64, "64 output channels a block (m64n64k8)");
+  static_assert(MT >= 1 && MT <= 2, "one or two 64-row groups a consumer warpgroup");
   const u32 base = (ptc_attn_smem(ptc_wg_sm) + 1023u) & ~1023u;
   const u32 sa = base, sb = sa + NA * (u32)g.aslot;
   // mbarriers after the rings: halo full / empty, B full / empty
@@ -114,8 +124,8 @@ PTC_D void ptc_ctma_body(const float* __restrict__ bias, float* __restrict__ out
   __syncthreads();
   const i64 ntiles = (i64)g.n * g.tiles_h * g.tiles_w;
   const int nchunk = g.c / 32, ntap = g.kh * g.kw, nk = nchunk * ntap, ocb = g.oc / BN;
-  const int hw = g.tw + g.kw - 1; // halo width
-  const u32 abytes = (u32)(g.th + g.kh - 1) * (u32)hw * 128u;
+  const int hw = (g.tw - 1) * g.sw + g.kw; // halo width
+  const u32 abytes = (u32)((g.th - 1) * g.sh + g.kh) * (u32)hw * 128u;
   if (warp >= 8) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
     if (tid != 256) return;
@@ -129,7 +139,8 @@ PTC_D void ptc_ctma_body(const float* __restrict__ bias, float* __restrict__ out
         const u32 a = qa % NA;
         if (qa >= NA) ptc_mb_wait(ae + 8 * a, ((qa / NA) - 1) & 1);
         ptc_mb_expect(af + 8 * a, abytes);
-        ptc_tma_load(sa + a * (u32)g.aslot, tx, ch * 32, ow0 - g.pw, oh0 - g.ph, n, 0, af + 8 * a);
+        ptc_tma_load(sa + a * (u32)g.aslot, tx, ch * 32, ow0 * g.sw - g.pw, oh0 * g.sh - g.ph, n, 0,
+                     af + 8 * a);
         for (int t = 0; t < ntap; t++, qb++) {
           const u32 b = qb % NB;
           if (qb >= NB) ptc_mb_wait(be + 8 * b, ((qb / NB) - 1) & 1);
@@ -149,7 +160,7 @@ PTC_D void ptc_ctma_body(const float* __restrict__ bias, float* __restrict__ out
     for (int m = 0; m < MT; m++) {
       const int r = wg * 64 * MT + m * 64 + lrow;
       // rows past the tile read halo pixel 0 (their products are dropped)
-      hp[m] = r < g.th * g.tw ? r / g.tw * hw + r % g.tw : 0;
+      hp[m] = r < g.th * g.tw ? r / g.tw * g.sh * hw + r % g.tw * g.sw : 0;
     }
     u32 qa = 0, qb = 0;
     u32 A0[MT * 4][4], A1[MT * 4][4];

@@ -1,9 +1,9 @@
 /* cuda_conv_tma.h - the Hopper TF32 convolution of channels-last
- * activations by TMA tiled loads and wgmma (internal; kernel
- * cuda_conv_tma.cuh). WORK IN PROGRESS: not wired into the backend and not
- * yet run on a GPU (session 13); tests/cuda/test_cuda_conv_tma.c checks
- * that it compiles (CI) and, on an H100, compares it with a float64 host
- * convolution. docs/cuda.md ("Plan: a Hopper convolution") says why. */
+ * activations by TMA halo-tile loads and wgmma (internal; kernel
+ * cuda_conv_tma.cuh; cuda_ext_conv.c routes the channels-last TF32
+ * convolutions it takes here on sm_90). tests/cuda/test_cuda_conv_tma.c
+ * checks that it compiles (CI) and, on an H100, compares it with a float64
+ * host convolution. docs/cuda.md ("A Hopper convolution") says why. */
 #ifndef PTC_BACKENDS_CUDA_CONV_TMA_H
 #define PTC_BACKENDS_CUDA_CONV_TMA_H
 
@@ -13,11 +13,13 @@
 #include <stdint.h>
 
 /** One convolution: input [n][h][w][c] and output [n][oh][ow][oc], both
- * dense channels-last f32; weights [oc][c][kh][kw] f32; stride 1,
- * dilation 1, one group, padding ph / pw; bias [oc] or none; relu. */
+ * dense channels-last f32; weights [oc][c][kh][kw] f32; dilation 1, one
+ * group, padding ph / pw, strides sh / sw (0 reads as 1); bias [oc] or
+ * none; relu. */
 typedef struct cuda_conv_tma_desc {
   int n, h, w, c, oc, kh, kw, ph, pw;
   bool relu;
+  int sh, sw;
 } cuda_conv_tma_desc;
 
 /** NULL when the kernel takes d on a device of compute capability
@@ -31,16 +33,17 @@ const char* cuda_conv_tma_refusal(int cc_major, int cc_minor, const cuda_conv_tm
 size_t cuda_conv_tma_scratch(const cuda_conv_tma_desc* d);
 
 /** Runs d on `stream` (the current context's; NULL: the legacy stream):
- * prepares the weights w into `scratch` (cuda_conv_tma_scratch bytes,
- * 16-byte aligned; the caller owns all buffers), then the convolution of x
- * into out (bias 0: none). x, out 16-byte aligned. Builds the module on
+ * unless `prepared`, prepares the weights w into `scratch`
+ * (cuda_conv_tma_scratch bytes, 16-byte aligned; the caller owns all
+ * buffers); then the convolution of x into out (bias 0: none) with the
+ * prepared weights in scratch (w unused when prepared: a kept copy). x, out 16-byte aligned. Builds the module on
  * first use (process-wide, through the kernel cache, for the device's
  * sm_90a). Errors: UNIMPLEMENTED with cuda_conv_tma_refusal's text, or when
  * the driver lacks cuTensorMapEncodeTiled or refuses a map; INTERNAL /
  * NVRTC errors from building or launching. Thread-safe. */
 ptc_status cuda_conv_tma_run(ptc_context* ctx, const cuda_device* dev, cu_stream stream,
                              const cuda_conv_tma_desc* d, cu_deviceptr x, cu_deviceptr w,
-                             cu_deviceptr bias, cu_deviceptr out, cu_deviceptr scratch);
+                             cu_deviceptr bias, cu_deviceptr out, cu_deviceptr scratch, bool prepared);
 
 /** Compiles the kernel's module for sm_90a (no device needed, nothing
  * loaded): the compile-only check of tests/cuda. Thread-safe. */

@@ -95,26 +95,29 @@ static bool conv_vec(void) {
   return !(v && *v == '0');
 }
 
-/* PTC_CUDA_CONV_TMA=1: channels-last TF32 convolutions that the Hopper
- * TMA kernel takes (cuda_conv_tma.c) run there first. WORK IN PROGRESS:
- * off by default, not yet run on a GPU. Read per call. */
+/* Channels-last TF32 convolutions that the Hopper TMA kernel takes
+ * (cuda_conv_tma.c) run there first; PTC_CUDA_CONV_TMA=0 sends them to the
+ * implicit GEMM (H100, resnet18 b32 fp32 GPU time per call 1.446 -> 1.246
+ * ms with layer1-2's seven stride-1 3x3 convolutions on it). Read per call. */
 static bool conv_tma_wanted(void) {
   const char* v = getenv("PTC_CUDA_CONV_TMA");
-  return v && *v == '1';
+  return !(v && *v == '0');
 }
 
 /* The convolution d (channels-last) on the TMA kernel when it takes it:
- * one group, stride and dilation 1, input and output dense channels-last,
- * weights contiguous [OC][C][KH][KW], a bias of unit stride and factor 1,
- * no activation or ReLU. *ok false (nothing run) otherwise; errors from
- * the run. The prepared weights live in a block of the caching allocator
- * for the call (stream-ordered: freed after the launch). */
+ * one group, dilation 1, input and output dense channels-last, weights
+ * contiguous [OC][C][KH][KW], a bias of unit stride and factor 1, no
+ * activation or ReLU. *ok false (nothing run) otherwise; errors from the
+ * run. The prepared weights are kept in d->wcache when the weights are a
+ * plan constant (the first run prepares them), else they live in a block
+ * of the caching allocator for the call (stream-ordered: freed after the
+ * launch). */
 static ptc_status conv_tma_try(const cuda_ext_call* c, const cuda_conv_desc* d, cu_deviceptr px,
                                cu_deviceptr pw, const runtime_tensor* bias, cu_deviceptr pc,
                                bool* ok) {
   *ok = false;
   int64_t C = d->c, H = d->h, W = d->w, KK = d->kh * d->kw;
-  if (d->groups != 1 || d->sh != 1 || d->sw != 1 || d->dh != 1 || d->dw != 1 || !d->out_nhwc ||
+  if (d->groups != 1 || d->sh > INT32_MAX || d->sw > INT32_MAX || d->dh != 1 || d->dw != 1 || !d->out_nhwc ||
       d->xs[1] != 1 || d->xs[3] != C || d->xs[2] != W * C || (d->n > 1 && d->xs[0] != H * W * C) ||
       d->ws[3] != 1 || d->ws[2] != d->kw || d->ws[1] != KK || d->ws[0] != C * KK ||
       (d->act != IR_ACT_NONE && d->act != IR_ACT_RELU) || (bias && (d->bias_st != 1 || !(d->beta == 1.0))))
@@ -123,16 +126,21 @@ static ptc_status conv_tma_try(const cuda_ext_call* c, const cuda_conv_desc* d, 
       d->kh > INT32_MAX || d->kw > INT32_MAX || d->ph > INT32_MAX || d->pw > INT32_MAX)
     return PTC_OK;
   cuda_conv_tma_desc t = {(int)d->n,  (int)H,      (int)W,      (int)C,  (int)d->oc,
-                          (int)d->kh, (int)d->kw, (int)d->ph, (int)d->pw, d->act == IR_ACT_RELU};
+                          (int)d->kh, (int)d->kw, (int)d->ph, (int)d->pw, d->act == IR_ACT_RELU,
+                          (int)d->sh, (int)d->sw};
   const cuda_device* dev = c->plan->dev;
   if (cuda_conv_tma_refusal(dev->cc_major, dev->cc_minor, &t) || !cuda_libs_get()->cu.TensorMapEncodeTiled ||
       ((px | pc) & 15))
     return PTC_OK;
-  cu_deviceptr scratch = 0;
-  PTC_TRY(cuda_alloc(cuda_conv_tma_scratch(&t), c->stream, &scratch));
+  /* the kept prepared weights: layout [taps * C / 32][OC][32] (-90 marks
+   * this kernel's layout apart from the implicit GEMM's) */
+  cuda_wcache_key key = {pw, {-90, C, d->oc, KK}};
+  cu_deviceptr kept = cuda_wcache_find(d->wcache, d->wcache_slot, &key), scratch = kept;
+  if (!kept) PTC_TRY(cuda_alloc(cuda_conv_tma_scratch(&t), c->stream, &scratch));
   ptc_status s = cuda_conv_tma_run(c->plan->ctx, dev, c->stream, &t, px, pw,
-                                   bias ? (cu_deviceptr)(uintptr_t)bias->data : 0, pc, scratch);
-  cuda_free(scratch);
+                                   bias ? (cu_deviceptr)(uintptr_t)bias->data : 0, pc, scratch, kept != 0);
+  if (!kept && (s || !cuda_wcache_offer(d->wcache, d->wcache_slot, &key, c->stream, scratch)))
+    cuda_free(scratch);
   *ok = !s;
   return s;
 }

@@ -8,13 +8,16 @@
  *    resnet18's 3x3 layer shapes (56x56x64, 28x28x128 with two output
  *    channel blocks), a plane that is no multiple of the 8x8 tiles with an
  *    single tile with rows past the plane, a 1x1 window without padding, a
- *    5x3 window, a plane wider than a tile, with and without bias and ReLU. Every
+ *    5x3 window, a plane wider than a tile, strides 2 (3x3 and 1x1) and
+ *    2 x 1, with and without bias and ReLU; each run twice (preparing the
+ *    weights, then from the prepared copy: the second result is checked). Every
  *    output element is checked (the output starts as NaN); tolerance per
  *    element 1e-4 relative to sum |w x| + |bias| + 1 (the products of
  *    TF32-rounded inputs are exact in f32, only the order of the f32 sums
  *    differs).
- *  --bench (sm_90 GPU): ms per call (weight preparation included) and
- *    TFLOP/s of resnet18's batch-32 layer1 and layer2 3x3 convolutions.
+ *  --bench (sm_90 GPU): ms per call (the weights prepared once, as the
+ *    backend keeps them) and TFLOP/s of resnet18's batch-32 layer1 and
+ *    layer2 convolutions (3x3 stride 1, layer2.0's 3x3 and 1x1 stride 2).
  * Exit status: 0 passed, 1 a failure, 77 skipped. */
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/cuda_conv_tma.h"
@@ -47,7 +50,7 @@ static float tf32(float v) {
 }
 
 static int check_refusals(void) {
-  cuda_conv_tma_desc d = {2, 56, 56, 64, 64, 3, 3, 1, 1, true};
+  cuda_conv_tma_desc d = {2, 56, 56, 64, 64, 3, 3, 1, 1, true, 1, 1};
   int bad = 0;
   if (cuda_conv_tma_refusal(9, 0, &d)) bad++, printf("FAIL: resnet18 layer1 refused\n");
   if (!cuda_conv_tma_refusal(8, 0, &d)) bad++, printf("FAIL: sm_80 taken\n");
@@ -63,12 +66,13 @@ static int check_refusals(void) {
 
 static void run_case(ptc_context* ctx, const cuda_device* dev, const cuda_conv_tma_desc* d, bool with_bias) {
   const cu_api* cu = &cuda_libs_get()->cu;
-  int oh = d->h + 2 * d->ph - d->kh + 1, ow = d->w + 2 * d->pw - d->kw + 1;
+  int sh = d->sh > 0 ? d->sh : 1, sw = d->sw > 0 ? d->sw : 1;
+  int oh = (d->h + 2 * d->ph - d->kh) / sh + 1, ow = (d->w + 2 * d->pw - d->kw) / sw + 1;
   size_t xe = (size_t)d->n * d->h * d->w * d->c, we = (size_t)d->oc * d->c * d->kh * d->kw;
   size_t oe = (size_t)d->n * oh * ow * d->oc;
   char what[160];
-  snprintf(what, sizeof what, "n%d %dx%dx%d -> %d k%dx%d p%d,%d%s%s", d->n, d->h, d->w, d->c, d->oc,
-           d->kh, d->kw, d->ph, d->pw, with_bias ? " bias" : "", d->relu ? " relu" : "");
+  snprintf(what, sizeof what, "n%d %dx%dx%d -> %d k%dx%d s%d,%d p%d,%d%s%s", d->n, d->h, d->w, d->c, d->oc,
+           d->kh, d->kw, sh, sw, d->ph, d->pw, with_bias ? " bias" : "", d->relu ? " relu" : "");
   float* hx = malloc(xe * 4);
   float* hw = malloc(we * 4);
   float* hb = malloc((size_t)d->oc * 4);
@@ -91,7 +95,11 @@ static void run_case(ptc_context* ctx, const cuda_device* dev, const cuda_conv_t
     failed++;
     goto out;
   }
-  ptc_status s = cuda_conv_tma_run(ctx, dev, NULL, d, px, pw, with_bias ? pb : 0, po, ps);
+  /* twice: preparing the weights, then from the prepared copy (the output
+   * reset to NaN between) */
+  ptc_status s = cuda_conv_tma_run(ctx, dev, NULL, d, px, pw, with_bias ? pb : 0, po, ps, false);
+  if (!s && cu->MemsetD8Async(po, 0xff, oe * 4, NULL) != CU_SUCCESS) s = PTC_ERR(INTERNAL, "resetting");
+  if (!s) s = cuda_conv_tma_run(ctx, dev, NULL, d, px, 0, with_bias ? pb : 0, po, ps, true);
   if (!s && cu->MemcpyDtoHAsync(ho, po, oe * 4, NULL) != CU_SUCCESS) s = PTC_ERR(INTERNAL, "copying back");
   if (!s && cu->StreamSynchronize(NULL) != CU_SUCCESS) s = PTC_ERR(INTERNAL, "synchronising");
   if (s) {
@@ -109,7 +117,7 @@ static void run_case(ptc_context* ctx, const cuda_device* dev, const cuda_conv_t
           double acc = with_bias ? hb[m] : 0, mag = with_bias ? fabs(hb[m]) : 0;
           for (int r = 0; r < d->kh; r++)
             for (int q = 0; q < d->kw; q++) {
-              int iy = y - d->ph + r, ix = x - d->pw + q;
+              int iy = y * sh - d->ph + r, ix = x * sw - d->pw + q;
               if (iy < 0 || iy >= d->h || ix < 0 || ix >= d->w) continue;
               const float* xv = hx + (((size_t)n * d->h + iy) * d->w + ix) * d->c;
               for (int c = 0; c < d->c; c++) {
@@ -152,7 +160,8 @@ static double now_s(void) {
 /* --bench: ms per call of d (inputs uninitialised: timing only). */
 static void bench_case(ptc_context* ctx, const cuda_device* dev, const char* name, const cuda_conv_tma_desc* d) {
   const cu_api* cu = &cuda_libs_get()->cu;
-  int oh = d->h + 2 * d->ph - d->kh + 1, ow = d->w + 2 * d->pw - d->kw + 1;
+  int sh = d->sh > 0 ? d->sh : 1, sw = d->sw > 0 ? d->sw : 1;
+  int oh = (d->h + 2 * d->ph - d->kh) / sh + 1, ow = (d->w + 2 * d->pw - d->kw) / sw + 1;
   size_t xe = (size_t)d->n * d->h * d->w * d->c, we = (size_t)d->oc * d->c * d->kh * d->kw;
   size_t oe = (size_t)d->n * oh * ow * d->oc;
   cu_deviceptr px = 0, pw = 0, po = 0, ps = 0;
@@ -164,7 +173,7 @@ static void bench_case(ptc_context* ctx, const cuda_device* dev, const char* nam
     for (int round = 0; round < 3; round++) {
       double t0 = now_s();
       ptc_status s = NULL;
-      for (int r = 0; r < reps && !s; r++) s = cuda_conv_tma_run(ctx, dev, NULL, d, px, pw, 0, po, ps);
+      for (int r = 0; r < reps && !s; r++) s = cuda_conv_tma_run(ctx, dev, NULL, d, px, pw, 0, po, ps, r > 0 || round > 0);
       if (!s && cu->StreamSynchronize(NULL) != CU_SUCCESS) s = PTC_ERR(INTERNAL, "synchronising");
       if (s) {
         printf("FAIL bench %s: %s\n", name, ptc_status_message(s));
@@ -180,8 +189,8 @@ static void bench_case(ptc_context* ctx, const cuda_device* dev, const char* nam
   }
   if (ms > 0) {
     double flop = 2.0 * (double)oe * d->c * d->kh * d->kw;
-    printf("bench %-8s n%d %dx%dx%d -> %d k%dx%d: %.4f ms  %.1f TFLOP/s\n", name, d->n, d->h, d->w, d->c,
-           d->oc, d->kh, d->kw, ms, flop / ms * 1e-9);
+    printf("bench %-8s n%d %dx%dx%d -> %d k%dx%d s%d: %.4f ms  %.1f TFLOP/s\n", name, d->n, d->h, d->w,
+           d->c, d->oc, d->kh, d->kw, sh, ms, flop / ms * 1e-9);
     passed++;
   }
   if (px) cuda_free(px);
@@ -226,20 +235,27 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (do_bench) {
-    static const cuda_conv_tma_desc l1 = {32, 56, 56, 64, 64, 3, 3, 1, 1, true};
-    static const cuda_conv_tma_desc l2 = {32, 28, 28, 128, 128, 3, 3, 1, 1, true};
+    static const cuda_conv_tma_desc l1 = {32, 56, 56, 64, 64, 3, 3, 1, 1, true, 1, 1};
+    static const cuda_conv_tma_desc l2 = {32, 28, 28, 128, 128, 3, 3, 1, 1, true, 1, 1};
     bench_case(ctx, dev, "layer1", &l1);
     bench_case(ctx, dev, "layer2", &l2);
+    static const cuda_conv_tma_desc l20 = {32, 56, 56, 64, 128, 3, 3, 1, 1, true, 2, 2};
+    static const cuda_conv_tma_desc l2d = {32, 56, 56, 64, 128, 1, 1, 0, 0, false, 2, 2};
+    bench_case(ctx, dev, "layer2.0", &l20);
+    bench_case(ctx, dev, "l2.ds", &l2d);
     ptc_context_release(ctx);
     return failed ? 1 : 0;
   }
   static const cuda_conv_tma_desc cases[] = {
-      {2, 56, 56, 64, 64, 3, 3, 1, 1, true},   /* resnet18 layer1 */
-      {2, 28, 28, 128, 128, 3, 3, 1, 1, true}, /* layer2: two output channel blocks */
-      {1, 13, 11, 32, 64, 3, 3, 1, 1, false},  /* one tile, rows past the plane */
-      {3, 9, 9, 64, 64, 1, 1, 0, 0, false},    /* 1x1 */
-      {1, 10, 12, 32, 128, 5, 3, 2, 1, true},  /* 5x3 window */
-      {1, 5, 300, 32, 64, 3, 3, 1, 1, false},  /* wider than a tile (256 columns) */
+      {2, 56, 56, 64, 64, 3, 3, 1, 1, true, 1, 1},   /* resnet18 layer1 */
+      {2, 28, 28, 128, 128, 3, 3, 1, 1, true, 1, 1}, /* layer2: two output channel blocks */
+      {1, 13, 11, 32, 64, 3, 3, 1, 1, false, 1, 1},  /* one tile, rows past the plane */
+      {3, 9, 9, 64, 64, 1, 1, 0, 0, false, 1, 1},    /* 1x1 */
+      {1, 10, 12, 32, 128, 5, 3, 2, 1, true, 1, 1},  /* 5x3 window */
+      {1, 5, 300, 32, 64, 3, 3, 1, 1, false, 1, 1},  /* wider than a tile (256 columns) */
+      {2, 56, 56, 64, 128, 3, 3, 1, 1, true, 2, 2}, /* resnet18 layer2.0: stride 2 */
+      {2, 56, 56, 64, 128, 1, 1, 0, 0, false, 2, 2}, /* layer2's 1x1 downsample */
+      {1, 15, 17, 32, 64, 3, 3, 1, 1, true, 2, 1},  /* odd plane, strides 2 x 1 */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     run_case(ctx, dev, &cases[i], true);
