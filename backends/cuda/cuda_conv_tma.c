@@ -23,21 +23,24 @@ extern const char ptc_cuda_conv_tma_text[];
 #define CTMA_BN 64           /* output channels a block */
 #define CTMA_SMEM_MAX 232448 /* an sm_90 block's dynamic shared memory */
 
-/* The kernel's shape: 64-row groups per consumer warpgroup (mt), halo and
- * weight ring slots (na, nb), A rounding by integer arithmetic (irnd);
- * the defaults, or PTC_CUDA_CONV_TMA_CFG="mt,na,nb,irnd" (a tuning knob,
- * read once). */
+/* The kernel's shape: 64-row groups per consumer warpgroup (mt; 0: per
+ * call, see plan_call), halo and weight ring slots (na, nb), A rounding by
+ * integer arithmetic (irnd 1) or cvt.rna (0); the defaults, or
+ * PTC_CUDA_CONV_TMA_CFG="mt,na,nb,irnd" (a tuning knob, read once). H100,
+ * resnet18 b32 layer1 / layer2 / layer2.0 ms (test_cuda_conv_tma --bench):
+ * mt 2 0.0490 / 0.0449 / 0.0401, mt 1 0.0526 / 0.0542 / 0.0324 (irnd 1);
+ * irnd 0 0.0523 / 0.0476 / 0.0427 (mt 2); nb 4 or 12, na 3 no faster. */
 typedef struct ctma_cfg {
   int mt, na, nb, irnd;
 } ctma_cfg;
 
-static ctma_cfg cfg = {2, 2, 8, 0};
+static ctma_cfg cfg = {0, 2, 8, 1};
 static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
 
 static void cfg_read(void) {
   const char* v = getenv("PTC_CUDA_CONV_TMA_CFG");
   ctma_cfg c = cfg;
-  if (v && sscanf(v, "%d,%d,%d,%d", &c.mt, &c.na, &c.nb, &c.irnd) >= 3 && c.mt >= 1 && c.mt <= 2 &&
+  if (v && sscanf(v, "%d,%d,%d,%d", &c.mt, &c.na, &c.nb, &c.irnd) >= 3 && c.mt >= 0 && c.mt <= 2 &&
       c.na >= 1 && c.na <= 4 && c.nb >= 2 && c.nb <= 16)
     cfg = c;
 }
@@ -66,7 +69,7 @@ typedef struct ctma_mod {
 } ctma_mod;
 
 static pthread_mutex_t ctma_lock = PTHREAD_MUTEX_INITIALIZER;
-static ctma_mod ctma_mods[2]; /* [relu] */
+static ctma_mod ctma_mods[2][2]; /* [mt - 1][relu] */
 
 static int64_t smem_bytes(int64_t aslot) {
   const ctma_cfg* c = cfg_get();
@@ -88,10 +91,10 @@ static int64_t halo_slot(int64_t th, int64_t tw, const cuda_conv_tma_desc* d) {
 
 /* The output tile: at most 128 * mt pixels, the fewest tiles over the
  * oh x ow plane, then the smallest halo; its halo fits the tensor copy's
- * box (256 a side) and two halo slots the shared memory. False when none
- * does (a window too wide for the box). */
-static bool pick_tile(const cuda_conv_tma_desc* d, int64_t oh, int64_t ow, int* th, int* tw) {
-  int64_t best = -1, best_halo = 0, rows = 128 * cfg_get()->mt;
+ * box (256 a side) and two halo slots the shared memory. 0 when none does
+ * (a window too wide for the box), else the number of tiles. */
+static int64_t pick_tile(const cuda_conv_tma_desc* d, int mt, int64_t oh, int64_t ow, int* th, int* tw) {
+  int64_t best = -1, best_halo = 0, rows = 128 * mt;
   for (int64_t w = 1; w <= rows && w <= ow; w++) {
     int64_t h = rows / w < oh ? rows / w : oh;
     if (halo_w(w, d) > 256 || halo_h(h, d) > 256) continue;
@@ -103,7 +106,27 @@ static bool pick_tile(const cuda_conv_tma_desc* d, int64_t oh, int64_t ow, int* 
       *th = (int)h, *tw = (int)w;
     }
   }
-  return best > 0;
+  return best > 0 ? best : 0;
+}
+
+/* How a call runs: 64-row groups per consumer warpgroup and the tile. */
+typedef struct ctma_call {
+  int mt, th, tw;
+} ctma_call;
+
+/* The call's shape for an oh x ow output: cfg's mt, else two groups (each
+ * B tile read serves 256 pixels) unless one group's tiles cover the plane
+ * with 1.3 times less waste (strided planes, whose halos cap two groups'
+ * tiles: layer2.0 0.0324 vs 0.0401 ms). False when no tile fits. */
+static bool plan_call(const cuda_conv_tma_desc* d, int64_t oh, int64_t ow, ctma_call* c) {
+  ctma_call c1 = {1, 0, 0}, c2 = {2, 0, 0};
+  int mt = cfg_get()->mt;
+  int64_t t1 = mt == 2 ? 0 : pick_tile(d, 1, oh, ow, &c1.th, &c1.tw);
+  int64_t t2 = mt == 1 ? 0 : pick_tile(d, 2, oh, ow, &c2.th, &c2.tw);
+  if (!t1 && !t2) return false;
+  /* rows computed per output pixel: t * 128 * mt / (oh * ow) */
+  *c = !t2 || (t1 && (double)t2 * 256 > 1.3 * (double)t1 * 128) ? c1 : c2;
+  return true;
 }
 
 const char* cuda_conv_tma_refusal(int cc_major, int cc_minor, const cuda_conv_tma_desc* d) {
@@ -117,8 +140,8 @@ const char* cuda_conv_tma_refusal(int cc_major, int cc_minor, const cuda_conv_tm
   int64_t eh = (int64_t)d->h + 2 * d->ph - d->kh, ew = (int64_t)d->w + 2 * d->pw - d->kw;
   if (eh < 0 || ew < 0) return "an empty output plane";
   int64_t oh = eh / stride_h(d) + 1, ow = ew / stride_w(d) + 1;
-  int th, tw;
-  if (!pick_tile(d, oh, ow, &th, &tw)) return "the window's halo does not fit a tensor copy";
+  ctma_call cc;
+  if (!plan_call(d, oh, ow, &cc)) return "the window's halo does not fit a tensor copy";
   if ((int64_t)d->n * d->h * d->w * d->c >= ((int64_t)1 << 31) ||
       (int64_t)d->n * oh * ow * d->oc >= ((int64_t)1 << 31) ||
       (int64_t)d->oc * d->c * d->kh * d->kw >= ((int64_t)1 << 31))
@@ -130,7 +153,7 @@ size_t cuda_conv_tma_scratch(const cuda_conv_tma_desc* d) {
   return (size_t)d->oc * (size_t)d->c * (size_t)d->kh * (size_t)d->kw * sizeof(float);
 }
 
-static ptc_status module_source(ptc_strbuf* src, bool relu) {
+static ptc_status module_source(ptc_strbuf* src, int mt, bool relu) {
   ptc_sb_init(src);
   const ctma_cfg* c = cfg_get();
   ptc_sb_printf(src, "// libptc TMA convolution (%s)\n", PTC_CUDA_CODEGEN_VERSION);
@@ -140,7 +163,7 @@ static ptc_status module_source(ptc_strbuf* src, bool relu) {
   ptc_sb_append(src, ptc_cuda_attn_text);
   ptc_sb_append(src, ptc_cuda_attn_wg_text);
   ptc_sb_append(src, ptc_cuda_conv_tma_text);
-  ptc_sb_printf(src, "PTC_CTMA_KERNEL(ptc_ctma, %d, %d, %s)\n", CTMA_BN, c->mt, relu ? "true" : "false");
+  ptc_sb_printf(src, "PTC_CTMA_KERNEL(ptc_ctma, %d, %d, %s)\n", CTMA_BN, mt, relu ? "true" : "false");
   if (src->oom) {
     ptc_sb_free(src);
     return ptc_status_oom();
@@ -150,7 +173,7 @@ static ptc_status module_source(ptc_strbuf* src, bool relu) {
 
 ptc_status cuda_conv_tma_check_compile(void) {
   ptc_strbuf src;
-  PTC_TRY(module_source(&src, true));
+  PTC_TRY(module_source(&src, 2, true));
   cuda_cubin cb;
   memset(&cb, 0, sizeof cb);
   ptc_status s = cuda_nvrtc_compile_ex(src.data, "ptc_conv_tma", 90 | CUDA_ARCH_SPECIFIC, NULL, &cb);
@@ -159,10 +182,10 @@ ptc_status cuda_conv_tma_check_compile(void) {
   return s;
 }
 
-static ptc_status load_mod(ptc_context* ctx, bool relu, ctma_mod* m) {
+static ptc_status load_mod(ptc_context* ctx, int mt, bool relu, ctma_mod* m) {
   const cu_api* cu = &cuda_libs_get()->cu;
   ptc_strbuf src;
-  PTC_TRY(module_source(&src, relu));
+  PTC_TRY(module_source(&src, mt, relu));
   PTC_TRY(cuda_build_module(ctx, 90 | CUDA_ARCH_SPECIFIC, &src, "ptc_conv_tma",
                             "the TMA convolution kernel", &m->mod));
   cu_result r = cu->ModuleGetFunction(&m->conv, m->mod, "ptc_ctma");
@@ -201,12 +224,6 @@ ptc_status cuda_conv_tma_run(ptc_context* ctx, const cuda_device* dev, cu_stream
     return PTC_ERR(UNIMPLEMENTED, "cuda backend: the driver has no cuTensorMapEncodeTiled");
   if ((x | out | scratch) & 15)
     return PTC_ERR(INVALID_ARGUMENT, "cuda backend: TMA convolution buffers must be 16-byte aligned");
-  ctma_mod* m = &ctma_mods[d->relu];
-  pthread_mutex_lock(&ctma_lock);
-  ptc_status s = m->conv ? PTC_OK : load_mod(ctx, d->relu, m);
-  cu_function conv = m->conv, wprep = m->wprep;
-  pthread_mutex_unlock(&ctma_lock);
-  PTC_TRY(s);
   ctma_args a;
   memset(&a, 0, sizeof a);
   a.n = d->n, a.h = d->h, a.w = d->w, a.c = d->c, a.oc = d->oc;
@@ -215,15 +232,21 @@ ptc_status cuda_conv_tma_run(ptc_context* ctx, const cuda_device* dev, cu_stream
   a.oh = (d->h + 2 * d->ph - d->kh) / a.sh + 1;
   a.ow = (d->w + 2 * d->pw - d->kw) / a.sw + 1;
   a.os_w = d->oc, a.os_h = (int64_t)a.ow * d->oc, a.os_n = (int64_t)a.oh * a.os_h;
-  int th = 0, tc = 0; /* the tile's rows and columns */
-  pick_tile(d, a.oh, a.ow, &th, &tc); /* true: the refusal checked it */
+  ctma_call cc;
+  plan_call(d, a.oh, a.ow, &cc); /* true: the refusal checked it */
+  const int th = cc.th, tc = cc.tw; /* the tile's rows and columns */
   a.th = th, a.tw = tc;
   a.tiles_h = (a.oh + th - 1) / th;
   a.tiles_w = (a.ow + tc - 1) / tc;
   a.aslot = (int32_t)halo_slot(th, tc, d);
-  /* the input {C, W, H, N, 1}, boxes the halo {32, halo_w, halo_h, 1,
-   * 1}; the prepared
-   * weights {32, OC, taps * C / 32, 1, 1}, boxes {32, BN, 1, 1, 1} */
+  ctma_mod* m = &ctma_mods[cc.mt - 1][d->relu];
+  pthread_mutex_lock(&ctma_lock);
+  ptc_status s = m->conv ? PTC_OK : load_mod(ctx, cc.mt, d->relu, m);
+  cu_function conv = m->conv, wprep = m->wprep;
+  pthread_mutex_unlock(&ctma_lock);
+  PTC_TRY(s);
+  /* the input {C, W, H, N, 1}, boxes the halo {32, halo_w, halo_h, 1, 1};
+   * the prepared weights {32, OC, taps * C / 32, 1, 1}, boxes {32, BN, 1, 1, 1} */
   ctma_tmap tx, tw;
   uint64_t xd[5] = {(uint64_t)d->c, (uint64_t)d->w, (uint64_t)d->h, (uint64_t)d->n, 1};
   uint64_t xs[4] = {(uint64_t)d->c * 4, (uint64_t)d->w * d->c * 4, (uint64_t)d->h * d->w * d->c * 4, 0};

@@ -39,8 +39,8 @@
 #ifndef PTC_CTMA_NB
 #define PTC_CTMA_NB 8
 #endif
-#ifndef PTC_CTMA_IRND // 1: round A by (u + 0x1000) & ~0x1fff, not cvt.rna
-#define PTC_CTMA_IRND 0
+#ifndef PTC_CTMA_IRND // 1: round A by integer arithmetic, not cvt.rna
+#define PTC_CTMA_IRND 1
 #endif
 
 struct ptc_ctma_args {
@@ -96,8 +96,11 @@ PTC_D void ptc_ctma_lda(u32 (&a)[MT * 4][4], u32 hs, const int (&hp)[MT], int to
       ptc_attn_ldsm(f, row + (u32)(((kk * 2 + half) ^ (p & 7)) << 4));
 #pragma unroll
       for (int e = 0; e < 4; e++) {
+        // round to nearest, ties away (cvt.rna's result) by (u + 2^12) &
+        // ~(2^13 - 1), NaNs kept as they are (the sum could carry a NaN
+        // with a low payload into infinity): faster than cvt.rna here
         if (PTC_CTMA_IRND)
-          f[e] = (f[e] + 0x1000u) & ~0x1fffu;
+          f[e] = __uint_as_float(f[e]) != __uint_as_float(f[e]) ? f[e] : (f[e] + 0x1000u) & ~0x1fffu;
         else
           asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(f[e]) : "f"(__uint_as_float(f[e])));
       }
