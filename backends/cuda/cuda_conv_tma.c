@@ -20,28 +20,29 @@ extern const char ptc_cuda_attn_wg_text[];
 extern const char ptc_cuda_conv_tma_text[];
 
 #define CTMA_FUNC_MAX_DYN_SMEM 8 /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
-#define CTMA_BN 64           /* output channels a block */
 #define CTMA_SMEM_MAX 232448 /* an sm_90 block's dynamic shared memory */
 
 /* The kernel's shape: 64-row groups per consumer warpgroup (mt; 0: per
  * call, see plan_call), halo and weight ring slots (na, nb), A rounding by
  * integer arithmetic (irnd 1) or cvt.rna (0); the defaults, or
- * PTC_CUDA_CONV_TMA_CFG="mt,na,nb,irnd" (a tuning knob, read once). H100,
+ * output channels a block (bn 64 or 128; 0: per call), PTC_CUDA_CONV_TMA_CFG=
+ * "mt,na,nb,irnd,bn" (a tuning knob, read once). H100,
  * resnet18 b32 layer1 / layer2 / layer2.0 ms (test_cuda_conv_tma --bench):
  * mt 2 0.0490 / 0.0449 / 0.0401, mt 1 0.0526 / 0.0542 / 0.0324 (irnd 1);
  * irnd 0 0.0523 / 0.0476 / 0.0427 (mt 2); nb 4 or 12, na 3 no faster. */
 typedef struct ctma_cfg {
-  int mt, na, nb, irnd;
+  int mt, na, nb, irnd, bn;
 } ctma_cfg;
 
-static ctma_cfg cfg = {0, 2, 8, 1};
+static ctma_cfg cfg = {0, 2, 8, 1, 0};
 static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
 
 static void cfg_read(void) {
   const char* v = getenv("PTC_CUDA_CONV_TMA_CFG");
   ctma_cfg c = cfg;
-  if (v && sscanf(v, "%d,%d,%d,%d", &c.mt, &c.na, &c.nb, &c.irnd) >= 3 && c.mt >= 0 && c.mt <= 2 &&
-      c.na >= 1 && c.na <= 4 && c.nb >= 2 && c.nb <= 16)
+  if (v && sscanf(v, "%d,%d,%d,%d,%d", &c.mt, &c.na, &c.nb, &c.irnd, &c.bn) >= 3 && c.mt >= 0 &&
+      c.mt <= 2 && c.na >= 1 && c.na <= 4 && c.nb >= 2 && c.nb <= 16 &&
+      (c.bn == 0 || c.bn == 64 || c.bn == 128))
     cfg = c;
 }
 
@@ -69,11 +70,11 @@ typedef struct ctma_mod {
 } ctma_mod;
 
 static pthread_mutex_t ctma_lock = PTHREAD_MUTEX_INITIALIZER;
-static ctma_mod ctma_mods[2][2]; /* [mt - 1][relu] */
+static ctma_mod ctma_mods[2][2][2]; /* [mt - 1][bn / 64 - 1][relu] */
 
-static int64_t smem_bytes(int64_t aslot) {
+static int64_t smem_bytes(int64_t aslot, int bn) {
   const ctma_cfg* c = cfg_get();
-  return 1024 + c->na * aslot + c->nb * CTMA_BN * 128 + 16 * (c->na + c->nb);
+  return 1024 + c->na * aslot + c->nb * bn * 128 + 16 * (c->na + c->nb);
 }
 
 static int stride_h(const cuda_conv_tma_desc* d) { return d->sh > 0 ? d->sh : 1; }
@@ -93,13 +94,14 @@ static int64_t halo_slot(int64_t th, int64_t tw, const cuda_conv_tma_desc* d) {
  * oh x ow plane, then the smallest halo; its halo fits the tensor copy's
  * box (256 a side) and two halo slots the shared memory. 0 when none does
  * (a window too wide for the box), else the number of tiles. */
-static int64_t pick_tile(const cuda_conv_tma_desc* d, int mt, int64_t oh, int64_t ow, int* th, int* tw) {
+static int64_t pick_tile(const cuda_conv_tma_desc* d, int mt, int bn, int64_t oh, int64_t ow, int* th,
+                         int* tw) {
   int64_t best = -1, best_halo = 0, rows = 128 * mt;
   for (int64_t w = 1; w <= rows && w <= ow; w++) {
     int64_t h = rows / w < oh ? rows / w : oh;
     if (halo_w(w, d) > 256 || halo_h(h, d) > 256) continue;
     int64_t slot = halo_slot(h, w, d);
-    if (smem_bytes(slot) > CTMA_SMEM_MAX) continue;
+    if (smem_bytes(slot, bn) > CTMA_SMEM_MAX) continue;
     int64_t tiles = ((oh + h - 1) / h) * ((ow + w - 1) / w);
     if (best < 0 || tiles < best || (tiles == best && slot < best_halo)) {
       best = tiles, best_halo = slot;
@@ -109,9 +111,10 @@ static int64_t pick_tile(const cuda_conv_tma_desc* d, int mt, int64_t oh, int64_
   return best > 0 ? best : 0;
 }
 
-/* How a call runs: 64-row groups per consumer warpgroup and the tile. */
+/* How a call runs: 64-row groups per consumer warpgroup, output channels
+ * a block and the tile. */
 typedef struct ctma_call {
-  int mt, th, tw;
+  int mt, bn, th, tw;
 } ctma_call;
 
 /* The call's shape for an oh x ow output: cfg's mt, else two groups (each
@@ -119,10 +122,15 @@ typedef struct ctma_call {
  * with 1.3 times less waste (strided planes, whose halos cap two groups'
  * tiles: layer2.0 0.0324 vs 0.0401 ms). False when no tile fits. */
 static bool plan_call(const cuda_conv_tma_desc* d, int64_t oh, int64_t ow, ctma_call* c) {
-  ctma_call c1 = {1, 0, 0}, c2 = {2, 0, 0};
-  int mt = cfg_get()->mt;
-  int64_t t1 = mt == 2 ? 0 : pick_tile(d, 1, oh, ow, &c1.th, &c1.tw);
-  int64_t t2 = mt == 1 ? 0 : pick_tile(d, 2, oh, ow, &c2.th, &c2.tw);
+  int mt = cfg_get()->mt, bn = cfg_get()->bn;
+  if (!bn) bn = d->oc % 128 == 0 && mt != 2 ? 128 : 64;
+  if (d->oc % bn) return false;
+  /* 128 channels: one group only (two would need more than the 168
+   * registers ptxas allots a thread: the wgmmas serialised) */
+  if (bn == 128) mt = 1;
+  ctma_call c1 = {1, bn, 0, 0}, c2 = {2, bn, 0, 0};
+  int64_t t1 = mt == 2 ? 0 : pick_tile(d, 1, bn, oh, ow, &c1.th, &c1.tw);
+  int64_t t2 = mt == 1 ? 0 : pick_tile(d, 2, bn, oh, ow, &c2.th, &c2.tw);
   if (!t1 && !t2) return false;
   /* rows computed per output pixel: t * 128 * mt / (oh * ow) */
   *c = !t2 || (t1 && (double)t2 * 256 > 1.3 * (double)t1 * 128) ? c1 : c2;
@@ -136,12 +144,12 @@ const char* cuda_conv_tma_refusal(int cc_major, int cc_minor, const cuda_conv_tm
     return "a size is not positive";
   if (stride_h(d) > 4 || stride_w(d) > 4) return "a stride above 4";
   if (d->c % 32 != 0 || d->c <= 0) return "input channels are not a multiple of 32";
-  if (d->oc % CTMA_BN != 0 || d->oc <= 0) return "output channels are not a multiple of 64";
+  if (d->oc % 64 != 0 || d->oc <= 0) return "output channels are not a multiple of 64";
   int64_t eh = (int64_t)d->h + 2 * d->ph - d->kh, ew = (int64_t)d->w + 2 * d->pw - d->kw;
   if (eh < 0 || ew < 0) return "an empty output plane";
   int64_t oh = eh / stride_h(d) + 1, ow = ew / stride_w(d) + 1;
   ctma_call cc;
-  if (!plan_call(d, oh, ow, &cc)) return "the window's halo does not fit a tensor copy";
+  if (!plan_call(d, oh, ow, &cc)) return "the window's halo does not fit a tensor copy (or bn)";
   if ((int64_t)d->n * d->h * d->w * d->c >= ((int64_t)1 << 31) ||
       (int64_t)d->n * oh * ow * d->oc >= ((int64_t)1 << 31) ||
       (int64_t)d->oc * d->c * d->kh * d->kw >= ((int64_t)1 << 31))
@@ -153,7 +161,7 @@ size_t cuda_conv_tma_scratch(const cuda_conv_tma_desc* d) {
   return (size_t)d->oc * (size_t)d->c * (size_t)d->kh * (size_t)d->kw * sizeof(float);
 }
 
-static ptc_status module_source(ptc_strbuf* src, int mt, bool relu) {
+static ptc_status module_source(ptc_strbuf* src, int mt, int bn, bool relu) {
   ptc_sb_init(src);
   const ctma_cfg* c = cfg_get();
   ptc_sb_printf(src, "// libptc TMA convolution (%s)\n", PTC_CUDA_CODEGEN_VERSION);
@@ -163,7 +171,7 @@ static ptc_status module_source(ptc_strbuf* src, int mt, bool relu) {
   ptc_sb_append(src, ptc_cuda_attn_text);
   ptc_sb_append(src, ptc_cuda_attn_wg_text);
   ptc_sb_append(src, ptc_cuda_conv_tma_text);
-  ptc_sb_printf(src, "PTC_CTMA_KERNEL(ptc_ctma, %d, %d, %s)\n", CTMA_BN, mt, relu ? "true" : "false");
+  ptc_sb_printf(src, "PTC_CTMA_KERNEL(ptc_ctma, %d, %d, %s)\n", bn, mt, relu ? "true" : "false");
   if (src->oom) {
     ptc_sb_free(src);
     return ptc_status_oom();
@@ -173,7 +181,7 @@ static ptc_status module_source(ptc_strbuf* src, int mt, bool relu) {
 
 ptc_status cuda_conv_tma_check_compile(void) {
   ptc_strbuf src;
-  PTC_TRY(module_source(&src, 2, true));
+  PTC_TRY(module_source(&src, 2, 128, true));
   cuda_cubin cb;
   memset(&cb, 0, sizeof cb);
   ptc_status s = cuda_nvrtc_compile_ex(src.data, "ptc_conv_tma", 90 | CUDA_ARCH_SPECIFIC, NULL, &cb);
@@ -182,10 +190,10 @@ ptc_status cuda_conv_tma_check_compile(void) {
   return s;
 }
 
-static ptc_status load_mod(ptc_context* ctx, int mt, bool relu, ctma_mod* m) {
+static ptc_status load_mod(ptc_context* ctx, int mt, int bn, bool relu, ctma_mod* m) {
   const cu_api* cu = &cuda_libs_get()->cu;
   ptc_strbuf src;
-  PTC_TRY(module_source(&src, mt, relu));
+  PTC_TRY(module_source(&src, mt, bn, relu));
   PTC_TRY(cuda_build_module(ctx, 90 | CUDA_ARCH_SPECIFIC, &src, "ptc_conv_tma",
                             "the TMA convolution kernel", &m->mod));
   cu_result r = cu->ModuleGetFunction(&m->conv, m->mod, "ptc_ctma");
@@ -239,9 +247,9 @@ ptc_status cuda_conv_tma_run(ptc_context* ctx, const cuda_device* dev, cu_stream
   a.tiles_h = (a.oh + th - 1) / th;
   a.tiles_w = (a.ow + tc - 1) / tc;
   a.aslot = (int32_t)halo_slot(th, tc, d);
-  ctma_mod* m = &ctma_mods[cc.mt - 1][d->relu];
+  ctma_mod* m = &ctma_mods[cc.mt - 1][cc.bn / 64 - 1][d->relu];
   pthread_mutex_lock(&ctma_lock);
-  ptc_status s = m->conv ? PTC_OK : load_mod(ctx, cc.mt, d->relu, m);
+  ptc_status s = m->conv ? PTC_OK : load_mod(ctx, cc.mt, cc.bn, d->relu, m);
   cu_function conv = m->conv, wprep = m->wprep;
   pthread_mutex_unlock(&ctma_lock);
   PTC_TRY(s);
@@ -256,7 +264,7 @@ ptc_status cuda_conv_tma_run(ptc_context* ctx, const cuda_device* dev, cu_stream
   uint64_t wd[5] = {32, (uint64_t)d->oc, kt, 1, 1};
   uint64_t ws[4] = {32 * 4, (uint64_t)d->oc * 32 * 4, 0, 0};
   ws[2] = ws[1] * kt, ws[3] = ws[2];
-  unsigned wb[5] = {32, CTMA_BN, 1, 1, 1};
+  unsigned wb[5] = {32, (unsigned)cc.bn, 1, 1, 1};
   if (!tmap_make(&tx, x, xd, xs, xb) || !tmap_make(&tw, scratch, wd, ws, wb))
     return PTC_ERR(UNIMPLEMENTED, "cuda backend: the driver refused a TMA convolution tensor map");
   /* the weights, then the convolution */
@@ -267,10 +275,10 @@ ptc_status cuda_conv_tma_run(ptc_context* ctx, const cuda_device* dev, cu_stream
   if (!prepared)
     CUDA_TRY(cu->LaunchKernel(wprep, wg, 1, 1, 256, 1, 1, 0, stream, wp, NULL),
              "launching the TMA convolution's weight preparation");
-  int64_t items = (int64_t)a.n * a.tiles_h * a.tiles_w * (d->oc / CTMA_BN);
+  int64_t items = (int64_t)a.n * a.tiles_h * a.tiles_w * (d->oc / cc.bn);
   int64_t sms = dev->sm_count > 0 ? dev->sm_count : 132, gx = items < sms ? items : sms;
   void* cp[] = {&bias, &out, &a, &tx, &tw};
-  CUDA_TRY(cu->LaunchKernel(conv, (unsigned)gx, 1, 1, 384, 1, 1, (unsigned)smem_bytes(a.aslot), stream, cp,
+  CUDA_TRY(cu->LaunchKernel(conv, (unsigned)gx, 1, 1, 384, 1, 1, (unsigned)smem_bytes(a.aslot, cc.bn), stream, cp,
                             NULL),
            "launching the TMA convolution");
   return PTC_OK;

@@ -71,6 +71,17 @@ PTC_D void ptc_ctma_mma<64>(float* d, const u32* a, u64 b) {
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
 }
 
+template <>
+PTC_D void ptc_ctma_mma<128>(float* d, const u32* a, u64 b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.eq.u32 p, 1, 1;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, "
+      "{%64,%65,%66,%67}, %68, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+
 // Tile index q (flattened over images, tile rows, tile columns) -> image
 // and the tile's first output row and column.
 PTC_D void ptc_ctma_tile(const ptc_ctma_args& g, i64 q, int& n, int& oh0, int& ow0) {
@@ -112,7 +123,7 @@ template <int BN, int MT, bool RELU>
 PTC_D void ptc_ctma_body(const float* __restrict__ bias, float* __restrict__ out,
                          const ptc_ctma_args& g, const ptc_tmap* tx, const ptc_tmap* tw) {
   constexpr int NA = PTC_CTMA_NA, NB = PTC_CTMA_NB, BBYTES = BN * 128;
-  static_assert(BN == 64, "64 output channels a block (m64n64k8)");
+  static_assert(BN == 64 || BN == 128, "64 or 128 output channels a block (m64nBNk8)");
   static_assert(MT >= 1 && MT <= 2, "one or two 64-row groups a consumer warpgroup");
   const u32 base = (ptc_attn_smem(ptc_wg_sm) + 1023u) & ~1023u;
   const u32 sa = base, sb = sa + NA * (u32)g.aslot;
@@ -252,8 +263,8 @@ extern "C" __global__ void ptc_ctma_wprep(const float* __restrict__ w, float* __
 }
 
 // One instantiation per module: PTC_CTMA_KERNEL(ptc_ctma, 64, 2, true)
-// (64 output channels a block, 2 64-row groups per consumer warpgroup,
-// ReLU); launched with 384 threads, a persistent grid and 1024 + NA * aslot
+// (64 or 128 output channels a block, 1 or 2 64-row groups per consumer
+// warpgroup, ReLU); launched with 384 threads, a persistent grid and 1024 + NA * aslot
 // + NB * BN * 128 + 16 * (NA + NB) bytes of dynamic shared memory.
 #define PTC_CTMA_KERNEL(name, BN, MT, RELU)                                                    \
   extern "C" __global__ void __launch_bounds__(384, 1)                                        \

@@ -17,7 +17,8 @@
  *    differs).
  *  --bench (sm_90 GPU): ms per call (the weights prepared once, as the
  *    backend keeps them) and TFLOP/s of resnet18's batch-32 layer1 and
- *    layer2 convolutions (3x3 stride 1, layer2.0's 3x3 and 1x1 stride 2).
+ *    layer2 and layer3 convolutions (3x3 stride 1, the first blocks' 3x3
+ *    and 1x1 stride 2).
  * Exit status: 0 passed, 1 a failure, 77 skipped. */
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/cuda_conv_tma.h"
@@ -243,6 +244,12 @@ int main(int argc, char** argv) {
     static const cuda_conv_tma_desc l2d = {32, 56, 56, 64, 128, 1, 1, 0, 0, false, 2, 2};
     bench_case(ctx, dev, "layer2.0", &l20);
     bench_case(ctx, dev, "l2.ds", &l2d);
+    static const cuda_conv_tma_desc l3 = {32, 14, 14, 256, 256, 3, 3, 1, 1, true, 1, 1};
+    static const cuda_conv_tma_desc l30 = {32, 28, 28, 128, 256, 3, 3, 1, 1, true, 2, 2};
+    static const cuda_conv_tma_desc l3d = {32, 28, 28, 128, 256, 1, 1, 0, 0, false, 2, 2};
+    bench_case(ctx, dev, "layer3", &l3);
+    bench_case(ctx, dev, "layer3.0", &l30);
+    bench_case(ctx, dev, "l3.ds", &l3d);
     ptc_context_release(ctx);
     return failed ? 1 : 0;
   }
@@ -256,6 +263,7 @@ int main(int argc, char** argv) {
       {2, 56, 56, 64, 128, 3, 3, 1, 1, true, 2, 2}, /* resnet18 layer2.0: stride 2 */
       {2, 56, 56, 64, 128, 1, 1, 0, 0, false, 2, 2}, /* layer2's 1x1 downsample */
       {1, 15, 17, 32, 64, 3, 3, 1, 1, true, 2, 1},  /* odd plane, strides 2 x 1 */
+      {2, 14, 14, 128, 256, 3, 3, 1, 1, true, 1, 1}, /* 128 output channels a block */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     run_case(ctx, dev, &cases[i], true);
