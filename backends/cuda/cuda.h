@@ -7,13 +7,15 @@
 #include "../../lib/ir/ir.h"
 #include "../../lib/sched/sched.h"
 #include "../../lib/core/core.h"
+#include "cuda_rt.h"
 
 /** Decomposes, lowers and schedules `g` exactly as the cuda backend's
- * prepare does (fusion unless `fuse` is false). *dg (the decomposed graph,
- * borrowing g's constants), *p and *s are the caller's: destroy s, p, then
- * dg. */
-ptc_status cuda_pipeline(ptc_context* ctx, const ptc_graph* g, bool fuse, ptc_graph** dg,
-                         ir_program** p, sched_plan** s);
+ * prepare does for device `dev` (NULL: none, as the compile-only check;
+ * the device picks the float32 convolutions' channels-last plane bound)
+ * (fusion unless `fuse` is false). *dg (the decomposed graph, borrowing
+ * g's constants), *p and *s are the caller's: destroy s, p, then dg. */
+ptc_status cuda_pipeline(ptc_context* ctx, const cuda_device* dev, const ptc_graph* g, bool fuse,
+                         ptc_graph** dg, ir_program** p, sched_plan** s);
 
 /** Statistics of cuda_compile_check. */
 typedef struct cuda_check_stats {

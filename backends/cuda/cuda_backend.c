@@ -139,7 +139,7 @@ static ptc_status prepare_in_ctx(ptc_context* ctx, const cuda_device* d, const p
   ptc_graph* dg;
   ir_program* p;
   sched_plan* s;
-  PTC_TRY(cuda_pipeline(ctx, g, fuse, &dg, &p, &s));
+  PTC_TRY(cuda_pipeline(ctx, d, g, fuse, &dg, &p, &s));
   ptc_status e = dir ? dump_pre(dir, p, s) : PTC_OK;
   if (e) {
     sched_plan_destroy(s);

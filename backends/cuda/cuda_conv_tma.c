@@ -137,6 +137,12 @@ static bool plan_call(const cuda_conv_tma_desc* d, int64_t oh, int64_t ow, ctma_
   return true;
 }
 
+bool cuda_conv_tma_enabled(const cuda_device* d) {
+  const char* v = getenv("PTC_CUDA_CONV_TMA");
+  return d && d->cc_major == 9 && d->cc_minor == 0 && cuda_libs_get()->cu.TensorMapEncodeTiled &&
+         !(v && *v == '0');
+}
+
 const char* cuda_conv_tma_refusal(int cc_major, int cc_minor, const cuda_conv_tma_desc* d) {
   if (cc_major != 9 || cc_minor != 0) return "the TMA convolution is built for sm_90a only";
   if (d->n <= 0 || d->h <= 0 || d->w <= 0 || d->kh <= 0 || d->kw <= 0 || d->ph < 0 || d->pw < 0 ||

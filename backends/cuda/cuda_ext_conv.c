@@ -95,15 +95,6 @@ static bool conv_vec(void) {
   return !(v && *v == '0');
 }
 
-/* Channels-last TF32 convolutions that the Hopper TMA kernel takes
- * (cuda_conv_tma.c) run there first; PTC_CUDA_CONV_TMA=0 sends them to the
- * implicit GEMM (H100, resnet18 b32 fp32 GPU time per call 1.446 -> 1.246
- * ms with layer1-2's seven stride-1 3x3 convolutions on it). Read per call. */
-static bool conv_tma_wanted(void) {
-  const char* v = getenv("PTC_CUDA_CONV_TMA");
-  return !(v && *v == '0');
-}
-
 /* The convolution d (channels-last) on the TMA kernel when it takes it:
  * one group, dilation 1, input and output dense channels-last, weights
  * contiguous [OC][C][KH][KW], a bias of unit stride and factor 1, no
@@ -129,7 +120,7 @@ static ptc_status conv_tma_try(const cuda_ext_call* c, const cuda_conv_desc* d, 
                           (int)d->kh, (int)d->kw, (int)d->ph, (int)d->pw, d->act == IR_ACT_RELU,
                           (int)d->sh, (int)d->sw};
   const cuda_device* dev = c->plan->dev;
-  if (cuda_conv_tma_refusal(dev->cc_major, dev->cc_minor, &t) || !cuda_libs_get()->cu.TensorMapEncodeTiled ||
+  if (!cuda_conv_tma_enabled(dev) || cuda_conv_tma_refusal(dev->cc_major, dev->cc_minor, &t) ||
       ((px | pc) & 15))
     return PTC_OK;
   /* the kept prepared weights: layout [taps * C / 32][OC][32] (-90 marks
@@ -339,7 +330,7 @@ static ptc_status conv_device(const cuda_ext_call* c0, bool nhwc, bool* done) {
       cuda_conv_igemm_shape(&d, c->plan->dev->sm_count, c->plan->dev->max_smem_optin, &sh);
       small = sh.gx * sh.gy * groups < c->plan->dev->sm_count;
     }
-    if (nhwc && !ok && conv_tma_wanted() && out->dtype == PTC_F32 && c->tf32)
+    if (nhwc && !ok && out->dtype == PTC_F32 && c->tf32)
       PTC_TRY(conv_tma_try(c, &d, px, pw, bias, pc, &ok));
     if (!small && !ok && wgp == 2)
       PTC_TRY(cuda_conv_wg(c->plan->ctx, c->plan->dev, c->stream, &d, c->tf32, px, pw,

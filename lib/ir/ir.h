@@ -272,9 +272,12 @@ typedef struct ir_lower_options {
    * a value stored once for several users (the first realization decides)
    * likewise; a max_pool2d of a channels-last input writes channels-last.
    * Graph outputs stay contiguous. Pointwise readers follow the strides;
-   * nothing else changes. */
+   * nothing else changes. conv_nhwc_plane_f32 (default 196) is the bound
+   * for float32 convolutions (the CUDA backend lowers it to 49 where its
+   * Hopper TMA convolution runs them). */
   bool conv_nhwc;
   int64_t conv_nhwc_plane;
+  int64_t conv_nhwc_plane_f32;
 } ir_lower_options;
 void ir_lower_options_init(ir_lower_options* o);
 /** Lowers a graph (already decomposed) into a program. Ops without a

@@ -21,6 +21,7 @@ void ir_lower_options_init(ir_lower_options* o) {
   o->extern_views = !(ev && strcmp(ev, "0") == 0);
   o->conv_nhwc = false;
   o->conv_nhwc_plane = 196;
+  o->conv_nhwc_plane_f32 = 196;
 }
 
 static const struct {

@@ -316,9 +316,15 @@ static int64_t static_dim(const sym_expr* e) {
   return e && sym_is_const(e, &v) ? v : -1;
 }
 
+/* The plane bound of a convolution of dtype dt (o.conv_nhwc_plane_f32 for
+ * float32, else o.conv_nhwc_plane). */
+static int64_t nhwc_plane(const lower_ctx* L, int32_t dt) {
+  return dt == PTC_F32 ? L->o.conv_nhwc_plane_f32 : L->o.conv_nhwc_plane;
+}
+
 /* Whether conv node n runs channels-last (o.conv_nhwc): conv2d of one
- * group, floating output [N, C, H, W] of more than o.conv_nhwc_plane
- * static pixels a plane. */
+ * group, floating output [N, C, H, W] of more than nhwc_plane static
+ * pixels a plane. */
 static bool conv_nhwc(lower_ctx* L, const gnode* n) {
   if (!L->o.conv_nhwc || strcmp(n->op->name, "conv2d") != 0 || n->n_out != 1 || n->n_in < 2)
     return false;
@@ -327,12 +333,12 @@ static bool conv_nhwc(lower_ctx* L, const gnode* n) {
   int32_t dt = o->dtype;
   if (o->rank != 4 || (dt != PTC_F32 && dt != PTC_F16 && dt != PTC_BF16)) return false;
   int64_t oh = static_dim(o->shape[2]), ow = static_dim(o->shape[3]);
-  return oh > 0 && ow > 0 && oh * ow > L->o.conv_nhwc_plane;
+  return oh > 0 && ow > 0 && oh * ow > nhwc_plane(L, dt);
 }
 
 /* Whether conv node n's stored input is stored channels-last although its
  * output is not (o.conv_nhwc): a conv2d of one group whose input plane is
- * larger than o.conv_nhwc_plane (where the input's producers write
+ * larger than nhwc_plane (where the input's producers write
  * channels-last: the first small-plane convolutions after the large ones,
  * whose wide im2col reads a channels-last input in transposing tiles). */
 static bool conv_nhwc_input(lower_ctx* L, const gnode* n, const lval* x) {
@@ -340,7 +346,7 @@ static bool conv_nhwc_input(lower_ctx* L, const gnode* n, const lval* x) {
       lower_attr_int(n, "groups", 1) != 1)
     return false;
   int64_t h = static_dim(x->shape[2]), w = static_dim(x->shape[3]);
-  return h > 0 && w > 0 && h * w > L->o.conv_nhwc_plane;
+  return h > 0 && w > 0 && h * w > nhwc_plane(L, x->dtype);
 }
 
 static ptc_status lower_conv(lower_ctx* L, const gnode* n, lval* out) {

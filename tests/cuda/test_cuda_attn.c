@@ -233,7 +233,7 @@ static int compile_only(void) {
   ptc_graph* dg = NULL;
   ir_program* p = NULL;
   sched_plan* sp = NULL;
-  if (!s) s = cuda_pipeline(ctx, g, true, &dg, &p, &sp);
+  if (!s) s = cuda_pipeline(ctx, NULL, g, true, &dg, &p, &sp);
   if (s) {
     report_status("pipeline of a kept sdpa graph", s);
   } else {

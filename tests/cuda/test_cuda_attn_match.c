@@ -425,7 +425,7 @@ static int cpu_checks(void) {
     ir_program* p = NULL;
     sched_plan* sp = NULL;
     ptc_status s = build_pattern(&pcases[3], &g);
-    if (!s) s = cuda_pipeline(ctx, g, true, &dg, &p, &sp);
+    if (!s) s = cuda_pipeline(ctx, NULL, g, true, &dg, &p, &sp);
     if (s) {
       report_status("pipeline of the GPT-2 pattern", s);
     } else {

@@ -223,7 +223,7 @@ static bool generate(ptc_context* ctx, const work* w, const char* knobs, kinfo* 
   sched_plan* s = NULL;
   memset(ki, 0, sizeof *ki);
   ptc_status st = build(ctx, w, &g);
-  if (!st) st = cuda_pipeline(ctx, g, true, &dg, &p, &s);
+  if (!st) st = cuda_pipeline(ctx, NULL, g, true, &dg, &p, &s);
   for (uint32_t k = 0; !st && k < s->n_kernels; k++) {
     if (s->kernels[k].is_extern) continue;
     cuda_kernel_src src;

@@ -69,7 +69,7 @@ static bool count_split(ptc_context* ctx, const spec* sp, uint32_t* n_kernels, u
   ir_program* p = NULL;
   sched_plan* s = NULL;
   ptc_status st = build(ctx, sp, &g);
-  if (!st) st = cuda_pipeline(ctx, g, true, &dg, &p, &s);
+  if (!st) st = cuda_pipeline(ctx, NULL, g, true, &dg, &p, &s);
   *n_kernels = *n_split = 0;
   for (uint32_t k = 0; !st && k < s->n_kernels; k++) {
     if (s->kernels[k].is_extern) continue;

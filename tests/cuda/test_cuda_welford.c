@@ -122,7 +122,7 @@ static bool pipeline(const wcase* c, uint32_t* n_ext, uint32_t* n_wf, uint32_t* 
   ir_program* p = NULL;
   sched_plan* sp = NULL;
   ptc_status s = build(c, &g);
-  if (!s) s = cuda_pipeline(ctx, g, true, &dg, &p, &sp);
+  if (!s) s = cuda_pipeline(ctx, NULL, g, true, &dg, &p, &sp);
   *n_ext = *n_wf = *outs = 0;
   if (s) {
     report_status("the cuda pipeline", s);

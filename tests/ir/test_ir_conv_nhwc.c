@@ -91,7 +91,9 @@ static void run(int64_t c, int64_t hw, bool pool, int64_t g2, int64_t plane, con
   ir_lower_options o;
   ir_lower_options_init(&o);
   o.conv_nhwc = true;
-  o.conv_nhwc_plane = plane;
+  /* float32 graphs: conv_nhwc_plane_f32 decides (the other bound huge) */
+  o.conv_nhwc_plane_f32 = plane;
+  o.conv_nhwc_plane = (int64_t)1 << 40;
   printf("c%lld hw%lld pool%d groups%lld plane>%lld\n", (long long)c, (long long)hw, pool,
          (long long)g2, (long long)plane);
   ir_program* p = t_lower(g, &o);
@@ -115,6 +117,13 @@ static void run(int64_t c, int64_t hw, bool pool, int64_t g2, int64_t plane, con
   }
   ir_program_destroy(p);
   CHECK(t_matches_ref(ctx, g, &o, in, 4, 1e-4, 1e-4));
+  /* the bounds swapped: the other dtypes' bound does not apply */
+  o.conv_nhwc_plane = plane;
+  o.conv_nhwc_plane_f32 = (int64_t)1 << 40;
+  p = t_lower(g, &o);
+  k = p ? conv_layouts(p, on, inn, 8) : 0;
+  for (int i = 0; i < k; i++) CHECK(on[i] == 0 && inn[i] == 0);
+  ir_program_destroy(p);
   /* the option off: every convolution NCHW */
   o.conv_nhwc = false;
   p = t_lower(g, &o);
@@ -180,7 +189,7 @@ static void mini_resnet(void) {
   ir_lower_options o;
   ir_lower_options_init(&o);
   o.conv_nhwc = true;
-  o.conv_nhwc_plane = 32;
+  o.conv_nhwc_plane_f32 = 32;
   printf("mini resnet, plane>32\n");
   ir_program* p = t_lower(g, &o);
   int on[8], inn[8];
