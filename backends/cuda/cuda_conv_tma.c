@@ -24,7 +24,9 @@ extern const char ptc_cuda_conv_tma_text[];
 
 /* The kernel's shape: 64-row groups per consumer warpgroup (mt; 0: per
  * call, see plan_call), halo and weight ring slots (na, nb), A rounding by
- * integer arithmetic (irnd 1) or cvt.rna (0); the defaults, or
+ * integer arithmetic in the consumers' registers (irnd 1), by cvt.rna
+ * there (0) or once per halo in shared memory by the producer warpgroup's
+ * spare warps (2); the defaults, or
  * output channels a block (bn 64 or 128; 0: per call), PTC_CUDA_CONV_TMA_CFG=
  * "mt,na,nb,irnd,bn" (a tuning knob, read once). H100,
  * resnet18 b32 layer1 / layer2 / layer2.0 ms (test_cuda_conv_tma --bench):
@@ -34,7 +36,7 @@ typedef struct ctma_cfg {
   int mt, na, nb, irnd, bn;
 } ctma_cfg;
 
-static ctma_cfg cfg = {0, 2, 8, 1, 0};
+static ctma_cfg cfg = {0, 2, 8, 2, 0};
 static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
 
 static void cfg_read(void) {
@@ -74,7 +76,7 @@ static ctma_mod ctma_mods[2][2][2]; /* [mt - 1][bn / 64 - 1][relu] */
 
 static int64_t smem_bytes(int64_t aslot, int bn) {
   const ctma_cfg* c = cfg_get();
-  return 1024 + c->na * aslot + c->nb * bn * 128 + 16 * (c->na + c->nb);
+  return 1024 + c->na * aslot + c->nb * bn * 128 + 24 * c->na + 16 * c->nb;
 }
 
 static int stride_h(const cuda_conv_tma_desc* d) { return d->sh > 0 ? d->sh : 1; }

@@ -21,10 +21,12 @@
 //    zeros, which is the padding), into a ring of NA slots, and per tap
 //    (r, s) the B tile (BN rows of 128 bytes of the weights prepared as
 //    [tap * C / 32 + chunk][OC][32], rounded to TF32) into a ring of NB;
+//  - the producer's other three warps round each landed halo to TF32 in
+//    place (the tensor cores would truncate it) and arrive on its ready
+//    barrier (PTC_CTMA_IRND 2; 0 and 1 round in the consumers' registers);
 //  - the consumers read their A fragments of tap (r, s) straight from the
 //    halo tile by ldmatrix (each lane's row address is pixel (R / TW SH + r,
-//    R % TW SW + s) of the halo: every tap reuses the one copy), round them to
-//    TF32 in registers (cvt.rna: the tensor cores would truncate them) and
+//    R % TW SW + s) of the halo: every tap reuses the one copy) and
 //    issue wgmma m64nBNk8 with A from registers and B from the ring; the
 //    A fragments alternate between two register sets so the next tap's
 //    loads overlap the current products; a B slot is released once the
@@ -39,9 +41,36 @@
 #ifndef PTC_CTMA_NB
 #define PTC_CTMA_NB 8
 #endif
-#ifndef PTC_CTMA_IRND // 1: round A by integer arithmetic, not cvt.rna
-#define PTC_CTMA_IRND 1
+// How A is rounded to TF32: 0 in registers by cvt.rna after each
+// ldmatrix, 1 in registers by integer arithmetic, 2 once per halo in shared
+// memory by the producer warpgroup's three spare warps (integer
+// arithmetic), the consumers waiting on the halo's ready barrier instead
+#ifndef PTC_CTMA_IRND
+#define PTC_CTMA_IRND 2
 #endif
+
+// u (f32 bits) rounded to TF32, to nearest with ties away from zero
+// (cvt.rna's result) by (u + 2^12) & ~(2^13 - 1); NaNs kept as they are
+// (the sum could carry a NaN with a low payload into infinity).
+PTC_D u32 ptc_ctma_rna(u32 u) {
+  return (u & 0x7fffffffu) > 0x7f800000u ? u : (u + 0x1000u) & ~0x1fffu;
+}
+
+// Rounds this thread's share of a landed halo (nbytes at shared address s,
+// 16 bytes at a time by the 96 threads t = 0..95) to TF32 in place, then
+// orders the writes before later tensor copies into the slot.
+PTC_D void ptc_ctma_round(u32 s, u32 nbytes, int t) {
+  for (u32 o = (u32)t * 16u; o < nbytes; o += 96u * 16u) {
+    u32 v0, v1, v2, v3;
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v0), "=r"(v1), "=r"(v2), "=r"(v3)
+                 : "r"(s + o));
+    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(s + o), "r"(ptc_ctma_rna(v0)),
+                 "r"(ptc_ctma_rna(v1)), "r"(ptc_ctma_rna(v2)), "r"(ptc_ctma_rna(v3))
+                 : "memory");
+  }
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
 
 struct ptc_ctma_args {
   int n, h, w, c;       // input dims (NHWC dense as the map says)
@@ -107,12 +136,9 @@ PTC_D void ptc_ctma_lda(u32 (&a)[MT * 4][4], u32 hs, const int (&hp)[MT], int to
       ptc_attn_ldsm(f, row + (u32)(((kk * 2 + half) ^ (p & 7)) << 4));
 #pragma unroll
       for (int e = 0; e < 4; e++) {
-        // round to nearest, ties away (cvt.rna's result) by (u + 2^12) &
-        // ~(2^13 - 1), NaNs kept as they are (the sum could carry a NaN
-        // with a low payload into infinity): faster than cvt.rna here
-        if (PTC_CTMA_IRND)
-          f[e] = __uint_as_float(f[e]) != __uint_as_float(f[e]) ? f[e] : (f[e] + 0x1000u) & ~0x1fffu;
-        else
+        if (PTC_CTMA_IRND == 1)
+          f[e] = ptc_ctma_rna(f[e]);
+        else if (PTC_CTMA_IRND == 0)
           asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(f[e]) : "f"(__uint_as_float(f[e])));
       }
     }
@@ -127,11 +153,13 @@ PTC_D void ptc_ctma_body(const float* __restrict__ bias, float* __restrict__ out
   static_assert(MT >= 1 && MT <= 2, "one or two 64-row groups a consumer warpgroup");
   const u32 base = (ptc_attn_smem(ptc_wg_sm) + 1023u) & ~1023u;
   const u32 sa = base, sb = sa + NA * (u32)g.aslot;
-  // mbarriers after the rings: halo full / empty, B full / empty
-  const u32 af = sb + NB * BBYTES, ae = af + 8 * NA, bf = ae + 8 * NA, be = bf + 8 * NB;
+  // mbarriers after the rings: halo full / empty / ready (rounded), B full
+  // / empty
+  const u32 af = sb + NB * BBYTES, ae = af + 8 * NA, ar = ae + 8 * NA, bf = ar + 8 * NA, be = bf + 8 * NB;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   if (tid == 0) {
-    for (int i = 0; i < NA; i++) ptc_mb_init(af + 8 * i, 1), ptc_mb_init(ae + 8 * i, 256);
+    for (int i = 0; i < NA; i++)
+      ptc_mb_init(af + 8 * i, 1), ptc_mb_init(ae + 8 * i, 256), ptc_mb_init(ar + 8 * i, 96);
     for (int i = 0; i < NB; i++) ptc_mb_init(bf + 8 * i, 1), ptc_mb_init(be + 8 * i, 256);
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
@@ -141,7 +169,19 @@ PTC_D void ptc_ctma_body(const float* __restrict__ bias, float* __restrict__ out
   const int hw = (g.tw - 1) * g.sw + g.kw; // halo width
   const u32 abytes = (u32)((g.th - 1) * g.sh + g.kh) * (u32)hw * 128u;
   if (warp >= 8) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 56;");
+    if (PTC_CTMA_IRND == 2 && warp >= 9) {
+      // the rounding warps: each halo once, in the producer's order
+      u32 qa = 0;
+      for (i64 it = blockIdx.x; it < ntiles * ocb; it += gridDim.x)
+        for (int ch = 0; ch < nchunk; ch++, qa++) {
+          const u32 a = qa % NA;
+          ptc_mb_wait(af + 8 * a, (qa / NA) & 1);
+          ptc_ctma_round(sa + a * (u32)g.aslot, abytes, tid - 288);
+          ptc_mb_arrive(ar + 8 * a);
+        }
+      return;
+    }
     if (tid != 256) return;
     u32 qa = 0, qb = 0;
     for (i64 it = blockIdx.x; it < ntiles * ocb; it += gridDim.x) {
@@ -164,7 +204,7 @@ PTC_D void ptc_ctma_body(const float* __restrict__ bias, float* __restrict__ out
       }
     }
   } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 224;");
     const int wg = warp >> 2, wr = (warp & 3) * 16 + (lane >> 2), qc = (lane & 3) * 2;
     // this lane's ldmatrix row in each 64-row group: row (lane & 7) + 8
     // ((lane >> 3) & 1) of the warp's 16, k half lane >> 4
@@ -190,7 +230,7 @@ PTC_D void ptc_ctma_body(const float* __restrict__ bias, float* __restrict__ out
       auto step = [&](u32(&A)[MT * 4][4], int k) {
         const int ch = k / ntap, t = k - ch * ntap, r = t / g.kw, s = t - r * g.kw;
         const u32 a = qa % NA, b = qb % NB;
-        if (t == 0) ptc_mb_wait(af + 8 * a, (qa / NA) & 1);
+        if (t == 0) ptc_mb_wait((PTC_CTMA_IRND == 2 ? ar : af) + 8 * a, (qa / NA) & 1);
         ptc_mb_wait(bf + 8 * b, (qb / NB) & 1);
         ptc_ctma_lda<MT>(A, sa + a * (u32)g.aslot, hp, r * hw + s, half);
         if (t == ntap - 1) ptc_mb_arrive(ae + 8 * a), qa++;
@@ -265,7 +305,7 @@ extern "C" __global__ void ptc_ctma_wprep(const float* __restrict__ w, float* __
 // One instantiation per module: PTC_CTMA_KERNEL(ptc_ctma, 64, 2, true)
 // (64 or 128 output channels a block, 1 or 2 64-row groups per consumer
 // warpgroup, ReLU); launched with 384 threads, a persistent grid and 1024 + NA * aslot
-// + NB * BN * 128 + 16 * (NA + NB) bytes of dynamic shared memory.
+// + NB * BN * 128 + 24 * NA + 16 * NB bytes of dynamic shared memory.
 #define PTC_CTMA_KERNEL(name, BN, MT, RELU)                                                    \
   extern "C" __global__ void __launch_bounds__(384, 1)                                        \
       name(const float* bias, float* out, ptc_ctma_args g, const __grid_constant__ ptc_tmap tx, \
