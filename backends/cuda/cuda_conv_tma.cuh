@@ -44,7 +44,8 @@
 // How A is rounded to TF32: 0 in registers by cvt.rna after each
 // ldmatrix, 1 in registers by integer arithmetic, 2 once per halo in shared
 // memory by the producer warpgroup's three spare warps (integer
-// arithmetic), the consumers waiting on the halo's ready barrier instead
+// arithmetic), the consumers waiting on the halo's ready barrier instead;
+// 3 by the tensor copy itself (the host's map of data type TFLOAT32)
 #ifndef PTC_CTMA_IRND
 #define PTC_CTMA_IRND 2
 #endif
