@@ -18,7 +18,7 @@
 #               graph cap, streams, output buffers, the error flag, and the
 #               per-call host time of plain vs graph runs)), then the GPU
 #               runs of test_cuda_gemm / _attn / _attn_match / _split /
-#               _rows / _tune / _welford / _lowp / _conv
+#               _rows / _tune / _welford / _lowp / _conv / _conv_tma
 #   --py        the meson suite 'python' (pytest) on the GPU machine: the CPU
 #               tests and tests/python/test_cuda_tensors.py (CUDA tensors,
 #               torch's current stream, from_fx/backend on cuda, device
@@ -163,10 +163,10 @@ if [ "$C" = 1 ]; then
   [ "$JOBS" -gt 1 ] || wait "$gpu_pid"
   # the GPU halves of the kernel-family tests (tensor-core GEMM, fused
   # attention and its rewrite, split and row reductions, autotuning,
-  # welford, f16/bf16 math, implicit-GEMM convolution, the ahead-of-time
+  # welford, f16/bf16 math, implicit-GEMM and Hopper TMA convolutions, the ahead-of-time
   # table), JOBS at a time beside test_cuda_gpu, one log for all in order
   ktests=()
-  for t in gemm attn attn_match split rows tune welford lowp conv aot; do
+  for t in gemm attn attn_match split rows tune welford lowp conv conv_tma aot; do
     [ -x "$BUILD/tests/cuda/test_cuda_$t" ] || continue
     while [ "$(jobs -rp | grep -cv "^$gpu_pid\$")" -ge "$JOBS" ]; do wait -n; done
     run_bg "$t" "$BUILD/tests/cuda/test_cuda_$t"

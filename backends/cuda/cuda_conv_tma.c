@@ -22,17 +22,17 @@ extern const char ptc_cuda_conv_tma_text[];
 #define CTMA_FUNC_MAX_DYN_SMEM 8 /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
 #define CTMA_SMEM_MAX 232448 /* an sm_90 block's dynamic shared memory */
 
-/* The kernel's shape: 64-row groups per consumer warpgroup (mt; 0: per
- * call, see plan_call), halo and weight ring slots (na, nb), A rounding by
- * integer arithmetic in the consumers' registers (irnd 1), by cvt.rna
- * there (0) or once per halo in shared memory by the producer warpgroup's
- * spare warps (2), by the tensor copy (3: a TFLOAT32 map; -1: per call,
- * see plan_call); the defaults, or
- * output channels a block (bn 64 or 128; 0: per call), PTC_CUDA_CONV_TMA_CFG=
- * "mt,na,nb,irnd,bn" (a tuning knob, read once). H100,
- * resnet18 b32 layer1 / layer2 / layer2.0 ms (test_cuda_conv_tma --bench):
- * mt 2 0.0490 / 0.0449 / 0.0401, mt 1 0.0526 / 0.0542 / 0.0324 (irnd 1);
- * irnd 0 0.0523 / 0.0476 / 0.0427 (mt 2); nb 4 or 12, na 3 no faster. */
+/* The kernel's shape (PTC_CUDA_CONV_TMA_CFG="mt,na,nb,irnd,bn", a tuning
+ * knob read once; unset fields keep the defaults): 64-row groups per
+ * consumer warpgroup (mt 1 or 2; 0: per call, see plan_call), halo and
+ * weight ring slots (na, nb), where A is rounded to TF32 (irnd: 0 cvt.rna
+ * and 1 integer arithmetic in the consumers' registers, 2 once per halo in
+ * shared memory by the producer warpgroup's spare warps, 3 by the tensor
+ * copy of a TFLOAT32 map; -1: 3), output channels a block (bn 64 or 128;
+ * 0: per call). H100, resnet18 b32 ms (test_cuda_conv_tma --bench), layer1
+ * / layer2 / layer2.0: mt 2 0.0490 / 0.0449 / 0.0401, mt 1 0.0526 / 0.0542
+ * / 0.0324 (irnd 1, bn 64); irnd 0 0.0523 / 0.0476 / 0.0427 (mt 2); nb 4 or
+ * 12, na 3 no faster. */
 typedef struct ctma_cfg {
   int mt, na, nb, irnd, bn;
 } ctma_cfg;
@@ -138,13 +138,13 @@ static bool plan_call(const cuda_conv_tma_desc* d, int64_t oh, int64_t ow, ctma_
   /* 128 channels: one group only (two would need more than the 168
    * registers ptxas allots a thread: the wgmmas serialised) */
   if (bn == 128) mt = 1;
-  /* rounding: once per halo in shared memory for stride 1 (every halo
-   * pixel is read), in registers for strided windows (most halo pixels of
-   * a 1x1 stride-2 window are never read): H100 ms, halo vs registers,
-   * layer1 0.0487 vs 0.0564, layer3 0.0341 vs 0.0384, layer3's 1x1
-   * downsample 0.0111 vs 0.0077, layer2.0 0.0382 vs 0.0355; resnet18 GPU
-   * time per call 1.138 -> 1.092 ms with the halo rounding everywhere */
-  int rnd = cfg_get()->irnd >= 0 ? cfg_get()->irnd : stride_h(d) == 1 && stride_w(d) == 1 ? 2 : 1;
+  /* rounding by the tensor copy (a TFLOAT32 map: to nearest, ties to
+   * even, where cvt.rna ties away; the bound is the same): H100 ms against
+   * the halo rounded in shared memory (2) for stride 1 and in registers (1)
+   * for strided windows: layer1 0.0446 vs 0.0481, layer2 0.0349 vs 0.0371,
+   * layer3 0.0330 vs 0.0344, layer2.0 0.0299 vs 0.0354, layer3.0 0.0268 vs
+   * 0.0322; resnet18 b32 GPU time per call 1.082 -> 1.057 ms */
+  int rnd = cfg_get()->irnd >= 0 ? cfg_get()->irnd : 3;
   ctma_call c1 = {1, bn, 0, 0, rnd}, c2 = {2, bn, 0, 0, rnd};
   int64_t t1 = mt == 2 ? 0 : pick_tile(d, 1, bn, oh, ow, &c1.th, &c1.tw);
   int64_t t2 = mt == 1 ? 0 : pick_tile(d, 2, bn, oh, ow, &c2.th, &c2.tw);
