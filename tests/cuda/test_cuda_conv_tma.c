@@ -1,20 +1,24 @@
 /* test_cuda_conv_tma.c - the Hopper TMA convolution (backends/cuda/
- * cuda_conv_tma.c; work in progress, not wired into the backend).
+ * cuda_conv_tma.c, which cuda_ext_conv.c runs the channels-last TF32
+ * convolutions it takes on).
  *
  *  --compile-only (needs NVRTC only; exit 77 without it): the refusals
  *    (pure) and the module compiles for sm_90a.
  *  default (needs an sm_90 GPU; exit 77 without one): cuda_conv_tma_run
  *    against a float64 host convolution of the TF32-rounded inputs, on
- *    resnet18's 3x3 layer shapes (56x56x64, 28x28x128 with two output
- *    channel blocks), a plane that is no multiple of the 8x8 tiles with an
- *    single tile with rows past the plane, a 1x1 window without padding, a
- *    5x3 window, a plane wider than a tile, strides 2 (3x3 and 1x1) and
- *    2 x 1, with and without bias and ReLU; each run twice (preparing the
- *    weights, then from the prepared copy: the second result is checked). Every
- *    output element is checked (the output starts as NaN); tolerance per
- *    element 1e-4 relative to sum |w x| + |bias| + 1 (the products of
- *    TF32-rounded inputs are exact in f32, only the order of the f32 sums
- *    differs).
+ *    resnet18's 3x3 layer shapes (56x56x64, 28x28x128 with 128 output
+ *    channels a block), a single tile with rows past the plane, a 1x1
+ *    window without padding, a 5x3 window, a plane wider than a tile,
+ *    strides 2 (3x3 and 1x1) and 2 x 1, 14x14x128 -> 256, with and without
+ *    bias and ReLU; each run twice (preparing the weights, then from the
+ *    prepared copy: the second result is checked). Every output element is
+ *    checked (the output starts as NaN); tolerance per element 1e-4
+ *    relative to sum |w x| + |bias| + 1 (the products of TF32-rounded
+ *    inputs are exact in f32; the order of the f32 sums differs, and the
+ *    tensor copy rounds ties to even where the reference's cvt.rna rounds
+ *    them away: one TF32 unit of one input, about 5e-6 here).
+ *    PTC_CUDA_CONV_TMA_CFG picks the kernel's other forms (rounding,
+ *    tiles, channels a block) for the same checks.
  *  --bench (sm_90 GPU): ms per call (the weights prepared once, as the
  *    backend keeps them) and TFLOP/s of resnet18's batch-32 layer1 and
  *    layer2 and layer3 convolutions (3x3 stride 1, the first blocks' 3x3
