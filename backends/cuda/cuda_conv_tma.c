@@ -73,7 +73,11 @@ typedef struct ctma_mod {
 } ctma_mod;
 
 static pthread_mutex_t ctma_lock = PTHREAD_MUTEX_INITIALIZER;
-static ctma_mod ctma_mods[2][2][4][2]; /* [mt - 1][bn / 64 - 1][rounding][relu] */
+static ctma_mod ctma_mods[3][2][2][4][2]; /* [dt][mt - 1][bn / 64 - 1][rounding][relu] */
+
+/* Bytes of an element of d's type; channels in a 128-byte chunk. */
+static int elem_bytes(const cuda_conv_tma_desc* d) { return d->dt == 0 ? 4 : 2; }
+static int chunk_ch(const cuda_conv_tma_desc* d) { return 128 / elem_bytes(d); }
 
 static int64_t smem_bytes(int64_t aslot, int bn) {
   const ctma_cfg* c = cfg_get();
@@ -144,7 +148,7 @@ static bool plan_call(const cuda_conv_tma_desc* d, int64_t oh, int64_t ow, ctma_
    * for strided windows: layer1 0.0446 vs 0.0481, layer2 0.0349 vs 0.0371,
    * layer3 0.0330 vs 0.0344, layer2.0 0.0299 vs 0.0354, layer3.0 0.0268 vs
    * 0.0322; resnet18 b32 GPU time per call 1.082 -> 1.057 ms */
-  int rnd = cfg_get()->irnd >= 0 ? cfg_get()->irnd : 3;
+  int rnd = cfg_get()->irnd >= 0 && d->dt == 0 ? cfg_get()->irnd : 3; /* 16-bit: nothing to round */
   ctma_call c1 = {1, bn, 0, 0, rnd}, c2 = {2, bn, 0, 0, rnd};
   int64_t t1 = mt == 2 ? 0 : pick_tile(d, 1, bn, oh, ow, &c1.th, &c1.tw);
   int64_t t2 = mt == 1 ? 0 : pick_tile(d, 2, bn, oh, ow, &c2.th, &c2.tw);
@@ -166,7 +170,9 @@ const char* cuda_conv_tma_refusal(int cc_major, int cc_minor, const cuda_conv_tm
       d->sh < 0 || d->sw < 0)
     return "a size is not positive";
   if (stride_h(d) > 4 || stride_w(d) > 4) return "a stride above 4";
-  if (d->c % 32 != 0 || d->c <= 0) return "input channels are not a multiple of 32";
+  if (d->dt < 0 || d->dt > 2) return "an element type other than f32, bf16 and f16";
+  if (d->c % chunk_ch(d) != 0 || d->c <= 0)
+    return d->dt ? "input channels are not a multiple of 64" : "input channels are not a multiple of 32";
   if (d->oc % 64 != 0 || d->oc <= 0) return "output channels are not a multiple of 64";
   int64_t eh = (int64_t)d->h + 2 * d->ph - d->kh, ew = (int64_t)d->w + 2 * d->pw - d->kw;
   if (eh < 0 || ew < 0) return "an empty output plane";
@@ -181,10 +187,10 @@ const char* cuda_conv_tma_refusal(int cc_major, int cc_minor, const cuda_conv_tm
 }
 
 size_t cuda_conv_tma_scratch(const cuda_conv_tma_desc* d) {
-  return (size_t)d->oc * (size_t)d->c * (size_t)d->kh * (size_t)d->kw * sizeof(float);
+  return (size_t)d->oc * (size_t)d->c * (size_t)d->kh * (size_t)d->kw * (size_t)elem_bytes(d);
 }
 
-static ptc_status module_source(ptc_strbuf* src, int mt, int bn, int rnd, bool relu) {
+static ptc_status module_source(ptc_strbuf* src, int dt, int mt, int bn, int rnd, bool relu) {
   ptc_sb_init(src);
   const ctma_cfg* c = cfg_get();
   ptc_sb_printf(src, "// libptc TMA convolution (%s)\n", PTC_CUDA_CODEGEN_VERSION);
@@ -194,7 +200,7 @@ static ptc_status module_source(ptc_strbuf* src, int mt, int bn, int rnd, bool r
   ptc_sb_append(src, ptc_cuda_attn_text);
   ptc_sb_append(src, ptc_cuda_attn_wg_text);
   ptc_sb_append(src, ptc_cuda_conv_tma_text);
-  ptc_sb_printf(src, "PTC_CTMA_KERNEL(ptc_ctma, %d, %d, %s)\n", bn, mt, relu ? "true" : "false");
+  ptc_sb_printf(src, "PTC_CTMA_KERNEL(ptc_ctma, %d, %d, %d, %s)\n", dt, bn, mt, relu ? "true" : "false");
   if (src->oom) {
     ptc_sb_free(src);
     return ptc_status_oom();
@@ -203,24 +209,30 @@ static ptc_status module_source(ptc_strbuf* src, int mt, int bn, int rnd, bool r
 }
 
 ptc_status cuda_conv_tma_check_compile(void) {
-  ptc_strbuf src;
-  PTC_TRY(module_source(&src, 2, 128, 2, true));
-  cuda_cubin cb;
-  memset(&cb, 0, sizeof cb);
-  ptc_status s = cuda_nvrtc_compile_ex(src.data, "ptc_conv_tma", 90 | CUDA_ARCH_SPECIFIC, NULL, &cb);
-  cuda_cubin_free(&cb);
-  ptc_sb_free(&src);
+  /* f32 (rounding warps, two 64-row groups, 64 channels), bf16 (one group,
+   * 128 channels), f16 */
+  static const int forms[3][4] = {{0, 2, 64, 2}, {1, 1, 128, 3}, {2, 2, 64, 3}};
+  ptc_status s = PTC_OK;
+  for (int i = 0; i < 3 && !s; i++) {
+    ptc_strbuf src;
+    PTC_TRY(module_source(&src, forms[i][0], forms[i][1], forms[i][2], forms[i][3], true));
+    cuda_cubin cb;
+    memset(&cb, 0, sizeof cb);
+    s = cuda_nvrtc_compile_ex(src.data, "ptc_conv_tma", 90 | CUDA_ARCH_SPECIFIC, NULL, &cb);
+    cuda_cubin_free(&cb);
+    ptc_sb_free(&src);
+  }
   return s;
 }
 
-static ptc_status load_mod(ptc_context* ctx, int mt, int bn, int rnd, bool relu, ctma_mod* m) {
+static ptc_status load_mod(ptc_context* ctx, int dt, int mt, int bn, int rnd, bool relu, ctma_mod* m) {
   const cu_api* cu = &cuda_libs_get()->cu;
   ptc_strbuf src;
-  PTC_TRY(module_source(&src, mt, bn, rnd, relu));
+  PTC_TRY(module_source(&src, dt, mt, bn, rnd, relu));
   PTC_TRY(cuda_build_module(ctx, 90 | CUDA_ARCH_SPECIFIC, &src, "ptc_conv_tma",
                             "the TMA convolution kernel", &m->mod));
   cu_result r = cu->ModuleGetFunction(&m->conv, m->mod, "ptc_ctma");
-  if (r == CU_SUCCESS) r = cu->ModuleGetFunction(&m->wprep, m->mod, "ptc_ctma_wprep");
+  if (r == CU_SUCCESS) r = cu->ModuleGetFunction(&m->wprep, m->mod, dt ? "ptc_ctma_wprep16" : "ptc_ctma_wprep");
   if (r == CU_SUCCESS) r = cu->FuncSetAttribute(m->conv, CTMA_FUNC_MAX_DYN_SMEM, CTMA_SMEM_MAX);
   if (r != CU_SUCCESS) {
     cu->ModuleUnload(m->mod);
@@ -230,19 +242,18 @@ static ptc_status load_mod(ptc_context* ctx, int mt, int bn, int rnd, bool relu,
   return PTC_OK;
 }
 
-/* A rank-5 f32 tensor map (the kernel's copies are 5-D) over p with dims
- * and byte strides of the dims above the first; 128-byte swizzle, zero
- * fill outside; tf32: data type TFLOAT32 (the copy rounds). False when the
- * driver refuses it. */
-static bool tmap_make(ctma_tmap* m, cu_deviceptr p, const uint64_t dims[5], const uint64_t strides[4],
-                      const unsigned box[5], bool tf32) {
+/* A rank-5 tensor map (the kernel's copies are 5-D) of CUtensorMapDataType
+ * type over p with dims and byte strides of the dims above the first;
+ * 128-byte swizzle, zero fill outside. False when the driver refuses it. */
+static bool tmap_make(ctma_tmap* m, int type, cu_deviceptr p, const uint64_t dims[5], const uint64_t strides[4],
+                      const unsigned box[5]) {
   const cu_api* cu = &cuda_libs_get()->cu;
   unsigned es[5] = {1, 1, 1, 1, 1};
   for (int i = 0; i < 4; i++)
     if (strides[i] == 0 || strides[i] % 16 != 0 || strides[i] >= ((uint64_t)1 << 40)) return false;
-  /* FLOAT32 (7) or TFLOAT32 (11), no interleave (0), 128-byte swizzle (3), L2 promotion 128
+  /* no interleave (0), 128-byte swizzle (3), L2 promotion 128
    * bytes (2), zero fill (0) */
-  return cu->TensorMapEncodeTiled(m, tf32 ? 11 : 7, 5, (void*)(uintptr_t)p, dims, strides, box, es, 0, 3, 2, 0) ==
+  return cu->TensorMapEncodeTiled(m, (unsigned)type, 5, (void*)(uintptr_t)p, dims, strides, box, es, 0, 3, 2, 0) ==
          CU_SUCCESS;
 }
 
@@ -271,25 +282,31 @@ ptc_status cuda_conv_tma_run(ptc_context* ctx, const cuda_device* dev, cu_stream
   a.tiles_h = (a.oh + th - 1) / th;
   a.tiles_w = (a.ow + tc - 1) / tc;
   a.aslot = (int32_t)halo_slot(th, tc, d);
-  ctma_mod* m = &ctma_mods[cc.mt - 1][cc.bn / 64 - 1][cc.rnd][d->relu];
+  ctma_mod* m = &ctma_mods[d->dt][cc.mt - 1][cc.bn / 64 - 1][cc.rnd][d->relu];
   pthread_mutex_lock(&ctma_lock);
-  ptc_status s = m->conv ? PTC_OK : load_mod(ctx, cc.mt, cc.bn, cc.rnd, d->relu, m);
+  ptc_status s = m->conv ? PTC_OK : load_mod(ctx, d->dt, cc.mt, cc.bn, cc.rnd, d->relu, m);
   cu_function conv = m->conv, wprep = m->wprep;
   pthread_mutex_unlock(&ctma_lock);
   PTC_TRY(s);
-  /* the input {C, W, H, N, 1}, boxes the halo {32, halo_w, halo_h, 1, 1};
-   * the prepared weights {32, OC, taps * C / 32, 1, 1}, boxes {32, BN, 1, 1, 1} */
+  /* the input {C, W, H, N, 1}, boxes the halo {CH, halo_w, halo_h, 1, 1};
+   * the prepared weights {CH, OC, taps * C / CH, 1, 1}, boxes {CH, BN, 1,
+   * 1, 1}; CH channels of 128 bytes */
+  const uint64_t es = (uint64_t)elem_bytes(d), ch = (uint64_t)chunk_ch(d);
+  /* FLOAT32 (7) or TFLOAT32 (11: the copy rounds to TF32), BFLOAT16 (9),
+   * FLOAT16 (6) */
+  const int xtype = d->dt == 1 ? 9 : d->dt == 2 ? 6 : cc.rnd == 3 ? 11 : 7;
+  const int wtype = d->dt == 1 ? 9 : d->dt == 2 ? 6 : 7;
   ctma_tmap tx, tw;
   uint64_t xd[5] = {(uint64_t)d->c, (uint64_t)d->w, (uint64_t)d->h, (uint64_t)d->n, 1};
-  uint64_t xs[4] = {(uint64_t)d->c * 4, (uint64_t)d->w * d->c * 4, (uint64_t)d->h * d->w * d->c * 4, 0};
+  uint64_t xs[4] = {(uint64_t)d->c * es, (uint64_t)d->w * d->c * es, (uint64_t)d->h * d->w * d->c * es, 0};
   xs[3] = xs[2] * (uint64_t)d->n;
-  unsigned xb[5] = {32, (unsigned)halo_w(tc, d), (unsigned)halo_h(th, d), 1, 1};
-  uint64_t kt = (uint64_t)d->kh * d->kw * (d->c / 32);
-  uint64_t wd[5] = {32, (uint64_t)d->oc, kt, 1, 1};
-  uint64_t ws[4] = {32 * 4, (uint64_t)d->oc * 32 * 4, 0, 0};
+  unsigned xb[5] = {(unsigned)ch, (unsigned)halo_w(tc, d), (unsigned)halo_h(th, d), 1, 1};
+  uint64_t kt = (uint64_t)d->kh * d->kw * ((uint64_t)d->c / ch);
+  uint64_t wd[5] = {ch, (uint64_t)d->oc, kt, 1, 1};
+  uint64_t ws[4] = {128, (uint64_t)d->oc * 128, 0, 0};
   ws[2] = ws[1] * kt, ws[3] = ws[2];
-  unsigned wb[5] = {32, (unsigned)cc.bn, 1, 1, 1};
-  if (!tmap_make(&tx, x, xd, xs, xb, cc.rnd == 3) || !tmap_make(&tw, scratch, wd, ws, wb, false))
+  unsigned wb[5] = {(unsigned)ch, (unsigned)cc.bn, 1, 1, 1};
+  if (!tmap_make(&tx, xtype, x, xd, xs, xb) || !tmap_make(&tw, wtype, scratch, wd, ws, wb))
     return PTC_ERR(UNIMPLEMENTED, "cuda backend: the driver refused a TMA convolution tensor map");
   /* the weights, then the convolution */
   int32_t oc = d->oc, c = d->c, kh = d->kh, kw = d->kw;

@@ -3,8 +3,9 @@
 // warp-specialized. Experimental (opt-in PTC_CUDA_CONV_TMA); docs/cuda.md's
 // "Plan: a Hopper convolution" says what it is for. Compiled after
 // cuda_prelude.cuh, cuda_attn.cuh and cuda_attn_wg.cuh, whose ldmatrix,
-// mbarrier, wgmma-descriptor and tensor-copy helpers it uses (embedded as
-// ptc_cuda_conv_tma_text).
+// mbarrier, wgmma and tensor-copy helpers it uses (embedded as
+// ptc_cuda_conv_tma_text). bf16 / f16 (DT 1 / 2): the same kernel with
+// 64-channel chunks and wgmma m64nBNk16, nothing rounded.
 //
 // out[n][oh][ow][oc] = act(bias[oc] + sum over taps (r, s) and channels c
 //   of x[n][oh sh - ph + r][ow sw - pw + s][c] * w[oc][c][r][s])
@@ -146,10 +147,35 @@ PTC_D void ptc_ctma_lda(u32 (&a)[MT * 4][4], u32 hs, const int (&hp)[MT], int to
   }
 }
 
-template <int BN, int MT, bool RELU>
-PTC_D void ptc_ctma_body(const float* __restrict__ bias, float* __restrict__ out,
+// An output pair (columns cc, cc + 1) of element type DT (0 f32, 1 bf16,
+// 2 f16) at element offset o of out; a bias element.
+template <int DT>
+PTC_D void ptc_ctma_store2(void* out, i64 o, float v0, float v1) {
+  if (DT == 0)
+    *(float2*)((float*)out + o) = make_float2(v0, v1);
+  else
+    *(u32*)((u16*)out + o) = ptc_attn_pack<DT == 1>(v0, v1);
+}
+template <int DT>
+PTC_D float ptc_ctma_ld(const void* p, int i) {
+  return DT == 0 ? ((const float*)p)[i] : DT == 1 ? ptc_bf2f(((const u16*)p)[i]) : ptc_h2f(((const u16*)p)[i]);
+}
+
+// The MMA of one k-step: TF32 m64nBNk8 (DT 0) or bf16 / f16 m64nBNk16.
+template <int DT, int BN>
+PTC_D void ptc_ctma_mma_dt(float* d, const u32* a, u64 b) {
+  if constexpr (DT == 0)
+    ptc_ctma_mma<BN>(d, a, b);
+  else
+    ptc_wg_mma<DT == 1, BN, 0>(d, a, b, 1);
+}
+
+template <int DT, int BN, int MT, bool RELU>
+PTC_D void ptc_ctma_body(const void* __restrict__ bias, void* __restrict__ out,
                          const ptc_ctma_args& g, const ptc_tmap* tx, const ptc_tmap* tw) {
   constexpr int NA = PTC_CTMA_NA, NB = PTC_CTMA_NB, BBYTES = BN * 128;
+  constexpr int CH = DT == 0 ? 32 : 64; // channels a chunk (128 bytes)
+  static_assert(DT == 0 || PTC_CTMA_IRND == 3, "16-bit types are not rounded");
   static_assert(BN == 64 || BN == 128, "64 or 128 output channels a block (m64nBNk8)");
   static_assert(MT >= 1 && MT <= 2, "one or two 64-row groups a consumer warpgroup");
   const u32 base = (ptc_attn_smem(ptc_wg_sm) + 1023u) & ~1023u;
@@ -166,7 +192,7 @@ PTC_D void ptc_ctma_body(const float* __restrict__ bias, float* __restrict__ out
   }
   __syncthreads();
   const i64 ntiles = (i64)g.n * g.tiles_h * g.tiles_w;
-  const int nchunk = g.c / 32, ntap = g.kh * g.kw, nk = nchunk * ntap, ocb = g.oc / BN;
+  const int nchunk = g.c / CH, ntap = g.kh * g.kw, nk = nchunk * ntap, ocb = g.oc / BN;
   const int hw = (g.tw - 1) * g.sw + g.kw; // halo width
   const u32 abytes = (u32)((g.th - 1) * g.sh + g.kh) * (u32)hw * 128u;
   if (warp >= 8) {
@@ -194,7 +220,7 @@ PTC_D void ptc_ctma_body(const float* __restrict__ bias, float* __restrict__ out
         const u32 a = qa % NA;
         if (qa >= NA) ptc_mb_wait(ae + 8 * a, ((qa / NA) - 1) & 1);
         ptc_mb_expect(af + 8 * a, abytes);
-        ptc_tma_load(sa + a * (u32)g.aslot, tx, ch * 32, ow0 * g.sw - g.pw, oh0 * g.sh - g.ph, n, 0,
+        ptc_tma_load(sa + a * (u32)g.aslot, tx, ch * CH, ow0 * g.sw - g.pw, oh0 * g.sh - g.ph, n, 0,
                      af + 8 * a);
         for (int t = 0; t < ntap; t++, qb++) {
           const u32 b = qb % NB;
@@ -240,7 +266,8 @@ PTC_D void ptc_ctma_body(const float* __restrict__ bias, float* __restrict__ out
 #pragma unroll
         for (int m = 0; m < MT; m++)
 #pragma unroll
-          for (int kk = 0; kk < 4; kk++) ptc_ctma_mma<BN>(acc[m], A[m * 4 + kk], db + (u64)((kk * 32) >> 4));
+          for (int kk = 0; kk < 4; kk++)
+            ptc_ctma_mma_dt<DT, BN>(acc[m], A[m * 4 + kk], db + (u64)((kk * 32) >> 4));
         ptc_wg_commit();
         ptc_wg_wait<1>();
 #pragma unroll
@@ -270,14 +297,14 @@ PTC_D void ptc_ctma_body(const float* __restrict__ bias, float* __restrict__ out
           if (R >= g.th * g.tw) continue;
           const int oh = oh0 + R / g.tw, ow = ow0 + R % g.tw;
           if (oh >= g.oh || ow >= g.ow) continue;
-          float* orow = out + (i64)n * g.os_n + (i64)oh * g.os_h + (i64)ow * g.os_w + ob * BN;
+          const i64 orow = (i64)n * g.os_n + (i64)oh * g.os_h + (i64)ow * g.os_w + ob * BN;
 #pragma unroll
           for (int j = 0; j < BN / 8; j++) {
             const int cc = 8 * j + qc;
             float v0 = acc[m][4 * j + 2 * h], v1 = acc[m][4 * j + 2 * h + 1];
-            if (bias) v0 += bias[ob * BN + cc], v1 += bias[ob * BN + cc + 1];
+            if (bias) v0 += ptc_ctma_ld<DT>(bias, ob * BN + cc), v1 += ptc_ctma_ld<DT>(bias, ob * BN + cc + 1);
             if (RELU) v0 = fmaxf(v0, 0.f), v1 = fmaxf(v1, 0.f);
-            *(float2*)&orow[cc] = make_float2(v0, v1);
+            ptc_ctma_store2<DT>(out, orow + cc, v0, v1);
           }
         }
     }
@@ -303,13 +330,28 @@ extern "C" __global__ void ptc_ctma_wprep(const float* __restrict__ w, float* __
   }
 }
 
-// One instantiation per module: PTC_CTMA_KERNEL(ptc_ctma, 64, 2, true)
-// (64 or 128 output channels a block, 1 or 2 64-row groups per consumer
-// warpgroup, ReLU); launched with 384 threads, a persistent grid and 1024 + NA * aslot
+// The 16-bit weights [OC][C][KH][KW] -> [KH * KW * C / 64][OC][64] (copied).
+extern "C" __global__ void ptc_ctma_wprep16(const u16* __restrict__ w, u16* __restrict__ o, int oc, int c,
+                                            int kh, int kw) {
+  const i64 total = (i64)oc * c * kh * kw;
+  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < total; i += (i64)gridDim.x * blockDim.x) {
+    const int e = (int)(i % 64);
+    i64 rest = i / 64;
+    const int m = (int)(rest % oc);
+    rest /= oc;
+    const int chunk = (int)(rest % (c / 64)), tap = (int)(rest / (c / 64));
+    const int r = tap / kw, s = tap - r * kw, ci = chunk * 64 + e;
+    o[i] = w[(((i64)m * c + ci) * kh + r) * kw + s];
+  }
+}
+
+// One instantiation per module: PTC_CTMA_KERNEL(ptc_ctma, 0, 64, 2, true)
+// (f32 as TF32 (0), bf16 (1) or f16 (2), 64 or 128 output channels a
+// block, 1 or 2 64-row groups per consumer warpgroup, ReLU); launched with 384 threads, a persistent grid and 1024 + NA * aslot
 // + NB * BN * 128 + 24 * NA + 16 * NB bytes of dynamic shared memory.
-#define PTC_CTMA_KERNEL(name, BN, MT, RELU)                                                    \
+#define PTC_CTMA_KERNEL(name, DT, BN, MT, RELU)                                                \
   extern "C" __global__ void __launch_bounds__(384, 1)                                        \
-      name(const float* bias, float* out, ptc_ctma_args g, const __grid_constant__ ptc_tmap tx, \
+      name(const void* bias, void* out, ptc_ctma_args g, const __grid_constant__ ptc_tmap tx,   \
            const __grid_constant__ ptc_tmap tw) {                                             \
-    ptc_ctma_body<BN, MT, RELU>(bias, out, g, &tx, &tw);                                      \
+    ptc_ctma_body<DT, BN, MT, RELU>(bias, out, g, &tx, &tw);                                  \
   }

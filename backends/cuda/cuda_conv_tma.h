@@ -13,13 +13,14 @@
 #include <stdint.h>
 
 /** One convolution: input [n][h][w][c] and output [n][oh][ow][oc], both
- * dense channels-last f32; weights [oc][c][kh][kw] f32; dilation 1, one
- * group, padding ph / pw, strides sh / sw (0 reads as 1); bias [oc] or
- * none; relu. */
+ * dense channels-last; weights [oc][c][kh][kw]; bias [oc] or none; all of
+ * element type dt (0 f32, run as TF32; 1 bf16; 2 f16); dilation 1, one
+ * group, padding ph / pw, strides sh / sw (0 reads as 1); relu. */
 typedef struct cuda_conv_tma_desc {
   int n, h, w, c, oc, kh, kw, ph, pw;
   bool relu;
   int sh, sw;
+  int dt;
 } cuda_conv_tma_desc;
 
 /** Whether the backend runs the channels-last TF32 convolutions the kernel
@@ -31,12 +32,12 @@ bool cuda_conv_tma_enabled(const cuda_device* d);
 
 /** NULL when the kernel takes d on a device of compute capability
  * cc_major.cc_minor, else why not (static text): sm_90 only, c a multiple
- * of 32, oc of 64, output planes of at least one pixel, sizes below 2^31
- * elements. Pure; thread-safe. */
+ * of 32 (f32) or 64 (16-bit types), oc of 64, output planes of at least
+ * one pixel, sizes below 2^31 elements. Pure; thread-safe. */
 const char* cuda_conv_tma_refusal(int cc_major, int cc_minor, const cuda_conv_tma_desc* d);
 
 /** Bytes of device scratch cuda_conv_tma_run needs for the prepared
- * weights (oc * c * kh * kw floats). Pure. */
+ * weights (oc * c * kh * kw elements). Pure. */
 size_t cuda_conv_tma_scratch(const cuda_conv_tma_desc* d);
 
 /** Runs d on `stream` (the current context's; NULL: the legacy stream):
@@ -52,8 +53,9 @@ ptc_status cuda_conv_tma_run(ptc_context* ctx, const cuda_device* dev, cu_stream
                              const cuda_conv_tma_desc* d, cu_deviceptr x, cu_deviceptr w,
                              cu_deviceptr bias, cu_deviceptr out, cu_deviceptr scratch, bool prepared);
 
-/** Compiles the kernel's module for sm_90a (no device needed, nothing
- * loaded): the compile-only check of tests/cuda. Thread-safe. */
+/** Compiles the kernel's module for sm_90a in three forms (f32, bf16,
+ * f16; no device needed, nothing loaded): the compile-only check of
+ * tests/cuda. Thread-safe. */
 ptc_status cuda_conv_tma_check_compile(void);
 
 #endif /* PTC_BACKENDS_CUDA_CONV_TMA_H */

@@ -118,14 +118,14 @@ static ptc_status conv_tma_try(const cuda_ext_call* c, const cuda_conv_desc* d, 
     return PTC_OK;
   cuda_conv_tma_desc t = {(int)d->n,  (int)H,      (int)W,      (int)C,  (int)d->oc,
                           (int)d->kh, (int)d->kw, (int)d->ph, (int)d->pw, d->act == IR_ACT_RELU,
-                          (int)d->sh, (int)d->sw};
+                          (int)d->sh, (int)d->sw, d->dtype == PTC_BF16 ? 1 : d->dtype == PTC_F16 ? 2 : 0};
   const cuda_device* dev = c->plan->dev;
   if (!cuda_conv_tma_enabled(dev) || cuda_conv_tma_refusal(dev->cc_major, dev->cc_minor, &t) ||
       ((px | pc) & 15))
     return PTC_OK;
   /* the kept prepared weights: layout [taps * C / 32][OC][32] (-90 marks
    * this kernel's layout apart from the implicit GEMM's) */
-  cuda_wcache_key key = {pw, {-90, C, d->oc, KK}};
+  cuda_wcache_key key = {pw, {-90, C, d->oc, KK * 4 + t.dt}};
   cu_deviceptr kept = cuda_wcache_find(d->wcache, d->wcache_slot, &key), scratch = kept;
   if (!kept) PTC_TRY(cuda_alloc(cuda_conv_tma_scratch(&t), c->stream, &scratch));
   ptc_status s = cuda_conv_tma_run(c->plan->ctx, dev, c->stream, &t, px, pw,
@@ -330,7 +330,7 @@ static ptc_status conv_device(const cuda_ext_call* c0, bool nhwc, bool* done) {
       cuda_conv_igemm_shape(&d, c->plan->dev->sm_count, c->plan->dev->max_smem_optin, &sh);
       small = sh.gx * sh.gy * groups < c->plan->dev->sm_count;
     }
-    if (nhwc && !ok && out->dtype == PTC_F32 && c->tf32)
+    if (nhwc && !ok && (out->dtype != PTC_F32 || c->tf32))
       PTC_TRY(conv_tma_try(c, &d, px, pw, bias, pc, &ok));
     if (!small && !ok && wgp == 2)
       PTC_TRY(cuda_conv_wg(c->plan->ctx, c->plan->dev, c->stream, &d, c->tf32, px, pw,
