@@ -273,8 +273,8 @@ typedef struct ir_lower_options {
    * likewise; a max_pool2d of a channels-last input writes channels-last.
    * Graph outputs stay contiguous. Pointwise readers follow the strides;
    * nothing else changes. conv_nhwc_plane_f32 (default 196) is the bound
-   * for float32 convolutions (the CUDA backend lowers it to 49 where its
-   * Hopper TMA convolution runs them). */
+   * for float32 convolutions, conv_nhwc_plane for the others (the CUDA
+   * backend lowers both to 49 where its Hopper TMA convolution runs them). */
   bool conv_nhwc;
   int64_t conv_nhwc_plane;
   int64_t conv_nhwc_plane_f32;
