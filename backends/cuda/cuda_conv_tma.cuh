@@ -22,9 +22,10 @@
 //    zeros, which is the padding), into a ring of NA slots, and per tap
 //    (r, s) the B tile (BN rows of 128 bytes of the weights prepared as
 //    [tap * C / 32 + chunk][OC][32], rounded to TF32) into a ring of NB;
-//  - the producer's other three warps round each landed halo to TF32 in
-//    place (the tensor cores would truncate it) and arrive on its ready
-//    barrier (PTC_CTMA_IRND 2; 0 and 1 round in the consumers' registers);
+//  - f32: the A fragments are rounded to TF32 (the tensor cores would
+//    truncate them) in the consumers' registers after each ldmatrix
+//    (PTC_CTMA_IRND 0 / 1), or (2) the producer's other three warps round
+//    each landed halo in place and arrive on its ready barrier;
 //  - the consumers read their A fragments of tap (r, s) straight from the
 //    halo tile by ldmatrix (each lane's row address is pixel (R / TW SH + r,
 //    R % TW SW + s) of the halo: every tap reuses the one copy) and
@@ -46,9 +47,9 @@
 // ldmatrix, 1 in registers by integer arithmetic, 2 once per halo in shared
 // memory by the producer warpgroup's three spare warps (integer
 // arithmetic), the consumers waiting on the halo's ready barrier instead;
-// 3 by the tensor copy itself (the host's map of data type TFLOAT32)
+// 3 not at all (16-bit types)
 #ifndef PTC_CTMA_IRND
-#define PTC_CTMA_IRND 2
+#define PTC_CTMA_IRND 1
 #endif
 
 // u (f32 bits) rounded to TF32, to nearest with ties away from zero

@@ -53,8 +53,9 @@ ptc_status cuda_conv_tma_run(ptc_context* ctx, const cuda_device* dev, cu_stream
                              const cuda_conv_tma_desc* d, cu_deviceptr x, cu_deviceptr w,
                              cu_deviceptr bias, cu_deviceptr out, cu_deviceptr scratch, bool prepared);
 
-/** Compiles the kernel's module for sm_90a in three forms (f32, bf16,
- * f16; no device needed, nothing loaded): the compile-only check of
+/** Compiles the kernel's module for sm_90a in four forms (f32 with
+ * register and shared-memory rounding, bf16, f16; no device needed,
+ * nothing loaded): the compile-only check of
  * tests/cuda. Thread-safe. */
 ptc_status cuda_conv_tma_check_compile(void);
 

@@ -1,5 +1,5 @@
 /* test_cuda_conv_tma.c - the Hopper TMA convolution (backends/cuda/
- * cuda_conv_tma.c, which cuda_ext_conv.c runs the channels-last TF32
+ * cuda_conv_tma.c, which cuda_ext_conv.c runs the channels-last
  * convolutions it takes on).
  *
  *  --compile-only (needs NVRTC only; exit 77 without it): the refusals
@@ -9,21 +9,21 @@
  *    resnet18's 3x3 layer shapes (56x56x64, 28x28x128 with 128 output
  *    channels a block), a single tile with rows past the plane, a 1x1
  *    window without padding, a 5x3 window, a plane wider than a tile,
- *    strides 2 (3x3 and 1x1) and 2 x 1, 14x14x128 -> 256, with and without
- *    bias and ReLU; bf16 and f16 (values k / 256, exact in both; outputs
- *    within half a unit of their type more); each run twice (preparing the weights, then from the
- *    prepared copy: the second result is checked). Every output element is
- *    checked (the output starts as NaN); tolerance per element 1e-4
- *    relative to sum |w x| + |bias| + 1 (the products of TF32-rounded
- *    inputs are exact in f32; the order of the f32 sums differs, and the
- *    tensor copy rounds ties to even where the reference's cvt.rna rounds
- *    them away: one TF32 unit of one input, about 5e-6 here).
- *    PTC_CUDA_CONV_TMA_CFG picks the kernel's other forms (rounding,
+ *    strides 2 (3x3 and 1x1) and 2 x 1, 14x14x128 -> 256, with and
+ *    without bias and ReLU; bf16 and f16 (values k / 256, exact in both;
+ *    outputs within half a unit of their type more); each run twice
+ *    (preparing the weights, then from the prepared copy: the second result
+ *    is checked). Every output element is checked (the output starts as
+ *    NaN); tolerance per element 1e-4 relative to sum |w x| + |bias| + 1
+ *    (the products of TF32-rounded inputs are exact in f32; only the order
+ *    of the f32 sums differs). The grid is capped at 5 blocks
+ *    (PTC_CUDA_CONV_TMA_CFG unless set), so blocks take several work
+ *    items; PTC_CUDA_CONV_TMA_CFG picks the kernel's other forms (rounding,
  *    tiles, channels a block) for the same checks.
  *  --bench (sm_90 GPU): ms per call (the weights prepared once, as the
- *    backend keeps them) and TFLOP/s, f32 and bf16, of resnet18's batch-32 layer1 and
- *    layer2 and layer3 convolutions (3x3 stride 1, the first blocks' 3x3
- *    and 1x1 stride 2).
+ *    backend keeps them) and TFLOP/s, f32 and bf16, of resnet18's
+ *    batch-32 layer1, layer2 and layer3 convolutions (3x3 stride 1, the
+ *    first blocks' 3x3 and 1x1 stride 2).
  * Exit status: 0 passed, 1 a failure, 77 skipped. */
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/cuda_conv_tma.h"
@@ -282,6 +282,10 @@ static void bench_case(ptc_context* ctx, const cuda_device* dev, const char* nam
 int main(int argc, char** argv) {
   bool compile_only = argc > 1 && !strcmp(argv[1], "--compile-only");
   bool do_bench = argc > 1 && !strcmp(argv[1], "--bench");
+  /* the checks on a grid of 5 blocks, so blocks take several work items
+   * (rings and barrier phases across items, as in the models); before the
+   * kernel's configuration is first read */
+  if (!do_bench) setenv("PTC_CUDA_CONV_TMA_CFG", "0,2,8,-1,0,5", 0);
   if (check_refusals()) return 1;
   printf("refusals: ok\n");
   if (compile_only) {
