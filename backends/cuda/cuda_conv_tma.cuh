@@ -312,38 +312,37 @@ PTC_D void ptc_ctma_body(const void* __restrict__ bias, void* __restrict__ out,
   }
 }
 
-// The weights [OC][C][KH][KW] (f32) -> [KH * KW * C / 32][OC][32], rounded
-// to TF32 (the B tiles the kernel copies as they are).
-extern "C" __global__ void ptc_ctma_wprep(const float* __restrict__ w, float* __restrict__ o, int oc,
-                                          int c, int kh, int kw) {
+// The weights [OC][C][KH][KW] -> [KH * KW * C / CH][OC][CH] (the B tiles
+// the kernel copies as they are): f32 (CH 32) rounded to TF32, 16-bit
+// types (CH 64) copied.
+template <typename T, int CH>
+PTC_D void ptc_ctma_wprep_t(const T* __restrict__ w, T* __restrict__ o, int oc, int c, int kh, int kw) {
   const i64 total = (i64)oc * c * kh * kw;
   for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < total; i += (i64)gridDim.x * blockDim.x) {
-    // i indexes the output: ((tap * (c / 32) + chunk) * oc + m) * 32 + e
-    const int e = (int)(i % 32);
-    i64 rest = i / 32;
+    // i indexes the output: ((tap * (c / CH) + chunk) * oc + m) * CH + e
+    const int e = (int)(i % CH);
+    i64 rest = i / CH;
     const int m = (int)(rest % oc);
     rest /= oc;
-    const int chunk = (int)(rest % (c / 32)), tap = (int)(rest / (c / 32));
-    const int r = tap / kw, s = tap - r * kw, ci = chunk * 32 + e;
-    u32 t;
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(t) : "f"(w[(((i64)m * c + ci) * kh + r) * kw + s]));
-    o[i] = __uint_as_float(t);
+    const int chunk = (int)(rest % (c / CH)), tap = (int)(rest / (c / CH));
+    const int r = tap / kw, s = tap - r * kw, ci = chunk * CH + e;
+    const T v = w[(((i64)m * c + ci) * kh + r) * kw + s];
+    if constexpr (CH == 32) {
+      u32 t;
+      asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(t) : "f"(v));
+      o[i] = __uint_as_float(t);
+    } else {
+      o[i] = v;
+    }
   }
 }
-
-// The 16-bit weights [OC][C][KH][KW] -> [KH * KW * C / 64][OC][64] (copied).
+extern "C" __global__ void ptc_ctma_wprep(const float* __restrict__ w, float* __restrict__ o, int oc,
+                                          int c, int kh, int kw) {
+  ptc_ctma_wprep_t<float, 32>(w, o, oc, c, kh, kw);
+}
 extern "C" __global__ void ptc_ctma_wprep16(const u16* __restrict__ w, u16* __restrict__ o, int oc, int c,
                                             int kh, int kw) {
-  const i64 total = (i64)oc * c * kh * kw;
-  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < total; i += (i64)gridDim.x * blockDim.x) {
-    const int e = (int)(i % 64);
-    i64 rest = i / 64;
-    const int m = (int)(rest % oc);
-    rest /= oc;
-    const int chunk = (int)(rest % (c / 64)), tap = (int)(rest / (c / 64));
-    const int r = tap / kw, s = tap - r * kw, ci = chunk * 64 + e;
-    o[i] = w[(((i64)m * c + ci) * kh + r) * kw + s];
-  }
+  ptc_ctma_wprep_t<u16, 64>(w, o, oc, c, kh, kw);
 }
 
 // One instantiation per module: PTC_CTMA_KERNEL(ptc_ctma, 0, 64, 2, true)
