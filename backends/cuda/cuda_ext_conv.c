@@ -123,7 +123,7 @@ static ptc_status conv_tma_try(const cuda_ext_call* c, const cuda_conv_desc* d, 
   if (!cuda_conv_tma_enabled(dev) || cuda_conv_tma_refusal(dev->cc_major, dev->cc_minor, &t) ||
       ((px | pc) & 15))
     return PTC_OK;
-  /* the kept prepared weights: layout [taps * C / 32][OC][32] (-90 marks
+  /* the kept prepared weights: layout [taps * C / CH][OC][CH] (-90 marks
    * this kernel's layout apart from the implicit GEMM's) */
   cuda_wcache_key key = {pw, {-90, C, d->oc, KK * 4 + t.dt}};
   cu_deviceptr kept = cuda_wcache_find(d->wcache, d->wcache_slot, &key), scratch = kept;
