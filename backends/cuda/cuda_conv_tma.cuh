@@ -261,7 +261,12 @@ PTC_D void ptc_ctma_body(const void* __restrict__ bias, void* __restrict__ out,
         if (t == 0) ptc_mb_wait((PTC_CTMA_IRND == 2 ? ar : af) + 8 * a, (qa / NA) & 1);
         ptc_mb_wait(bf + 8 * b, (qb / NB) & 1);
         ptc_ctma_lda<MT>(A, sa + a * (u32)g.aslot, hp, r * hw + s, half);
-        if (t == ntap - 1) ptc_mb_arrive(ae + 8 * a), qa++;
+        if (t == ntap - 1) {
+          // the halo's generic-proxy reads (ldmatrix) ordered before the
+          // next tensor copy (async proxy) into the slot
+          asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+          ptc_mb_arrive(ae + 8 * a), qa++;
+        }
         const u64 db = ptc_wg_desc(sb + b * BBYTES, 16, 1024);
         ptc_wg_fence();
 #pragma unroll
