@@ -1,6 +1,7 @@
-/* cuda_conv_tma.c - the host side of the Hopper TF32 convolution of
- * cuda_conv_tma.cuh (WORK IN PROGRESS, see cuda_conv_tma.h): which calls it
- * takes, its module (the prelude, cuda_attn.cuh, cuda_attn_wg.cuh for the
+/* cuda_conv_tma.c - the host side of the Hopper convolution of
+ * cuda_conv_tma.cuh (f32 as TF32, bf16, f16; see cuda_conv_tma.h): which
+ * calls it takes, how each runs (tile, groups, channels a block), its
+ * module (the prelude, cuda_attn.cuh, cuda_attn_wg.cuh for the
  * shared mbarrier / wgmma / tensor-copy helpers, and cuda_conv_tma.cuh,
  * compiled for sm_90a through the kernel cache on first use), the tensor
  * maps of its loads and the two launches (weight preparation, then the
@@ -168,7 +169,9 @@ bool cuda_conv_tma_enabled(const cuda_device* d) {
          !(v && *v == '0');
 }
 
-const char* cuda_conv_tma_refusal(int cc_major, int cc_minor, const cuda_conv_tma_desc* d) {
+/* cuda_conv_tma_refusal, filling *cc with how the call runs when taken
+ * (one tile search a call: run reuses it). */
+static const char* check_desc(int cc_major, int cc_minor, const cuda_conv_tma_desc* d, ctma_call* cc) {
   if (cc_major != 9 || cc_minor != 0) return "the TMA convolution is built for sm_90a only";
   if (d->n <= 0 || d->h <= 0 || d->w <= 0 || d->kh <= 0 || d->kw <= 0 || d->ph < 0 || d->pw < 0 ||
       d->sh < 0 || d->sw < 0)
@@ -181,13 +184,17 @@ const char* cuda_conv_tma_refusal(int cc_major, int cc_minor, const cuda_conv_tm
   int64_t eh = (int64_t)d->h + 2 * d->ph - d->kh, ew = (int64_t)d->w + 2 * d->pw - d->kw;
   if (eh < 0 || ew < 0) return "an empty output plane";
   int64_t oh = eh / stride_h(d) + 1, ow = ew / stride_w(d) + 1;
-  ctma_call cc;
-  if (!plan_call(d, oh, ow, &cc)) return "the window's halo does not fit a tensor copy (or bn)";
+  if (!plan_call(d, oh, ow, cc)) return "the window's halo does not fit a tensor copy (or bn)";
   if ((int64_t)d->n * d->h * d->w * d->c >= ((int64_t)1 << 31) ||
       (int64_t)d->n * oh * ow * d->oc >= ((int64_t)1 << 31) ||
       (int64_t)d->oc * d->c * d->kh * d->kw >= ((int64_t)1 << 31))
     return "a tensor of 2^31 elements or more";
   return NULL;
+}
+
+const char* cuda_conv_tma_refusal(int cc_major, int cc_minor, const cuda_conv_tma_desc* d) {
+  ctma_call cc;
+  return check_desc(cc_major, cc_minor, d, &cc);
 }
 
 size_t cuda_conv_tma_scratch(const cuda_conv_tma_desc* d) {
@@ -265,7 +272,8 @@ ptc_status cuda_conv_tma_run(ptc_context* ctx, const cuda_device* dev, cu_stream
                              const cuda_conv_tma_desc* d, cu_deviceptr x, cu_deviceptr w,
                              cu_deviceptr bias, cu_deviceptr out, cu_deviceptr scratch, bool prepared) {
   const cu_api* cu = &cuda_libs_get()->cu;
-  const char* why = cuda_conv_tma_refusal(dev->cc_major, dev->cc_minor, d);
+  ctma_call cc;
+  const char* why = check_desc(dev->cc_major, dev->cc_minor, d, &cc);
   if (why) return PTC_ERR(UNIMPLEMENTED, "cuda backend: %s", why);
   if (!cu->TensorMapEncodeTiled)
     return PTC_ERR(UNIMPLEMENTED, "cuda backend: the driver has no cuTensorMapEncodeTiled");
@@ -279,8 +287,6 @@ ptc_status cuda_conv_tma_run(ptc_context* ctx, const cuda_device* dev, cu_stream
   a.oh = (d->h + 2 * d->ph - d->kh) / a.sh + 1;
   a.ow = (d->w + 2 * d->pw - d->kw) / a.sw + 1;
   a.os_w = d->oc, a.os_h = (int64_t)a.ow * d->oc, a.os_n = (int64_t)a.oh * a.os_h;
-  ctma_call cc;
-  plan_call(d, a.oh, a.ow, &cc); /* true: the refusal checked it */
   const int th = cc.th, tc = cc.tw; /* the tile's rows and columns */
   a.th = th, a.tw = tc;
   a.tiles_h = (a.oh + th - 1) / th;

@@ -1,7 +1,7 @@
-// cuda_conv_tma.cuh - a Hopper (sm_90a) TF32 convolution of channels-last
-// activations: TMA tiled loads of halo tiles (no im2col) + wgmma,
-// warp-specialized. Experimental (opt-in PTC_CUDA_CONV_TMA); docs/cuda.md's
-// "Plan: a Hopper convolution" says what it is for. Compiled after
+// cuda_conv_tma.cuh - a Hopper (sm_90a) convolution of channels-last
+// activations (f32 as TF32, bf16, f16): TMA tiled loads of halo tiles (no
+// im2col) + wgmma, warp-specialized. docs/cuda.md's "A Hopper
+// convolution" says why and what was measured. Compiled after
 // cuda_prelude.cuh, cuda_attn.cuh and cuda_attn_wg.cuh, whose ldmatrix,
 // mbarrier, wgmma and tensor-copy helpers it uses (embedded as
 // ptc_cuda_conv_tma_text). bf16 / f16 (DT 1 / 2): the same kernel with
@@ -9,19 +9,21 @@
 //
 // out[n][oh][ow][oc] = act(bias[oc] + sum over taps (r, s) and channels c
 //   of x[n][oh sh - ph + r][ow sw - pw + s][c] * w[oc][c][r][s])
-// for strides sh, sw, dilation 1, one group, C a multiple of 32, OC of BN.
+// for strides sh, sw, dilation 1, one group, C a multiple of the chunk CH
+// (32 f32 or 64 16-bit channels: 128 bytes), OC of BN.
 //
 // A block: two consumer warpgroups and one producer warp (in a producer
 // warpgroup). A work item is one output tile of TH x TW pixels (at most
 // 64 * MT * 2; the host picks the shape) of one image times BN output
 // channels; the tile's pixels are the rows of the GEMM (row R: tile pixel
 // (R / TW, R % TW)), consumer warpgroup g owning rows 64 MT g .. + 64 MT - 1.
-//  - per 32-channel chunk the producer's thread 0 copies the chunk's halo
-//    tile, ((TH - 1) SH + KH) x ((TW - 1) SW + KW) input pixels of 128 bytes (a 4-D
-//    tensor copy, 128-byte swizzle; coordinates outside the input read as
-//    zeros, which is the padding), into a ring of NA slots, and per tap
+//  - per CH-channel chunk the producer's thread 0 copies the chunk's halo
+//    tile, ((TH - 1) SH + KH) x ((TW - 1) SW + KW) input pixels of 128
+//    bytes (a 4-D tensor copy, 128-byte swizzle; coordinates outside the
+//    input read as zeros, which is the padding), into a ring of NA slots
+//    (released after the chunk's last ldmatrix and a proxy fence), and per tap
 //    (r, s) the B tile (BN rows of 128 bytes of the weights prepared as
-//    [tap * C / 32 + chunk][OC][32], rounded to TF32) into a ring of NB;
+//    [tap * C / CH + chunk][OC][CH], f32 rounded to TF32) into a ring of NB;
 //  - f32: the A fragments are rounded to TF32 (the tensor cores would
 //    truncate them) in the consumers' registers after each ldmatrix
 //    (PTC_CTMA_IRND 0 / 1), or (2) the producer's other three warps round
@@ -29,11 +31,10 @@
 //  - the consumers read their A fragments of tap (r, s) straight from the
 //    halo tile by ldmatrix (each lane's row address is pixel (R / TW SH + r,
 //    R % TW SW + s) of the halo: every tap reuses the one copy) and
-//    issue wgmma m64nBNk8 with A from registers and B from the ring; the
-//    A fragments alternate between two register sets so the next tap's
-//    loads overlap the current products; a B slot is released once the
-//    group after it has been waited for, a halo slot after the chunk's
-//    last ldmatrix;
+//    issue wgmma m64nBNk8 (k16 for 16-bit types) with A from registers and
+//    B from the ring; the A fragments alternate between two register sets
+//    so the next tap's loads overlap the current products; a B slot is
+//    released once the group after it has been waited for;
 //  - the epilogue adds the bias, applies ReLU (RELU) and stores the rows
 //    inside the output plane.
 
