@@ -46,7 +46,7 @@ static void cfg_read(void) {
   const char* v = getenv("PTC_CUDA_CONV_TMA_CFG");
   ctma_cfg c = cfg;
   if (v && sscanf(v, "%d,%d,%d,%d,%d,%d", &c.mt, &c.na, &c.nb, &c.irnd, &c.bn, &c.grid) >= 3 && c.mt >= 0 &&
-      c.mt <= 2 && c.na >= 1 && c.na <= 4 && c.nb >= 2 && c.nb <= 16 && c.irnd >= -1 && c.irnd <= 2 &&
+      c.mt <= 2 && c.na >= 1 && c.na <= 4 && c.nb >= 2 && c.nb <= 16 && c.irnd >= -1 && c.irnd <= 3 &&
       (c.bn == 0 || c.bn == 64 || c.bn == 128) && c.grid >= 0)
     cfg = c;
 }
@@ -302,8 +302,9 @@ ptc_status cuda_conv_tma_run(ptc_context* ctx, const cuda_device* dev, cu_stream
    * the prepared weights {CH, OC, taps * C / CH, 1, 1}, boxes {CH, BN, 1,
    * 1, 1}; CH channels of 128 bytes */
   const uint64_t es = (uint64_t)elem_bytes(d), ch = (uint64_t)chunk_ch(d);
-  /* FLOAT32 (7), BFLOAT16 (9), FLOAT16 (6) */
-  const int xtype = d->dt == 1 ? 9 : d->dt == 2 ? 6 : 7, wtype = xtype;
+  /* FLOAT32 (7; TFLOAT32 (11) where f32's copy rounds, irnd 3), BFLOAT16
+   * (9), FLOAT16 (6) */
+  const int xtype = d->dt == 1 ? 9 : d->dt == 2 ? 6 : cc.rnd == 3 ? 11 : 7, wtype = d->dt ? xtype : 7;
   ctma_tmap tx, tw;
   uint64_t xd[5] = {(uint64_t)d->c, (uint64_t)d->w, (uint64_t)d->h, (uint64_t)d->n, 1};
   uint64_t xs[4] = {(uint64_t)d->c * es, (uint64_t)d->w * d->c * es, (uint64_t)d->h * d->w * d->c * es, 0};
