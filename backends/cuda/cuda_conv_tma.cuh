@@ -24,10 +24,11 @@
 //    (released after the chunk's last ldmatrix and a proxy fence), and per tap
 //    (r, s) the B tile (BN rows of 128 bytes of the weights prepared as
 //    [tap * C / CH + chunk][OC][CH], f32 rounded to TF32) into a ring of NB;
-//  - f32: the A fragments are rounded to TF32 (the tensor cores would
-//    truncate them) in the consumers' registers after each ldmatrix
-//    (PTC_CTMA_IRND 0 / 1), or (2) the producer's other three warps round
-//    each landed halo in place and arrive on its ready barrier;
+//  - f32: A is rounded to TF32 (the tensor cores would truncate it) by
+//    the tensor copy of a TFLOAT32 map (PTC_CTMA_IRND 3, the default), in
+//    the consumers' registers after each ldmatrix (0 / 1), or (2) by the
+//    producer's other three warps, which round each landed halo in place
+//    and arrive on its ready barrier;
 //  - the consumers read their A fragments of tap (r, s) straight from the
 //    halo tile by ldmatrix (each lane's row address is pixel (R / TW SH + r,
 //    R % TW SW + s) of the halo: every tap reuses the one copy) and
@@ -48,7 +49,8 @@
 // ldmatrix, 1 in registers by integer arithmetic, 2 once per halo in shared
 // memory by the producer warpgroup's three spare warps (integer
 // arithmetic), the consumers waiting on the halo's ready barrier instead;
-// 3 not at all (16-bit types)
+// 3 not here: the host's TFLOAT32 map has the tensor copy round f32 (to
+// nearest even), and 16-bit types have nothing to round
 #ifndef PTC_CTMA_IRND
 #define PTC_CTMA_IRND 1
 #endif
