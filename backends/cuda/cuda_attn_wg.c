@@ -61,11 +61,17 @@ typedef struct wg_mod {
 } wg_mod;
 
 static pthread_mutex_t wg_lock = PTHREAD_MUTEX_INITIALIZER;
-static wg_mod wg_mods[2][8][2][2][2][WG_NCFG]; /* [tma][fl][bf][d128][causal][shape] */
+static wg_mod wg_mods[2][16][2][2][2][WG_NCFG]; /* [tma][fl][bf][d128][causal][shape] */
 
 /* 1024-byte alignment slack, the k and v rings, 4 mbarriers per buffer,
- * the 512-byte ones block of the tensor-core row sums (FL & 4). */
-static int wg_smem_bytes(wg_cfg c, int d) { return 1024 + 2 * c.ns * c.bn * d * 2 + 32 * c.ns + 512; }
+ * the 512-byte ones block of the tensor-core row sums (FL & 4), and with
+ * q in shared memory (FL & 8) the consumer warpgroups' 64 x d tiles after
+ * 1024 bytes of alignment slack. */
+static int wg_smem_bytes(wg_cfg c, int d, int fl) {
+  return 1024 + 2 * c.ns * c.bn * d * 2 + 32 * c.ns + 512 + (fl & 8 ? 1024 + c.nwg * 64 * d * 2 : 0);
+}
+
+static int wg_flags(int hi, bool causal);
 
 /* The shape index PTC_CUDA_ATTN_WG_CFG="nwg,bn,ns[,ex]" names (a row of
  * the table whose shared memory fits head dim d on the device), or -1. */
@@ -75,7 +81,8 @@ static int wg_env_shape(int d, const cuda_device* dev) {
   if (env && sscanf(env, "%d,%d,%d,%d", &nwg, &bn, &ns, &ex) >= 3)
     for (int i = 0; i < WG_NCFG; i++)
       if (wg_cfgs[i].nwg == nwg && wg_cfgs[i].bn == bn && wg_cfgs[i].ns == ns && wg_cfgs[i].ex == ex)
-        return wg_smem_bytes(wg_cfgs[i], d) <= dev->max_smem_optin ? i : -1;
+        return wg_smem_bytes(wg_cfgs[i], d, wg_flags(d == 128 ? 2 : 1, false)) <= dev->max_smem_optin ? i
+                                                                                                 : -1;
   return -1;
 }
 
@@ -118,17 +125,21 @@ static int wg_flags_default(int hi, bool causal) { return causal ? (hi == 1 ? 4 
  * turns, PTC_CUDA_ATTN_WG_ORDER=0/1 turns head-major items off / on,
  * PTC_CUDA_ATTN_WG_LS=0/1 the tensor-core row sums (an m64n8k16 wgmma of
  * P and a block of ones beside each P v step, in place of two FADDs an
- * element of P in the softmax). */
+ * element of P in the softmax), PTC_CUDA_ATTN_WG_QS=0/1 q read by the S
+ * wgmmas from shared memory (FL & 8). */
 static int wg_flags(int hi, bool causal) {
   const char* pp = getenv("PTC_CUDA_ATTN_WG_PP");
   const char* od = getenv("PTC_CUDA_ATTN_WG_ORDER");
   const char* ls = getenv("PTC_CUDA_ATTN_WG_LS");
+  const char* qs = getenv("PTC_CUDA_ATTN_WG_QS");
   int fl = wg_flags_default(hi, causal);
   if (pp && strcmp(pp, "1") == 0) fl |= 1;
   if (od && strcmp(od, "0") == 0) fl &= ~2;
   if (od && strcmp(od, "1") == 0) fl |= 2;
   if (ls && strcmp(ls, "0") == 0) fl &= ~4;
   if (ls && strcmp(ls, "1") == 0) fl |= 4;
+  if (qs && strcmp(qs, "0") == 0) fl &= ~8;
+  if (qs && strcmp(qs, "1") == 0) fl |= 8;
   return fl;
 }
 
@@ -178,7 +189,7 @@ static ptc_status load_wg(ptc_context* ctx, const cuda_device* dev, bool bf, int
   PTC_TRY(cuda_build_module(ctx, arch, &src, "ptc_attention_wg", "the wgmma attention kernel",
                             &m->mod));
   cu_result r = cu->ModuleGetFunction(&m->fn, m->mod, "ptc_attn_wg");
-  int smem = wg_smem_bytes(c, d);
+  int smem = wg_smem_bytes(c, d, fl);
   const char* what = "finding the wgmma attention kernel";
   ptc_status s = PTC_OK;
   if (r == CU_SUCCESS && smem > dev->max_smem_optin) {
@@ -264,7 +275,7 @@ ptc_status cuda_attn_wg_run(const cuda_ext_call* c, const cuda_attn_geom* g, boo
     return PTC_ERR(UNIMPLEMENTED, "cuda backend: attention with too many keys");
   if (gx == 0) return PTC_OK;
   CUDA_TRY(cuda_libs_get()->cu.LaunchKernel(fn, (unsigned)gx, 1, 1, 128u * (unsigned)(cfg.nwg + 1), 1,
-                                            1, (unsigned)wg_smem_bytes(cfg, d), c->stream, params,
+                                            1, (unsigned)wg_smem_bytes(cfg, d, fl), c->stream, params,
                                             NULL),
            "launching the wgmma attention kernel");
   return PTC_OK;

@@ -38,6 +38,9 @@
 //  - FL & 1: ping-pong turns of the consumer warpgroups' wgmma issues
 //    (named barriers, FlashAttention-3's inter-warpgroup schedule; not
 //    faster on the H100, off by default);
+//  - FL & 8: q read by the S wgmmas from shared memory (each consumer
+//    warpgroup's 64 x D tile, loaded by cp.async while the last P v of
+//    the previous item runs) instead of registers;
 //  - FL & 4: the row sums of P by the tensor cores (an m64n8k16 wgmma of
 //    P and a block of ones beside each P v step) instead of FADDs in the
 //    softmax (the default for d64 causal only);
@@ -107,6 +110,44 @@ PTC_D void ptc_wg_mma_n8(float* d, const u32* a, u64 b) {
       "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%0,%1,%2,%3}, {%4,%5,%6,%7}, %8, p, 1, 1, 0;\n}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
+}
+
+// D (m64 x nN, f32) += A * B with both operands in shared memory
+// (descriptors a, b; both K-major, no transpose); sc 0: D = A * B. The
+// q-in-shared-memory form of S = q k^T (FL & 8).
+template <bool BF, int N>
+PTC_D void ptc_wg_mma_ss(float* d, u64 a, u64 b, int sc) {
+  if constexpr (N == 128) {
+    if (BF) asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, "
+      "%64, %65, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(a), "l"(b), "r"(sc));
+    else asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, "
+      "%64, %65, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(a), "l"(b), "r"(sc));
+  } else {
+    if (BF) asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, "
+      "%32, %33, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(a), "l"(b), "r"(sc));
+    else asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, "
+      "%32, %33, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(a), "l"(b), "r"(sc));
+  }
 }
 
 PTC_D void ptc_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
@@ -301,6 +342,16 @@ PTC_D void ptc_ws_qk(float* s, const u32 (&qa)[1][D / 16][4], u64 dk, u32 bo) {
   for (int k = 0; k < D / 16; k++)
     ptc_wg_mma<BF, BN, 0>(s, qa[0][k], d + (u64)(((k >> 2) * BN * 128 + (k & 3) * 32) >> 4), k > 0);
 }
+// The same with q from the warpgroup's shared tile (descriptor dq: 64 rows
+// of [D / 64][64][64] halves, 128-byte swizzle; FL & 8).
+template <bool BF, int D, int BN>
+PTC_D void ptc_ws_qk_ss(float* s, u64 dq, u64 dk, u32 bo) {
+  const u64 d = dk + (bo >> 4);
+#pragma unroll
+  for (int k = 0; k < D / 16; k++)
+    ptc_wg_mma_ss<BF, BN>(s, dq + (u64)(((k >> 2) * 64 * 128 + (k & 3) * 32) >> 4),
+                          d + (u64)(((k >> 2) * BN * 128 + (k & 3) * 32) >> 4), k > 0);
+}
 // LS: ls (m64 x n8) += P times the ones block (descriptor d1), the row
 // sums of P as the P v product takes them (rounded to the input type).
 template <bool BF, int D, int BN, bool LS>
@@ -425,6 +476,7 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
                             const ptc_tmap* tk, const ptc_tmap* tv) {
   constexpr int BM = 64 * NWG, NC = 128 * NWG, TILE = BN * D * 2;
   constexpr bool LS = (FL & 4) != 0;  // row sums by the tensor cores
+  constexpr bool QS = (FL & 8) != 0;  // q read by wgmma from shared memory
   static_assert(D == 64 || D == 128, "head dim 64 or 128");
   static_assert(BN == 64 || BN == 128, "key tiles of 64 or 128");
   static_assert(NS >= 2 && NS <= 4, "2 to 4 buffers");
@@ -435,6 +487,9 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
   const u32 kf = base + 2 * NS * TILE, ke = kf + 8 * NS, vf = ke + 8 * NS, ve = vf + 8 * NS;
   // LS: 512 bytes of ones after the mbarriers (the row-sum B operand)
   const u32 s1 = ve + 8 * NS;
+  // QS: each consumer warpgroup's q tile (64 x D halves, the k tiles'
+  // layout), 1024-aligned after the ones
+  const u32 sq = (s1 + 512 + 1023u) & ~1023u;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   if (LS && tid < 128) {
     const u32 one = BF ? 0x3F803F80u : 0x3C003C00u;
@@ -520,13 +575,20 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
     if (wg == NWG - 1) ptc_ws_turn_pass<FL, NWG>(wg);  // warpgroup 0 goes first
     const u64 dk = ptc_wg_desc(sk, 16, 1024), dv = ptc_wg_desc(sv, D == 64 ? 1024 : BN * 128, 1024);
     const u64 d1 = ptc_wg_desc_plain(s1, 128, 256);
-    // q of the block's next item is loaded while the current one ends
+    const u32 sqw = sq + (u32)(wg * 64 * D * 2);
+    const u64 dq = ptc_wg_desc(sqw, 16, 1024);
+    // q of the block's next item is loaded while the current one ends:
+    // into registers, or (QS) by cp.async into the warpgroup's tile
     i64 it = blockIdx.x, off[5];
-    u32 qa[1][D / 16][4];
-    if (it < nitems) {
-      ptc_attn_offsets(a, item_bi(it), off);
-      ptc_attn_qfrag<D, 1, true>(qa, q + off[0], a, item_m0(it) + warp * 16, qr, qc);
-    }
+    u32 qa[1][D / 16][4];  // unused with QS
+    auto q_load = [&](i64 nx) {
+      ptc_attn_offsets(a, item_bi(nx), off);
+      if constexpr (QS)
+        ptc_ws_tile<D, 64>(sqw, q + off[0], item_m0(nx) + 64 * wg, a.L, a.q_sl, tid & 127);
+      else
+        ptc_attn_qfrag<D, 1, true>(qa, q + off[0], a, item_m0(nx) + warp * 16, qr, qc);
+    };
+    if (it < nitems) q_load(it);
     for (; it < nitems; it += gridDim.x) {
       const i64 m0 = item_m0(it);
       const i64 w0 = m0 + warp * 16;  // this warp's first row
@@ -539,18 +601,27 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
       u32 pa[BN / 16][4];
 #pragma unroll
       for (int i = 0; i < D / 2; i++) acc[i] = 0.f;
+      if (QS) {
+        // the warpgroup's q copies landed and visible to wgmma
+        asm volatile("cp.async.wait_all;" ::: "memory");
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        asm volatile("bar.sync %0, 128;" ::"r"(4 + wg) : "memory");
+      }
       if (nt > 0) {
         // S(0) and its softmax
         const u32 b0 = tg % NS;
         ptc_ws_full<TMA>(kf + 8 * b0, (tg / NS) & 1);
         ptc_ws_turn_wait<FL, NWG>(wg);
         ptc_wg_fence();
-        ptc_ws_qk<BF, D, BN>(s, qa, dk, b0 * TILE);
+        if constexpr (QS)
+          ptc_ws_qk_ss<BF, D, BN>(s, dq, dk, b0 * TILE);
+        else
+          ptc_ws_qk<BF, D, BN>(s, qa, dk, b0 * TILE);
         ptc_wg_commit();
         ptc_ws_turn_pass<FL, NWG>(wg);
         ptc_wg_wait<0>();
         ptc_wg_hold<BN / 2>(s);
-        ptc_wg_hold_a<D / 16>(qa[0]);
+        if constexpr (!QS) ptc_wg_hold_a<D / 16>(qa[0]);
         ptc_mb_arrive(ke + 8 * b0);
         ptc_ws_softmax<BN, CAUSAL, EX, LS>(s, a, 0, w0, qr, qc, mx, l, al);
         ptc_ws_pack<BF, BN>(s, pa);
@@ -560,14 +631,17 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
           ptc_ws_full<TMA>(vf + 8 * bv, (gv / NS) & 1);
           ptc_ws_turn_wait<FL, NWG>(wg);
           ptc_wg_fence();
-          ptc_ws_qk<BF, D, BN>(s, qa, dk, bk * TILE);
+          if constexpr (QS)
+            ptc_ws_qk_ss<BF, D, BN>(s, dq, dk, bk * TILE);
+          else
+            ptc_ws_qk<BF, D, BN>(s, qa, dk, bk * TILE);
           ptc_wg_commit();
           ptc_ws_pv<BF, D, BN, LS>(acc, ls, pa, dv, bv * TILE, d1);
           ptc_wg_commit();
           ptc_ws_turn_pass<FL, NWG>(wg);
           ptc_wg_wait<1>();
           ptc_wg_hold<BN / 2>(s);
-          ptc_wg_hold_a<D / 16>(qa[0]);
+          if constexpr (!QS) ptc_wg_hold_a<D / 16>(qa[0]);
           ptc_mb_arrive(ke + 8 * bk);
           ptc_ws_softmax<BN, CAUSAL, EX, LS>(s, a, (i64)(j + 1) * BN, w0, qr, qc, mx, l, al);
           ptc_wg_wait<0>();
@@ -589,10 +663,7 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
       }
       tg += (u32)nt;
       const i64 nx = it + gridDim.x;
-      if (nx < nitems) {
-        ptc_attn_offsets(a, item_bi(nx), off);
-        ptc_attn_qfrag<D, 1, true>(qa, q + off[0], a, item_m0(nx) + warp * 16, qr, qc);
-      }
+      if (nx < nitems) q_load(nx);
       // (unconditional: a wait on no group returns at once, and ptxas then
       // sees every path to the reads below pass a wait)
       ptc_wg_wait<0>();
