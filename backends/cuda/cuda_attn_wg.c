@@ -113,13 +113,20 @@ static void wg_instance(ptc_strbuf* src, const char* name, bool bf, int d, wg_cf
  * s1024, test_cuda_attn --bench-wg, one run, tensor-copy loads: d64 0.0903
  * vs 0.0926-0.0929 ms, d128 0.1818 vs 0.2091-0.2096); causal keeps the
  * most-key-tiles-first order (head-major: d64 causal 0.0850 vs 0.0734, d128
- * causal 0.1378 vs 0.1352-0.1355). Ping-pong turns are off: d64 0.0939,
- * d128 0.2298, causal 0.0747 / 0.1346 against the same defaults. The
- * tensor-core row sums only for d64 causal (session 13, two runs: 0.0713
- * vs 0.0730 ms and, at 2,128,3, 0.0722 vs 0.0734; slower elsewhere: d64
- * 0.0953-0.0956 vs 0.0904-0.0906, d128 0.1937 vs 0.1808, d128 causal
- * 0.1359 vs 0.1350). hi: head dim index (1: 64, 2: 128). */
-static int wg_flags_default(int hi, bool causal) { return causal ? (hi == 1 ? 4 : 0) : 2; }
+ * causal 0.1378 vs 0.1352-0.1355). Ping-pong turns are off except d128
+ * causal with q in shared memory: d64 0.0939, d128 0.2298, causal 0.0747 /
+ * 0.1346 against the same defaults. The tensor-core row sums only for d64
+ * causal (session 13, two runs: 0.0713 vs 0.0730 ms and, at 2,128,3,
+ * 0.0722 vs 0.0734; slower elsewhere: d64 0.0953-0.0956 vs 0.0904-0.0906,
+ * d128 0.1937 vs 0.1808, d128 causal 0.1359 vs 0.1350). q in shared memory
+ * for head dim 128 (session 15, two runs, ms, registers -> shared memory:
+ * d128 0.1314-0.1318 -> 0.1253-0.1258, causal 0.1355-0.1358 -> 0.1313-0.1316,
+ * with ping-pong turns 0.1296-0.1297; d64 0.0908 -> 0.0941-0.0946, causal
+ * 0.0714 -> 0.0753). hi: head dim index (1: 64, 2: 128). */
+static int wg_flags_default(int hi, bool causal) {
+  if (hi == 2) return causal ? 8 | 1 : 8 | 2;
+  return causal ? 4 : 2;
+}
 
 /* The FL flags of a call: the default, PTC_CUDA_ATTN_WG_PP=1 adds ping-pong
  * turns, PTC_CUDA_ATTN_WG_ORDER=0/1 turns head-major items off / on,
@@ -291,12 +298,13 @@ ptc_status cuda_attn_wg_check_compile(int arch) {
     wg_instance(&src, name, true, 64, wg_cfgs[i], false, false, 0);
   }
   /* every head dim / causal default (f16 without causal, bf16 with), with
-   * the tensor-core row sums, cp.async and tensor-copy loads */
+   * the tensor-core row sums, cp.async and tensor-copy loads, q in
+   * registers and in shared memory */
   for (int hi = 1; hi <= 2; hi++)
     for (int causal = 0; causal < 2; causal++) {
       snprintf(name, sizeof name, "ptc_attn_wg_%d", n++);
       wg_instance(&src, name, causal, hi == 2 ? 128 : 64, wg_cfgs[wg_default[hi][causal]], causal,
-                  false, 4);
+                  false, 4 | 8);
       snprintf(name, sizeof name, "ptc_attn_wg_%d", n++);
       wg_instance(&src, name, !causal, hi == 2 ? 128 : 64, wg_cfgs[wg_default[hi][causal]], causal,
                   true, 7);
