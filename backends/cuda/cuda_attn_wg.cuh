@@ -260,16 +260,6 @@ PTC_D float ptc_ws_ex2p(float x) {
   return __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
 }
 
-// The max of row h's scores s[4 t + 2 h], s[4 t + 2 h + 1] over t < N,
-// as a tree (N a power of two).
-template <int N>
-PTC_D float ptc_ws_rmax(const float* s, int h) {
-  if constexpr (N == 1)
-    return fmaxf(s[2 * h], s[2 * h + 1]);
-  else
-    return fmaxf(ptc_ws_rmax<N / 2>(s, h), ptc_ws_rmax<N / 2>(s + 4 * (N / 2), h));
-}
-
 // Online softmax of the score tile s (keys n0 .. n0 + BN - 1, this
 // thread's rows w0 + qr, w0 + qr + 8), P = 2^(x - max) written over s (f32;
 // packed into A fragments by ptc_ws_pack once P v landed); mx / l the
@@ -289,46 +279,34 @@ PTC_D void ptc_ws_softmax_t(float* s, float sl, int kl, int dg, int qr, int qc, 
                  ? NEG_INF                                                                   \
                  : s[4 * (t) + (e)] * sl)                                                    \
           : s[4 * (t) + (e)])
-  // masked tiles: the scaled scores, -inf outside, in place
-  if (MASKED) {
-#pragma unroll
-    for (int t = 0; t < BN / 8; t++)
-#pragma unroll
-      for (int e = 0; e < 4; e++) s[4 * t + e] = PTC_WS_X(t, e);
-  }
-  // Both rows at once, the maxima by trees and the sums in four chains a
-  // row: a warp's softmax is bound by its dependency chains more than by
-  // the MUFU (a 128-key step took ~1400 cycles of clock64 trace with a
-  // serial max chain per row, the two rows one after the other).
-  float tm[2] = {ptc_ws_rmax<BN / 8>(s, 0), ptc_ws_rmax<BN / 8>(s, 1)}, u[2];
-#pragma unroll
-  for (int o = 1; o <= 2; o *= 2) {
-    const float a0 = __shfl_xor_sync(0xffffffffu, tm[0], o), a1 = __shfl_xor_sync(0xffffffffu, tm[1], o);
-    tm[0] = fmaxf(tm[0], a0);
-    tm[1] = fmaxf(tm[1], a1);
-  }
 #pragma unroll
   for (int h = 0; h < 2; h++) {
-    const float nm = fmaxf(mx[h], tm[h] * f);
-    u[h] = nm == NEG_INF ? 0.f : nm;
-    al[h] = ptc_attn_ex2(mx[h] - u[h]);
+    float tm = NEG_INF;
+#pragma unroll
+    for (int t = 0; t < BN / 8; t++) tm = fmaxf(tm, fmaxf(PTC_WS_X(t, 2 * h), PTC_WS_X(t, 2 * h + 1)));
+    tm = fmaxf(tm, __shfl_xor_sync(0xffffffffu, tm, 1));
+    tm = fmaxf(tm, __shfl_xor_sync(0xffffffffu, tm, 2));
+    const float nm = fmaxf(mx[h], tm * f);
+    const float u = nm == NEG_INF ? 0.f : nm;
+    al[h] = ptc_attn_ex2(mx[h] - u);
     mx[h] = nm;
-  }
-  float sm[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+    float sum0 = 0.f, sum1 = 0.f;
 #pragma unroll
-  for (int t = 0; t < BN / 8; t++) {
-    const bool poly = !MASKED && EX > 0 && t % (EX > 0 ? EX : 1) == (EX > 0 ? EX : 1) - 1;
-#pragma unroll
-    for (int e = 0; e < 4; e++) {
-      const float x = fmaf(s[4 * t + e], f, -u[e >> 1]);
-      const float p = poly ? ptc_ws_ex2p(x) : ptc_attn_ex2(x);
-      s[4 * t + e] = p;
-      if (!LS) sm[e >> 1][(t & 1) * 2 + (e & 1)] += p;
+    for (int t = 0; t < BN / 8; t++) {
+      const float x0 = fmaf(PTC_WS_X(t, 2 * h), f, -u), x1 = fmaf(PTC_WS_X(t, 2 * h + 1), f, -u);
+      const bool poly = !MASKED && EX > 0 && t % (EX > 0 ? EX : 1) == (EX > 0 ? EX : 1) - 1;
+      const float p0 = poly ? ptc_ws_ex2p(x0) : ptc_attn_ex2(x0);
+      const float p1 = poly ? ptc_ws_ex2p(x1) : ptc_attn_ex2(x1);
+      s[4 * t + 2 * h] = p0;
+      s[4 * t + 2 * h + 1] = p1;
+      if (LS) continue;
+      if (t & 1)
+        sum1 += p0 + p1;
+      else
+        sum0 += p0 + p1;
     }
+    if (!LS) l[h] = l[h] * al[h] + (sum0 + sum1);
   }
-  if (!LS)
-#pragma unroll
-    for (int h = 0; h < 2; h++) l[h] = l[h] * al[h] + ((sm[h][0] + sm[h][1]) + (sm[h][2] + sm[h][3]));
 #undef PTC_WS_X
 }
 
