@@ -61,7 +61,7 @@ typedef struct wg_mod {
 } wg_mod;
 
 static pthread_mutex_t wg_lock = PTHREAD_MUTEX_INITIALIZER;
-static wg_mod wg_mods[2][32][2][2][2][WG_NCFG]; /* [tma][fl][bf][d128][causal][shape] */
+static wg_mod wg_mods[2][64][2][2][2][WG_NCFG]; /* [tma][fl][bf][d128][causal][shape] */
 
 /* 1024-byte alignment slack, the k and v rings, 4 mbarriers per buffer,
  * the 512-byte ones block of the tensor-core row sums (FL & 4), and with
@@ -142,6 +142,8 @@ static int wg_flags(int hi, bool causal) {
   int fl = wg_flags_default(hi, causal);
   if (pp && strcmp(pp, "1") == 0) fl |= 1;
   if (pp && strcmp(pp, "2") == 0) fl |= 1 | 16;
+  if (pp && strcmp(pp, "3") == 0) fl |= 1 | 16 | 32;
+  if (pp && strcmp(pp, "4") == 0) fl |= 32;
   if (od && strcmp(od, "0") == 0) fl &= ~2;
   if (od && strcmp(od, "1") == 0) fl |= 2;
   if (ls && strcmp(ls, "0") == 0) fl &= ~4;

@@ -643,7 +643,12 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
           ptc_ws_pv<BF, D, BN, LS>(acc, ls, pa, dv, bv * TILE, d1);
           ptc_wg_commit();
           if (!(FL & 16)) ptc_ws_turn_pass<FL, NWG>(wg);
-          ptc_wg_wait<1>();
+          // FL & 32: P v waited for with S (no product in flight during
+          // the softmax)
+          if (FL & 32)
+            ptc_wg_wait<0>();
+          else
+            ptc_wg_wait<1>();
           if (FL & 16) ptc_ws_turn_pass<FL, NWG>(wg);
           ptc_wg_hold<BN / 2>(s);
           if constexpr (!QS) ptc_wg_hold_a<D / 16>(qa[0]);
