@@ -61,7 +61,7 @@ typedef struct wg_mod {
 } wg_mod;
 
 static pthread_mutex_t wg_lock = PTHREAD_MUTEX_INITIALIZER;
-static wg_mod wg_mods[2][64][2][2][2][WG_NCFG]; /* [tma][fl][bf][d128][causal][shape] */
+static wg_mod wg_mods[2][16][2][2][2][WG_NCFG]; /* [tma][fl][bf][d128][causal][shape] */
 
 /* 1024-byte alignment slack, the k and v rings, 4 mbarriers per buffer,
  * the 512-byte ones block of the tensor-core row sums (FL & 4), and with
@@ -80,9 +80,10 @@ static int wg_env_shape(int d, const cuda_device* dev) {
   int nwg, bn, ns, ex = 0;
   if (env && sscanf(env, "%d,%d,%d,%d", &nwg, &bn, &ns, &ex) >= 3)
     for (int i = 0; i < WG_NCFG; i++)
-      if (wg_cfgs[i].nwg == nwg && wg_cfgs[i].bn == bn && wg_cfgs[i].ns == ns && wg_cfgs[i].ex == ex)
-        return wg_smem_bytes(wg_cfgs[i], d, wg_flags(d == 128 ? 2 : 1, false)) <= dev->max_smem_optin ? i
-                                                                                                 : -1;
+      if (wg_cfgs[i].nwg == nwg && wg_cfgs[i].bn == bn && wg_cfgs[i].ns == ns && wg_cfgs[i].ex == ex) {
+        int fl = wg_flags(d == 128 ? 2 : 1, false); /* causal does not change the q tiles */
+        return wg_smem_bytes(wg_cfgs[i], d, fl) <= dev->max_smem_optin ? i : -1;
+      }
   return -1;
 }
 
@@ -129,7 +130,7 @@ static int wg_flags_default(int hi, bool causal) {
 }
 
 /* The FL flags of a call: the default, PTC_CUDA_ATTN_WG_PP=1 adds ping-pong
- * turns (2: passed on once the warpgroup's S landed, FL & 16), PTC_CUDA_ATTN_WG_ORDER=0/1 turns head-major items off / on,
+ * turns, PTC_CUDA_ATTN_WG_ORDER=0/1 turns head-major items off / on,
  * PTC_CUDA_ATTN_WG_LS=0/1 the tensor-core row sums (an m64n8k16 wgmma of
  * P and a block of ones beside each P v step, in place of two FADDs an
  * element of P in the softmax), PTC_CUDA_ATTN_WG_QS=0/1 q read by the S
@@ -141,9 +142,6 @@ static int wg_flags(int hi, bool causal) {
   const char* qs = getenv("PTC_CUDA_ATTN_WG_QS");
   int fl = wg_flags_default(hi, causal);
   if (pp && strcmp(pp, "1") == 0) fl |= 1;
-  if (pp && strcmp(pp, "2") == 0) fl |= 1 | 16;
-  if (pp && strcmp(pp, "3") == 0) fl |= 1 | 16 | 32;
-  if (pp && strcmp(pp, "4") == 0) fl |= 32;
   if (od && strcmp(od, "0") == 0) fl &= ~2;
   if (od && strcmp(od, "1") == 0) fl |= 2;
   if (ls && strcmp(ls, "0") == 0) fl &= ~4;

@@ -38,9 +38,6 @@
 //  - FL & 1: ping-pong turns of the consumer warpgroups' wgmma issues
 //    (named barriers, FlashAttention-3's inter-warpgroup schedule; not
 //    faster on the H100, off by default);
-//    FL & 16: a warpgroup passes the turn only once its S has landed, so
-//    the next one's products queue behind its own and the softmaxes run
-//    offset by the product time;
 //  - FL & 8: q read by the S wgmmas from shared memory (each consumer
 //    warpgroup's 64 x D tile, loaded by cp.async while the last P v of
 //    the previous item runs) instead of registers;
@@ -621,9 +618,8 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
         else
           ptc_ws_qk<BF, D, BN>(s, qa, dk, b0 * TILE);
         ptc_wg_commit();
-        if (!(FL & 16)) ptc_ws_turn_pass<FL, NWG>(wg);
+        ptc_ws_turn_pass<FL, NWG>(wg);
         ptc_wg_wait<0>();
-        if (FL & 16) ptc_ws_turn_pass<FL, NWG>(wg);
         ptc_wg_hold<BN / 2>(s);
         if constexpr (!QS) ptc_wg_hold_a<D / 16>(qa[0]);
         ptc_mb_arrive(ke + 8 * b0);
@@ -642,14 +638,8 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
           ptc_wg_commit();
           ptc_ws_pv<BF, D, BN, LS>(acc, ls, pa, dv, bv * TILE, d1);
           ptc_wg_commit();
-          if (!(FL & 16)) ptc_ws_turn_pass<FL, NWG>(wg);
-          // FL & 32: P v waited for with S (no product in flight during
-          // the softmax)
-          if (FL & 32)
-            ptc_wg_wait<0>();
-          else
-            ptc_wg_wait<1>();
-          if (FL & 16) ptc_ws_turn_pass<FL, NWG>(wg);
+          ptc_ws_turn_pass<FL, NWG>(wg);
+          ptc_wg_wait<1>();
           ptc_wg_hold<BN / 2>(s);
           if constexpr (!QS) ptc_wg_hold_a<D / 16>(qa[0]);
           ptc_mb_arrive(ke + 8 * bk);
