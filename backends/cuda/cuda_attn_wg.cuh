@@ -619,10 +619,6 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
           ptc_ws_qk<BF, D, BN>(s, qa, dk, b0 * TILE);
         ptc_wg_commit();
         ptc_ws_turn_pass<FL, NWG>(wg);
-        // the tiles of the next products (k(1), v(0)), waited for while S
-        // runs rather than on the path from one softmax to the next issue
-        if (nt > 1) ptc_ws_full<TMA>(kf + 8 * ((tg + 1) % NS), ((tg + 1) / NS) & 1);
-        ptc_ws_full<TMA>(vf + 8 * b0, (tg / NS) & 1);
         ptc_wg_wait<0>();
         ptc_wg_hold<BN / 2>(s);
         if constexpr (!QS) ptc_wg_hold_a<D / 16>(qa[0]);
@@ -630,8 +626,9 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
         ptc_ws_softmax<BN, CAUSAL, EX, LS>(s, a, 0, w0, qr, qc, mx, l, al);
         ptc_ws_pack<BF, BN>(s, pa);
         for (int j = 0; j < nt - 1; j++) {
-          // k(j + 1) and v(j) were waited for in the step before
           const u32 gk = tg + (u32)(j + 1), gv = tg + (u32)j, bk = gk % NS, bv = gv % NS;
+          ptc_ws_full<TMA>(kf + 8 * bk, (gk / NS) & 1);
+          ptc_ws_full<TMA>(vf + 8 * bv, (gv / NS) & 1);
           ptc_ws_turn_wait<FL, NWG>(wg);
           ptc_wg_fence();
           if constexpr (QS)
@@ -642,10 +639,6 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
           ptc_ws_pv<BF, D, BN, LS>(acc, ls, pa, dv, bv * TILE, d1);
           ptc_wg_commit();
           ptc_ws_turn_pass<FL, NWG>(wg);
-          // k(j + 2) and v(j + 1) while S(j + 1) runs (their ring slots'
-          // earlier tiles, at most k(j) and v(j - 1), are released)
-          if (j + 2 < nt) ptc_ws_full<TMA>(kf + 8 * ((gk + 1) % NS), ((gk + 1) / NS) & 1);
-          ptc_ws_full<TMA>(vf + 8 * ((gv + 1) % NS), ((gv + 1) / NS) & 1);
           ptc_wg_wait<1>();
           ptc_wg_hold<BN / 2>(s);
           if constexpr (!QS) ptc_wg_hold_a<D / 16>(qa[0]);
@@ -660,7 +653,8 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
           ptc_ws_pack<BF, BN>(s, pa);
         }
         // the last P v, in flight while the next q loads
-        const u32 gv = tg + (u32)(nt - 1), bv = gv % NS;  // waited for already
+        const u32 gv = tg + (u32)(nt - 1), bv = gv % NS;
+        ptc_ws_full<TMA>(vf + 8 * bv, (gv / NS) & 1);
         ptc_ws_turn_wait<FL, NWG>(wg);
         ptc_wg_fence();
         ptc_ws_pv<BF, D, BN, LS>(acc, ls, pa, dv, bv * TILE, d1);
