@@ -11,18 +11,30 @@
 #  - with --ncu: Nsight Compute on one d64 launch of the wgmma kernel, the
 #    speed-of-light, warp-state (stall reasons) and instruction sections,
 #    plus, where this ncu can print it, the source page (SASS lines with
-#    their stall samples) as CSV, the 60 most stalled lines first.
-# Logs go to $OUT (at most 4 files: cases.txt, bench.txt, flash.txt,
-# ncu.txt). Time limits per step: T_CASES (default 120 s), T_BENCH (60 s),
+#    their stall samples) as CSV, the 60 most stalled lines first; then
+#    the pipes' busy shares (MUFU, tensor, FMA, ALU, issue slots) of the
+#    d64 kernel and of the kernel torch's sdpa takes for the same call
+#    (cuDNN's on torch 2.11), in one table each;
+#  - with --probe: bench/wg_overlap_probe.cu built by nvcc and run (can a
+#    warpgroup's ex2 / FMA work overlap another's wgmmas).
+# Logs go to $OUT (at most 5 files: cases.txt, bench.txt, flash.txt,
+# ncu.txt, probe.txt). Time limits per step: T_CASES (default 120 s), T_BENCH (60 s),
 # T_NCU (150 s).
 #
-#   bash bench/attn_wg_gpu.sh [--ncu] [VAR=VALUE ...]
+#   bash bench/attn_wg_gpu.sh [--ncu] [--probe] [VAR=VALUE ...]
 set -uo pipefail
 B=${BUILD:-/tmp/ptc-gpu-build}
 O=${OUT:-/tmp/attn-wg-logs}
 mkdir -p "$O"
 NCU=0
-if [ "${1:-}" = "--ncu" ]; then NCU=1; shift; fi
+PROBE=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --ncu) NCU=1; shift ;;
+    --probe) PROBE=1; shift ;;
+    *) break ;;
+  esac
+done
 eval "$(bash scripts/device-deps.sh env)"
 cd /tmp/ptc-gpu-src || exit 1
 export PTC_CACHE_DIR=${PTC_CACHE_DIR:-/tmp/ptc-gpu-cache}
@@ -112,6 +124,29 @@ for r in sorted(body, key=lambda r: -num(r[key]))[:60]:
     print(f"{100 * num(r[key]) / total:5.1f}%  {r[src]}")
 PYEOF
     fi
+    echo "#### pipes (busy shares), ptc's d64 kernel, then torch's sdpa kernel on the same call"
+    M=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,smsp__issue_active.avg.pct_of_peak_sustained_active
+    M=$M,sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active
+    M=$M,sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_xu.sum,smsp__inst_executed.sum
+    M=$M,sm__pipe_tensor_op_hmma_type_hmma_hgmma_qgmma_cycles_active.avg.pct_of_peak_sustained_active
+    timeout "${T_NCU:-150}" "$NCUB" --clock-control none --metrics "$M" -k regex:ptc_attn_wg -c 1 "$T" --bench-wg |
+      grep -E "^  [a-z_]|^    [a-z]"
+    timeout "${T_NCU:-150}" "$NCUB" --clock-control none --metrics "$M" -k regex:"flash|fmha|attn|sdpa" -c 1 \
+      "$PYT" -c "import torch, torch.nn.functional as F
+q, k, v = (torch.randn(8, 16, 1024, 64, device='cuda', dtype=torch.bfloat16) for _ in range(3))
+F.scaled_dot_product_attention(q, k, v); torch.cuda.synchronize()" | grep -E "^  [a-z_]|^    [a-z]"
   } >"$O/ncu.txt" 2>&1
   echo "== ncu ($(el))"; grep -E "^####|==ERR|==WARN|Stall|stall" "$O/ncu.txt" | head -40
+fi
+
+if [ "$PROBE" = 1 ]; then
+  NVCC=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null | head -n 1)
+  {
+    if [ -z "$NVCC" ]; then
+      echo "no nvcc on this machine"
+    elif "$NVCC" -gencode arch=compute_90a,code=sm_90a -O3 -o /tmp/wg_overlap_probe bench/wg_overlap_probe.cu; then
+      timeout 60 /tmp/wg_overlap_probe
+    fi
+  } >"$O/probe.txt" 2>&1
+  echo "== probe ($(el))"; cat "$O/probe.txt"
 fi
