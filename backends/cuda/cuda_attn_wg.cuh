@@ -121,9 +121,6 @@ PTC_D void ptc_wg_mma_n8(float* d, const u32* a, u64 b) {
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
 }
 
-// D (m64 x nN, f32) += A * B with both operands in shared memory
-// (descriptors a, b; both K-major, no transpose); sc 0: D = A * B. The
-// q-in-shared-memory form of S = q k^T (FL & 8).
 // One SS wgmma: shape SH (e.g. "m64n128k16"), input type TY, accumulator
 // register list REGS / operands ACC, operand numbers of a, b and sc.
 #define PTC_WG_SS(SH, TY, REGS, ACC, IA, IB, ISC)                                                  \
@@ -132,6 +129,9 @@ PTC_D void ptc_wg_mma_n8(float* d, const u32* a, u64 b) {
                ", p, 1, 1, 0, 0;\n}\n"                                                               \
                : ACC                                                                             \
                : "l"(a), "l"(b), "r"(sc))
+// D (m64 x nN, f32) += A * B with both operands in shared memory
+// (descriptors a, b; both K-major, no transpose); sc 0: D = A * B. The
+// q-in-shared-memory form of S = q k^T (FL & 8).
 template <bool BF, int N>
 PTC_D void ptc_wg_mma_ss(float* d, u64 a, u64 b, int sc) {
   if constexpr (N == 128) {
