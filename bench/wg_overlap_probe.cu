@@ -43,64 +43,63 @@ __device__ __forceinline__ void mma_rs(float* d, const u32* a, u64 b) {
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
 }
 
-// role: 0 idle, 1 wgmma, 2 ex2 (MUFU), 3 FFMA chains
-__device__ void work(int role, int iters, float* out, u32 sa, u32 sb) {
-  if (role == 1) {
-    float d[64];
-    for (int i = 0; i < 64; i++) d[i] = 0.f;
-    u64 da = desc(sa, 128, 256), db = desc(sb, 128, 256);
-    for (int it = 0; it < iters; it++) {
-      asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+// A warpgroup's wgmma work: iters x 8 m64n128k16, A from shared memory
+// (RS false) or from registers (RS true), B from shared memory.
+template <bool RS>
+__device__ void wgmma_loop(int iters, float* out, u32 sa, u32 sb) {
+  float d[64];
+  for (int i = 0; i < 64; i++) d[i] = 0.f;
+  u32 ar[8][4];
+  for (int i = 0; i < 8; i++)
+    for (int e = 0; e < 4; e++) ar[i][e] = 0x3F803F80u + threadIdx.x;
+  u64 da = desc(sa, 128, 256), db = desc(sb, 128, 256);
+  for (int it = 0; it < iters; it++) {
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
-      for (int k = 0; k < 8; k++) mma(d, da, db);
-      asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-      asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    for (int k = 0; k < 8; k++) {
+      if (RS)
+        mma_rs(d, ar[k], db);
+      else
+        mma(d, da, db);
     }
-    float s = 0.f;
-    for (int i = 0; i < 64; i++) s += d[i];
-    if (s == 12345.f) out[0] = s;
-  } else if (role == 4) {
-    float d[64];
-    for (int i = 0; i < 64; i++) d[i] = 0.f;
-    u32 ar[8][4];
-    for (int i = 0; i < 8; i++)
-      for (int e = 0; e < 4; e++) ar[i][e] = 0x3F803F80u + threadIdx.x;
-    u64 db = desc(sb, 128, 256);
-    for (int it = 0; it < iters; it++) {
-      asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+  }
+  float s = 0.f;
+  for (int i = 0; i < 64; i++) s += d[i];
+  if (s == 12345.f) out[0] = s;  // keeps the work live
+}
+
+// A warpgroup's scalar work: iters x 32 independent chains a thread of
+// ex2 (MUFU, EX2 true) or FFMA.
+template <bool EX2>
+__device__ void alu_loop(int iters, float* out) {
+  float x[32];
+  for (int i = 0; i < 32; i++) x[i] = (EX2 ? -0.001f : 0.001f) * (threadIdx.x + i);
+  for (int it = 0; it < iters; it++) {
 #pragma unroll
-      for (int k = 0; k < 8; k++) mma_rs(d, ar[k], db);
-      asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-      asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-    }
-    float s = 0.f;
-    for (int i = 0; i < 64; i++) s += d[i];
-    if (s == 12345.f) out[0] = s;
-  } else if (role == 2) {
-    float x[32];
-    for (int i = 0; i < 32; i++) x[i] = -0.001f * (threadIdx.x + i);
-    for (int it = 0; it < iters; it++) {
-#pragma unroll
-      for (int i = 0; i < 32; i++) {
+    for (int i = 0; i < 32; i++) {
+      if (EX2) {
         float y;
         asm volatile("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x[i]));
         x[i] = y - 1.0f;
+      } else {
+        x[i] = fmaf(x[i], 0.999f, 0.0001f);
       }
     }
-    float s = 0.f;
-    for (int i = 0; i < 32; i++) s += x[i];
-    if (s == 12345.f) out[0] = s;
-  } else if (role == 3) {
-    float x[32];
-    for (int i = 0; i < 32; i++) x[i] = 0.001f * (threadIdx.x + i);
-    for (int it = 0; it < iters; it++) {
-#pragma unroll
-      for (int i = 0; i < 32; i++) x[i] = fmaf(x[i], 0.999f, 0.0001f);
-    }
-    float s = 0.f;
-    for (int i = 0; i < 32; i++) s += x[i];
-    if (s == 12345.f) out[0] = s;
   }
+  float s = 0.f;
+  for (int i = 0; i < 32; i++) s += x[i];
+  if (s == 12345.f) out[0] = s;
+}
+
+// role: 0 idle, 1 wgmma (A in shared memory), 2 ex2 (MUFU), 3 FFMA
+// chains, 4 wgmma (A in registers)
+__device__ void work(int role, int iters, float* out, u32 sa, u32 sb) {
+  if (role == 1) wgmma_loop<false>(iters, out, sa, sb);
+  if (role == 4) wgmma_loop<true>(iters, out, sa, sb);
+  if (role == 2) alu_loop<true>(iters, out);
+  if (role == 3) alu_loop<false>(iters, out);
 }
 
 __global__ void __launch_bounds__(256, 1) k(int r0, int r1, int it0, int it1, float* out, long long* cyc) {
