@@ -534,43 +534,80 @@ static void emit_decompose(cug* g, const char* lin, const char* v, const sym_exp
  * vector pointwise kernels, their loads issued together:
  * PTC_CUDA_PW_UNROLL (1, 2 or 4; read at code generation), 1 where a
  * buffer is read as inner vectors (vec_inner's broadcast loads). */
-/* Streaming vector pointwise kernels: at least PTC_CUDA_PW_STREAM MiB
- * (default CUDA_CG_PW_STREAM_MIB; 0 = never) of flat vector traffic by the
- * size hints, far above the L2. They take 2 chunks a thread a step
- * (pw_unroll), loads ld.global.nc.L1::no_allocate and stores st.global.cs
- * (io_hints) unless PTC_CUDA_PW_UNROLL / _LD / _ST say otherwise. H100,
- * bf16 2^26 sin/cos/sigmoid chain (256 MiB), GPU / wall us a call, one run
- * (model_kernels --calls 100 --wall): plain 98.2 / 100.6 and 99.0 / 100.2,
+/* Big vector pointwise kernels: at least PTC_CUDA_PW_STREAM MiB (default
+ * CUDA_CG_PW_STREAM_MIB; 0 = never) of flat vector traffic by the size
+ * hints, far above the L2. They take 2 chunks a thread (pw_unroll), one
+ * pass (pw_grid_plan), and, where every flat buffer has 1- or 2-byte
+ * elements, loads ld.global.nc.L1::no_allocate and stores st.global.cs
+ * (io_hints), unless PTC_CUDA_PW_UNROLL / _WAVES / _LD / _ST say
+ * otherwise. H100, bf16 2^26 sin/cos/sigmoid chain (256 MiB), GPU / wall
+ * us a call, one run (model_kernels --calls 100 --wall; session 11, the 2
+ * chunks then a grid apart, 8 waves): plain 98.2 / 100.6 and 99.0 / 100.2,
  * streaming 98.0 / 98.8; alone: unroll 2 98.7 / 100.1, ld 2 100.0 / 101.1,
  * st 1 99.1 / 100.5, ld 2 + st 1 99.8 / 100.9, ld 1 + st 1 99.8 / 101.1,
  * ld 3 100.0 / 101.9, ld 4 100.1 / 101.4, unroll 4 99.6 / 101.0; blocks of
  * 128 97.6 / 98.9, 512 101.7 / 103.0; 16 waves 98.9 / 99.7, no cap
- * 101.4 / 100.9. Smaller kernels (model activations, which the next
- * kernel may find in the L2) keep plain accesses and one chunk, and so do
- * kernels with a flat buffer of 4-byte or wider elements: the second chunk
- * doubles the body (NVRTC of the f32 chain 0.115 -> 0.19 s here) and f32
- * gained nothing measurable on the H100 (2^26 chain 0.187 vs 0.188 ms). */
-static bool pw_streaming(const cug* g) {
-  if (g->layout != CUDA_LAYOUT_POINTWISE || !g->vec_width) return false;
-  long mib = env_knob("PTC_CUDA_PW_STREAM", CUDA_CG_PW_STREAM_MIB, 0, 1L << 20);
-  if (mib <= 0) return false;
+ * 101.4 / 100.9. f32 gained nothing from the hints (session 16, 2^26
+ * chain, 8 waves: 187.6 with st 1, 187.7 with ld 2 + st 1, 187.8 plain)
+ * but gains from the one pass (pw_grid_plan). Smaller kernels (model
+ * activations, which the next kernel may find in the L2) keep plain
+ * accesses, one chunk and the capped grid: the second chunk doubles the
+ * body (NVRTC of the f32 chain 0.115 -> 0.19 s on a 2-core machine). */
+/* Flat vector traffic (bytes) of a vector pointwise kernel by the size
+ * hints, and whether every flat vector buffer has elements narrower than 4
+ * bytes. */
+static int64_t pw_flat_bytes(const cug* g, bool* narrow) {
   int64_t xh = hint_product(g, g->k->ranges, g->k->n_ranges);
   int64_t per = 0;
+  *narrow = true;
   for (size_t b = 0; b < g->n_buffers; b++) {
     if (!g->vec_buf[b]) continue;
     size_t es = ptc_dtype_size(ir_buf(g->p, (int32_t)b)->dtype);
-    if (es >= 4) return false;
+    *narrow &= es < 4;
     per += (int64_t)es;
   }
-  return xh > 0 && per > 0 && xh >= ((int64_t)mib << 20) / per;
+  return xh > 0 && per > 0 && xh <= INT64_MAX / per ? xh * per : 0;
+}
+
+/* A large vector pointwise kernel: at least PTC_CUDA_PW_STREAM MiB (default
+ * CUDA_CG_PW_STREAM_MIB; 0 = never) of flat vector traffic by the size
+ * hints, far above the L2. It takes 2 chunks a thread (pw_unroll; the
+ * block's chunks contiguous) in one pass, no grid cap (pw_grid_plan). */
+static bool pw_big(const cug* g) {
+  if (g->layout != CUDA_LAYOUT_POINTWISE || !g->vec_width) return false;
+  long mib = env_knob("PTC_CUDA_PW_STREAM", CUDA_CG_PW_STREAM_MIB, 0, 1L << 20);
+  bool narrow;
+  return mib > 0 && pw_flat_bytes(g, &narrow) >= ((int64_t)mib << 20);
+}
+
+/* Streaming hints (ld.global.nc.L1::no_allocate loads, st.global.cs
+ * stores; io_hints) for big kernels whose flat buffers are all of 1- or
+ * 2-byte elements (see above: f32 gained nothing from them). */
+static bool pw_streaming(const cug* g) {
+  bool narrow;
+  return pw_big(g) && (pw_flat_bytes(g, &narrow), narrow);
 }
 
 static uint32_t pw_unroll(const cug* g) {
   if (g->layout != CUDA_LAYOUT_POINTWISE || !g->vec_width) return 1;
   for (size_t b = 0; g->vec_inner && b < g->n_buffers; b++)
     if (g->rvec_buf[b]) return 1;
-  long u = env_knob("PTC_CUDA_PW_UNROLL", pw_streaming(g) ? 2 : CUDA_CG_PW_UNROLL, 1, 4);
+  long u = env_knob("PTC_CUDA_PW_UNROLL", pw_big(g) ? 2 : CUDA_CG_PW_UNROLL, 1, 4);
   return u >= 4 ? 4 : u >= 2 ? 2 : 1;
+}
+
+/* Big vector pointwise kernels (pw_big) run in one pass: no grid cap, so
+ * every block takes one tile of 2 chunks a thread and no SM is left with a
+ * tail of a capped grid's last steps, unless PTC_CUDA_PW_WAVES says
+ * otherwise. H100, f32 2^26 sin/cos/sigmoid chain written by hand
+ * (bench/pw_layout_probe.cu, median of 15 interleaved rounds): a
+ * grid-stride loop of one chunk a thread a step capped at 8 waves 186.8
+ * us, 2 block-contiguous chunks capped at 8 waves 185.8, at 4 waves 191.3,
+ * one pass 181.6, Inductor's layout (128 threads, 2 chunks 2 KiB apart)
+ * 182.0; flush-to-zero changed none of them. */
+static void pw_grid_plan(const cug* g, cuda_kernel_src* out) {
+  const char* e = getenv("PTC_CUDA_PW_WAVES");
+  if ((!e || !*e) && pw_big(g)) out->grid_per_sm = CUDA_CG_PW_NOCAP;
 }
 
 static ptc_status emit_pointwise_vec(cug* g, cuda_kernel_src* out) {
@@ -600,11 +637,12 @@ static ptc_status emit_pointwise_vec(cug* g, cuda_kernel_src* out) {
   cug_line(g, &g->body, "const IT chunks = (xn + (IT)%u) / (IT)%u;", V - 1, V);
   const uint32_t U = pw_unroll(g);
   if (U > 1) {
-    /* U chunks a thread a step, a grid apart: every chunk's vector loads
-     * are issued before the first one's points (loads in flight) */
-    cug_line(g, &g->body, "const IT cstep = (IT)gridDim.x * (IT)blockDim.x;");
-    cug_line(g, &g->body, "for (IT c0 = (IT)blockIdx.x * (IT)blockDim.x + (IT)threadIdx.x; c0 < chunks; "
-             "c0 += cstep * (IT)%u) {", U);
+    /* U chunks a thread a step, a block apart (a block's U * blockDim
+     * chunks are contiguous): every chunk's vector loads are issued before
+     * the first one's points (loads in flight) */
+    cug_line(g, &g->body, "const IT cstep = (IT)blockDim.x;");
+    cug_line(g, &g->body, "for (IT c0 = (IT)blockIdx.x * cstep * (IT)%u + (IT)threadIdx.x; c0 < chunks; "
+             "c0 += (IT)gridDim.x * cstep * (IT)%u) {", U, U);
     g->indent++;
     for (uint32_t j = 0; j < out->n_bufs; j++) {
       int32_t b = out->bufs[j];
@@ -2390,6 +2428,7 @@ ptc_status cuda_codegen_kernel_named(const ir_program* p, const sched_plan* s, u
     choose_layout(&g, out);
     vec_plan(&g);
     if (g.vec_width) out->slots = out->block_x * g.vec_width * pw_unroll(&g);
+    pw_grid_plan(&g, out);
     g.inplace_hazard = g.layout != CUDA_LAYOUT_POINTWISE && any_shared_slot(&g, out);
     if (!g.inplace_hazard) st = rvec_plan(&g);
     if (!st && !g.inplace_hazard) st = persist_plan(&g, out);

@@ -209,7 +209,7 @@ static ptc_status build(ptc_context* ctx, const work* w, ptc_graph** out) {
 
 typedef struct kinfo {
   uint32_t kernels, persist, prefetch, bounded, grid_capped, split, cvec;
-  uint32_t block_x; /* the last kernel's */
+  uint32_t block_x, grid_per_sm; /* the last kernel's */
 } kinfo;
 
 /* --dump-src: the dump keeps each kernel's prelude (a whole NVRTC source) */
@@ -241,6 +241,7 @@ static bool generate(ptc_context* ctx, const work* w, const char* knobs, kinfo* 
     ki->split += src.split > 1;
     ki->cvec += strstr(src.source, "vector columns") != NULL;
     ki->block_x = src.block_x;
+    ki->grid_per_sm = src.grid_per_sm;
     const char* body = strstr(src.source, "// libptc generated kernel");
     const char* end = body ? strstr(body, "\n// kernel ") : NULL;
     ptc_sb_append(tu, end && !dump_full ? end : src.source); /* without the prelude */
@@ -332,7 +333,7 @@ static void short_row_checks(ptc_context* ctx, ptc_strbuf* tu) {
   CHECK(generate(ctx, &pw32, "PW_UNROLL=4 PW_WAVES=8 PW_BLOCK=128", &ki, tu));
   CHECK(strstr(tu->data + at, "float vin_u_b0[4][4];") != NULL);
   CHECK(ki.block_x == 128 && ki.grid_capped == 1);
-  CHECK(generate(ctx, &pw, "PW_WAVES=", &ki, tu)); /* the default: 8 waves */
+  CHECK(generate(ctx, &pw32, "PW_WAVES=", &ki, tu)); /* the default: 8 waves */
   CHECK(ki.grid_capped == (CUDA_CG_PW_WAVES >= 0 ? 1u : 0u));
   CHECK(generate(ctx, &pw, "PW_WAVES=-1", &ki, tu)); /* the tune default (4) */
   CHECK(ki.grid_capped == 0);
@@ -457,11 +458,22 @@ static void short_row_checks(ptc_context* ctx, ptc_strbuf* tu) {
   at = tu->len;
   CHECK(generate(ctx, &pw32, "", &ki, tu));
   CHECK(strstr(tu->data + at, "_h<") == NULL);
-  /* 4-byte elements never stream, however large (f32 8192x8192: 512 MiB) */
+  /* big kernels (>= 64 MiB of flat vector traffic) take 2 block-contiguous
+   * chunks a thread in one pass (no grid cap); 4-byte elements get no cache
+   * hints however large (f32 8192x8192: 512 MiB); small kernels keep one
+   * chunk and the 8-wave cap; PW_WAVES still caps a big one */
   const work pw32big = {"sigmoid", PTC_F32, 8192, 8192};
   at = tu->len;
   CHECK(generate(ctx, &pw32big, "", &ki, tu));
-  CHECK(strstr(tu->data + at, "_h<") == NULL && strstr(tu->data + at, "vin_u_b0") == NULL);
+  CHECK(strstr(tu->data + at, "_h<") == NULL && strstr(tu->data + at, "float vin_u_b0[2][4];") != NULL);
+  CHECK(strstr(tu->data + at, "const IT cstep = (IT)blockDim.x;") != NULL);
+  CHECK(ki.grid_per_sm == CUDA_CG_PW_NOCAP);
+  CHECK(generate(ctx, &pw32big, "PW_WAVES=8", &ki, tu));
+  CHECK(ki.grid_per_sm == 8);
+  CHECK(generate(ctx, &pw, "", &ki, tu));
+  CHECK(ki.grid_per_sm == CUDA_CG_PW_NOCAP);
+  CHECK(generate(ctx, &pw32, "", &ki, tu));
+  CHECK(ki.grid_per_sm == CUDA_CG_PW_WAVES);
   const work vm16 = {"var_mean", PTC_BF16, 16384, 4096};
   at = tu->len;
   CHECK(generate(ctx, &vm16, "ROW_LD=2", &ki, tu));
