@@ -604,10 +604,21 @@ static uint32_t pw_unroll(const cug* g) {
  * grid-stride loop of one chunk a thread a step capped at 8 waves 186.8
  * us, 2 block-contiguous chunks capped at 8 waves 185.8, at 4 waves 191.3,
  * one pass 181.6, Inductor's layout (128 threads, 2 chunks 2 KiB apart)
- * 182.0; flush-to-zero changed none of them. */
-static void pw_grid_plan(const cug* g, cuda_kernel_src* out) {
+ * 182.0; flush-to-zero changed none of them. Blocks of
+ * CUDA_CG_PW_BIG_BLOCK threads unless PTC_CUDA_PW_BLOCK says otherwise.
+ * The generated kernels (bench/knob_sweep.py, 11 interleaved rounds, GPU
+ * us a call): f32 one chunk capped at 8 waves (before) 188.2, 2 chunks in
+ * one pass 185.9 with blocks of 256, 183.7 of 128, 188.8 of 512; 2 chunks
+ * capped at 8 waves 188.5; 4 chunks 191.3; Inductor 193.3 (min 183.2).
+ * bf16 (2 chunks a grid apart capped at 8 waves before): one pass 98.5
+ * with blocks of 256, 97.5 of 128; capped at 8 waves 97.3; one chunk
+ * 101.4, no cache hints 99.8; Inductor 170.9. */
+static void pw_grid_plan(cug* g, cuda_kernel_src* out) {
+  if (!pw_big(g)) return;
   const char* e = getenv("PTC_CUDA_PW_WAVES");
-  if ((!e || !*e) && pw_big(g)) out->grid_per_sm = CUDA_CG_PW_NOCAP;
+  if (!e || !*e) out->grid_per_sm = CUDA_CG_PW_NOCAP;
+  e = getenv("PTC_CUDA_PW_BLOCK");
+  if (!e || !*e) out->block_x = g->slots = CUDA_CG_PW_BIG_BLOCK;
 }
 
 static ptc_status emit_pointwise_vec(cug* g, cuda_kernel_src* out) {
@@ -1496,6 +1507,17 @@ static bool rvec_enabled(void) {
   return !e || !*e || strcmp(e, "0") != 0;
 }
 
+/* The default load hint of vector rows (PTC_CUDA_ROW_LD): 2
+ * (ld.global.nc.L1::no_allocate) for rows of 4-byte elements that the
+ * kernel only reads (row sums, var_mean's two passes), else 0 (plain).
+ * H100, 16384x4096, GPU us a call (bench/knob_sweep.py, 11 interleaved
+ * rounds, session 16): f32 row_sum 90.2 -> 88.3, f32 var_mean 89.3 ->
+ * 88.3; but f32 softmax (written rows) 90.7 -> 92.2, bf16 var_mean 50.1 ->
+ * 51.3 (bf16 row_sum 47.2 -> 46.2). */
+static long row_ld_default(const cug* g) {
+  return g->rvec == 4 && !stores_rows(g) ? 2 : 0;
+}
+
 static ptc_status rvec_plan(cug* g) {
   g->rvec = 0;
   if (g->layout != CUDA_LAYOUT_ROW || g->k->n_rranges != 1 || g->inplace_hazard || !rvec_enabled())
@@ -1554,7 +1576,7 @@ static ptc_status rvec_plan(cug* g) {
     n += g->rvec_buf[b];
   }
   if (n) g->rvec = (uint32_t)(16 / widest);
-  if (g->rvec > 1) io_hints(g, env_knob("PTC_CUDA_ROW_LD", 0, 0, 4), 0);
+  if (g->rvec > 1) io_hints(g, env_knob("PTC_CUDA_ROW_LD", row_ld_default(g), 0, 4), 0);
   free(bad);
   free(acc);
   return PTC_OK;
@@ -2427,8 +2449,8 @@ ptc_status cuda_codegen_kernel_named(const ir_program* p, const sched_plan* s, u
   if (!st) {
     choose_layout(&g, out);
     vec_plan(&g);
-    if (g.vec_width) out->slots = out->block_x * g.vec_width * pw_unroll(&g);
     pw_grid_plan(&g, out);
+    if (g.vec_width) out->slots = out->block_x * g.vec_width * pw_unroll(&g);
     g.inplace_hazard = g.layout != CUDA_LAYOUT_POINTWISE && any_shared_slot(&g, out);
     if (!g.inplace_hazard) st = rvec_plan(&g);
     if (!st && !g.inplace_hazard) st = persist_plan(&g, out);

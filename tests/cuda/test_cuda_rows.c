@@ -467,13 +467,32 @@ static void short_row_checks(ptc_context* ctx, ptc_strbuf* tu) {
   CHECK(generate(ctx, &pw32big, "", &ki, tu));
   CHECK(strstr(tu->data + at, "_h<") == NULL && strstr(tu->data + at, "float vin_u_b0[2][4];") != NULL);
   CHECK(strstr(tu->data + at, "const IT cstep = (IT)blockDim.x;") != NULL);
-  CHECK(ki.grid_per_sm == CUDA_CG_PW_NOCAP);
-  CHECK(generate(ctx, &pw32big, "PW_WAVES=8", &ki, tu));
-  CHECK(ki.grid_per_sm == 8);
+  CHECK(ki.grid_per_sm == CUDA_CG_PW_NOCAP && ki.block_x == CUDA_CG_PW_BIG_BLOCK);
+  CHECK(generate(ctx, &pw32big, "PW_WAVES=8 PW_BLOCK=256", &ki, tu));
+  CHECK(ki.grid_per_sm == 8 && ki.block_x == 256);
   CHECK(generate(ctx, &pw, "", &ki, tu));
   CHECK(ki.grid_per_sm == CUDA_CG_PW_NOCAP);
   CHECK(generate(ctx, &pw32, "", &ki, tu));
   CHECK(ki.grid_per_sm == CUDA_CG_PW_WAVES);
+  /* vector rows: .nc loads by default only where the rows are of 4-byte
+   * elements and only read (f32 row sums and var_mean, not softmax) */
+  const work rs32 = {"row_sum", PTC_F32, 16384, 4096}, vm32 = {"var_mean", PTC_F32, 16384, 4096},
+             sx32 = {"softmax", PTC_F32, 8192, 4096}, rsb = {"row_sum", PTC_BF16, 16384, 4096};
+  at = tu->len;
+  CHECK(generate(ctx, &rs32, "", &ki, tu));
+  CHECK(strstr(tu->data + at, "ptc_vload_h<2, float, VR>(b0 + ") != NULL);
+  at = tu->len;
+  CHECK(generate(ctx, &vm32, "", &ki, tu));
+  CHECK(strstr(tu->data + at, "ptc_vload_h<2, float, VR>(b0 + ") != NULL);
+  at = tu->len;
+  CHECK(generate(ctx, &rs32, "ROW_LD=0", &ki, tu));
+  CHECK(strstr(tu->data + at, "ptc_vload_h<") == NULL);
+  at = tu->len;
+  CHECK(generate(ctx, &sx32, "", &ki, tu));
+  CHECK(strstr(tu->data + at, "ptc_vload_h<") == NULL);
+  at = tu->len;
+  CHECK(generate(ctx, &rsb, "", &ki, tu));
+  CHECK(strstr(tu->data + at, "ptc_vload_h<") == NULL);
   const work vm16 = {"var_mean", PTC_BF16, 16384, 4096};
   at = tu->len;
   CHECK(generate(ctx, &vm16, "ROW_LD=2", &ki, tu));
