@@ -114,7 +114,6 @@ ptc_status cuda_ext_run_epilogue(const cuda_ext_call* c, int gi, cu_deviceptr pc
                                  cu_deviceptr pd, int64_t inner, int64_t nbias, int64_t bias_st,
                                  double beta, int32_t act) {
   if (n <= 0 || (!pd && act == IR_ACT_NONE)) return PTC_OK;
-  if (gi < 0 || gi > 3) return PTC_ERR(INTERNAL, "cuda backend: no GEMM epilogue for dtype index %d", gi);
   cuda_epi_args a;
   memset(&a, 0, sizeof a);
   a.n = n;
@@ -125,11 +124,8 @@ ptc_status cuda_ext_run_epilogue(const cuda_ext_call* c, int gi, cu_deviceptr pc
   a.act = act;
   a.has_bias = pd != 0;
   void* params[] = {&pc, &pd, &a};
-  /* one pass: two 16-byte chunks a thread (ptc_epi_body) */
-  static const int64_t elem_bytes[4] = {4, 8, 2, 2};
-  int64_t per_block = 256 * 2 * (16 / elem_bytes[gi]);
-  int64_t blocks = (n + per_block - 1) / per_block;
-  if (blocks > INT32_MAX) blocks = INT32_MAX;
+  int64_t blocks = (n + 255) / 256, cap = (int64_t)c->plan->dev->sm_count * 16;
+  if (blocks > cap) blocks = cap;
   CUDA_TRY(cuda_libs_get()->cu.LaunchKernel(c->plan->sup->epi[gi], (unsigned)blocks, 1, 1, 256, 1, 1,
                                             0, c->stream, params, NULL),
            "launching the GEMM epilogue");

@@ -197,33 +197,6 @@ struct ptc_epi_args {
 // chunk) or none, or consecutive bias values (inner 1, bias_st 1, nbias a
 // multiple of the chunk, bias aligned): the GEMM activation pass runs at
 // memory speed (the scalar u16 loop below reached ~1/3 of it on an H100).
-// Two chunks a thread, a block apart (a block's 2 * blockDim chunks are
-// contiguous), both loaded before either is computed; the launch gives
-// every thread its two chunks in one pass (cuda_ext_run_epilogue). H100,
-// erf-GELU over a 4096x4096 bf16 product: one chunk a thread a step with
-// the grid capped at 16 blocks an SM took 34.1 us.
-template <int K> union ptc_epi_chunk {
-  uint4 v;
-  typename ptc_mm_kind<K>::S s[16 / sizeof(typename ptc_mm_kind<K>::S)];
-};
-
-template <int K> PTC_D void ptc_epi_apply(ptc_epi_chunk<K>& u, const ptc_epi_chunk<K>& bu,
-                                          const typename ptc_mm_kind<K>::S* __restrict__ bias,
-                                          i64 i0, bool one_bias, bool vec_bias, const ptc_epi_args& g) {
-  typedef ptc_mm_kind<K> KD;
-  typedef typename KD::A A;
-  const int V = 16 / (int)sizeof(typename KD::S);
-  A bv = (A)0;
-  if (g.has_bias && one_bias) bv = (A)g.beta * KD::load(bias[((i0 / g.inner) % g.nbias) * g.bias_st]);
-#pragma unroll
-  for (int t = 0; t < V; t++) {
-    A v = KD::load(u.s[t]);
-    if (vec_bias) v += (A)g.beta * KD::load(bu.s[t]);
-    else if (g.has_bias) v += bv;
-    u.s[t] = KD::store(ptc_activate<A>(g.act, v));
-  }
-}
-
 template <int K> PTC_D void ptc_epi_body(typename ptc_mm_kind<K>::S* __restrict__ c,
                                          const typename ptc_mm_kind<K>::S* __restrict__ bias,
                                          const ptc_epi_args& g) {
@@ -237,24 +210,24 @@ template <int K> PTC_D void ptc_epi_body(typename ptc_mm_kind<K>::S* __restrict_
                         ((unsigned long long)bias & 15) == 0;
   i64 done = 0;
   if (c_al && (one_bias || vec_bias)) {
-    const i64 nv = g.n / V, bs = blockDim.x;
+    union chunk { uint4 v; S s[16 / sizeof(S)]; };
+    const i64 nv = g.n / V;
     uint4* cv = reinterpret_cast<uint4*>(c);
-    for (i64 j0 = blockIdx.x * bs * 2 + threadIdx.x; j0 < nv; j0 += (i64)gridDim.x * bs * 2) {
-      ptc_epi_chunk<K> u[2], bu[2];
+    for (i64 j = blockIdx.x * (i64)blockDim.x + threadIdx.x; j < nv; j += (i64)gridDim.x * blockDim.x) {
+      chunk u, bu;
+      u.v = cv[j];
+      const i64 i0 = j * V;
+      A bv = (A)0;
+      if (g.has_bias && one_bias) bv = (A)g.beta * KD::load(bias[((i0 / g.inner) % g.nbias) * g.bias_st]);
+      if (vec_bias) bu.v = *reinterpret_cast<const uint4*>(bias + (i0 % g.nbias));
 #pragma unroll
-      for (int q = 0; q < 2; q++) {
-        const i64 j = j0 + q * bs;
-        if (j >= nv) continue;
-        u[q].v = cv[j];
-        if (vec_bias) bu[q].v = *reinterpret_cast<const uint4*>(bias + ((j * V) % g.nbias));
+      for (int t = 0; t < V; t++) {
+        A v = KD::load(u.s[t]);
+        if (vec_bias) v += (A)g.beta * KD::load(bu.s[t]);
+        else if (g.has_bias) v += bv;
+        u.s[t] = KD::store(ptc_activate<A>(g.act, v));
       }
-#pragma unroll
-      for (int q = 0; q < 2; q++) {
-        const i64 j = j0 + q * bs;
-        if (j >= nv) break;
-        ptc_epi_apply<K>(u[q], bu[q], bias, j * V, one_bias, vec_bias, g);
-        cv[j] = u[q].v;
-      }
+      cv[j] = u.v;
     }
     done = nv * V;
   }
