@@ -197,6 +197,9 @@ struct ptc_epi_args {
 // chunk) or none, or consecutive bias values (inner 1, bias_st 1, nbias a
 // multiple of the chunk, bias aligned): the GEMM activation pass runs at
 // memory speed (the scalar u16 loop below reached ~1/3 of it on an H100).
+// H100, erf-GELU over a 4096x4096 bf16 product: 34.1 us in this form (one
+// chunk a thread a step, grid capped at 16 blocks an SM); two chunks a
+// thread in one pass took 39.8 (session 16; Inductor's pass 38.8-40.5).
 template <int K> PTC_D void ptc_epi_body(typename ptc_mm_kind<K>::S* __restrict__ c,
                                          const typename ptc_mm_kind<K>::S* __restrict__ bias,
                                          const ptc_epi_args& g) {
