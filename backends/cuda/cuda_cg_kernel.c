@@ -621,18 +621,6 @@ static void pw_grid_plan(cug* g, cuda_kernel_src* out) {
   if (!e || !*e) out->block_x = g->slots = CUDA_CG_PW_BIG_BLOCK;
 }
 
-/* Whether the U chunks of a thread share one copy of the point body (a
- * rolled loop; PTC_CUDA_PW_ROLL, default 1) or get one each (0, unrolled:
- * their points interleave). The body's size is what NVRTC's time follows:
- * the f32 sin/cos/sigmoid chain, 2 chunks, unrolled doubled it (sm_90,
- * nvcc -cubin on a 2-core machine, the kernel's share 0.08 -> 0.15 s; the
- * H100 machine's cold first call of vs_torch's f32 pointwise row 0.27 ->
- * 0.49-0.53 s). */
-static bool pw_roll(const cug* g) {
-  (void)g;
-  return env_knob("PTC_CUDA_PW_ROLL", 1, 0, 1) != 0;
-}
-
 static ptc_status emit_pointwise_vec(cug* g, cuda_kernel_src* out) {
   const uint32_t V = g->vec_width;
   tune_plan(g, out);
@@ -659,7 +647,6 @@ static ptc_status emit_pointwise_vec(cug* g, cuda_kernel_src* out) {
   ptc_sb_free(&al);
   cug_line(g, &g->body, "const IT chunks = (xn + (IT)%u) / (IT)%u;", V - 1, V);
   const uint32_t U = pw_unroll(g);
-  const bool roll = pw_roll(g);
   if (U > 1) {
     /* U chunks a thread a step, a block apart (a block's U * blockDim
      * chunks are contiguous): every chunk's vector loads are issued before
@@ -691,9 +678,7 @@ static ptc_status emit_pointwise_vec(cug* g, cuda_kernel_src* out) {
     cug_line(g, &g->body, "}");
     g->indent--;
     cug_line(g, &g->body, "}");
-    /* rolled (pw_roll): the body once, chunk u's inputs always in row 0,
-     * shifted down after each chunk (static indices: registers) */
-    cug_line(g, &g->body, roll ? "#pragma unroll 1" : "#pragma unroll");
+    cug_line(g, &g->body, "#pragma unroll");
     cug_line(g, &g->body, "for (int u = 0; u < %u; u++) {", U);
     g->indent++;
     cug_line(g, &g->body, "const IT c = c0 + (IT)u * cstep;");
@@ -727,8 +712,8 @@ static ptc_status emit_pointwise_vec(cug* g, cuda_kernel_src* out) {
     for (uint32_t j = 0; j < out->n_bufs; j++) {
       int32_t b = out->bufs[j];
       if (g->vec_buf[b] && !g->stored[b])
-        cug_line(g, &g->body, "const %s* const vin_b%d = vin_u_b%d[%s];",
-                 cu_storage_type(ir_buf(g->p, b)->dtype), (int)b, (int)b, roll ? "0" : "u");
+        cug_line(g, &g->body, "const %s* const vin_b%d = vin_u_b%d[u];",
+                 cu_storage_type(ir_buf(g->p, b)->dtype), (int)b, (int)b);
     }
   } else {
     emit_vec_access(g, out, false);
@@ -776,16 +761,6 @@ static ptc_status emit_pointwise_vec(cug* g, cuda_kernel_src* out) {
   }
   g->indent--;
   cug_line(g, &g->body, "}");
-  if (U > 1 && roll) {
-    for (uint32_t j = 0; j < out->n_bufs; j++) {
-      int32_t b = out->bufs[j];
-      if (!g->vec_buf[b] || g->stored[b]) continue;
-      cug_line(g, &g->body, "#pragma unroll");
-      cug_line(g, &g->body, "for (int k = 0; k + 1 < %u; k++)", U);
-      cug_line(g, &g->body, "  for (int e = 0; e < %u; e++) vin_u_b%d[k][e] = vin_u_b%d[k + 1][e];", V,
-               (int)b, (int)b);
-    }
-  }
   if (U > 1) {
     g->indent--;
     cug_line(g, &g->body, "}");

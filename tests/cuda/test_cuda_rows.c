@@ -75,7 +75,7 @@ static const char* const KNOBS[] = {
     "ROW_UNROLL=4 COL_UNROLL=8 OCC=1536",
     "ROW_BLOCK=128 SHORT_ROW=0 VEC_INNER=0 RCP=0",
     "PW_UNROLL=1 PW_WAVES=1 PW_BLOCK=512",
-    "PW_UNROLL=2 PW_WAVES=0 PW_ROLL=0",
+    "PW_UNROLL=2 PW_WAVES=0",
     "PW_UNROLL=4 PW_WAVES=1 PW_BLOCK=128",
     "COL_VEC=1 COL_VEC_BLOCK=16,16 COL_VEC_SPLIT=64 COL_UNROLL=2",
     "COL_VEC=2 COL_VEC_FOLD=0 PERSIST_2PASS=0",
@@ -91,7 +91,7 @@ static const char* const KNOB_NAMES[] = {"PREFETCH",   "GRID",       "PERSIST_AL
                                          "PW_UNROLL",  "PW_WAVES",   "PW_BLOCK",
                                          "COL_VEC",    "COL_VEC_BLOCK", "COL_VEC_SPLIT",
                                          "PERSIST_2PASS", "COL_VEC_FOLD", "COL_VEC_LD",
-                                         "COL_VEC_ORDER", "PW_LD", "PW_ST", "ROW_LD", "PW_STREAM", "PW_ROLL"};
+                                         "COL_VEC_ORDER", "PW_LD", "PW_ST", "ROW_LD", "PW_STREAM"};
 
 static void set_knobs(const char* set) {
   char name[64];
@@ -467,12 +467,6 @@ static void short_row_checks(ptc_context* ctx, ptc_strbuf* tu) {
   CHECK(generate(ctx, &pw32big, "", &ki, tu));
   CHECK(strstr(tu->data + at, "_h<") == NULL && strstr(tu->data + at, "float vin_u_b0[2][4];") != NULL);
   CHECK(strstr(tu->data + at, "const IT cstep = (IT)blockDim.x;") != NULL);
-  CHECK(strstr(tu->data + at, "vin_u_b0[k][e] = vin_u_b0[k + 1][e]") != NULL); /* rolled */
-  CHECK(strstr(tu->data + at, "#pragma unroll 1\n    for (int u = 0; u < 2; u++)") != NULL);
-  at = tu->len;
-  CHECK(generate(ctx, &pw32big, "PW_ROLL=0", &ki, tu)); /* unrolled by the compiler */
-  CHECK(strstr(tu->data + at, "vin_u_b0[k]") == NULL && strstr(tu->data + at, "= vin_u_b0[u];") != NULL);
-  CHECK(strstr(tu->data + at, "#pragma unroll 1\n    for (int u") == NULL);
   CHECK(ki.grid_per_sm == CUDA_CG_PW_NOCAP && ki.block_x == CUDA_CG_PW_BIG_BLOCK);
   CHECK(generate(ctx, &pw32big, "PW_WAVES=8 PW_BLOCK=256", &ki, tu));
   CHECK(ki.grid_per_sm == 8 && ki.block_x == 256);
