@@ -55,20 +55,12 @@ def parse_var(text):
 def compile_variant(ptc, spec, env):
     """ptc.from_fx of the workload with `env` set during the compile only
     (ptc compiles at the first call: that call is made here, under `env`)."""
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
+    with W.environment(env):
         gm = spec.trace(spec.module, spec.inputs) if spec.trace else torch.fx.symbolic_trace(spec.module)
         fn = ptc.from_fx(gm, list(spec.inputs), backend="cuda")
         fn(*spec.inputs)
         torch.cuda.synchronize()
         return fn
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def batch_us(fn, inputs, calls):

@@ -177,6 +177,28 @@ def check(ref, out, dtype):
     return "ok"
 
 
+def variant_env(var):
+    """(environment dict, mode) of a --variants entry: NAME=VALUE pieces
+    separated by commas (a piece without '=' continues the value before it,
+    PTC_CUDA_COL=64,16); MODE=m is ptc's mode, not a variable; "base" or
+    None: none."""
+    env, mode, kvs = {}, None, []
+    if not var or var == "base":
+        return env, mode
+    for kv in var.split(","):
+        if "=" in kv or not kvs:
+            kvs.append(kv)
+        else:
+            kvs[-1] += "," + kv
+    for kv in kvs:
+        k, _, v = kv.partition("=")
+        if k == "MODE":
+            mode = v
+        else:
+            env[k] = v
+    return env, mode
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--dtype", default="bfloat16,float32")
@@ -218,37 +240,22 @@ def main():
             for system in systems:
                 runs = [("", None)] if system != "ptc" else [(v, v) for v in variants]
                 for label, var in runs:
-                    saved = {}
+                    env, mode = variant_env(var)
                     try:
-                        if system == "eager":
-                            fn = mod
-                        elif system == "inductor":
-                            torch._dynamo.reset()
-                            fn = torch.compile(mod)
-                        else:
-                            import ptc
-                            mode = None
-                            if var and var != "base":
-                                kvs = []
-                                for kv in var.split(","):
-                                    if "=" in kv or not kvs:
-                                        kvs.append(kv)
-                                    else:  # a value with commas: PTC_CUDA_COL=64,16
-                                        kvs[-1] += "," + kv
-                                for kv in kvs:
-                                    k, _, v = kv.partition("=")
-                                    if k == "MODE":
-                                        mode = v
-                                        continue
-                                    if k not in saved:
-                                        saved[k] = os.environ.get(k)
-                                    os.environ[k] = v
-                            fn = ptc.from_fx(torch.fx.symbolic_trace(mod), list(inputs), backend="cuda",
-                                             mode=mode)
-                        with torch.no_grad():
-                            ok = check(ref, fn(*inputs), dtype)
-                        ms, nk, names = gpu_time_per_call(fn, inputs, a.calls)
-                        wall = wall_per_call(fn, inputs, a.calls) if a.wall else None
+                        with W.environment(env):
+                            if system == "eager":
+                                fn = mod
+                            elif system == "inductor":
+                                torch._dynamo.reset()
+                                fn = torch.compile(mod)
+                            else:
+                                import ptc
+                                fn = ptc.from_fx(torch.fx.symbolic_trace(mod), list(inputs), backend="cuda",
+                                                 mode=mode)
+                            with torch.no_grad():
+                                ok = check(ref, fn(*inputs), dtype)
+                            ms, nk, names = gpu_time_per_call(fn, inputs, a.calls)
+                            wall = wall_per_call(fn, inputs, a.calls) if a.wall else None
                         gbs = nbytes / (ms * 1e-3) / 1e9
                         tag = system + (f"[{label}]" if label and label != "base" else "")
                         ws = f", wall {wall * 1000:.2f} us" if wall is not None else ""
@@ -257,12 +264,6 @@ def main():
                     except Exception as e:
                         failed += 1
                         row.append(f"{system}[{label}] FAILED {type(e).__name__}: {str(e).splitlines()[0][:100]}")
-                    finally:
-                        for k, v in saved.items():
-                            if v is None:
-                                os.environ.pop(k, None)
-                            else:
-                                os.environ[k] = v
             print(f"{dname} {name}:\n  " + "\n  ".join(row), flush=True)
     return 1 if failed else 0
 

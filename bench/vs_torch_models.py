@@ -9,7 +9,9 @@
 # models too); transformers models, when used, are traced with transformers'
 # own FX tracer. Nothing here times anything: see vs_torch.py.
 
+import contextlib
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, List, Optional, Tuple
 
@@ -34,6 +36,23 @@ class Spec:
     note: str = ""            # e.g. which implementation of a model was used
     trace: Optional[Callable[..., Any]] = None   # FX tracer (module, inputs) -> GraphModule; None = symbolic_trace
     extra: dict = field(default_factory=dict)
+
+
+@contextlib.contextmanager
+def environment(env):
+    """Sets the environment variables of the dict `env` (ptc's PTC_CUDA_*
+    knobs, read at code generation) for the block, then restores their old
+    values or their absence."""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 # ---- sizes ------------------------------------------------------------------------------
