@@ -85,7 +85,7 @@
 #define CUDA_CG_PW_NOCAP 0xffffffffu /* pointwise grid_per_sm: no grid cap (a thread a step) */
 #define CUDA_CG_PW_LD 0        /* vector pointwise load cache hint (PTC_CUDA_PW_LD, cuda_cg_kernel.c io_hints) */
 #define CUDA_CG_PW_ST 0        /* vector pointwise store cache hint (PTC_CUDA_PW_ST) */
-#define CUDA_CG_PW_STREAM_MIB 64 /* from this traffic (MiB) vector pointwise kernels stream: unroll 2, ld 2, st 1 */
+#define CUDA_CG_PW_STREAM_MIB 64 /* from this traffic (MiB) vector pointwise kernels are big: 2 chunks, one pass (ld 2, st 1 for 1-2 byte elements) */
 #define CUDA_CG_PW_BIG_BLOCK 128 /* big vector pointwise kernels (>= PW_STREAM MiB): threads per block */
 #define CUDA_CG_PW_WAVES 8     /* pointwise grid cap in waves (PTC_CUDA_PW_WAVES): -1 the tune default, 0 none */
 

@@ -530,10 +530,22 @@ static void tune_plan(cug* g, cuda_kernel_src* out) {
 static void emit_decompose(cug* g, const char* lin, const char* v, const sym_expr* const* sizes,
                            uint32_t n);
 
-/* Chunks (16-byte vectors of every flat buffer) a thread takes a step in
- * vector pointwise kernels, their loads issued together:
- * PTC_CUDA_PW_UNROLL (1, 2 or 4; read at code generation), 1 where a
- * buffer is read as inner vectors (vec_inner's broadcast loads). */
+/* Flat vector traffic (bytes) of a vector pointwise kernel by the size
+ * hints (0 when unknown), and in *narrow whether every flat vector buffer
+ * has elements narrower than 4 bytes. */
+static int64_t pw_flat_bytes(const cug* g, bool* narrow) {
+  int64_t xh = hint_product(g, g->k->ranges, g->k->n_ranges);
+  int64_t per = 0;
+  *narrow = true;
+  for (size_t b = 0; b < g->n_buffers; b++) {
+    if (!g->vec_buf[b]) continue;
+    size_t es = ptc_dtype_size(ir_buf(g->p, (int32_t)b)->dtype);
+    *narrow &= es < 4;
+    per += (int64_t)es;
+  }
+  return xh > 0 && per > 0 && xh <= INT64_MAX / per ? xh * per : 0;
+}
+
 /* Big vector pointwise kernels: at least PTC_CUDA_PW_STREAM MiB (default
  * CUDA_CG_PW_STREAM_MIB; 0 = never) of flat vector traffic by the size
  * hints, far above the L2. They take 2 chunks a thread (pw_unroll), one
@@ -553,41 +565,30 @@ static void emit_decompose(cug* g, const char* lin, const char* v, const sym_exp
  * activations, which the next kernel may find in the L2) keep plain
  * accesses, one chunk and the capped grid: the second chunk doubles the
  * body (NVRTC of the f32 chain 0.115 -> 0.19 s on a 2-core machine). */
-/* Flat vector traffic (bytes) of a vector pointwise kernel by the size
- * hints, and whether every flat vector buffer has elements narrower than 4
- * bytes. */
-static int64_t pw_flat_bytes(const cug* g, bool* narrow) {
-  int64_t xh = hint_product(g, g->k->ranges, g->k->n_ranges);
-  int64_t per = 0;
-  *narrow = true;
-  for (size_t b = 0; b < g->n_buffers; b++) {
-    if (!g->vec_buf[b]) continue;
-    size_t es = ptc_dtype_size(ir_buf(g->p, (int32_t)b)->dtype);
-    *narrow &= es < 4;
-    per += (int64_t)es;
-  }
-  return xh > 0 && per > 0 && xh <= INT64_MAX / per ? xh * per : 0;
-}
-
-/* A large vector pointwise kernel: at least PTC_CUDA_PW_STREAM MiB (default
- * CUDA_CG_PW_STREAM_MIB; 0 = never) of flat vector traffic by the size
- * hints, far above the L2. It takes 2 chunks a thread (pw_unroll; the
- * block's chunks contiguous) in one pass, no grid cap (pw_grid_plan). */
-static bool pw_big(const cug* g) {
+static bool pw_big_narrow(const cug* g, bool* narrow) {
+  *narrow = false;
   if (g->layout != CUDA_LAYOUT_POINTWISE || !g->vec_width) return false;
   long mib = env_knob("PTC_CUDA_PW_STREAM", CUDA_CG_PW_STREAM_MIB, 0, 1L << 20);
-  bool narrow;
-  return mib > 0 && pw_flat_bytes(g, &narrow) >= ((int64_t)mib << 20);
+  return mib > 0 && pw_flat_bytes(g, narrow) >= ((int64_t)mib << 20);
 }
 
-/* Streaming hints (ld.global.nc.L1::no_allocate loads, st.global.cs
- * stores; io_hints) for big kernels whose flat buffers are all of 1- or
- * 2-byte elements (see above: f32 gained nothing from them). */
+static bool pw_big(const cug* g) {
+  bool narrow;
+  return pw_big_narrow(g, &narrow);
+}
+
+/* The streaming hints (ld.global.nc.L1::no_allocate loads, st.global.cs
+ * stores; io_hints): big kernels whose flat buffers all have 1- or 2-byte
+ * elements. */
 static bool pw_streaming(const cug* g) {
   bool narrow;
-  return pw_big(g) && (pw_flat_bytes(g, &narrow), narrow);
+  return pw_big_narrow(g, &narrow) && narrow;
 }
 
+/* Chunks (16-byte vectors of every flat buffer) a thread takes a step in
+ * vector pointwise kernels, their loads issued together:
+ * PTC_CUDA_PW_UNROLL (1, 2 or 4; read at code generation), 1 where a
+ * buffer is read as inner vectors (vec_inner's broadcast loads). */
 static uint32_t pw_unroll(const cug* g) {
   if (g->layout != CUDA_LAYOUT_POINTWISE || !g->vec_width) return 1;
   for (size_t b = 0; g->vec_inner && b < g->n_buffers; b++)
