@@ -166,7 +166,7 @@ if [ "$C" = 1 ]; then
   # welford, f16/bf16 math, implicit-GEMM and Hopper TMA convolutions, the ahead-of-time
   # table), JOBS at a time beside test_cuda_gpu, one log for all in order
   ktests=()
-  for t in gemm attn attn_match split rows tune welford lowp conv conv_tma aot; do
+  for t in gemm attn attn_match split rows tune welford lowp trig conv conv_tma aot; do
     [ -x "$BUILD/tests/cuda/test_cuda_$t" ] || continue
     while [ "$(jobs -rp | grep -cv "^$gpu_pid\$")" -ge "$JOBS" ]; do wait -n; done
     run_bg "$t" "$BUILD/tests/cuda/test_cuda_$t"

@@ -744,8 +744,23 @@ static ptc_status emit_pointwise_vec(cug* g, cuda_kernel_src* out) {
   cug_line(g, &g->body, "}");
   emit_vec_access(g, out, true);
   g->indent--;
-  cug_line(g, &g->body, "} else {");
-  g->indent++;
+  if (U > 1) {
+    /* the ragged / unaligned chunks after the vector ones, in a rolled loop
+     * of their own: one copy of the scalar body, not U (NVRTC time) */
+    cug_line(g, &g->body, "}");
+    g->indent--;
+    cug_line(g, &g->body, "}");
+    cug_line(g, &g->body, "#pragma unroll 1");
+    cug_line(g, &g->body, "for (int u = 0; u < %u; u++) {", U);
+    g->indent++;
+    cug_line(g, &g->body, "const IT c = c0 + (IT)u * cstep;");
+    cug_line(g, &g->body, "if (c >= chunks) break;");
+    cug_line(g, &g->body, "const IT base = c * (IT)%u;", V);
+    cug_line(g, &g->body, "if (aligned && base + (IT)%u <= xn) continue;", V);
+  } else {
+    cug_line(g, &g->body, "} else {");
+    g->indent++;
+  }
   /* the ragged / unaligned chunk: rare, kept rolled (code size, compile time) */
   cug_line(g, &g->body, "#pragma unroll 1");
   cug_line(g, &g->body, "for (int e = 0; e < %u; e++) {", V);
@@ -756,13 +771,8 @@ static ptc_status emit_pointwise_vec(cug* g, cuda_kernel_src* out) {
   emit_decompose(g, "lin", "x", g->k->ranges, g->k->n_ranges);
   memset(g->in_reg, 0, g->n_buffers * sizeof *g->in_reg);
   if (!s) s = emit_point_body(g);
-  for (int k = 0; k < 3; k++) {
-    g->indent--;
-    cug_line(g, &g->body, "}");
-  }
-  g->indent--;
-  cug_line(g, &g->body, "}");
-  if (U > 1) {
+  /* the point's if, the e loop, the else (rolled u loop), the chunk loop */
+  for (int k = 0; k < 4; k++) {
     g->indent--;
     cug_line(g, &g->body, "}");
   }

@@ -6,7 +6,8 @@
  * remainder, NaN-propagating max/min, sign(NaN) = 0, integer wrap-around,
  * float->int truncation).
  * Float32 exp and sigmoid take Inductor's fast forms (the prelude's
- * "fast math" section: ex2.approx, div.full); sin, cos and sigmoid of
+ * "fast math" section: ex2.approx, div.full); float32 sin and cos the
+ * prelude's ptc_sin / ptc_cos (sinf's accuracy, short code); sin, cos and sigmoid of
  * f16/bf16 graph ops (IR_MATH_LOWP) approximations far more accurate than
  * the op's f16/bf16 rounding; everything else is precise.
  *
@@ -71,8 +72,8 @@ static const cexpr_op_row op_rows[IR_OPCODE_COUNT] = {
     [IR_LOG1P] = FN1("log1p"),
     [IR_SQRT] = FN1("sqrt"),
     [IR_RSQRT] = FN1("rsqrt"),
-    [IR_SIN] = FN1("sin"),
-    [IR_COS] = FN1("cos"),
+    [IR_SIN] = UN("ptc_sin($0)", NULL), /* f32: the prelude's inline form, sinf's accuracy */
+    [IR_COS] = UN("ptc_cos($0)", NULL),
     [IR_TAN] = FN1("tan"),
     [IR_TANH] = FN1("tanh"),
     [IR_SIGMOID] = UN("ptc_sigmoid_fast($0)", NULL), /* f32: 1 / (1 + exp(-x)) as Inductor */
@@ -119,13 +120,13 @@ static const cexpr_op_row op_rows[IR_OPCODE_COUNT] = {
  * f16/bf16 rounding of the op's value (see the prelude and docs/cuda.md).
  * PTC_CUDA_LOWP_MATH (read at code generation): unset = the default
  * (sin.approx/cos.approx after the range reduction), "poly" (polynomial sin
- * and cos, relative accuracy also next to their zeros), "precise" (sinf,
- * cosf and the float32 sigmoid, as for float32 ops). */
+ * and cos, relative accuracy also next to their zeros), "precise" (the
+ * float32 ops' sin, cos and sigmoid). */
 static const cexpr_op_row lowp_rows[3][3] = {
     {UN("ptc_sin_lowp($0)", NULL), UN("ptc_cos_lowp($0)", NULL), UN("ptc_sigmoid_lowp($0)", NULL)},
     {UN("ptc_sin_lowp_poly($0)", NULL), UN("ptc_cos_lowp_poly($0)", NULL),
      UN("ptc_sigmoid_lowp($0)", NULL)},
-    {FN1("sin"), FN1("cos"), UN("ptc_sigmoid_fast($0)", NULL)},
+    {UN("ptc_sin($0)", NULL), UN("ptc_cos($0)", NULL), UN("ptc_sigmoid_fast($0)", NULL)},
 };
 
 static int lowp_mode(void) {

@@ -325,8 +325,9 @@ template <typename T, int V> PTC_D void ptc_vstore(T* p, const T* in) {
 // tl.exp on fp32 is ex2.approx.f32 of x * log2(e); `/` on fp32 is
 // div.full.f32; tl.sigmoid(x) = 1 / (1 + exp(-x))). float16/bfloat16 are
 // computed in float and take the same path. double keeps the precise
-// library functions; sin/cos/tan/tanh/log/erf and plain division stay
-// precise (libdevice in Inductor too).
+// library functions; sin/cos (ptc_sin / ptc_cos below: sinf's accuracy),
+// tan/tanh/log/erf and plain division stay precise (libdevice in Inductor
+// too).
 PTC_D float ptc_exp(float a) {
   float r;
   asm("ex2.approx.f32 %0, %1;" : "=f"(r) : "f"(a * 1.4426950408889634f));
@@ -340,19 +341,72 @@ PTC_D float ptc_sigmoid_fast(float a) {
 }
 PTC_D double ptc_sigmoid_fast(double a) { return ptc_sigmoid(a); }
 
+// ---- float32 sin / cos (as accurate as CUDA's sinf / cosf) -----------------
+// CUDA's sinf / cosf inline their long argument reduction for huge
+// arguments (Payne-Hanek, a loop over a table in local memory) at every
+// use, which made a kernel of 8 sin + 8 cos calls (the 2-chunk fp32 chain)
+// compile about twice as long as its math needs. Here the usual arguments
+// run inline and only |a| > 105615, inf and NaN call the library function,
+// out of line (one copy per kernel):
+//  - |a| = k * pi/2 + r, k = rint(|a| * 2/pi) (PTC_MAGIC rounding; kk's
+//    low bits hold k mod 4), r by a three-part pi/2 (the first FMA is
+//    exact for |a| <= 105615, k < 2^17), |r| <= pi/4 + 3e-3;
+//  - sin r = r + r^3 P(r^2), cos r = 1 - r^2/2 + r^4 Q(r^2), P and Q of
+//    degree 2 (minimax relative errors 7.9e-9 and 2.2e-10 with these float
+//    coefficients); k mod 4 picks and signs them; sin is odd (|a|'s
+//    result takes a's sign, so sin(-0) = -0), cos even.
+// Every float32 |a| <= 105615, emulated on a host with IEEE fmaf (the
+// GPU's FFMA; no fast-math flags): at most 1.55 ulp from the true value for
+// both (CUDA documents 2 ulp for sinf / cosf); test_cuda_trig checks them
+// on the GPU. Denormal arguments keep their value (sin) or give 1 (cos).
+__device__ __noinline__ float ptc_sin_huge(float a) { return sinf(a); }
+__device__ __noinline__ float ptc_cos_huge(float a) { return cosf(a); }
+#define PTC_MAGIC 12582912.0f  // 1.5 * 2^23: x + PTC_MAGIC rounds x to an integer
+#define PTC_SIGN(a) (__float_as_int(a) & (int)0x80000000)
+// r (returned) and k mod 4 (*q) of |a| = k * pi/2 + r, for |a| <= 105615.
+PTC_D float ptc_trig_reduce(float a, int* q) {
+  const float x = fabsf(a);
+  const float kk = fmaf(x, 0x1.45f306p-1f, PTC_MAGIC);
+  const float k = kk - PTC_MAGIC;
+  float r = fmaf(-k, 0x1.921fb6p+0f, x);
+  r = fmaf(-k, -0x1.777a5cp-25f, r);
+  *q = __float_as_int(kk) & 3;
+  return fmaf(-k, -0x1.ee59dap-50f, r);
+}
+PTC_D float ptc_sin_kernel(float r, float u) {  // sin r, u = r * r, |r| <= pi/4
+  float p = fmaf(u, -0x1.993af8p-13f, 0x1.110722p-7f);
+  p = fmaf(u, p, -0x1.555544p-3f);
+  return fmaf(r * u, p, r);
+}
+PTC_D float ptc_cos_kernel(float u) {  // cos r, u = r * r, |r| <= pi/4
+  float p = fmaf(u, 0x1.99e376p-16f, -0x1.6c0c18p-10f);
+  p = fmaf(u, p, 0x1.55554ap-5f);
+  p = fmaf(u, p, -0.5f);
+  return fmaf(u, p, 1.0f);
+}
+PTC_D float ptc_sin(float a) {
+  if (!(fabsf(a) <= 105615.0f)) return ptc_sin_huge(a);
+  int q;
+  const float r = ptc_trig_reduce(a, &q), u = r * r;
+  const float v = (q & 1) ? ptc_cos_kernel(u) : ptc_sin_kernel(r, u);
+  return __int_as_float(__float_as_int(v) ^ ((q & 2) << 30) ^ PTC_SIGN(a));
+}
+PTC_D float ptc_cos(float a) {
+  if (!(fabsf(a) <= 105615.0f)) return ptc_cos_huge(a);
+  int q;
+  const float r = ptc_trig_reduce(a, &q), u = r * r;
+  const float v = (q & 1) ? ptc_sin_kernel(r, u) : ptc_cos_kernel(u);
+  return __int_as_float(__float_as_int(v) ^ (((q + 1) & 2) << 30));
+}
+PTC_D double ptc_sin(double a) { return sin(a); }
+PTC_D double ptc_cos(double a) { return cos(a); }
+
 // ---- float16/bfloat16 graph ops computed in float (IR_MATH_LOWP) ------------
 // sin, cos and sigmoid whose graph dtype is float16/bfloat16: the value is
 // stored rounded to 11 or 8 significant bits, so an approximation whose
 // error is far below that rounding may replace the precise function (never
 // for float32/float64 ops). See docs/cuda.md ("Precision") for the bounds.
-//
-// The precise functions for the rare huge arguments (|a| > 105615, inf,
-// NaN), out of line: one copy of their long argument reduction per kernel
-// instead of one per use (smaller code, faster NVRTC compiles).
-__device__ __noinline__ float ptc_sin_huge(float a) { return sinf(a); }
-__device__ __noinline__ float ptc_cos_huge(float a) { return cosf(a); }
-#define PTC_MAGIC 12582912.0f  // 1.5 * 2^23: x + PTC_MAGIC rounds x to an integer
-#define PTC_SIGN(a) (__float_as_int(a) & (int)0x80000000)
+// They share ptc_sin_huge / ptc_cos_huge (above) for |a| > 105615.
 
 // Default: r = |a| - 2*pi*rint(|a| / (2*pi)) with a two-part 2*pi (the first
 // product is exact; the reduction error is below 1.2e-10), then the
