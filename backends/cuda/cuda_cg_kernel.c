@@ -744,7 +744,8 @@ static ptc_status emit_pointwise_vec(cug* g, cuda_kernel_src* out) {
   cug_line(g, &g->body, "}");
   emit_vec_access(g, out, true);
   g->indent--;
-  if (U > 1) {
+  const bool own_tail = U > 1 && env_knob("PTC_CUDA_PW_TAIL", 1, 0, 1);
+  if (own_tail) {
     /* the ragged / unaligned chunks after the vector ones, in a rolled loop
      * of their own: one copy of the scalar body, not U (NVRTC time) */
     cug_line(g, &g->body, "}");
@@ -773,6 +774,10 @@ static ptc_status emit_pointwise_vec(cug* g, cuda_kernel_src* out) {
   if (!s) s = emit_point_body(g);
   /* the point's if, the e loop, the else (rolled u loop), the chunk loop */
   for (int k = 0; k < 4; k++) {
+    g->indent--;
+    cug_line(g, &g->body, "}");
+  }
+  if (U > 1 && !own_tail) {
     g->indent--;
     cug_line(g, &g->body, "}");
   }
