@@ -23,6 +23,7 @@
 #include "cuda_welford.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -108,6 +109,15 @@ int cuda_ext_gemm_index(int32_t dt) {
   }
 }
 
+/* PTC_CUDA_EPI_GELU=precise: the GEMM epilogue pass's GELU of f16 / bf16
+ * results in PyTorch's erf form too (read once; for comparisons). */
+static int epi_exact;
+static pthread_once_t epi_once = PTHREAD_ONCE_INIT;
+static void epi_env(void) {
+  const char* e = getenv("PTC_CUDA_EPI_GELU");
+  epi_exact = e && strcmp(e, "precise") == 0;
+}
+
 /* In-place epilogue over the n contiguous elements at pc: + beta * bias
  * (bias[((i / inner) % nbias) * bias_st]) when pd, then the activation. */
 ptc_status cuda_ext_run_epilogue(const cuda_ext_call* c, int gi, cu_deviceptr pc, int64_t n,
@@ -123,6 +133,8 @@ ptc_status cuda_ext_run_epilogue(const cuda_ext_call* c, int gi, cu_deviceptr pc
   a.beta = beta;
   a.act = act;
   a.has_bias = pd != 0;
+  pthread_once(&epi_once, epi_env);
+  a.exact = epi_exact;
   void* params[] = {&pc, &pd, &a};
   int64_t blocks = (n + 255) / 256, cap = (int64_t)c->plan->dev->sm_count * 16;
   if (blocks > cap) blocks = cap;

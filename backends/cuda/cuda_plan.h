@@ -31,7 +31,7 @@ typedef struct cuda_mm_args {
 typedef struct cuda_epi_args {
   int64_t n, inner, nbias, bias_st;
   double beta;
-  int32_t act, has_bias;
+  int32_t act, has_bias, exact;
 } cuda_epi_args;
 
 /** Device layout of ptc_im2col_args. */

@@ -27,7 +27,9 @@
  *    the true value (long double): within one ulp, or for the default sin /
  *    cos within one ulp plus their documented absolute bound 4e-7; the
  *    counts of results that differ from the precise float function rounded
- *    are printed. PTC_CUDA_LOWP_MATH=poly / precise select the other
+ *    are printed; GELU of every finite normal bf16 / f16 value through the
+ *    GEMM epilogue pass (gelu(x @ I), cuBLASLt then ptc_gelu_lowp): within
+ *    one ulp of the true value. PTC_CUDA_LOWP_MATH=poly / precise select the other
  *    variants (then: within one ulp). H100: all three modes pass; the
  *    default differs from 1 ulp on 4 (sin) and 6 (cos) of the 65536 f16
  *    inputs (within the absolute bound), on no bf16 input.
@@ -556,6 +558,99 @@ static void all_patterns(ptc_context* ctx, const lowp* t, int which, uint16_t* b
   if (!abs_bound && which != G_SIGMOID) CHECK(differ <= 4u);
 }
 
+/* GELU of every finite normal (and zero) f16 / bf16 value through the GEMM
+ * epilogue pass: y = gelu(x @ I) with x a [rows, 256] matrix of those values
+ * and I the identity (the product is exact, so the pass sees x itself; with
+ * cuBLASLt the GELU runs as the in-place pass, ptc_gelu_lowp). Each result
+ * within one ulp of the true x * Phi(x) (long double), except where x < -4
+ * the precise erf form (PTC_CUDA_EPI_GELU=precise, or a GEMM without
+ * cuBLASLt) loses its relative accuracy: there within 2e-6 absolute. */
+static void gelu_all(ptc_context* ctx, const lowp* t) {
+  enum { COLSG = 256 };
+  const uint16_t expmask = t->dtype == PTC_BF16 ? 0x7F80 : 0x7C00;
+  uint16_t* xb = malloc(65536 * 2);
+  uint16_t* wb = calloc(COLSG * COLSG, 2);
+  uint16_t* yb = malloc(65536 * 2);
+  if (!xb || !wb || !yb) {
+    CHECK(0);
+    free(xb), free(wb), free(yb);
+    return;
+  }
+  int64_t n = 0;
+  for (uint32_t h = 0; h < 65536; h++)
+    if ((h & expmask) != expmask && ((h & expmask) != 0 || (h & 0x7FFF) == 0)) xb[n++] = (uint16_t)h;
+  const int64_t rows = n / COLSG;
+  n = rows * COLSG;
+  for (int i = 0; i < COLSG; i++) wb[i * COLSG + i] = lp_bits(t, 1.0f);
+  ptc_graph* g = NULL;
+  ptc_executable* e = NULL;
+  ptc_results* res = NULL;
+  cu_deviceptr dx = 0, dw = 0;
+  ptc_status s = ptc_graph_create(ctx, &g);
+  ptc_dim sx[2] = {{rows, 0, 0}, {COLSG, 0, 0}}, sw[2] = {{COLSG, 0, 0}, {COLSG, 0, 0}};
+  ptc_value v[2], mm, y;
+  if (!s) s = ptc_graph_add_input(g, "x", t->dtype, sx, 2, NULL, &v[0]);
+  if (!s) s = ptc_graph_add_input(g, "w", t->dtype, sw, 2, NULL, &v[1]);
+  if (!s) s = ptc_graph_add_node(g, "mm", v, 2, NULL, 0, &mm, 1, NULL);
+  if (!s) s = ptc_graph_add_node(g, "gelu", &mm, 1, NULL, 0, &y, 1, NULL);
+  if (!s) s = ptc_graph_add_output(g, y);
+  ptc_compile_options o;
+  ptc_compile_options_init(&o);
+  o.backend = "cuda";
+  if (!s) s = ptc_compile(ctx, g, &o, &e);
+  if (!s) s = cuda_alloc((size_t)n * 2, NULL, &dx);
+  if (!s) s = cuda_alloc((size_t)COLSG * COLSG * 2, NULL, &dw);
+  if (!s && (cu()->MemcpyHtoDAsync(dx, xb, (size_t)n * 2, NULL) != CU_SUCCESS ||
+             cu()->MemcpyHtoDAsync(dw, wb, (size_t)COLSG * COLSG * 2, NULL) != CU_SUCCESS))
+    s = PTC_ERR(INTERNAL, "upload");
+  int64_t shx[2] = {rows, COLSG}, shw[2] = {COLSG, COLSG};
+  ptc_tensor in[2];
+  memset(in, 0, sizeof in);
+  in[0].data = (void*)(uintptr_t)dx, in[0].shape = shx;
+  in[1].data = (void*)(uintptr_t)dw, in[1].shape = shw;
+  for (int i = 0; i < 2; i++) {
+    in[i].device.device_type = PTC_DEVICE_CUDA;
+    in[i].ndim = 2;
+    in[i].dtype = ptc_dtype_to_dl(t->dtype);
+  }
+  if (!s) s = ptc_executable_run_alloc(e, in, 2, NULL, &res);
+  if (!s) {
+    const ptc_tensor* r = ptc_results_get(res, 0);
+    if (cu()->MemcpyDtoHAsync(yb, (cu_deviceptr)(uintptr_t)r->data + r->byte_offset, (size_t)n * 2,
+                              NULL) != CU_SUCCESS ||
+        cu()->StreamSynchronize(NULL) != CU_SUCCESS)
+      s = PTC_ERR(INTERNAL, "download");
+  }
+  if (s) printf("FAIL cuda %s gelu(x @ I): %s\n", t->name, ptc_status_message(s));
+  CHECK(!s);
+  size_t far = 0, bad = 0, printed = 0;
+  double max_ulps = 0;
+  for (int64_t i = 0; !s && i < n; i++) {
+    const float x = lp_load(t, xb, (size_t)i), got = lp_load(t, yb, (size_t)i);
+    const long double w = (long double)x * 0.5L * erfcl(-(long double)x / sqrtl(2.0L));
+    const double err = (double)fabsl((long double)got - w), u = lp_ulp(t, (double)w);
+    const bool in1 = err <= u, ok = in1 || (x < -4.0f && err <= 2e-6);
+    if (err / u > max_ulps) max_ulps = err / u;
+    far += !in1;
+    bad += !ok;
+    if (!ok && printed++ < 6)
+      printf("  %s gelu(%a) through the GEMM epilogue: got %a, true %.12Lg\n", t->name, (double)x,
+             (double)got, w);
+  }
+  if (!s)
+    printf("cuda %s gelu(x @ I) over %lld finite normal inputs: %zu more than 1 ulp from the true "
+           "value (max %.3g ulp), %zu beyond the bound\n",
+           t->name, (long long)n, far, max_ulps, bad);
+  CHECK(!s && bad == 0);
+  ptc_status_destroy(s);
+  ptc_results_destroy(res);
+  if (dx) cuda_free(dx);
+  if (dw) cuda_free(dw);
+  ptc_executable_release(e);
+  ptc_graph_destroy(g);
+  free(xb), free(wb), free(yb);
+}
+
 static int gpu_tests(void) {
   const char* why = NULL;
   if (!ptc_backend_available("cuda", &why)) {
@@ -588,6 +683,7 @@ static int gpu_tests(void) {
     all_patterns(ctx, t, G_SIN, bits, out);
     all_patterns(ctx, t, G_COS, bits, out);
     all_patterns(ctx, t, G_SIGMOID, bits, out);
+    gelu_all(ctx, t);
   }
   free(bits);
   free(out);
