@@ -373,29 +373,28 @@ PTC_D float ptc_trig_reduce(float a, int* q) {
   *q = __float_as_int(kk) & 3;
   return fmaf(-k, -0x1.ee59dap-50f, r);
 }
-PTC_D float ptc_sin_kernel(float r, float u) {  // sin r, u = r * r, |r| <= pi/4
-  float p = fmaf(u, -0x1.993af8p-13f, 0x1.110722p-7f);
-  p = fmaf(u, p, -0x1.555544p-3f);
-  return fmaf(r * u, p, r);
-}
-PTC_D float ptc_cos_kernel(float u) {  // cos r, u = r * r, |r| <= pi/4
-  float p = fmaf(u, 0x1.99e376p-16f, -0x1.6c0c18p-10f);
-  p = fmaf(u, p, 0x1.55554ap-5f);
-  p = fmaf(u, p, -0.5f);
-  return fmaf(u, p, 1.0f);
+// sin r (q even) or cos r (q odd), |r| <= pi/4, by one polynomial whose
+// coefficients are picked per lane (selects, not branches: lanes of a warp
+// in different quadrants would diverge): y + y u P(u) with y = r, P = s1 +
+// u (s2 + u s3) for sin; y = 1, P = -1/2 + u (c1 + u (c2 + u c3)) for cos.
+PTC_D float ptc_trig_poly(float r, int q) {
+  const bool odd = q & 1;
+  const float u = r * r, y = odd ? 1.0f : r;
+  float p = odd ? fmaf(u, 0x1.99e376p-16f, -0x1.6c0c18p-10f) : -0x1.993af8p-13f;
+  p = fmaf(u, p, odd ? 0x1.55554ap-5f : 0x1.110722p-7f);
+  p = fmaf(u, p, odd ? -0.5f : -0x1.555544p-3f);
+  return fmaf(u * y, p, y);
 }
 PTC_D float ptc_sin(float a) {
   if (!(fabsf(a) <= 105615.0f)) return ptc_sin_huge(a);
   int q;
-  const float r = ptc_trig_reduce(a, &q), u = r * r;
-  const float v = (q & 1) ? ptc_cos_kernel(u) : ptc_sin_kernel(r, u);
+  const float v = ptc_trig_poly(ptc_trig_reduce(a, &q), q);
   return __int_as_float(__float_as_int(v) ^ ((q & 2) << 30) ^ PTC_SIGN(a));
 }
 PTC_D float ptc_cos(float a) {
   if (!(fabsf(a) <= 105615.0f)) return ptc_cos_huge(a);
   int q;
-  const float r = ptc_trig_reduce(a, &q), u = r * r;
-  const float v = (q & 1) ? ptc_sin_kernel(r, u) : ptc_cos_kernel(u);
+  const float v = ptc_trig_poly(ptc_trig_reduce(a, &q), q + 1);
   return __int_as_float(__float_as_int(v) ^ (((q + 1) & 2) << 30));
 }
 PTC_D double ptc_sin(double a) { return sin(a); }
