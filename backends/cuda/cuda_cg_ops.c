@@ -135,12 +135,16 @@ static int lowp_mode(void) {
   return strcmp(e, "poly") == 0 ? 1 : strcmp(e, "precise") == 0 ? 2 : 0;
 }
 
-static const cexpr_op_row libm_trig[2] = {FN1("sin"), FN1("cos")};
+static const cexpr_op_row libm_trig[3][2] = {{FN1("sin"), FN1("cos")},
+                                             {UN("ptc_sin_late($0)", NULL), UN("ptc_cos_late($0)", NULL)},
+                                             {UN("ptc_sin_inl($0)", NULL), UN("ptc_cos_inl($0)", NULL)}};
 
 static const cexpr_op_row* row_of(const ir_op* op) {
   if ((op->opcode == IR_SIN || op->opcode == IR_COS) && !(op->i & IR_MATH_LOWP)) {
     const char* e = getenv("PTC_CUDA_F32_TRIG");
-    if (e && strcmp(e, "libm") == 0) return &libm_trig[op->opcode == IR_COS];
+    if (e && strcmp(e, "libm") == 0) return &libm_trig[0][op->opcode == IR_COS];
+    if (e && strcmp(e, "late") == 0 && op->dtype == PTC_F32) return &libm_trig[1][op->opcode == IR_COS];
+    if (e && strcmp(e, "inl") == 0 && op->dtype == PTC_F32) return &libm_trig[2][op->opcode == IR_COS];
   }
   if ((op->i & IR_MATH_LOWP) && op->dtype == PTC_F32) {
     int f = op->opcode == IR_SIN ? 0 : op->opcode == IR_COS ? 1 : op->opcode == IR_SIGMOID ? 2 : -1;

@@ -397,6 +397,31 @@ PTC_D float ptc_cos(float a) {
   const float v = ptc_trig_poly(ptc_trig_reduce(a, &q), q + 1);
   return __int_as_float(__float_as_int(v) ^ (((q + 1) & 2) << 30));
 }
+// EXPERIMENT (session 17, PTC_CUDA_F32_TRIG=late / inl): variants of the above
+PTC_D float ptc_sin_late(float a) {
+  int q;
+  const float v = ptc_trig_poly(ptc_trig_reduce(a, &q), q);
+  const float w = __int_as_float(__float_as_int(v) ^ ((q & 2) << 30) ^ PTC_SIGN(a));
+  return fabsf(a) <= 105615.0f ? w : ptc_sin_huge(a);
+}
+PTC_D float ptc_cos_late(float a) {
+  int q;
+  const float v = ptc_trig_poly(ptc_trig_reduce(a, &q), q + 1);
+  const float w = __int_as_float(__float_as_int(v) ^ (((q + 1) & 2) << 30));
+  return fabsf(a) <= 105615.0f ? w : ptc_cos_huge(a);
+}
+PTC_D float ptc_sin_inl(float a) {
+  if (!(fabsf(a) <= 105615.0f)) return sinf(a);
+  int q;
+  const float v = ptc_trig_poly(ptc_trig_reduce(a, &q), q);
+  return __int_as_float(__float_as_int(v) ^ ((q & 2) << 30) ^ PTC_SIGN(a));
+}
+PTC_D float ptc_cos_inl(float a) {
+  if (!(fabsf(a) <= 105615.0f)) return cosf(a);
+  int q;
+  const float v = ptc_trig_poly(ptc_trig_reduce(a, &q), q + 1);
+  return __int_as_float(__float_as_int(v) ^ (((q + 1) & 2) << 30));
+}
 PTC_D double ptc_sin(double a) { return sin(a); }
 PTC_D double ptc_cos(double a) { return cos(a); }
 
