@@ -173,6 +173,12 @@ void cug_member_begin(cug* g, uint32_t m) {
 
 /* ---- statements ---------------------------------------------------------------------- */
 
+/* A float32 sin / cos (not an f16/bf16 op's, IR_MATH_LOWP). */
+static bool fast_trig_op(const ir_op* op) {
+  return (op->opcode == IR_SIN || op->opcode == IR_COS) && op->dtype == PTC_F32 &&
+         !(op->i & IR_MATH_LOWP);
+}
+
 static const ir_op* op_at(const cug* g, ir_val v) { return &g->cur->node->body.ops[v]; }
 
 static void tname(const cug* g, ir_val v, char* out, size_t cap) {
@@ -516,6 +522,12 @@ static void emit_math(cug* g, ptc_strbuf* sb, ir_val i, const ir_op* op) {
   else if (square && cu_cls_of(op->dtype) == CU_F32 && dts[0] == op->dtype)
     /* x ** 2 as x * x (PyTorch squares too; powf costs ~20 instructions) */
     ptc_sb_printf(&e, "(%s * %s)", args[0], args[0]);
+  else if (g->fast_trig && fast_trig_op(op) && dts[0] == PTC_F32)
+    /* vector path: the prelude's short form; th: an argument it does not
+     * take, the chunk is then recomputed by the scalar path, whose sinf /
+     * cosf are out of line there (one copy: it is the cold path) */
+    ptc_sb_printf(&e, g->vec_mode ? "ptc_%s_v(%s, th)" : getenv("PTC_CUDA_F32_TRIG_X") ? "%sf(%s)" : "ptc_%s_huge(%s)",
+                  op->opcode == IR_SIN ? "sin" : "cos", args[0]);
   else
     ok = cu_math(&e, op, args, dts, ctx_arg, &g->uses_err);
   if (!ok)
@@ -901,6 +913,17 @@ bool cug_member_reads(const cug* g, uint32_t m, int32_t buf) {
   const ir_body* b = &mb->node->body;
   for (uint32_t i = 0; i < b->n; i++)
     if (mb->live[i] && b->ops[i].opcode == IR_LOAD && b->ops[i].buf == buf) return true;
+  return false;
+}
+
+bool cug_uses_fast_trig(const cug* g) {
+  const char* e = getenv("PTC_CUDA_F32_TRIG");
+  if (e && strcmp(e, "libm") == 0) return false;
+  for (uint32_t m = 0; m < g->k->n_nodes; m++) {
+    const cu_member* mb = &g->members[m];
+    for (uint32_t i = 0; i < mb->node->body.n; i++)
+      if (mb->live[i] && fast_trig_op(&mb->node->body.ops[i])) return true;
+  }
   return false;
 }
 

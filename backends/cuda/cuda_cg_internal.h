@@ -75,6 +75,7 @@ typedef struct cug {
   uint32_t vec_width;       /* elements per vector access; 0 = not vectorised */
   bool* vec_buf;            /* buffer id -> accessed at the flat index (vin_/vout_ arrays) */
   bool vec_mode;            /* emitting the body of the vector path */
+  bool fast_trig;           /* the vector path's f32 sin / cos: ptc_*_v (th: recompute) */
   const sym_expr* flat;     /* the flat index of the outer loops (vectorised kernels) */
   /* vec_inner: the innermost loop's size is a static multiple of
    * vec_width, so a chunk lies in one innermost row: its outer point is
@@ -207,6 +208,10 @@ void cug_emit_acc_cvec(cug* g, ptc_strbuf* sb, bool decl);
 void cug_emit_acc_cvec_combine(cug* g, ptc_strbuf* sb, int phase);
 bool cug_member_reads(const cug* g, uint32_t m, int32_t buf);
 bool cug_member_needs_nonempty(const cug* g, uint32_t m);
+/* Whether a member computes a float32 sin or cos (not an f16/bf16 op's,
+ * IR_MATH_LOWP): the vector path then takes ptc_sin_v / ptc_cos_v, unless
+ * PTC_CUDA_F32_TRIG=libm (read at code generation: sinf / cosf there too). */
+bool cug_uses_fast_trig(const cug* g);
 /** Up-front checks of member m's indirect ops whose bound may be <= 0. */
 void cug_member_indirect_checks(cug* g, uint32_t m);
 /** "((IT)1*X0*...)" product of the outer and/or inner ranges. */

@@ -690,6 +690,8 @@ static ptc_status emit_pointwise_vec(cug* g, cuda_kernel_src* out) {
     g->indent++;
   }
   cug_line(g, &g->body, "const IT base = c * (IT)%u;", V);
+  g->fast_trig = cug_uses_fast_trig(g);
+  if (g->fast_trig) cug_line(g, &g->body, "bool th = false;");
   cug_line(g, &g->body, "if (aligned && base + (IT)%u <= xn) {", V);
   g->indent++;
   if (g->vec_inner) {
@@ -742,9 +744,21 @@ static ptc_status emit_pointwise_vec(cug* g, cuda_kernel_src* out) {
   g->vec_mode = false;
   g->indent--;
   cug_line(g, &g->body, "}");
+  if (g->fast_trig) { /* ptc_sin_v / ptc_cos_v: stored unless an argument was out of their range */
+    cug_line(g, &g->body, "if (!th) {");
+    g->indent++;
+  }
   emit_vec_access(g, out, true);
-  g->indent--;
-  cug_line(g, &g->body, "} else {");
+  if (g->fast_trig) {
+    g->indent--;
+    cug_line(g, &g->body, "}");
+    g->indent--;
+    cug_line(g, &g->body, "}");
+    cug_line(g, &g->body, "if (th || !(aligned && base + (IT)%u <= xn)) {", V);
+  } else {
+    g->indent--;
+    cug_line(g, &g->body, "} else {");
+  }
   g->indent++;
   /* the ragged / unaligned chunk: rare, kept rolled (code size, compile time) */
   cug_line(g, &g->body, "#pragma unroll 1");
@@ -756,6 +770,7 @@ static ptc_status emit_pointwise_vec(cug* g, cuda_kernel_src* out) {
   emit_decompose(g, "lin", "x", g->k->ranges, g->k->n_ranges);
   memset(g->in_reg, 0, g->n_buffers * sizeof *g->in_reg);
   if (!s) s = emit_point_body(g);
+  g->fast_trig = false;
   /* the point's if, the e loop, the else, the chunk loop (U > 1: the u
    * loop, then the chunk loop). The scalar body stays inside the unrolled u
    * loop: a rolled loop of its own after the vector chunks (one copy

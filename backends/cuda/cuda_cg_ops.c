@@ -6,8 +6,7 @@
  * remainder, NaN-propagating max/min, sign(NaN) = 0, integer wrap-around,
  * float->int truncation).
  * Float32 exp and sigmoid take Inductor's fast forms (the prelude's
- * "fast math" section: ex2.approx, div.full); float32 sin and cos the
- * prelude's ptc_sin / ptc_cos (sinf's accuracy, short code); sin, cos and sigmoid of
+ * "fast math" section: ex2.approx, div.full); sin, cos and sigmoid of
  * f16/bf16 graph ops (IR_MATH_LOWP) approximations far more accurate than
  * the op's f16/bf16 rounding; everything else is precise.
  *
@@ -72,8 +71,8 @@ static const cexpr_op_row op_rows[IR_OPCODE_COUNT] = {
     [IR_LOG1P] = FN1("log1p"),
     [IR_SQRT] = FN1("sqrt"),
     [IR_RSQRT] = FN1("rsqrt"),
-    [IR_SIN] = UN("ptc_sin($0)", NULL), /* f32: the prelude's inline form, sinf's accuracy */
-    [IR_COS] = UN("ptc_cos($0)", NULL),
+    [IR_SIN] = FN1("sin"), /* f32 in vector paths: ptc_sin_v (cuda_cg_body.c) */
+    [IR_COS] = FN1("cos"),
     [IR_TAN] = FN1("tan"),
     [IR_TANH] = FN1("tanh"),
     [IR_SIGMOID] = UN("ptc_sigmoid_fast($0)", NULL), /* f32: 1 / (1 + exp(-x)) as Inductor */
@@ -120,13 +119,13 @@ static const cexpr_op_row op_rows[IR_OPCODE_COUNT] = {
  * f16/bf16 rounding of the op's value (see the prelude and docs/cuda.md).
  * PTC_CUDA_LOWP_MATH (read at code generation): unset = the default
  * (sin.approx/cos.approx after the range reduction), "poly" (polynomial sin
- * and cos, relative accuracy also next to their zeros), "precise" (the
- * float32 ops' sin, cos and sigmoid). */
+ * and cos, relative accuracy also next to their zeros), "precise" (sinf,
+ * cosf and the float32 sigmoid, as for float32 ops). */
 static const cexpr_op_row lowp_rows[3][3] = {
     {UN("ptc_sin_lowp($0)", NULL), UN("ptc_cos_lowp($0)", NULL), UN("ptc_sigmoid_lowp($0)", NULL)},
     {UN("ptc_sin_lowp_poly($0)", NULL), UN("ptc_cos_lowp_poly($0)", NULL),
      UN("ptc_sigmoid_lowp($0)", NULL)},
-    {UN("ptc_sin($0)", NULL), UN("ptc_cos($0)", NULL), UN("ptc_sigmoid_fast($0)", NULL)},
+    {FN1("sin"), FN1("cos"), UN("ptc_sigmoid_fast($0)", NULL)},
 };
 
 static int lowp_mode(void) {
@@ -135,17 +134,7 @@ static int lowp_mode(void) {
   return strcmp(e, "poly") == 0 ? 1 : strcmp(e, "precise") == 0 ? 2 : 0;
 }
 
-static const cexpr_op_row libm_trig[3][2] = {{FN1("sin"), FN1("cos")},
-                                             {UN("ptc_sin_late($0)", NULL), UN("ptc_cos_late($0)", NULL)},
-                                             {UN("ptc_sin_inl($0)", NULL), UN("ptc_cos_inl($0)", NULL)}};
-
 static const cexpr_op_row* row_of(const ir_op* op) {
-  if ((op->opcode == IR_SIN || op->opcode == IR_COS) && !(op->i & IR_MATH_LOWP)) {
-    const char* e = getenv("PTC_CUDA_F32_TRIG");
-    if (e && strcmp(e, "libm") == 0) return &libm_trig[0][op->opcode == IR_COS];
-    if (e && strcmp(e, "late") == 0 && op->dtype == PTC_F32) return &libm_trig[1][op->opcode == IR_COS];
-    if (e && strcmp(e, "inl") == 0 && op->dtype == PTC_F32) return &libm_trig[2][op->opcode == IR_COS];
-  }
   if ((op->i & IR_MATH_LOWP) && op->dtype == PTC_F32) {
     int f = op->opcode == IR_SIN ? 0 : op->opcode == IR_COS ? 1 : op->opcode == IR_SIGMOID ? 2 : -1;
     if (f >= 0) return &lowp_rows[lowp_mode()][f];

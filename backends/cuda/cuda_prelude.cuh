@@ -325,9 +325,9 @@ template <typename T, int V> PTC_D void ptc_vstore(T* p, const T* in) {
 // tl.exp on fp32 is ex2.approx.f32 of x * log2(e); `/` on fp32 is
 // div.full.f32; tl.sigmoid(x) = 1 / (1 + exp(-x))). float16/bfloat16 are
 // computed in float and take the same path. double keeps the precise
-// library functions; sin/cos (ptc_sin / ptc_cos below: sinf's accuracy),
-// tan/tanh/log/erf and plain division stay precise (libdevice in Inductor
-// too).
+// library functions; sin/cos (sinf / cosf; ptc_sin_v / ptc_cos_v below in
+// vector paths, as accurate), tan/tanh/log/erf and plain division stay
+// precise (libdevice in Inductor too).
 PTC_D float ptc_exp(float a) {
   float r;
   asm("ex2.approx.f32 %0, %1;" : "=f"(r) : "f"(a * 1.4426950408889634f));
@@ -341,96 +341,60 @@ PTC_D float ptc_sigmoid_fast(float a) {
 }
 PTC_D double ptc_sigmoid_fast(double a) { return ptc_sigmoid(a); }
 
-// ---- float32 sin / cos (as accurate as CUDA's sinf / cosf) -----------------
+// ---- float32 sin / cos of vector pointwise kernels -------------------------
 // CUDA's sinf / cosf inline their long argument reduction for huge
 // arguments (Payne-Hanek, a loop over a table in local memory) at every
-// use, which made a kernel of 8 sin + 8 cos calls (the 2-chunk fp32 chain)
-// compile about twice as long as its math needs. Here the usual arguments
-// run inline and only |a| > 105615, inf and NaN call the library function,
-// out of line (one copy per kernel):
-//  - |a| = k * pi/2 + r, k = rint(|a| * 2/pi) (PTC_MAGIC rounding; kk's
-//    low bits hold k mod 4), r by a three-part pi/2 (the first FMA is
-//    exact for |a| <= 105615, k < 2^17), |r| <= pi/4 + 3e-3;
-//  - sin r = r + r^3 P(r^2), cos r = 1 - r^2/2 + r^4 Q(r^2), P and Q of
-//    degree 2 (minimax relative errors 7.9e-9 and 2.2e-10 with these float
-//    coefficients); k mod 4 picks and signs them; sin is odd (|a|'s
-//    result takes a's sign, so sin(-0) = -0), cos even.
-// Every float32 |a| <= 105615, emulated on a host with IEEE fmaf (the
-// GPU's FFMA; no fast-math flags): at most 1.55 ulp from the true value for
-// both (CUDA documents 2 ulp for sinf / cosf); test_cuda_trig checks them
-// on the GPU. Denormal arguments keep their value (sin) or give 1 (cos).
-__device__ __noinline__ float ptc_sin_huge(float a) { return sinf(a); }
-__device__ __noinline__ float ptc_cos_huge(float a) { return cosf(a); }
+// use: the 2-chunk fp32 chain (8 sin + 8 cos inlined) took 180 ms of NVRTC
+// time here, most of it for those cold paths. The vector path of pointwise
+// kernels (cuda_cg_body.c) takes these instead: short, no branch and no
+// call; an argument out of their range (|a| > 105615, inf, NaN) sets th,
+// and the chunk is then computed again by the scalar path with sinf / cosf.
+//  - a = k * pi/2 + r, k = rint(a * 2/pi) (PTC_MAGIC rounding; kk's low
+//    bits hold k mod 4, also for k < 0), r by a three-part pi/2 (the first
+//    FMA is exact for |a| <= 105615, |k| < 2^17), |r| <= pi/4 + 3e-3;
+//  - sin r = r + r u P(u), cos r = 1 + u Q(u), u = r^2, P = s1 + u (s2 +
+//    u s3), Q = -1/2 + u (c1 + u (c2 + u c3)) (minimax relative errors
+//    7.9e-9 and 2.2e-10 with these float coefficients), evaluated as one
+//    polynomial whose coefficients are picked per lane by k mod 4 (selects:
+//    lanes of a warp in different quadrants do not diverge), negated for
+//    k mod 4 in {2, 3}.
+// Every float32 |a| <= 105615, emulated on a host with IEEE fmaf (no fast
+// math flags): at most 1.55 ulp from the true value for both (CUDA
+// documents 2 ulp for sinf / cosf); test_cuda_trig checks them on the GPU.
+// sin(-0) = -0; denormal arguments keep their value (sin) or give 1 (cos).
 #define PTC_MAGIC 12582912.0f  // 1.5 * 2^23: x + PTC_MAGIC rounds x to an integer
 #define PTC_SIGN(a) (__float_as_int(a) & (int)0x80000000)
-// r (returned) and k mod 4 (*q) of |a| = k * pi/2 + r, for |a| <= 105615.
-PTC_D float ptc_trig_reduce(float a, int* q) {
-  const float x = fabsf(a);
-  const float kk = fmaf(x, 0x1.45f306p-1f, PTC_MAGIC);
+// sin r (q even) or cos r (q odd) of a = k * pi/2 + r, q = k mod 4 + j.
+PTC_D float ptc_trig_v(float a, int j, bool& th) {
+  th |= !(fabsf(a) <= 105615.0f);
+  const float kk = fmaf(a, 0x1.45f306p-1f, PTC_MAGIC);
   const float k = kk - PTC_MAGIC;
-  float r = fmaf(-k, 0x1.921fb6p+0f, x);
+  float r = fmaf(-k, 0x1.921fb6p+0f, a);
   r = fmaf(-k, -0x1.777a5cp-25f, r);
-  *q = __float_as_int(kk) & 3;
-  return fmaf(-k, -0x1.ee59dap-50f, r);
-}
-// sin r (q even) or cos r (q odd), |r| <= pi/4, by one polynomial whose
-// coefficients are picked per lane (selects, not branches: lanes of a warp
-// in different quadrants would diverge): y + y u P(u) with y = r, P = s1 +
-// u (s2 + u s3) for sin; y = 1, P = -1/2 + u (c1 + u (c2 + u c3)) for cos.
-PTC_D float ptc_trig_poly(float r, int q) {
+  r = fmaf(-k, -0x1.ee59dap-50f, r);
+  const int q = __float_as_int(kk) + j;
   const bool odd = q & 1;
   const float u = r * r, y = odd ? 1.0f : r;
   float p = odd ? fmaf(u, 0x1.99e376p-16f, -0x1.6c0c18p-10f) : -0x1.993af8p-13f;
   p = fmaf(u, p, odd ? 0x1.55554ap-5f : 0x1.110722p-7f);
   p = fmaf(u, p, odd ? -0.5f : -0x1.555544p-3f);
-  return fmaf(u * y, p, y);
+  const float v = fmaf(fmaf(u, y, 0.0f), p, y);  // u y + 0: +0 where y = -0, so sin(-0) = -0
+  return (q & 2) ? -v : v;
 }
-PTC_D float ptc_sin(float a) {
-  if (!(fabsf(a) <= 105615.0f)) return ptc_sin_huge(a);
-  int q;
-  const float v = ptc_trig_poly(ptc_trig_reduce(a, &q), q);
-  return __int_as_float(__float_as_int(v) ^ ((q & 2) << 30) ^ PTC_SIGN(a));
-}
-PTC_D float ptc_cos(float a) {
-  if (!(fabsf(a) <= 105615.0f)) return ptc_cos_huge(a);
-  int q;
-  const float v = ptc_trig_poly(ptc_trig_reduce(a, &q), q + 1);
-  return __int_as_float(__float_as_int(v) ^ (((q + 1) & 2) << 30));
-}
-// EXPERIMENT (session 17, PTC_CUDA_F32_TRIG=late / inl): variants of the above
-PTC_D float ptc_sin_late(float a) {
-  int q;
-  const float v = ptc_trig_poly(ptc_trig_reduce(a, &q), q);
-  const float w = __int_as_float(__float_as_int(v) ^ ((q & 2) << 30) ^ PTC_SIGN(a));
-  return fabsf(a) <= 105615.0f ? w : ptc_sin_huge(a);
-}
-PTC_D float ptc_cos_late(float a) {
-  int q;
-  const float v = ptc_trig_poly(ptc_trig_reduce(a, &q), q + 1);
-  const float w = __int_as_float(__float_as_int(v) ^ (((q + 1) & 2) << 30));
-  return fabsf(a) <= 105615.0f ? w : ptc_cos_huge(a);
-}
-PTC_D float ptc_sin_inl(float a) {
-  if (!(fabsf(a) <= 105615.0f)) return sinf(a);
-  int q;
-  const float v = ptc_trig_poly(ptc_trig_reduce(a, &q), q);
-  return __int_as_float(__float_as_int(v) ^ ((q & 2) << 30) ^ PTC_SIGN(a));
-}
-PTC_D float ptc_cos_inl(float a) {
-  if (!(fabsf(a) <= 105615.0f)) return cosf(a);
-  int q;
-  const float v = ptc_trig_poly(ptc_trig_reduce(a, &q), q + 1);
-  return __int_as_float(__float_as_int(v) ^ (((q + 1) & 2) << 30));
-}
-PTC_D double ptc_sin(double a) { return sin(a); }
-PTC_D double ptc_cos(double a) { return cos(a); }
+PTC_D float ptc_sin_v(float a, bool& th) { return ptc_trig_v(a, 0, th); }
+PTC_D float ptc_cos_v(float a, bool& th) { return ptc_trig_v(a, 1, th); }
 
 // ---- float16/bfloat16 graph ops computed in float (IR_MATH_LOWP) ------------
 // sin, cos and sigmoid whose graph dtype is float16/bfloat16: the value is
 // stored rounded to 11 or 8 significant bits, so an approximation whose
 // error is far below that rounding may replace the precise function (never
 // for float32/float64 ops). See docs/cuda.md ("Precision") for the bounds.
-// They share ptc_sin_huge / ptc_cos_huge (above) for |a| > 105615.
+//
+// The precise functions for the rare huge arguments (|a| > 105615, inf,
+// NaN), out of line: one copy of their long argument reduction per kernel
+// instead of one per use (smaller code, faster NVRTC compiles).
+__device__ __noinline__ float ptc_sin_huge(float a) { return sinf(a); }
+__device__ __noinline__ float ptc_cos_huge(float a) { return cosf(a); }
 
 // Default: r = |a| - 2*pi*rint(|a| / (2*pi)) with a two-part 2*pi (the first
 // product is exact; the reduction error is below 1.2e-10), then the

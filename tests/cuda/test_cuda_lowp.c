@@ -18,8 +18,8 @@
  *
  *  --cpu (no GPU): the cpu backend on those graphs; the ref backend; the
  *    cuda kernels' source (f16/bf16 sin/cos/sigmoid through the prelude's
- *    ptc_*_lowp, float32 through ptc_sin/ptc_cos (the prelude's float32
- *    sin/cos, sinf's accuracy) and Inductor's sigmoid; no
+ *    ptc_*_lowp, float32 through ptc_sin_v/ptc_cos_v in the vector path
+ *    (sinf's accuracy) and Inductor's sigmoid; no
  *    rounding between the chain's ops) and, with NVRTC, their compile for
  *    sm_80 and sm_90.
  *  default (GPU; exit 77 without one): the cuda backend on those graphs,
@@ -394,12 +394,12 @@ static int cpu_tests(void) {
     const char* src = one.data;
     bool lowp_dt = dts[d] != PTC_F32;
     size_t lsin = count(src, "ptc_sin_lowp("), lcos = count(src, "ptc_cos_lowp(");
-    size_t psin = count(src, " ptc_sin("), pcos = count(src, " ptc_cos(");
+    size_t psin = count(src, " ptc_sin_v("), pcos = count(src, " ptc_cos_v(");
     size_t lsig = count(src, "ptc_sigmoid_lowp("), psig = count(src, "ptc_sigmoid_fast(");
     const char* rnd = dts[d] == PTC_BF16 ? "ptc_round_bf16(" : "ptc_round_f16(";
     size_t rounds = count(src, rnd);
-    printf("cuda chain %s: ptc_sin_lowp %zu, ptc_cos_lowp %zu, ptc_sigmoid_lowp %zu, ptc_sin %zu, "
-           "ptc_cos %zu, ptc_sigmoid_fast %zu, %s %zu\n",
+    printf("cuda chain %s: ptc_sin_lowp %zu, ptc_cos_lowp %zu, ptc_sigmoid_lowp %zu, ptc_sin_v %zu, "
+           "ptc_cos_v %zu, ptc_sigmoid_fast %zu, %s %zu\n",
            ptc_dtype_name(dts[d]), lsin, lcos, lsig, psin, pcos, psig, rnd, rounds);
     if (lowp_dt) {
       CHECK(lsin >= 1 && lcos >= 1 && lsig >= 1 && psin == 0 && pcos == 0 && psig == 0);
@@ -414,7 +414,7 @@ static int cpu_tests(void) {
   }
   /* the other variants' kernels (PTC_CUDA_LOWP_MATH is read at code generation) */
   const char* const modes[2] = {"poly", "precise"};
-  const char* const want[2] = {"ptc_sin_lowp_poly(", " ptc_sin("};
+  const char* const want[2] = {"ptc_sin_lowp_poly(", " sinf("};
   for (int m = 0; m < 2; m++) {
     setenv("PTC_CUDA_LOWP_MATH", modes[m], 1);
     ptc_strbuf one;
