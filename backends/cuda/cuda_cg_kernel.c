@@ -691,7 +691,7 @@ static ptc_status emit_pointwise_vec(cug* g, cuda_kernel_src* out) {
   }
   cug_line(g, &g->body, "const IT base = c * (IT)%u;", V);
   g->fast_trig = cug_uses_fast_trig(g);
-  if (g->fast_trig) cug_line(g, &g->body, "bool th = false;");
+  if (g->fast_trig) cug_line(g, &g->body, "float th = 0.0f;");
   cug_line(g, &g->body, "if (aligned && base + (IT)%u <= xn) {", V);
   g->indent++;
   if (g->vec_inner) {
@@ -745,7 +745,7 @@ static ptc_status emit_pointwise_vec(cug* g, cuda_kernel_src* out) {
   g->indent--;
   cug_line(g, &g->body, "}");
   if (g->fast_trig) { /* ptc_sin_v / ptc_cos_v: stored unless an argument was out of their range */
-    cug_line(g, &g->body, "if (!th) {");
+    cug_line(g, &g->body, "if (th <= PTC_TRIG_V_MAX) {");
     g->indent++;
   }
   emit_vec_access(g, out, true);
@@ -754,7 +754,7 @@ static ptc_status emit_pointwise_vec(cug* g, cuda_kernel_src* out) {
     cug_line(g, &g->body, "}");
     g->indent--;
     cug_line(g, &g->body, "}");
-    cug_line(g, &g->body, "if (th || !(aligned && base + (IT)%u <= xn)) {", V);
+    cug_line(g, &g->body, "if (th > PTC_TRIG_V_MAX || !(aligned && base + (IT)%u <= xn)) {", V);
   } else {
     g->indent--;
     cug_line(g, &g->body, "} else {");

@@ -347,32 +347,32 @@ PTC_D double ptc_sigmoid_fast(double a) { return ptc_sigmoid(a); }
 // use: the 2-chunk fp32 chain (8 sin + 8 cos inlined) took 180 ms of NVRTC
 // time here, most of it for those cold paths. The vector path of pointwise
 // kernels (cuda_cg_body.c) takes these instead: short, no branch and no
-// call; an argument out of their range (|a| > 105615, inf, NaN) sets th,
-// and the chunk is then computed again by the scalar path with sinf / cosf.
-//  - a = k * pi/2 + r, k = rint(a * 2/pi) (PTC_MAGIC rounding; kk's low
-//    bits hold k mod 4, also for k < 0), r by a three-part pi/2 (the first
-//    FMA is exact for |a| <= 105615, |k| < 2^17), |r| <= pi/4 + 3e-3;
+// call. th keeps the largest |argument|: above 105615 (inf too) the chunk
+// is computed again by the scalar path with sinf / cosf; NaN gives NaN
+// here (fmaxf ignores it).
+//  - a = k * pi/2 + r, k = rint(a * 2/pi), r by a three-part pi/2 (parts
+//    rounded down, so k * -part + (-0) keeps -0; the first FMA is exact for
+//    |a| <= 105615, |k| < 2^17), |r| <= pi/4 + 2e-3;
 //  - sin r = r + r u P(u), cos r = 1 + u Q(u), u = r^2, P = s1 + u (s2 +
 //    u s3), Q = -1/2 + u (c1 + u (c2 + u c3)) (minimax relative errors
 //    7.9e-9 and 2.2e-10 with these float coefficients), evaluated as one
 //    polynomial whose coefficients are picked per lane by k mod 4 (selects:
 //    lanes of a warp in different quadrants do not diverge), negated for
 //    k mod 4 in {2, 3}.
-// Every float32 |a| <= 105615, emulated on a host with IEEE fmaf (no fast
-// math flags): at most 1.55 ulp from the true value for both (CUDA
-// documents 2 ulp for sinf / cosf); test_cuda_trig checks them on the GPU.
-// sin(-0) = -0; denormal arguments keep their value (sin) or give 1 (cos).
-#define PTC_MAGIC 12582912.0f  // 1.5 * 2^23: x + PTC_MAGIC rounds x to an integer
-#define PTC_SIGN(a) (__float_as_int(a) & (int)0x80000000)
-// sin r (q even) or cos r (q odd) of a = k * pi/2 + r, q = k mod 4 + j.
-PTC_D float ptc_trig_v(float a, int j, bool& th) {
-  th |= !(fabsf(a) <= 105615.0f);
-  const float kk = fmaf(a, 0x1.45f306p-1f, PTC_MAGIC);
-  const float k = kk - PTC_MAGIC;
-  float r = fmaf(-k, 0x1.921fb6p+0f, a);
-  r = fmaf(-k, -0x1.777a5cp-25f, r);
-  r = fmaf(-k, -0x1.ee59dap-50f, r);
-  const int q = __float_as_int(kk) + j;
+// Every float32 0 <= a <= 105615 and every 61st negative one, emulated on a
+// host with IEEE fmaf / rintf (no fast-math flags): at most 1.55 ulp from
+// the true value for both (CUDA documents 2 ulp for sinf / cosf);
+// test_cuda_trig checks them on the GPU. sin(-0) = -0; denormal arguments
+// keep their value (sin) or give 1 (cos).
+// sin r (q even) or cos r (q odd) of a = k * pi/2 + r, q = k + j.
+PTC_D float ptc_trig_v(float a, int j, float& th) {
+  th = fmaxf(th, fabsf(a));
+  const int ki = __float2int_rn(a * 0x1.45f306p-1f);
+  const float k = (float)ki;
+  float r = fmaf(k, -0x1.921fb4p+0f, a);
+  r = fmaf(k, -0x1.4442d0p-24f, r);
+  r = fmaf(k, -0x1.84698ap-48f, r);
+  const int q = ki + j;
   const bool odd = q & 1;
   const float u = r * r, y = odd ? 1.0f : r;
   float p = odd ? fmaf(u, 0x1.99e376p-16f, -0x1.6c0c18p-10f) : -0x1.993af8p-13f;
@@ -381,8 +381,9 @@ PTC_D float ptc_trig_v(float a, int j, bool& th) {
   const float v = fmaf(fmaf(u, y, 0.0f), p, y);  // u y + 0: +0 where y = -0, so sin(-0) = -0
   return (q & 2) ? -v : v;
 }
-PTC_D float ptc_sin_v(float a, bool& th) { return ptc_trig_v(a, 0, th); }
-PTC_D float ptc_cos_v(float a, bool& th) { return ptc_trig_v(a, 1, th); }
+PTC_D float ptc_sin_v(float a, float& th) { return ptc_trig_v(a, 0, th); }
+PTC_D float ptc_cos_v(float a, float& th) { return ptc_trig_v(a, 1, th); }
+#define PTC_TRIG_V_MAX 105615.0f  // the largest |argument| ptc_trig_v takes
 
 // ---- float16/bfloat16 graph ops computed in float (IR_MATH_LOWP) ------------
 // sin, cos and sigmoid whose graph dtype is float16/bfloat16: the value is
@@ -395,6 +396,8 @@ PTC_D float ptc_cos_v(float a, bool& th) { return ptc_trig_v(a, 1, th); }
 // instead of one per use (smaller code, faster NVRTC compiles).
 __device__ __noinline__ float ptc_sin_huge(float a) { return sinf(a); }
 __device__ __noinline__ float ptc_cos_huge(float a) { return cosf(a); }
+#define PTC_MAGIC 12582912.0f  // 1.5 * 2^23: x + PTC_MAGIC rounds x to an integer
+#define PTC_SIGN(a) (__float_as_int(a) & (int)0x80000000)
 
 // Default: r = |a| - 2*pi*rint(|a| / (2*pi)) with a two-part 2*pi (the first
 // product is exact; the reduction error is below 1.2e-10), then the
