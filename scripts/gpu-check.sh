@@ -18,7 +18,7 @@
 #               graph cap, streams, output buffers, the error flag, and the
 #               per-call host time of plain vs graph runs)), then the GPU
 #               runs of test_cuda_gemm / _attn / _attn_match / _split /
-#               _rows / _tune / _welford / _lowp / _conv / _conv_tma
+#               _rows / _tune / _welford / _lowp / _trig / _conv / _conv_tma
 #   --py        the meson suite 'python' (pytest) on the GPU machine: the CPU
 #               tests and tests/python/test_cuda_tensors.py (CUDA tensors,
 #               torch's current stream, from_fx/backend on cuda, device
