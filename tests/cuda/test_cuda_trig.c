@@ -20,23 +20,13 @@
  */
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/cuda_rt.h"
+#include "tests/check.h"
 
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures, passes;
-#define CHECK(c)                                                   \
-  do {                                                             \
-    if (!(c)) {                                                    \
-      printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #c);          \
-      failures++;                                                  \
-    } else {                                                       \
-      passes++;                                                    \
-    }                                                              \
-  } while (0)
 
 enum { BATCH = 1 << 26 };
 #define BOUND_BITS 0x47CE4780u /* 105615.0f */
@@ -233,6 +223,6 @@ int main(int argc, char** argv) {
   free(ys);
   free(yc);
   ptc_context_release(ctx);
-  printf("test_cuda_trig: %d passed, %d failed\n", passes, failures);
-  return failures ? 1 : 0;
+  printf("test_cuda_trig: %d passed, %d failed\n", check_total - check_failures, check_failures);
+  return check_failures ? 1 : 0;
 }
