@@ -523,9 +523,9 @@ static void emit_math(cug* g, ptc_strbuf* sb, ir_val i, const ir_op* op) {
     /* x ** 2 as x * x (PyTorch squares too; powf costs ~20 instructions) */
     ptc_sb_printf(&e, "(%s * %s)", args[0], args[0]);
   else if (g->fast_trig && fast_trig_op(op) && dts[0] == PTC_F32)
-    /* vector path: the prelude's short form; th: the largest |argument|,
-     * beyond PTC_TRIG_V_MAX the chunk is recomputed by the scalar path, whose
-     * sinf / cosf are out of line (one copy: it is the cold path) */
+    /* vector path: the prelude's short form; th: its range flag (beyond
+     * PTC_TRIG_V_MAX the chunk is recomputed by the scalar path, whose sinf /
+     * cosf are out of line: one copy, it is the cold path) */
     ptc_sb_printf(&e, g->vec_mode ? "ptc_%s_v(%s, th)" : "ptc_%s_huge(%s)",
                   op->opcode == IR_SIN ? "sin" : "cos", args[0]);
   else

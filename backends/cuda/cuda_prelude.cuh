@@ -349,9 +349,9 @@ PTC_D double ptc_sigmoid_fast(double a) { return ptc_sigmoid(a); }
 // time on this project's CI machine, most of it for those cold paths. With
 // PTC_CUDA_F32_TRIG=fast the vector path of pointwise kernels
 // (cuda_cg_body.c) takes these instead (99 ms): short, no branch and no
-// call. th keeps the largest |argument|: above 105615 (inf too) the chunk
-// is computed again by the scalar path with sinf / cosf; NaN gives NaN
-// here (fmaxf ignores it). Not the default: on an H100 the chain ran 2-4%
+// call. th flags an argument beyond their range (PTC_TRIG_V_MAX): the
+// chunk is then computed again by the scalar path with sinf / cosf; NaN
+// gives NaN here. Not the default: on an H100 the chain ran 2-4%
 // slower than with sinf / cosf (docs/cuda.md, session 17).
 //  - a = k * pi/2 + r, k = rint(a * 2/pi), r by a three-part pi/2 (parts
 //    rounded down, so k * -part + (-0) keeps -0; the first FMA is exact for
@@ -369,9 +369,9 @@ PTC_D double ptc_sigmoid_fast(double a) { return ptc_sigmoid(a); }
 // keep their value (sin) or give 1 (cos).
 // sin r (q even) or cos r (q odd) of a = k * pi/2 + r, q = k + j.
 PTC_D float ptc_trig_v(float a, int j, float& th) {
-  th = fmaxf(th, fabsf(a));
-  const int ki = __float2int_rn(a * 0x1.45f306p-1f);
+  const int ki = __float2int_rn(a * 0x1.45f306p-1f);  // inf: INT_MAX / MIN; NaN: 0
   const float k = (float)ki;
+  th = fmaf(k, k, th);  // on the FMA pipe (the ALU pipe is this kernel's busiest)
   float r = fmaf(k, -0x1.921fb4p+0f, a);
   r = fmaf(k, -0x1.4442d0p-24f, r);
   r = fmaf(k, -0x1.84698ap-48f, r);
@@ -382,11 +382,14 @@ PTC_D float ptc_trig_v(float a, int j, float& th) {
   p = fmaf(u, p, odd ? 0x1.55554ap-5f : 0x1.110722p-7f);
   p = fmaf(u, p, odd ? -0.5f : -0x1.555544p-3f);
   const float v = fmaf(fmaf(u, y, 0.0f), p, y);  // u y + 0: +0 where y = -0, so sin(-0) = -0
-  return (q & 2) ? -v : v;
+  return __int_as_float(__float_as_int(v) ^ ((q << 30) & (int)0x80000000));  // - for q mod 4 in {2, 3}
 }
 PTC_D float ptc_sin_v(float a, float& th) { return ptc_trig_v(a, 0, th); }
 PTC_D float ptc_cos_v(float a, float& th) { return ptc_trig_v(a, 1, th); }
-#define PTC_TRIG_V_MAX 105615.0f  // the largest |argument| ptc_trig_v takes
+// th sums k^2 over a chunk's calls: past 67200^2 (one |k| > 67200, i.e. an
+// |argument| beyond about 105558, or inf) the chunk is recomputed with
+// sinf / cosf (also, harmlessly, when many moderate arguments add up).
+#define PTC_TRIG_V_MAX 4515840000.0f
 
 // ---- float16/bfloat16 graph ops computed in float (IR_MATH_LOWP) ------------
 // sin, cos and sigmoid whose graph dtype is float16/bfloat16: the value is
