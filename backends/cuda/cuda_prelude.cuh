@@ -358,10 +358,9 @@ PTC_D double ptc_sigmoid_fast(double a) { return ptc_sigmoid(a); }
 //    |a| <= 105615, |k| < 2^17), |r| <= pi/4 + 2e-3;
 //  - sin r = r + r u P(u), cos r = 1 + u Q(u), u = r^2, P = s1 + u (s2 +
 //    u s3), Q = -1/2 + u (c1 + u (c2 + u c3)) (minimax relative errors
-//    7.9e-9 and 2.2e-10 with these float coefficients), evaluated as one
-//    polynomial whose coefficients are picked per lane by k mod 4 (selects:
-//    lanes of a warp in different quadrants do not diverge), negated for
-//    k mod 4 in {2, 3}.
+//    7.9e-9 and 2.2e-10 with these float coefficients), both evaluated and
+//    one picked per lane by k mod 4 (a select: lanes of a warp in different
+//    quadrants do not diverge), negated for k mod 4 in {2, 3}.
 // Every float32 0 <= a <= 105615 and every 61st negative one, emulated on a
 // host with IEEE fmaf / rintf (no fast-math flags): at most 1.55 ulp from
 // the true value for both (CUDA documents 2 ulp for sinf / cosf);
@@ -376,12 +375,17 @@ PTC_D float ptc_trig_v(float a, int j, float& th) {
   r = fmaf(k, -0x1.4442d0p-24f, r);
   r = fmaf(k, -0x1.84698ap-48f, r);
   const int q = ki + j;
-  const bool odd = q & 1;
-  const float u = r * r, y = odd ? 1.0f : r;
-  float p = odd ? fmaf(u, 0x1.99e376p-16f, -0x1.6c0c18p-10f) : -0x1.993af8p-13f;
-  p = fmaf(u, p, odd ? 0x1.55554ap-5f : 0x1.110722p-7f);
-  p = fmaf(u, p, odd ? -0.5f : -0x1.555544p-3f);
-  const float v = fmaf(fmaf(u, y, 0.0f), p, y);  // u y + 0: +0 where y = -0, so sin(-0) = -0
+  const float u = r * r;
+  // both polynomials on the FMA pipe, one select (selects and predicates
+  // run on the ALU pipe, this kernel's busiest)
+  float ps = fmaf(u, -0x1.993af8p-13f, 0x1.110722p-7f);
+  ps = fmaf(u, ps, -0x1.555544p-3f);
+  const float vs = fmaf(fmaf(u, r, 0.0f), ps, r);  // u r + 0: +0 where r = -0, so sin(-0) = -0
+  float pc = fmaf(u, 0x1.99e376p-16f, -0x1.6c0c18p-10f);
+  pc = fmaf(u, pc, 0x1.55554ap-5f);
+  pc = fmaf(u, pc, -0.5f);
+  const float vc = fmaf(u, pc, 1.0f);
+  const float v = (q & 1) ? vc : vs;
   return __int_as_float(__float_as_int(v) ^ ((q << 30) & (int)0x80000000));  // - for q mod 4 in {2, 3}
 }
 PTC_D float ptc_sin_v(float a, float& th) { return ptc_trig_v(a, 0, th); }
