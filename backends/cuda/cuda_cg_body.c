@@ -918,7 +918,7 @@ bool cug_member_reads(const cug* g, uint32_t m, int32_t buf) {
 
 bool cug_uses_fast_trig(const cug* g) {
   const char* e = getenv("PTC_CUDA_F32_TRIG");
-  if (!e || strcmp(e, "fast") != 0) return false;
+  if (e && strcmp(e, "libm") == 0) return false;
   for (uint32_t m = 0; m < g->k->n_nodes; m++) {
     const cu_member* mb = &g->members[m];
     for (uint32_t i = 0; i < mb->node->body.n; i++)

@@ -210,9 +210,8 @@ bool cug_member_reads(const cug* g, uint32_t m, int32_t buf);
 bool cug_member_needs_nonempty(const cug* g, uint32_t m);
 /* Whether the vector path of a pointwise kernel takes the prelude's
  * ptc_sin_v / ptc_cos_v for float32 sin / cos (not an f16/bf16 op's,
- * IR_MATH_LOWP): PTC_CUDA_F32_TRIG=fast (read at code generation) and a
- * member computes one. Default: sinf / cosf (faster kernels on an H100,
- * longer NVRTC compiles; docs/cuda.md). */
+ * IR_MATH_LOWP): a member computes one, unless PTC_CUDA_F32_TRIG=libm (read
+ * at code generation: sinf / cosf there too). */
 bool cug_uses_fast_trig(const cug* g);
 /** Up-front checks of member m's indirect ops whose bound may be <= 0. */
 void cug_member_indirect_checks(cug* g, uint32_t m);

@@ -71,7 +71,7 @@ static const cexpr_op_row op_rows[IR_OPCODE_COUNT] = {
     [IR_LOG1P] = FN1("log1p"),
     [IR_SQRT] = FN1("sqrt"),
     [IR_RSQRT] = FN1("rsqrt"),
-    [IR_SIN] = FN1("sin"), /* PTC_CUDA_F32_TRIG=fast: ptc_sin_v in vector paths (cuda_cg_body.c) */
+    [IR_SIN] = FN1("sin"), /* f32 vector paths: ptc_sin_v (cuda_cg_body.c) */
     [IR_COS] = FN1("cos"),
     [IR_TAN] = FN1("tan"),
     [IR_TANH] = FN1("tanh"),

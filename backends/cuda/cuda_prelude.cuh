@@ -325,10 +325,9 @@ template <typename T, int V> PTC_D void ptc_vstore(T* p, const T* in) {
 // tl.exp on fp32 is ex2.approx.f32 of x * log2(e); `/` on fp32 is
 // div.full.f32; tl.sigmoid(x) = 1 / (1 + exp(-x))). float16/bfloat16 are
 // computed in float and take the same path. double keeps the precise
-// library functions; sin/cos (sinf / cosf; PTC_CUDA_F32_TRIG=fast:
-// ptc_sin_v / ptc_cos_v below in vector paths, as accurate),
-// tan/tanh/log/erf and plain division stay precise (libdevice in Inductor
-// too).
+// library functions; sin/cos (sinf / cosf; in vector paths ptc_sin_v /
+// ptc_cos_v below, as accurate), tan/tanh/log/erf and plain division stay
+// precise (libdevice in Inductor too).
 PTC_D float ptc_exp(float a) {
   float r;
   asm("ex2.approx.f32 %0, %1;" : "=f"(r) : "f"(a * 1.4426950408889634f));
@@ -342,17 +341,18 @@ PTC_D float ptc_sigmoid_fast(float a) {
 }
 PTC_D double ptc_sigmoid_fast(double a) { return ptc_sigmoid(a); }
 
-// ---- float32 sin / cos of vector pointwise kernels (PTC_CUDA_F32_TRIG=fast) --
+// ---- float32 sin / cos of vector pointwise kernels ---------------------------
 // CUDA's sinf / cosf inline their long argument reduction for huge
 // arguments (Payne-Hanek, a loop over a table in local memory) at every
 // use: the 2-chunk fp32 chain (8 sin + 8 cos inlined) takes 180 ms of NVRTC
-// time on this project's CI machine, most of it for those cold paths. With
-// PTC_CUDA_F32_TRIG=fast the vector path of pointwise kernels
-// (cuda_cg_body.c) takes these instead (99 ms): short, no branch and no
-// call. th flags an argument beyond their range (PTC_TRIG_V_MAX): the
-// chunk is then computed again by the scalar path with sinf / cosf; NaN
-// gives NaN here. Not the default: on an H100 the chain ran 2-4%
-// slower than with sinf / cosf (docs/cuda.md, session 17).
+// time on this project's CI machine, most of it for those cold paths. The
+// vector path of pointwise kernels (cuda_cg_body.c) takes these instead
+// (99 ms; PTC_CUDA_F32_TRIG=libm: sinf / cosf there too): short, no branch
+// and no call. th flags an argument beyond their range (PTC_TRIG_V_MAX):
+// the chunk is then computed again by the scalar path with sinf / cosf;
+// NaN gives NaN here. H100, the f32 chain over 2^26 (session 17): 183.5 us
+// against 185.0 with sinf / cosf; ncu: 139.5M instructions against 160.2M,
+// as many on the ALU pipe (43.8M).
 //  - a = k * pi/2 + r, k = rint(a * 2/pi), r by a three-part pi/2 (parts
 //    rounded down, so k * -part + (-0) keeps -0; the first FMA is exact for
 //    |a| <= 105615, |k| < 2^17), |r| <= pi/4 + 2e-3;

@@ -18,9 +18,9 @@
  *
  *  --cpu (no GPU): the cpu backend on those graphs; the ref backend; the
  *    cuda kernels' source (f16/bf16 sin/cos/sigmoid through the prelude's
- *    ptc_*_lowp, float32 through sinf/cosf (PTC_CUDA_F32_TRIG=fast: the
- *    vector path's ptc_sin_v/ptc_cos_v, the scalar path's out-of-line
- *    ptc_sin_huge/ptc_cos_huge) and Inductor's sigmoid; no
+ *    ptc_*_lowp, float32 through the vector path's ptc_sin_v/ptc_cos_v and
+ *    the scalar path's out-of-line ptc_sin_huge/ptc_cos_huge
+ *    (PTC_CUDA_F32_TRIG=libm: sinf/cosf) and Inductor's sigmoid; no
  *    rounding between the chain's ops) and, with NVRTC, their compile for
  *    sm_80 and sm_90.
  *  default (GPU; exit 77 without one): the cuda backend on those graphs,
@@ -395,12 +395,12 @@ static int cpu_tests(void) {
     const char* src = one.data;
     bool lowp_dt = dts[d] != PTC_F32;
     size_t lsin = count(src, "ptc_sin_lowp("), lcos = count(src, "ptc_cos_lowp(");
-    size_t psin = count(src, " sinf("), pcos = count(src, " cosf(");
+    size_t psin = count(src, " ptc_sin_v("), pcos = count(src, " ptc_cos_v(");
     size_t lsig = count(src, "ptc_sigmoid_lowp("), psig = count(src, "ptc_sigmoid_fast(");
     const char* rnd = dts[d] == PTC_BF16 ? "ptc_round_bf16(" : "ptc_round_f16(";
     size_t rounds = count(src, rnd);
-    printf("cuda chain %s: ptc_sin_lowp %zu, ptc_cos_lowp %zu, ptc_sigmoid_lowp %zu, sinf %zu, "
-           "cosf %zu, ptc_sigmoid_fast %zu, %s %zu\n",
+    printf("cuda chain %s: ptc_sin_lowp %zu, ptc_cos_lowp %zu, ptc_sigmoid_lowp %zu, ptc_sin_v %zu, "
+           "ptc_cos_v %zu, ptc_sigmoid_fast %zu, %s %zu\n",
            ptc_dtype_name(dts[d]), lsin, lcos, lsig, psin, pcos, psig, rnd, rounds);
     if (lowp_dt) {
       CHECK(lsin >= 1 && lcos >= 1 && lsig >= 1 && psin == 0 && pcos == 0 && psig == 0);
@@ -408,19 +408,21 @@ static int cpu_tests(void) {
        * store encodes the float value itself) */
       CHECK(rounds <= 2);
     } else {
-      CHECK(lsin == 0 && lcos == 0 && lsig == 0 && psin >= 1 && pcos >= 1 && psig >= 1);
+      /* the vector path's short forms; the scalar path's out-of-line sinf / cosf */
+      CHECK(lsin == 0 && lcos == 0 && lsig == 0 && psin >= 1 && pcos >= 1 && psig >= 1 &&
+            count(src, "ptc_sin_huge(") >= 1 && count(src, " sinf(") == 0);
     }
     ptc_sb_append(&tu, src ? src : "");
     ptc_sb_free(&one);
   }
-  { /* PTC_CUDA_F32_TRIG=fast (read at code generation): the f32 chain's vector path */
-    setenv("PTC_CUDA_F32_TRIG", "fast", 1);
+  { /* PTC_CUDA_F32_TRIG=libm (read at code generation): sinf / cosf in the f32 chain */
+    setenv("PTC_CUDA_F32_TRIG", "libm", 1);
     ptc_strbuf one;
     ptc_sb_init(&one);
-    ptc_status s = cuda_source(ctx, G_CHAIN, PTC_F32, "fast", &one);
+    ptc_status s = cuda_source(ctx, G_CHAIN, PTC_F32, "libm", &one);
     unsetenv("PTC_CUDA_F32_TRIG");
-    CHECK(!s && count(one.data, "ptc_sin_v(") >= 1 && count(one.data, "ptc_cos_v(") >= 1 &&
-          count(one.data, "ptc_sin_huge(") >= 1 && count(one.data, " sinf(") == 0);
+    CHECK(!s && count(one.data, " sinf(") >= 1 && count(one.data, " cosf(") >= 1 &&
+          count(one.data, "ptc_sin_v(") == 0 && count(one.data, "ptc_sin_huge(") == 0);
     ptc_status_destroy(s);
     ptc_sb_append(&tu, one.data ? one.data : "");
     ptc_sb_free(&one);

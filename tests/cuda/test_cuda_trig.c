@@ -1,9 +1,9 @@
 /* test_cuda_trig.c - the float32 sin and cos of generated cuda kernels
- * against the true values, in both forms: CUDA's sinf / cosf (the default)
- * and, with PTC_CUDA_F32_TRIG=fast (set here around the compile), the
- * prelude's ptc_sin_v / ptc_cos_v in the vector path (inline argument
- * reduction and polynomials for |x| <= 105615; chunks with a larger |x| are
- * recomputed by the scalar path with sinf / cosf).
+ * against the true values, in both forms: the prelude's ptc_sin_v /
+ * ptc_cos_v in the vector path (the default: inline argument reduction and
+ * polynomials for |x| <= 105558; chunks with a larger |x| are recomputed by
+ * the scalar path with sinf / cosf) and, with PTC_CUDA_F32_TRIG=libm (set
+ * here around the compile), CUDA's sinf / cosf.
  *
  * GPU (exit 77 without one): sin(x) and cos(x) of float32 graphs, run by the
  * cuda backend over
@@ -159,7 +159,7 @@ static void check_form(ptc_context* ctx, const char* form, bool quick, float* xs
   ptc_status s = build(ctx, false, BATCH, &es);
   if (!s) s = build(ctx, true, BATCH, &ec);
   unsetenv("PTC_CUDA_F32_TRIG");
-  printf("== form: %s\n", form ? form : "default (sinf / cosf)");
+  printf("== form: %s\n", form ? form : "default (ptc_sin_v / ptc_cos_v)");
   range_stat st[3] = {{"inline path, x >= 0", {0, 0}, {0, 0}, 0},
                       {"inline path, x < 0 (every 61st)", {0, 0}, {0, 0}, 0},
                       {"library path (every 61st)", {0, 0}, {0, 0}, 0}};
@@ -216,7 +216,7 @@ int main(int argc, char** argv) {
   if (!s) s = cuda_alloc((size_t)BATCH * 4, NULL, &dx);
   CHECK(!s);
   if (!s) check_form(ctx, NULL, quick, xs, ys, yc, dx);
-  if (!s) check_form(ctx, "fast", quick, xs, ys, yc, dx);
+  if (!s) check_form(ctx, "libm", quick, xs, ys, yc, dx);
   ptc_status_destroy(s);
   if (dx) cuda_free(dx);
   free(xs);
