@@ -20,6 +20,7 @@
  */
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/cuda_rt.h"
+#include "cuda_test_dev.h"
 #include "tests/check.h"
 
 #include <math.h>
@@ -53,10 +54,7 @@ static ptc_status build(ptc_context* ctx, bool cosine, int64_t n, ptc_executable
   ptc_status s = ptc_graph_add_input(g, "x", PTC_F32, sh, 1, NULL, &x);
   if (!s) s = ptc_graph_add_node(g, cosine ? "cos" : "sin", &x, 1, NULL, 0, &y, 1, NULL);
   if (!s) s = ptc_graph_add_output(g, y);
-  ptc_compile_options o;
-  ptc_compile_options_init(&o);
-  o.backend = "cuda";
-  if (!s) s = ptc_compile(ctx, g, &o, out);
+  if (!s) s = ctd_compile(ctx, g, "cuda", out);
   ptc_graph_destroy(g);
   return s;
 }
@@ -199,15 +197,9 @@ static void check_form(ptc_context* ctx, const char* form, bool quick, float* xs
 
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
-  const char* why = NULL;
-  if (!ptc_backend_available("cuda", &why)) {
-    printf("SKIP: the cuda backend is not available here: %s\n", why ? why : "?");
-    return 77;
-  }
+  if (!ctd_gpu_enter()) return 77;
   ptc_context* ctx;
   if (ptc_context_create(NULL, &ctx)) return 1;
-  cu_context prev;
-  ptc_status_destroy(cuda_ctx_enter(cuda_device_get(), &prev));
   float* xs = malloc((size_t)BATCH * 4);
   float* ys = malloc((size_t)BATCH * 4);
   float* yc = malloc((size_t)BATCH * 4);
