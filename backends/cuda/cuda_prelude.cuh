@@ -386,7 +386,7 @@ PTC_D float ptc_trig_v(float a, int j, float& th) {
   pc = fmaf(u, pc, -0.5f);
   const float vc = fmaf(u, pc, 1.0f);
   const float v = (q & 1) ? vc : vs;
-  return __int_as_float(__float_as_int(v) ^ ((q << 30) & (int)0x80000000));  // - for q mod 4 in {2, 3}
+  return __uint_as_float(__float_as_uint(v) ^ (((unsigned)q << 30) & 0x80000000u));  // - for q mod 4 in {2, 3}
 }
 PTC_D float ptc_sin_v(float a, float& th) { return ptc_trig_v(a, 0, th); }
 PTC_D float ptc_cos_v(float a, float& th) { return ptc_trig_v(a, 1, th); }
