@@ -223,22 +223,24 @@ struct ptc_epi_args {
   i32 act, has_bias, exact;
 };
 
-// 16-byte chunks (8 f16/bf16, 4 f32, 2 f64 per load and store) when c is
-// 16-byte aligned and a chunk's bias is one value (inner a multiple of the
-// chunk) or none, or consecutive bias values (inner 1, bias_st 1, nbias a
-// multiple of the chunk, bias aligned): the GEMM activation pass runs at
-// memory speed (the scalar u16 loop below reached ~1/3 of it on an H100).
-// H100, erf-GELU over a 4096x4096 bf16 product: 34.1 us in this form (one
-// chunk a thread a step, grid capped at 16 blocks an SM); two chunks a
-// thread in one pass took 39.8 (session 16; Inductor's pass 38.8-40.5).
-// The activation of the epilogue pass: ACT 2 (GELU) of an f16 / bf16 result
-// (K 2, 3) unless the caller asked for the precise form (exact), else act.
+// The activation of the epilogue pass: ptc_gelu_lowp where ACT is 2 (GELU;
+// ptc_epi_body picks it for f16 / bf16 results, K 2 and 3, unless exact),
+// else g.act by ptc_activate.
 template <int K, int ACT> PTC_D typename ptc_mm_kind<K>::A ptc_epi_act(const ptc_epi_args& g,
                                                                      typename ptc_mm_kind<K>::A v) {
   if (ACT == 2 && K >= 2) return ptc_gelu_lowp(v);
   return ptc_activate<typename ptc_mm_kind<K>::A>(g.act, v);
 }
 
+// 16-byte chunks (8 f16/bf16, 4 f32, 2 f64 per load and store) when c is
+// 16-byte aligned and a chunk's bias is one value (inner a multiple of the
+// chunk) or none, or consecutive bias values (inner 1, bias_st 1, nbias a
+// multiple of the chunk, bias aligned): the GEMM activation pass runs at
+// memory speed (the scalar u16 loop below reached ~1/3 of it on an H100).
+// H100, GELU over a 4096x4096 bf16 product in this form (one chunk a thread
+// a step, grid capped at 16 blocks an SM): 33-34 us with the erf form, 22.0
+// with ptc_gelu_lowp (session 17; Inductor's pass 38.8-40.5); two chunks a
+// thread in one pass took 39.8 with the erf form (session 16).
 template <int K, int ACT> PTC_D void ptc_epi_run(typename ptc_mm_kind<K>::S* __restrict__ c,
                                                  const typename ptc_mm_kind<K>::S* __restrict__ bias,
                                                  const ptc_epi_args& g) {
