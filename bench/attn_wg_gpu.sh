@@ -4,10 +4,12 @@
 # --build` (build in /tmp/ptc-gpu-build, tree in /tmp/ptc-gpu-src), runs
 #  - test_cuda_attn --wg-cases (the wgmma kernel's GPU cases) with the
 #    default shape and with each VAR=VALUE argument (e.g.
-#    PTC_CUDA_ATTN_WG_CFG=2,128,3), so a shape is checked before it is timed;
+#    PTC_CUDA_ATTN_WG_CFG=2,128,3; several in one quoted argument, space
+#    separated), so a shape is checked before it is timed;
 #  - test_cuda_attn --bench-wg (bf16 b8 h16 s1024, d64 / d128, causal or
 #    not, best of 3) for the default and each argument;
-#  - torch's flash sdpa on the same shapes (the kernel to beat), ms;
+#  - torch's flash and cuDNN sdpa on the same shapes (the kernels to beat;
+#    torch 2.11's default sdpa takes cuDNN's on an H100), ms;
 #  - with --ncu: Nsight Compute on one d64 launch of the wgmma kernel, the
 #    speed-of-light, warp-state (stall reasons) and instruction sections,
 #    plus, where this ncu can print it, the source page (SASS lines with
@@ -45,9 +47,11 @@ el() { echo "$(( $(date +%s) - t0 )) s"; }
 
 # each setting as an env assignment ("" = the defaults)
 settings=("" "$@")
-run_env() { # SETTING COMMAND...: the command with the setting in its environment
+run_env() { # SETTING COMMAND...: the command with the setting (one or more
+  # space-separated assignments) in its environment
   local v=$1; shift
-  if [ -n "$v" ]; then env "$v" "$@"; else "$@"; fi
+  # shellcheck disable=SC2086 # the setting's words are separate assignments
+  if [ -n "$v" ]; then env $v "$@"; else "$@"; fi
 }
 
 : >"$O/cases.txt"
@@ -70,20 +74,21 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 for d in (64, 128):
     for causal in (False, True):
         q, k, v = (torch.randn(8, 16, 1024, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-            for _ in range(5): F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-            torch.cuda.synchronize()
-            best = None
-            for _ in range(3):
-                e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                e0.record()
-                for _ in range(8): F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-                e1.record(); torch.cuda.synchronize()
-                ms = e0.elapsed_time(e1) / 8
-                best = ms if best is None else min(best, ms)
-        flops = 4.0 * 8 * 16 * 1024 * 1024 * d / (2 if causal else 1)
-        print(f"flash bf16 b8 h16 s1024 d{d}{' causal' if causal else ''}: {best:.4f} ms "
-              f"({flops / (best * 1e-3) / 1e12:.0f} TFLOP/s)")
+        for be in (SDPBackend.FLASH_ATTENTION, SDPBackend.CUDNN_ATTENTION):
+          with sdpa_kernel(be):
+              for _ in range(5): F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+              torch.cuda.synchronize()
+              best = None
+              for _ in range(3):
+                  e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                  e0.record()
+                  for _ in range(8): F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                  e1.record(); torch.cuda.synchronize()
+                  ms = e0.elapsed_time(e1) / 8
+                  best = ms if best is None else min(best, ms)
+          flops = 4.0 * 8 * 16 * 1024 * 1024 * d / (2 if causal else 1)
+          print(f"{be.name.split('_')[0].lower()} bf16 b8 h16 s1024 d{d}{' causal' if causal else ''}: {best:.4f} ms "
+                f"({flops / (best * 1e-3) / 1e12:.0f} TFLOP/s)")
 PYEOF
 echo "== torch flash ($(el))"; cat "$O/flash.txt"
 

@@ -37,7 +37,7 @@ typedef struct wg_cfg {
 static const wg_cfg wg_cfgs[] = {
     {2, 128, 2, 0}, {2, 128, 3, 0}, {2, 64, 4, 0}, {3, 64, 4, 0},
     {3, 64, 4, 4},  {2, 128, 2, 4}, {2, 128, 2, 2}, {2, 128, 4, 0},
-    {2, 128, 4, 4}, {2, 128, 4, 8},
+    {2, 128, 4, 4}, {2, 128, 4, 8}, {3, 128, 2, 0}, {3, 128, 3, 0}, {3, 128, 4, 0},
 };
 #define WG_NCFG ((int)(sizeof wg_cfgs / sizeof wg_cfgs[0]))
 /* The default shape per head dim index (1: 64, 2: 128) and causal flag,
