@@ -53,7 +53,7 @@ static const wg_cfg wg_cfgs[] = {
  * 0.0787 (two runs around it): now the d64 default. Session 13 (same
  * bench, tensor-copy loads): d128 2,128,3 0.1290 ms against 3,64,4's
  * 0.1808-0.1819 (causal 0.1407 vs 0.1353: kept), now the d128 default. */
-static const int wg_default[3][2] = {{0, 0}, {7, 7}, {1, 0}}; /* [hi][causal] */
+static const int wg_default[3][2] = {{0, 0}, {10, 7}, {1, 0}}; /* [hi][causal] */
 
 typedef struct wg_mod {
   cu_module mod;
@@ -71,7 +71,7 @@ static int wg_smem_bytes(wg_cfg c, int d, int fl) {
   return 1024 + 2 * c.ns * c.bn * d * 2 + 32 * c.ns + 512 + (fl & 8 ? 1024 + c.nwg * 64 * d * 2 : 0);
 }
 
-static int wg_flags(int hi, bool causal);
+static int wg_flags(int hi, bool causal, int nwg);
 
 /* The shape index PTC_CUDA_ATTN_WG_CFG="nwg,bn,ns[,ex]" names (a row of
  * the table whose shared memory fits head dim d on the device), or -1. */
@@ -81,7 +81,7 @@ static int wg_env_shape(int d, const cuda_device* dev) {
   if (env && sscanf(env, "%d,%d,%d,%d", &nwg, &bn, &ns, &ex) >= 3)
     for (int i = 0; i < WG_NCFG; i++)
       if (wg_cfgs[i].nwg == nwg && wg_cfgs[i].bn == bn && wg_cfgs[i].ns == ns && wg_cfgs[i].ex == ex) {
-        int fl = wg_flags(d == 128 ? 2 : 1, false); /* causal does not change the q tiles */
+        int fl = wg_flags(d == 128 ? 2 : 1, false, nwg); /* causal does not change the q tiles */
         return wg_smem_bytes(wg_cfgs[i], d, fl) <= dev->max_smem_optin ? i : -1;
       }
   return -1;
@@ -124,9 +124,9 @@ static void wg_instance(ptc_strbuf* src, const char* name, bool bf, int d, wg_cf
  * d128 0.1314-0.1318 -> 0.1253-0.1258, causal 0.1355-0.1358 -> 0.1313-0.1316,
  * with ping-pong turns 0.1296-0.1297; d64 0.0908 -> 0.0941-0.0946, causal
  * 0.0714 -> 0.0753). hi: head dim index (1: 64, 2: 128). */
-static int wg_flags_default(int hi, bool causal) {
+static int wg_flags_default(int hi, bool causal, int nwg) {
   if (hi == 2) return causal ? 8 | 1 : 8 | 2;
-  return causal ? 4 : 2;
+  return (causal ? 4 : 2) | (nwg == 3 ? 8 : 0);
 }
 
 /* The FL flags of a call: the default, PTC_CUDA_ATTN_WG_PP=1 adds ping-pong
@@ -135,12 +135,12 @@ static int wg_flags_default(int hi, bool causal) {
  * P and a block of ones beside each P v step, in place of two FADDs an
  * element of P in the softmax), PTC_CUDA_ATTN_WG_QS=0/1 q read by the S
  * wgmmas from shared memory (FL & 8). */
-static int wg_flags(int hi, bool causal) {
+static int wg_flags(int hi, bool causal, int nwg) {
   const char* pp = getenv("PTC_CUDA_ATTN_WG_PP");
   const char* od = getenv("PTC_CUDA_ATTN_WG_ORDER");
   const char* ls = getenv("PTC_CUDA_ATTN_WG_LS");
   const char* qs = getenv("PTC_CUDA_ATTN_WG_QS");
-  int fl = wg_flags_default(hi, causal);
+  int fl = wg_flags_default(hi, causal, nwg);
   if (pp && strcmp(pp, "1") == 0) fl |= 1;
   if (od && strcmp(od, "0") == 0) fl &= ~2;
   if (od && strcmp(od, "1") == 0) fl |= 2;
@@ -263,7 +263,7 @@ ptc_status cuda_attn_wg_run(const cuda_ext_call* c, const cuda_attn_geom* g, boo
   wg_tmap tk, tv;
   bool tma = wg_tma_wanted(hi, causal) && wg_tmap_make(&tk, g, k, g->k_ss, g->k_bs, d, cfg.bn) &&
              wg_tmap_make(&tv, g, v, g->v_ss, g->v_bs, d, cfg.bn);
-  int fl = wg_flags(hi, causal);
+  int fl = wg_flags(hi, causal, cfg.nwg);
   wg_mod* mod = &wg_mods[tma][fl][bf][hi == 2][causal][sh];
   pthread_mutex_lock(&wg_lock);
   ptc_status s = mod->fn ? PTC_OK : load_wg(c->plan->ctx, dev, bf, d, causal, cfg, tma, fl, mod);
@@ -331,7 +331,8 @@ ptc_status cuda_attn_wg_aot_sources(cuda_aot_src* out, size_t cap, size_t* n) {
         cuda_aot_src* o = &out[*n];
         int d = hi == 2 ? 128 : 64;
         PTC_TRY(wg_module_source(&o->src, bf, d, causal, wg_cfgs[wg_default[hi][causal]],
-                                 wg_tma_default(hi, causal), wg_flags_default(hi, causal)));
+                                 wg_tma_default(hi, causal),
+                                 wg_flags_default(hi, causal, wg_cfgs[wg_default[hi][causal]].nwg)));
         o->arch = 90 | CUDA_ARCH_SPECIFIC;
         snprintf(o->label, sizeof o->label, "attention wgmma %s d%d%s sm_90a", bf ? "bf16" : "f16",
                  d, causal ? " causal" : "");

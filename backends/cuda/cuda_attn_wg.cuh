@@ -51,7 +51,9 @@
 //    work at once share k / v tiles in L2), and the producer runs ahead
 //    into the next item while the consumers end one;
 //  - keys past S and (causal) after the row are -inf; a row with no
-//    finite score gives zeros; rows past L are neither loaded nor stored.
+//    finite score gives zeros; rows past L are neither loaded nor stored,
+//    and a consumer warpgroup with no row before L only releases the
+//    item's buffers (without ping-pong turns).
 
 // The accumulator operands of an m64n64 (32 f32 registers a thread) or
 // m64n128 (64) wgmma on d, and their PTX register lists.
@@ -604,7 +606,21 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         asm volatile("bar.sync %0, 128;" ::"r"(4 + wg) : "memory");
       }
-      if (nt > 0) {
+      // a warpgroup whose 64 rows all lie past L (the last row tile of a
+      // batch entry when BM does not divide L) computes nothing: it only
+      // releases each buffer once it is full, so the empty barriers still
+      // count every consumer thread and the ring's phases stay in order
+      // (not with ping-pong turns, which need every warpgroup's issue)
+      const bool idle = !(FL & 1) && m0 + 64 * wg >= a.L;
+      if (idle) {
+        for (int j = 0; j < nt; j++) {
+          const u32 g = tg + (u32)j, b = g % NS;
+          ptc_mb_wait(kf + 8 * b, (g / NS) & 1);
+          ptc_mb_arrive(ke + 8 * b);
+          ptc_mb_wait(vf + 8 * b, (g / NS) & 1);
+          ptc_mb_arrive(ve + 8 * b);
+        }
+      } else if (nt > 0) {
         // S(0) and its softmax
         const u32 b0 = tg % NS;
         ptc_ws_full<TMA>(kf + 8 * b0, (tg / NS) & 1);
@@ -667,7 +683,7 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
       ptc_wg_hold<D / 2>(acc);
       if (LS) ptc_wg_hold<4>(ls);
       ptc_wg_hold_a<BN / 16>(pa);
-      if (nt > 0) ptc_mb_arrive(ve + 8 * ((tg - 1) % NS));
+      if (nt > 0 && !idle) ptc_mb_arrive(ve + 8 * ((tg - 1) % NS));
       ptc_ws_store<BF, D, LS>(ob, a, w0, qr, qc, acc, l, ls);
     }
   }
