@@ -41,6 +41,8 @@
 //  - FL & 8: q read by the S wgmmas from shared memory (each consumer
 //    warpgroup's 64 x D tile, loaded by cp.async while the last P v of
 //    the previous item runs) instead of registers;
+//  - FL & 16: a consumer warpgroup whose rows all lie past L skips the
+//    item (it only releases the buffers);
 //  - FL & 4: the row sums of P by the tensor cores (an m64n8k16 wgmma of
 //    P and a block of ones beside each P v step) instead of FADDs in the
 //    softmax (the default for d64 causal only);
@@ -51,9 +53,7 @@
 //    work at once share k / v tiles in L2), and the producer runs ahead
 //    into the next item while the consumers end one;
 //  - keys past S and (causal) after the row are -inf; a row with no
-//    finite score gives zeros; rows past L are neither loaded nor stored,
-//    and a consumer warpgroup with no row before L only releases the
-//    item's buffers (without ping-pong turns).
+//    finite score gives zeros; rows past L are neither loaded nor stored.
 
 // The accumulator operands of an m64n64 (32 f32 registers a thread) or
 // m64n128 (64) wgmma on d, and their PTX register lists.
@@ -606,12 +606,12 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         asm volatile("bar.sync %0, 128;" ::"r"(4 + wg) : "memory");
       }
-      // a warpgroup whose 64 rows all lie past L (the last row tile of a
-      // batch entry when BM does not divide L) computes nothing: it only
-      // releases each buffer once it is full, so the empty barriers still
-      // count every consumer thread and the ring's phases stay in order
-      // (not with ping-pong turns, which need every warpgroup's issue)
-      const bool idle = !(FL & 1) && m0 + 64 * wg >= a.L;
+      // FL & 16: a warpgroup whose 64 rows all lie past L (the last row
+      // tile of a batch entry when BM does not divide L) computes nothing:
+      // it only releases each buffer once it is full, so the empty barriers
+      // still count every consumer thread and the ring's phases stay in
+      // order (not with ping-pong turns, which need every warpgroup's issue)
+      const bool idle = (FL & 16) && !(FL & 1) && m0 + 64 * wg >= a.L;
       if (idle) {
         for (int j = 0; j < nt; j++) {
           const u32 g = tg + (u32)j, b = g % NS;
