@@ -151,6 +151,7 @@ static int wg_flags(int hi, bool causal, int nwg) {
   if (qs && strcmp(qs, "1") == 0) fl |= 8;
   if (idle && strcmp(idle, "0") == 0) fl &= ~16;
   if (idle && strcmp(idle, "1") == 0) fl |= 16;
+  if (fl & 1) fl &= ~16; /* ping-pong turns need every warpgroup's issue */
   return fl;
 }
 
