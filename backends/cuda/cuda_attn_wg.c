@@ -54,7 +54,27 @@ static const wg_cfg wg_cfgs[] = {
  * 0.0787 (two runs around it): now the d64 default. Session 13 (same
  * bench, tensor-copy loads): d128 2,128,3 0.1290 ms against 3,64,4's
  * 0.1808-0.1819 (causal 0.1407 vs 0.1353: kept), now the d128 default. */
-static const int wg_default[3][2] = {{0, 0}, {10, 7}, {1, 0}}; /* [hi][causal] */
+static const int wg_default[3][2] = {{0, 0}, {7, 7}, {1, 0}}; /* [hi][causal] */
+
+/* The wide d64 shape: three consumer warpgroups (192 query rows a work
+ * item, q from shared memory; FlashAttention-3's d64 tile), 128-key tiles,
+ * 2 buffers. Session 18 (H100 bf16 b8 h16 s1024 d64, --bench-wg, ms, in
+ * the same runs): 0.0856-0.0869 against 2,128,4's 0.0902-0.0912 (3,128,3
+ * 0.0868, 3,128,4 0.0867, ping-pong turns 0.0865, tensor-core row sums
+ * 0.0888-0.0894, polynomial exponentials every 8th / 16th key group 0.0886
+ * / 0.0902; causal 0.087-0.089 against 0.0714, so causal keeps 2,128,4). */
+#define WG_WIDE 10
+
+/* The default shape of a call: the wide shape for d64 without causal when
+ * its padded rows (L rounded up to 192) are under 1.18 times the 2,128,4
+ * shape's (L rounded up to 128; 1.18: its measured speed per row at
+ * L = 1024, so short sequences such as 128 or 256 stay on 128-row items),
+ * else the table above. */
+static int wg_default_shape(int hi, bool causal, int64_t L) {
+  int64_t r3 = (L + 191) / 192 * 192, r2 = (L + 127) / 128 * 128;
+  if (hi == 1 && !causal && r3 * 100 < r2 * 118) return WG_WIDE;
+  return wg_default[hi][causal];
+}
 
 typedef struct wg_mod {
   cu_module mod;
@@ -97,7 +117,8 @@ bool cuda_attn_wg_takes(const cuda_device* d, const cuda_attn_geom* g, int hi, b
   /* grids of fewer than two row tiles per SM at the default shape stay on
    * the mma.sync kernel (H100: b2 h3 L1000 S777 d64 0.019 ms there, 0.021
    * here; GPT-2's b8 h12 s256 causal 0.020 both) */
-  int64_t bm = 64 * wg_cfgs[wg_default[hi][g->causal != 0]].nwg, blocks = (g->L + bm - 1) / bm * g->nbatch;
+  int64_t bm = 64 * wg_cfgs[wg_default_shape(hi, g->causal != 0, g->L)].nwg;
+  int64_t blocks = (g->L + bm - 1) / bm * g->nbatch;
   return blocks >= 2 * (int64_t)(d->sm_count > 0 ? d->sm_count : 132);
 }
 
@@ -262,7 +283,7 @@ ptc_status cuda_attn_wg_run(const cuda_ext_call* c, const cuda_attn_geom* g, boo
   const cuda_device* dev = c->plan->dev;
   int d = hi == 2 ? 128 : 64, sh = wg_env_shape(d, dev);
   bool causal = g->causal != 0;
-  if (sh < 0) sh = wg_default[hi][causal];
+  if (sh < 0) sh = wg_default_shape(hi, causal, g->L);
   wg_cfg cfg = wg_cfgs[sh];
   /* k / v tiles by tensor copies where both maps can be built */
   wg_tmap tk, tv;
@@ -315,6 +336,9 @@ ptc_status cuda_attn_wg_check_compile(int arch) {
       wg_instance(&src, name, !causal, hi == 2 ? 128 : 64, wg_cfgs[wg_default[hi][causal]], causal,
                   true, 7);
     }
+  /* the wide d64 shape with its default flags and the idle skip */
+  snprintf(name, sizeof name, "ptc_attn_wg_%d", n++);
+  wg_instance(&src, name, true, 64, wg_cfgs[WG_WIDE], false, true, wg_flags_default(1, false, 3) | 16);
   if (src.oom) {
     ptc_sb_free(&src);
     return ptc_status_oom();
@@ -328,20 +352,21 @@ ptc_status cuda_attn_wg_check_compile(int arch) {
 }
 
 ptc_status cuda_attn_wg_aot_sources(cuda_aot_src* out, size_t cap, size_t* n) {
-  /* the default shape of each dtype, head dim and causal flag */
+  /* the default shapes of each dtype, head dim and causal flag (d64
+   * without causal: the 2,128,4 shape and the wide one) */
   for (int bf = 0; bf < 2; bf++)
     for (int hi = 1; hi <= 2; hi++)
-      for (int causal = 0; causal < 2; causal++) {
-        if (*n >= cap) return PTC_ERR(INTERNAL, "cuda backend: too many ahead-of-time sources");
-        cuda_aot_src* o = &out[*n];
-        int d = hi == 2 ? 128 : 64;
-        PTC_TRY(wg_module_source(&o->src, bf, d, causal, wg_cfgs[wg_default[hi][causal]],
-                                 wg_tma_default(hi, causal),
-                                 wg_flags_default(hi, causal, wg_cfgs[wg_default[hi][causal]].nwg)));
-        o->arch = 90 | CUDA_ARCH_SPECIFIC;
-        snprintf(o->label, sizeof o->label, "attention wgmma %s d%d%s sm_90a", bf ? "bf16" : "f16",
-                 d, causal ? " causal" : "");
-        (*n)++;
-      }
+      for (int causal = 0; causal < 2; causal++)
+        for (int wide = 0; wide <= (hi == 1 && !causal); wide++) {
+          if (*n >= cap) return PTC_ERR(INTERNAL, "cuda backend: too many ahead-of-time sources");
+          cuda_aot_src* o = &out[*n];
+          int d = hi == 2 ? 128 : 64, sh = wide ? WG_WIDE : wg_default[hi][causal];
+          PTC_TRY(wg_module_source(&o->src, bf, d, causal, wg_cfgs[sh], wg_tma_default(hi, causal),
+                                   wg_flags_default(hi, causal, wg_cfgs[sh].nwg)));
+          o->arch = 90 | CUDA_ARCH_SPECIFIC;
+          snprintf(o->label, sizeof o->label, "attention wgmma %s d%d%s%s sm_90a", bf ? "bf16" : "f16",
+                   d, causal ? " causal" : "", wide ? " wide" : "");
+          (*n)++;
+        }
   return PTC_OK;
 }
