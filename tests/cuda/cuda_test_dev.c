@@ -118,6 +118,26 @@ double ctd_load(const void* p, int32_t dt, int64_t k) {
   }
 }
 
+float ctd_f32_from_bits(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+uint32_t ctd_f32_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+
+ptc_status ctd_download(const ptc_tensor* t, void* host, size_t bytes) {
+  if (cu()->MemcpyDtoHAsync(host, (cu_deviceptr)(uintptr_t)t->data + t->byte_offset, bytes, NULL) !=
+          CU_SUCCESS ||
+      cu()->StreamSynchronize(NULL) != CU_SUCCESS)
+    return PTC_ERR(INTERNAL, "copying a result to the host");
+  return PTC_OK;
+}
+
 ptc_status ctd_compile(ptc_context* ctx, const ptc_graph* g, const char* backend, ptc_executable** e) {
   ptc_compile_options o;
   ptc_compile_options_init(&o);

@@ -55,6 +55,14 @@ double ctd_act_ref(int act, double x);
  * device ("device: name (sm_XY, N SMs)") and returns true. */
 bool ctd_gpu_enter(void);
 
+/* The float32 whose bits are u, and the bits of f. */
+float ctd_f32_from_bits(uint32_t u);
+uint32_t ctd_f32_bits(float f);
+
+/* The first `bytes` of device tensor t (data + byte_offset) into host,
+ * waiting for the NULL stream; an INTERNAL status if the copy fails. */
+ptc_status ctd_download(const ptc_tensor* t, void* host, size_t bytes);
+
 /* ptc_compile of g with default options on `backend`. */
 ptc_status ctd_compile(ptc_context* ctx, const ptc_graph* g, const char* backend, ptc_executable** e);
 

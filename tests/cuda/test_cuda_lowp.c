@@ -40,6 +40,7 @@
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/cuda_cg.h"
 #include "backends/cuda/cuda_rt.h"
+#include "cuda_test_dev.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -59,36 +60,26 @@ static int failures, passes;
 
 /* ---- f16 / bf16 on the host ----------------------------------------------------------- */
 
-static float asf(uint32_t u) {
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-static uint32_t asu(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  return u;
-}
 
 static uint16_t f2bf(float f) {
-  uint32_t u = asu(f);
+  uint32_t u = ctd_f32_bits(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
   return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
-static float bf2f(uint16_t h) { return asf((uint32_t)h << 16); }
+static float bf2f(uint16_t h) { return ctd_f32_from_bits((uint32_t)h << 16); }
 
 static float h2f(uint16_t h) {
   uint32_t s = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ffu;
-  if (e == 31) return asf(s | 0x7f800000u | (m << 13));
+  if (e == 31) return ctd_f32_from_bits(s | 0x7f800000u | (m << 13));
   if (e == 0) {
     float v = ldexpf((float)m, -24);
     return s ? -v : v;
   }
-  return asf(s | ((e + 112) << 23) | (m << 13));
+  return ctd_f32_from_bits(s | ((e + 112) << 23) | (m << 13));
 }
 /* float -> f16, round to nearest even (through double: exact for float). */
 static uint16_t f2h(float f) {
-  uint32_t u = asu(f), s = (u >> 16) & 0x8000u;
+  uint32_t u = ctd_f32_bits(f), s = (u >> 16) & 0x8000u;
   if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)(s | 0x7e00u);
   double a = fabs((double)f);
   if (a >= 65520.0) return (uint16_t)(s | 0x7c00u);
@@ -495,11 +486,7 @@ static ptc_status run_cuda(ptc_context* ctx, const lowp* t, int which, int64_t n
   ptc_results* res = NULL;
   if (!s) s = ptc_executable_run_alloc(e, &x, 1, NULL, &res);
   if (!s) {
-    const ptc_tensor* r = ptc_results_get(res, 0);
-    if (cu()->MemcpyDtoHAsync(out, (cu_deviceptr)(uintptr_t)r->data + r->byte_offset, no * 2,
-                              NULL) != CU_SUCCESS ||
-        cu()->StreamSynchronize(NULL) != CU_SUCCESS)
-      s = PTC_ERR(INTERNAL, "download");
+    s = ctd_download(ptc_results_get(res, 0), out, no * 2);
   }
   ptc_results_destroy(res);
   if (dx) cuda_free(dx);
@@ -547,7 +534,7 @@ static void all_patterns(ptc_context* ctx, const lowp* t, int which, uint16_t* b
     }
     /* sigmoid below -88.7: 1 + exp(-x) overflows, 0 as Inductor's form */
     if (which == G_SIGMOID && x < -88.5f) {
-      far += g != 0 && asu(g) != asu(prec);
+      far += g != 0 && ctd_f32_bits(g) != ctd_f32_bits(prec);
       continue;
     }
     double err = (double)fabsl((long double)g - w), u = lp_ulp(t, (double)w);
@@ -556,8 +543,8 @@ static void all_patterns(ptc_context* ctx, const lowp* t, int which, uint16_t* b
     bool ok = abs_bound ? err <= u + 4e-7 : in1;
     far += !in1;
     beyond += !ok;
-    differ += asu(g) != asu(prec);
-    if ((!ok || (!abs_bound && asu(g) != asu(prec))) && printed++ < 6)
+    differ += ctd_f32_bits(g) != ctd_f32_bits(prec);
+    if ((!ok || (!abs_bound && ctd_f32_bits(g) != ctd_f32_bits(prec))) && printed++ < 6)
       printf("  %s %s(%a): got %a, precise-then-round %a, true %.12Lg\n", t->name, gnames[which],
              (double)x, (double)g, (double)prec, w);
   }
@@ -630,11 +617,7 @@ static void gelu_all(ptc_context* ctx, const lowp* t) {
   }
   if (!s) s = ptc_executable_run_alloc(e, in, 2, NULL, &res);
   if (!s) {
-    const ptc_tensor* r = ptc_results_get(res, 0);
-    if (cu()->MemcpyDtoHAsync(yb, (cu_deviceptr)(uintptr_t)r->data + r->byte_offset, (size_t)n * 2,
-                              NULL) != CU_SUCCESS ||
-        cu()->StreamSynchronize(NULL) != CU_SUCCESS)
-      s = PTC_ERR(INTERNAL, "download");
+    s = ctd_download(ptc_results_get(res, 0), yb, (size_t)n * 2);
   }
   if (s) printf("FAIL cuda %s gelu(x @ I): %s\n", t->name, ptc_status_message(s));
   CHECK(!s);

@@ -32,16 +32,6 @@
 enum { BATCH = 1 << 26 };
 #define BOUND_BITS 0x47CE4780u /* 105615.0f */
 
-static float asf(uint32_t u) {
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-static uint32_t asu(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  return u;
-}
 
 static const cu_api* cu(void) { return &cuda_libs_get()->cu; }
 
@@ -74,11 +64,7 @@ static ptc_status run(ptc_executable* e, cu_deviceptr dx, const float* xs, float
   ptc_results* res = NULL;
   ptc_status s = ptc_executable_run_alloc(e, &x, 1, NULL, &res);
   if (!s) {
-    const ptc_tensor* r = ptc_results_get(res, 0);
-    if (cu()->MemcpyDtoHAsync(ys, (cu_deviceptr)(uintptr_t)r->data + r->byte_offset, (size_t)n * 4,
-                              NULL) != CU_SUCCESS ||
-        cu()->StreamSynchronize(NULL) != CU_SUCCESS)
-      s = PTC_ERR(INTERNAL, "download");
+    s = ctd_download(ptc_results_get(res, 0), ys, (size_t)n * 4);
   }
   ptc_results_destroy(res);
   return s;
@@ -132,7 +118,7 @@ static size_t sweep(ptc_executable* es, ptc_executable* ec, cu_deviceptr dx, flo
   size_t bad = 0;
   for (uint64_t b = lo; b <= hi && !*err;) {
     int64_t n = 0;
-    for (; n < BATCH && b <= hi; n++, b += step) xs[n] = asf((uint32_t)b | sign);
+    for (; n < BATCH && b <= hi; n++, b += step) xs[n] = ctd_f32_from_bits((uint32_t)b | sign);
     for (int64_t i = n; i < BATCH; i++) xs[i] = xs[n - 1];
     *err = run(es, dx, xs, ys);
     if (!*err) *err = run(ec, dx, xs, yc);
@@ -171,7 +157,8 @@ static void check_form(ptc_context* ctx, const char* form, bool quick, float* xs
   for (int i = 0; !s && i < 3; i++) report(&st[i], bad[i]);
   if (!s) { /* specials */
     const float sp[] = {0.0f, -0.0f, 0x1p-149f, -0x1p-149f, 0x1p-127f, INFINITY, -INFINITY, NAN,
-                        105615.0f, asf(BOUND_BITS + 1), asf(BOUND_BITS - 1), -105615.0f, 1e30f};
+                        105615.0f, ctd_f32_from_bits(BOUND_BITS + 1),
+                        ctd_f32_from_bits(BOUND_BITS - 1), -105615.0f, 1e30f};
     const int64_t n = (int64_t)(sizeof sp / sizeof *sp);
     memcpy(xs, sp, sizeof sp);
     for (int64_t i = n; i < BATCH; i++) xs[i] = 1.0f;
@@ -179,7 +166,7 @@ static void check_form(ptc_context* ctx, const char* form, bool quick, float* xs
     if (!s) s = run(ec, dx, xs, yc);
     CHECK(!s);
     if (!s) {
-      CHECK(asu(ys[0]) == 0u && asu(ys[1]) == 0x80000000u); /* sin(+-0) = +-0 */
+      CHECK(ctd_f32_bits(ys[0]) == 0u && ctd_f32_bits(ys[1]) == 0x80000000u); /* sin(+-0) = +-0 */
       CHECK(ys[2] == sp[2] && ys[3] == sp[3] && ys[4] == sp[4]); /* sin of a denormal: itself */
       CHECK(yc[0] == 1.0f && yc[1] == 1.0f && yc[2] == 1.0f);
       CHECK(isnan(ys[5]) && isnan(ys[6]) && isnan(ys[7]));
