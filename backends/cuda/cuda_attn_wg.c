@@ -82,7 +82,7 @@ typedef struct wg_mod {
 } wg_mod;
 
 static pthread_mutex_t wg_lock = PTHREAD_MUTEX_INITIALIZER;
-static wg_mod wg_mods[2][32][2][2][2][WG_NCFG]; /* [tma][fl][bf][d128][causal][shape] */
+static wg_mod wg_mods[2][16][2][2][2][WG_NCFG]; /* [tma][fl][bf][d128][causal][shape] */
 
 /* 1024-byte alignment slack, the k and v rings, 4 mbarriers per buffer,
  * the 512-byte ones block of the tensor-core row sums (FL & 4), and with
@@ -162,7 +162,6 @@ static int wg_flags(int hi, bool causal, int nwg) {
   const char* od = getenv("PTC_CUDA_ATTN_WG_ORDER");
   const char* ls = getenv("PTC_CUDA_ATTN_WG_LS");
   const char* qs = getenv("PTC_CUDA_ATTN_WG_QS");
-  const char* idle = getenv("PTC_CUDA_ATTN_WG_IDLE");
   int fl = wg_flags_default(hi, causal, nwg);
   if (pp && strcmp(pp, "1") == 0) fl |= 1;
   if (od && strcmp(od, "0") == 0) fl &= ~2;
@@ -171,9 +170,6 @@ static int wg_flags(int hi, bool causal, int nwg) {
   if (ls && strcmp(ls, "1") == 0) fl |= 4;
   if (qs && strcmp(qs, "0") == 0) fl &= ~8;
   if (qs && strcmp(qs, "1") == 0) fl |= 8;
-  if (idle && strcmp(idle, "0") == 0) fl &= ~16;
-  if (idle && strcmp(idle, "1") == 0) fl |= 16;
-  if (fl & 1) fl &= ~16; /* ping-pong turns need every warpgroup's issue */
   return fl;
 }
 
@@ -331,14 +327,14 @@ ptc_status cuda_attn_wg_check_compile(int arch) {
     for (int causal = 0; causal < 2; causal++) {
       snprintf(name, sizeof name, "ptc_attn_wg_%d", n++);
       wg_instance(&src, name, causal, hi == 2 ? 128 : 64, wg_cfgs[wg_default[hi][causal]], causal,
-                  false, 4 | 8 | 16);
+                  false, 4 | 8);
       snprintf(name, sizeof name, "ptc_attn_wg_%d", n++);
       wg_instance(&src, name, !causal, hi == 2 ? 128 : 64, wg_cfgs[wg_default[hi][causal]], causal,
                   true, 7);
     }
-  /* the wide d64 shape with its default flags and the idle skip */
+  /* the wide d64 shape with its default flags */
   snprintf(name, sizeof name, "ptc_attn_wg_%d", n++);
-  wg_instance(&src, name, true, 64, wg_cfgs[WG_WIDE], false, true, wg_flags_default(1, false, 3) | 16);
+  wg_instance(&src, name, true, 64, wg_cfgs[WG_WIDE], false, true, wg_flags_default(1, false, 3));
   if (src.oom) {
     ptc_sb_free(&src);
     return ptc_status_oom();

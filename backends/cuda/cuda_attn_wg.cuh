@@ -41,10 +41,6 @@
 //  - FL & 8: q read by the S wgmmas from shared memory (each consumer
 //    warpgroup's 64 x D tile, loaded by cp.async while the last P v of
 //    the previous item runs) instead of registers;
-//  - FL & 16: a consumer warpgroup whose rows all lie past L skips the
-//    item (the producer arrives on the empty barriers for it), and
-//    without causal the work items are the full row tiles (head-major)
-//    and then the partial last ones;
 //  - FL & 4: the row sums of P by the tensor cores (an m64n8k16 wgmma of
 //    P and a block of ones beside each P v step) instead of FADDs in the
 //    softmax (the default for d64 causal only);
@@ -209,13 +205,6 @@ PTC_D void ptc_mb_init(u32 bar, int count) {
 PTC_D void ptc_mb_arrive(u32 bar) {
   u64 st;
   asm volatile("mbarrier.arrive.shared::cta.b64 %0, [%1];" : "=l"(st) : "r"(bar) : "memory");
-  (void)st;
-}
-// n arrivals on bar at once (the producer's, for consumer warpgroups with
-// nothing to compute in a work item: FL & 16).
-PTC_D void ptc_mb_arrive_n(u32 bar, u32 n) {
-  u64 st;
-  asm volatile("mbarrier.arrive.shared::cta.b64 %0, [%1], %2;" : "=l"(st) : "r"(bar), "r"(n) : "memory");
   (void)st;
 }
 // Arrives on bar once this thread's cp.async copies so far have landed.
@@ -518,25 +507,9 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
   // item it: its batch entry and first row (FL & 2: the row tiles of a
   // batch entry one after another, so that blocks working at the same time
   // share k / v in L2; else the row tiles with the most key tiles first)
-  // FL & 16 (no causal): the full row tiles first, head-major, then the
-  // partial last tiles of the batch entries (the persistent blocks' turns
-  // then end on the short items)
-  const i64 ntf = a.L / BM, nfull = ntf * a.nbatch;
-  auto item_bi = [&](i64 it) -> i64 {
-    if ((FL & 16) && !CAUSAL) return it < nfull ? it / ntf : it - nfull;
-    return (FL & 2) ? it / ntm : it % a.nbatch;
-  };
+  auto item_bi = [&](i64 it) -> i64 { return (FL & 2) ? it / ntm : it % a.nbatch; };
   auto item_m0 = [&](i64 it) -> i64 {
-    if ((FL & 16) && !CAUSAL) return (it < nfull ? it % ntf : ntf) * BM;
     return ((FL & 2) ? ntm - 1 - it % ntm : ntm - 1 - it / a.nbatch) * BM;
-  };
-  // FL & 16: 128 arrivals per consumer warpgroup of item m0 whose rows
-  // all lie past L, which the producer gives on each empty barrier as the
-  // item's tile enters the buffer (the barrier is then in that tile's phase)
-  auto item_idle = [&](i64 m0) -> u32 {
-    if (!(FL & 16)) return 0;
-    const i64 r = a.L - m0;  // rows of the item before L
-    return r >= BM ? 0u : (u32)(128 * (NWG - (r + 63) / 64));
   };
   u32 tg = 0;  // tiles of the block's earlier work items
   if (warp >= 4 * NWG) {
@@ -550,20 +523,17 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
           int c2, c3, c4;
           ptc_tma_bcoord(a, item_bi(it), c2, c3, c4);
           const i64 m0 = item_m0(it);
-          const u32 idl = item_idle(m0);
           i64 nend = a.S;
           if (CAUSAL && m0 + BM < nend) nend = m0 + BM;
           const int nt = (int)((nend + BN - 1) / BN);
           for (int i = 0; i < nt; i++) {
             const u32 g = tg + (u32)i, b = g % NS, ph = g / NS;
             if (g >= NS) ptc_mb_wait(ke + 8 * b, (ph - 1) & 1);
-            if (idl) ptc_mb_arrive_n(ke + 8 * b, idl);
             ptc_mb_expect(kf + 8 * b, TILE);
 #pragma unroll
             for (int h = 0; h < D / 64; h++)
               ptc_tma_load(sk + b * TILE + h * BN * 128, tk, h * 64, i * BN, c2, c3, c4, kf + 8 * b);
             if (g >= NS) ptc_mb_wait(ve + 8 * b, (ph - 1) & 1);
-            if (idl) ptc_mb_arrive_n(ve + 8 * b, idl);
             ptc_mb_expect(vf + 8 * b, TILE);
 #pragma unroll
             for (int h = 0; h < D / 64; h++)
@@ -575,7 +545,6 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
     } else {
     for (i64 it = blockIdx.x; it < nitems; it += gridDim.x) {
       const i64 bi = item_bi(it), m0 = item_m0(it);
-      const u32 idl = p == 0 ? item_idle(m0) : 0;
       i64 off[5];
       ptc_attn_offsets(a, bi, off);
       i64 nend = a.S;
@@ -584,11 +553,9 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
       for (int i = 0; i < nt; i++) {
         const u32 g = tg + (u32)i, b = g % NS, ph = g / NS;
         if (g >= NS) ptc_mb_wait(ke + 8 * b, (ph - 1) & 1);
-        if (idl) ptc_mb_arrive_n(ke + 8 * b, idl);
         ptc_ws_tile<D, BN>(sk + b * TILE, k + off[1], (i64)i * BN, a.S, a.k_ss, p);
         ptc_mb_cp_arrive(kf + 8 * b);
         if (g >= NS) ptc_mb_wait(ve + 8 * b, (ph - 1) & 1);
-        if (idl) ptc_mb_arrive_n(ve + 8 * b, idl);
         ptc_ws_tile<D, BN>(sv + b * TILE, v + off[2], (i64)i * BN, a.S, a.v_ss, p);
         ptc_mb_cp_arrive(vf + 8 * b);
       }
@@ -637,10 +604,7 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         asm volatile("bar.sync %0, 128;" ::"r"(4 + wg) : "memory");
       }
-      // FL & 16: a warpgroup with no row before L computes nothing (the
-      // producer releases the buffers for it)
-      const bool idle = (FL & 16) && m0 + 64 * wg >= a.L;
-      if (!idle && nt > 0) {
+      if (nt > 0) {
         // S(0) and its softmax
         const u32 b0 = tg % NS;
         ptc_ws_full<TMA>(kf + 8 * b0, (tg / NS) & 1);
@@ -703,7 +667,7 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
       ptc_wg_hold<D / 2>(acc);
       if (LS) ptc_wg_hold<4>(ls);
       ptc_wg_hold_a<BN / 16>(pa);
-      if (nt > 0 && !idle) ptc_mb_arrive(ve + 8 * ((tg - 1) % NS));
+      if (nt > 0) ptc_mb_arrive(ve + 8 * ((tg - 1) % NS));
       ptc_ws_store<BF, D, LS>(ob, a, w0, qr, qc, acc, l, ls);
     }
   }
