@@ -82,14 +82,15 @@ typedef struct wg_mod {
 } wg_mod;
 
 static pthread_mutex_t wg_lock = PTHREAD_MUTEX_INITIALIZER;
-static wg_mod wg_mods[2][16][2][2][2][WG_NCFG]; /* [tma][fl][bf][d128][causal][shape] */
+static wg_mod wg_mods[2][32][2][2][2][WG_NCFG]; /* [tma][fl][bf][d128][causal][shape] */
 
 /* 1024-byte alignment slack, the k and v rings, 4 mbarriers per buffer,
  * the 512-byte ones block of the tensor-core row sums (FL & 4), and with
  * q in shared memory (FL & 8) the consumer warpgroups' 64 x d tiles after
  * 1024 bytes of alignment slack. */
 static int wg_smem_bytes(wg_cfg c, int d, int fl) {
-  return 1024 + 2 * c.ns * c.bn * d * 2 + 32 * c.ns + 512 + (fl & 8 ? 1024 + c.nwg * 64 * d * 2 : 0);
+  return 1024 + 2 * c.ns * c.bn * d * 2 + 32 * c.ns + 512 +
+         (fl & 8 ? 1024 + (fl & 16 ? 2 : 1) * c.nwg * 64 * d * 2 : 0);
 }
 
 static int wg_flags(int hi, bool causal, int nwg);
@@ -124,7 +125,8 @@ bool cuda_attn_wg_takes(const cuda_device* d, const cuda_attn_geom* g, int hi, b
 
 /* Appends the instantiation `name` of (bf, d, shape c, causal; tma: k / v
  * tiles by tensor copies; fl: the kernel's FL flags, bit 0 ping-pong turns,
- * bit 1 head-major work items, bit 2 row sums by the tensor cores). */
+ * bit 1 head-major work items, bit 2 row sums by the tensor cores, bit 3 q
+ * from shared memory, bit 4 work items back to back). */
 static void wg_instance(ptc_strbuf* src, const char* name, bool bf, int d, wg_cfg c, bool causal,
                         bool tma, int fl) {
   ptc_sb_printf(src, "PTC_ATTN_WS%s_KERNEL(%s, %s, %d, %d, %d, %d, %d, %s, %d)\n",
@@ -156,12 +158,15 @@ static int wg_flags_default(int hi, bool causal, int nwg) {
  * PTC_CUDA_ATTN_WG_LS=0/1 the tensor-core row sums (an m64n8k16 wgmma of
  * P and a block of ones beside each P v step, in place of two FADDs an
  * element of P in the softmax), PTC_CUDA_ATTN_WG_QS=0/1 q read by the S
- * wgmmas from shared memory (FL & 8). */
+ * wgmmas from shared memory (FL & 8), PTC_CUDA_ATTN_WG_FLAT=0/1 work items
+ * back to back (FL & 16: the next item's first S issued with the current
+ * one's last P v; only with q in shared memory and without turns). */
 static int wg_flags(int hi, bool causal, int nwg) {
   const char* pp = getenv("PTC_CUDA_ATTN_WG_PP");
   const char* od = getenv("PTC_CUDA_ATTN_WG_ORDER");
   const char* ls = getenv("PTC_CUDA_ATTN_WG_LS");
   const char* qs = getenv("PTC_CUDA_ATTN_WG_QS");
+  const char* fl_env = getenv("PTC_CUDA_ATTN_WG_FLAT");
   int fl = wg_flags_default(hi, causal, nwg);
   if (pp && strcmp(pp, "1") == 0) fl |= 1;
   if (od && strcmp(od, "0") == 0) fl &= ~2;
@@ -170,6 +175,10 @@ static int wg_flags(int hi, bool causal, int nwg) {
   if (ls && strcmp(ls, "1") == 0) fl |= 4;
   if (qs && strcmp(qs, "0") == 0) fl &= ~8;
   if (qs && strcmp(qs, "1") == 0) fl |= 8;
+  if (fl_env && strcmp(fl_env, "0") == 0) fl &= ~16;
+  if (fl_env && strcmp(fl_env, "1") == 0) fl |= 16;
+  /* back-to-back items need q in shared memory and no turns */
+  if ((fl & 16) && (!(fl & 8) || (fl & 1))) fl &= ~16;
   return fl;
 }
 
@@ -286,6 +295,7 @@ ptc_status cuda_attn_wg_run(const cuda_ext_call* c, const cuda_attn_geom* g, boo
   bool tma = wg_tma_wanted(hi, causal) && wg_tmap_make(&tk, g, k, g->k_ss, g->k_bs, d, cfg.bn) &&
              wg_tmap_make(&tv, g, v, g->v_ss, g->v_bs, d, cfg.bn);
   int fl = wg_flags(hi, causal, cfg.nwg);
+  if (g->S == 0) fl &= ~16; /* back-to-back items need a key tile each */
   wg_mod* mod = &wg_mods[tma][fl][bf][hi == 2][causal][sh];
   pthread_mutex_lock(&wg_lock);
   ptc_status s = mod->fn ? PTC_OK : load_wg(c->plan->ctx, dev, bf, d, causal, cfg, tma, fl, mod);
@@ -332,6 +342,12 @@ ptc_status cuda_attn_wg_check_compile(int arch) {
       wg_instance(&src, name, !causal, hi == 2 ? 128 : 64, wg_cfgs[wg_default[hi][causal]], causal,
                   true, 7);
     }
+  /* back-to-back items (cp.async and tensor copies, row sums by FADDs
+   * and by the tensor cores) */
+  snprintf(name, sizeof name, "ptc_attn_wg_%d", n++);
+  wg_instance(&src, name, true, 64, wg_cfgs[WG_WIDE], false, true, 2 | 8 | 16);
+  snprintf(name, sizeof name, "ptc_attn_wg_%d", n++);
+  wg_instance(&src, name, false, 128, wg_cfgs[wg_default[2][1]], true, false, 4 | 8 | 16);
   /* the wide d64 shape with its default flags */
   snprintf(name, sizeof name, "ptc_attn_wg_%d", n++);
   wg_instance(&src, name, true, 64, wg_cfgs[WG_WIDE], false, true, wg_flags_default(1, false, 3));

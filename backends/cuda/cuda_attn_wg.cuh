@@ -463,6 +463,133 @@ PTC_D void ptc_ws_turn_pass(int wg) {
   if (FL & 1) asm volatile("bar.arrive %0, 256;" ::"r"(1 + (wg + 1) % NWG) : "memory");
 }
 
+// The consumer warpgroups' loop with work items back to back (FL & 16,
+// q in shared memory, a.S > 0): S(0) of the next item is issued with the
+// last P v of the current one and its softmax runs while that P v is in
+// flight, so the tensor cores see no gap at an item's end; the output
+// store follows. q is double-buffered (tiles sqw and sqw + 64 * D * 2),
+// the next item's tile loaded by cp.async while the current item runs.
+template <bool BF, int D, int BN, int NWG, int NS, bool CAUSAL, int EX, bool TMA, bool LS, class FB,
+          class FM>
+PTC_D void ptc_ws_consume_flat(const u16* __restrict__ q, u16* __restrict__ o, const ptc_attn_args& a,
+                               i64 nitems, u32 tg, u32 sqw, u64 dk, u64 dv, u64 d1, FB item_bi,
+                               FM item_m0) {
+  constexpr int BM = 64 * NWG, TILE = BN * D * 2, QT = 64 * D * 2;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int qr = lane >> 2, qc = (lane & 3) * 2, wg = warp >> 2;
+  i64 it = blockIdx.x, off[5];
+  if (it >= nitems) return;
+  const u32 base = (ptc_attn_smem(ptc_wg_sm) + 1023u) & ~1023u;
+  const u32 bkf = base + 2 * NS * TILE, bke = bkf + 8 * NS, bvf = bke + 8 * NS, bve = bvf + 8 * NS;
+  auto q_load = [&](i64 nx, u32 qb) {
+    ptc_attn_offsets(a, item_bi(nx), off);
+    ptc_ws_tile<D, 64>(sqw + qb * QT, q + off[0], item_m0(nx) + 64 * wg, a.L, a.q_sl, tid & 127);
+  };
+  auto q_ready = [&]() {
+    asm volatile("cp.async.wait_all;" ::: "memory");
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    asm volatile("bar.sync %0, 128;" ::"r"(4 + wg) : "memory");
+  };
+  u32 qb = 0;
+  q_load(it, 0);
+  q_ready();
+  float acc[D / 2], s[BN / 2], mx[2] = {-PTC_INF_F, -PTC_INF_F}, l[2] = {0.f, 0.f}, al[2];
+  float ls[4] = {0.f, 0.f, 0.f, 0.f};
+  u32 pa[BN / 16][4];
+#pragma unroll
+  for (int i = 0; i < D / 2; i++) acc[i] = 0.f;
+  {
+    // S(0) of the block's first item and its softmax
+    const u32 b0 = tg % NS;
+    ptc_ws_full<TMA>(bkf + 8 * b0, (tg / NS) & 1);
+    ptc_wg_fence();
+    ptc_ws_qk_ss<BF, D, BN>(s, ptc_wg_desc(sqw, 16, 1024), dk, b0 * TILE);
+    ptc_wg_commit();
+    ptc_wg_wait<0>();
+    ptc_wg_hold<BN / 2>(s);
+    ptc_mb_arrive(bke + 8 * b0);
+    ptc_ws_softmax<BN, CAUSAL, EX, LS>(s, a, 0, item_m0(it) + warp * 16, qr, qc, mx, l, al);
+    ptc_ws_pack<BF, BN>(s, pa);
+  }
+  for (;;) {
+    const i64 m0 = item_m0(it), w0 = m0 + warp * 16;
+    u16* ob = o + off[4];
+    i64 nend = a.S;
+    if (CAUSAL && m0 + BM < nend) nend = m0 + BM;
+    const int nt = (int)((nend + BN - 1) / BN);
+    const i64 nx = it + gridDim.x;
+    if (nx < nitems) q_load(nx, qb ^ 1u);
+    const u64 dq = ptc_wg_desc(sqw + qb * QT, 16, 1024);
+    for (int j = 0; j < nt - 1; j++) {
+      const u32 gk = tg + (u32)(j + 1), gv = tg + (u32)j, bk = gk % NS, bv = gv % NS;
+      ptc_ws_full<TMA>(bkf + 8 * bk, (gk / NS) & 1);
+      ptc_ws_full<TMA>(bvf + 8 * bv, (gv / NS) & 1);
+      ptc_wg_fence();
+      ptc_ws_qk_ss<BF, D, BN>(s, dq, dk, bk * TILE);
+      ptc_wg_commit();
+      ptc_ws_pv<BF, D, BN, LS>(acc, ls, pa, dv, bv * TILE, d1);
+      ptc_wg_commit();
+      ptc_wg_wait<1>();
+      ptc_wg_hold<BN / 2>(s);
+      ptc_mb_arrive(bke + 8 * bk);
+      ptc_ws_softmax<BN, CAUSAL, EX, LS>(s, a, (i64)(j + 1) * BN, w0, qr, qc, mx, l, al);
+      ptc_wg_wait<0>();
+      ptc_wg_hold<D / 2>(acc);
+      if (LS) ptc_wg_hold<4>(ls);
+      ptc_wg_hold_a<BN / 16>(pa);
+      ptc_mb_arrive(bve + 8 * bv);
+      ptc_ws_rescale<D, LS>(acc, ls, al);
+      ptc_ws_pack<BF, BN>(s, pa);
+    }
+    const u32 gv = tg + (u32)(nt - 1), bv = gv % NS;
+    tg += (u32)nt;
+    if (nx >= nitems) {
+      // the block's last item: its last P v, then the store
+      ptc_ws_full<TMA>(bvf + 8 * bv, (gv / NS) & 1);
+      ptc_wg_fence();
+      ptc_ws_pv<BF, D, BN, LS>(acc, ls, pa, dv, bv * TILE, d1);
+      ptc_wg_commit();
+      ptc_wg_wait<0>();
+      ptc_wg_hold<D / 2>(acc);
+      if (LS) ptc_wg_hold<4>(ls);
+      ptc_wg_hold_a<BN / 16>(pa);
+      ptc_mb_arrive(bve + 8 * bv);
+      ptc_ws_store<BF, D, LS>(ob, a, w0, qr, qc, acc, l, ls);
+      return;
+    }
+    // S(0) of the next item with the last P v of this one
+    q_ready();
+    const u32 bk = tg % NS;
+    ptc_ws_full<TMA>(bkf + 8 * bk, (tg / NS) & 1);
+    ptc_ws_full<TMA>(bvf + 8 * bv, (gv / NS) & 1);
+    ptc_wg_fence();
+    ptc_ws_qk_ss<BF, D, BN>(s, ptc_wg_desc(sqw + (qb ^ 1u) * QT, 16, 1024), dk, bk * TILE);
+    ptc_wg_commit();
+    ptc_ws_pv<BF, D, BN, LS>(acc, ls, pa, dv, bv * TILE, d1);
+    ptc_wg_commit();
+    ptc_wg_wait<1>();
+    ptc_wg_hold<BN / 2>(s);
+    ptc_mb_arrive(bke + 8 * bk);
+    const float lo[2] = {l[0], l[1]};
+    mx[0] = mx[1] = -PTC_INF_F;
+    l[0] = l[1] = 0.f;
+    ptc_ws_softmax<BN, CAUSAL, EX, LS>(s, a, 0, item_m0(nx) + warp * 16, qr, qc, mx, l, al);
+    ptc_wg_wait<0>();
+    ptc_wg_hold<D / 2>(acc);
+    if (LS) ptc_wg_hold<4>(ls);
+    ptc_wg_hold_a<BN / 16>(pa);
+    ptc_mb_arrive(bve + 8 * bv);
+    ptc_ws_store<BF, D, LS>(ob, a, w0, qr, qc, acc, lo, ls);
+#pragma unroll
+    for (int i = 0; i < D / 2; i++) acc[i] = 0.f;
+#pragma unroll
+    for (int i = 0; i < 4; i++) ls[i] = 0.f;
+    ptc_ws_pack<BF, BN>(s, pa);
+    it = nx;
+    qb ^= 1u;
+  }
+}
+
 // The kernel body (see the top of the file): NWG consumer warpgroups, then
 // the producer warpgroup; work items of BM = 64 * NWG query rows; the
 // block's g-th key tile (counted over its items: tg) in buffer g % NS of
@@ -474,6 +601,8 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
   constexpr int BM = 64 * NWG, NC = 128 * NWG, TILE = BN * D * 2;
   constexpr bool LS = (FL & 4) != 0;  // row sums by the tensor cores
   constexpr bool QS = (FL & 8) != 0;  // q read by wgmma from shared memory
+  constexpr bool FLAT = (FL & 16) != 0;  // work items back to back (QS)
+  static_assert(!FLAT || (QS && !(FL & 1)), "FL & 16 needs q in shared memory, no turns");
   static_assert(D == 64 || D == 128, "head dim 64 or 128");
   static_assert(BN == 64 || BN == 128, "key tiles of 64 or 128");
   static_assert(NS >= 2 && NS <= 4, "2 to 4 buffers");
@@ -572,8 +701,15 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
     if (wg == NWG - 1) ptc_ws_turn_pass<FL, NWG>(wg);  // warpgroup 0 goes first
     const u64 dk = ptc_wg_desc(sk, 16, 1024), dv = ptc_wg_desc(sv, D == 64 ? 1024 : BN * 128, 1024);
     const u64 d1 = ptc_wg_desc_plain(s1, 128, 256);
-    const u32 sqw = sq + (u32)(wg * 64 * D * 2);
+    // QS: the warpgroup's q tile (FLAT: two, the next item's loaded into
+    // the other while the current one runs)
+    const u32 sqw = sq + (u32)(wg * (FLAT ? 2 : 1) * 64 * D * 2);
     const u64 dq = ptc_wg_desc(sqw, 16, 1024);
+    if constexpr (FLAT) {
+      ptc_ws_consume_flat<BF, D, BN, NWG, NS, CAUSAL, EX, TMA, LS>(q, o, a, nitems, tg, sqw, dk, dv, d1,
+                                                               item_bi, item_m0);
+      return;
+    }
     // q of the block's next item is loaded while the current one ends:
     // into registers, or (QS) by cp.async into the warpgroup's tile
     i64 it = blockIdx.x, off[5];
