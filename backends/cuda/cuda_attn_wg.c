@@ -38,7 +38,7 @@ static const wg_cfg wg_cfgs[] = {
     {2, 128, 2, 0}, {2, 128, 3, 0}, {2, 64, 4, 0}, {3, 64, 4, 0},
     {3, 64, 4, 4},  {2, 128, 2, 4}, {2, 128, 2, 2}, {2, 128, 4, 0},
     {2, 128, 4, 4}, {2, 128, 4, 8}, {3, 128, 2, 0}, {3, 128, 3, 0}, {3, 128, 4, 0},
-    {3, 128, 2, 8}, {3, 128, 2, 16},
+    {3, 128, 2, 8}, {3, 128, 2, 16}, {4, 64, 2, 0}, {4, 64, 3, 0}, {4, 64, 4, 0},
 };
 #define WG_NCFG ((int)(sizeof wg_cfgs / sizeof wg_cfgs[0]))
 /* The default shape per head dim index (1: 64, 2: 128) and causal flag,
@@ -150,7 +150,7 @@ static void wg_instance(ptc_strbuf* src, const char* name, bool bf, int d, wg_cf
  * 0.0714 -> 0.0753). hi: head dim index (1: 64, 2: 128). */
 static int wg_flags_default(int hi, bool causal, int nwg) {
   if (hi == 2) return causal ? 8 | 1 : 8 | 2;
-  return (causal ? 4 : 2) | (nwg == 3 ? 8 : 0);
+  return (causal ? 4 : 2) | (nwg >= 3 ? 8 : 0);
 }
 
 /* The FL flags of a call: the default, PTC_CUDA_ATTN_WG_PP=1 adds ping-pong

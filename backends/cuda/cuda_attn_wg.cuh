@@ -606,7 +606,7 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
   static_assert(D == 64 || D == 128, "head dim 64 or 128");
   static_assert(BN == 64 || BN == 128, "key tiles of 64 or 128");
   static_assert(NS >= 2 && NS <= 4, "2 to 4 buffers");
-  static_assert(NWG == 2 || NWG == 3, "2 or 3 consumer warpgroups");
+  static_assert(NWG >= 2 && NWG <= 4, "2 to 4 consumer warpgroups");
   const u32 base = (ptc_attn_smem(ptc_wg_sm) + 1023u) & ~1023u;
   const u32 sk = base, sv = base + NS * TILE;
   // mbarriers: k full, k empty, v full, v empty (NS each, 8 bytes)
@@ -693,10 +693,14 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
     asm volatile("cp.async.wait_all;" ::: "memory");
     }
   } else {
+    // the registers the producer gave back (launched at 65536 / (128 *
+    // (NWG + 1)) a thread, rounded down to 8: 168, 128, 96)
     if (NWG == 2)
       asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
-    else
+    else if (NWG == 3)
       asm volatile("setmaxnreg.inc.sync.aligned.u32 160;");
+    else
+      asm volatile("setmaxnreg.inc.sync.aligned.u32 112;");
     const int qr = lane >> 2, qc = (lane & 3) * 2, wg = warp >> 2;
     if (wg == NWG - 1) ptc_ws_turn_pass<FL, NWG>(wg);  // warpgroup 0 goes first
     const u64 dk = ptc_wg_desc(sk, 16, 1024), dv = ptc_wg_desc(sv, D == 64 ? 1024 : BN * 128, 1024);
