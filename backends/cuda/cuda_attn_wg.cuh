@@ -607,6 +607,7 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
   static_assert(BN == 64 || BN == 128, "key tiles of 64 or 128");
   static_assert(NS >= 2 && NS <= 4, "2 to 4 buffers");
   static_assert(NWG >= 2 && NWG <= 4, "2 to 4 consumer warpgroups");
+  static_assert(NWG < 4 || (D == 64 && BN == 64), "four consumer warpgroups: head dim 64, 64-key tiles");
   const u32 base = (ptc_attn_smem(ptc_wg_sm) + 1023u) & ~1023u;
   const u32 sk = base, sv = base + NS * TILE;
   // mbarriers: k full, k empty, v full, v empty (NS each, 8 bytes)
