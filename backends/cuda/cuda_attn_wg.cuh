@@ -22,7 +22,7 @@
 //    their 128 arrivals) and the consumers fence the generic-proxy writes
 //    before wgmma reads them. setmaxnreg gives the producer 24 registers
 //    and the consumers the rest (240 with two consumer warpgroups, 160 with
-//    three);
+//    three, 112 with four: head dim 64 and 64-key tiles only);
 //  - q as wgmma A fragments in registers (the mma.sync A layout; the next
 //    work item's q is loaded while the last P v of the current one runs);
 //  - S = q k^T: wgmma m64nBNk16, A from registers, B = the k tile (K-major);
@@ -41,6 +41,9 @@
 //  - FL & 8: q read by the S wgmmas from shared memory (each consumer
 //    warpgroup's 64 x D tile, loaded by cp.async while the last P v of
 //    the previous item runs) instead of registers;
+//  - FL & 16 (with FL & 8, without FL & 1): work items back to back, the
+//    next item's S(0) issued with the current one's last P v and its
+//    softmax run under it, q double-buffered (ptc_ws_consume_flat);
 //  - FL & 4: the row sums of P by the tensor cores (an m64n8k16 wgmma of
 //    P and a block of ones beside each P v step) instead of FADDs in the
 //    softmax (the default for d64 causal only);
@@ -450,6 +453,12 @@ PTC_D void ptc_tma_bcoord(const ptc_attn_args& a, i64 bi, int& c0, int& c1, int&
   c2 = (int)(bi / n0 / n1);
 }
 
+// Named barrier ids: 1 .. NWG the ping-pong turns (FL & 1), PTC_WS_QBAR + g
+// warpgroup g's q tile landed (QS); 0 is __syncthreads. (Session 19: the
+// q barriers were 4 + g, which with four consumer warpgroups is also the
+// last turn barrier; two uses of one id with different thread counts.)
+#define PTC_WS_QBAR 8
+
 // Ping-pong turns of the consumer warpgroups (FL & 1): warpgroup w issues
 // its wgmma groups after named barrier 1 + w (its 128 threads plus the
 // previous warpgroup's 128 arrivals) and then lets the next one go, so the
@@ -488,7 +497,7 @@ PTC_D void ptc_ws_consume_flat(const u16* __restrict__ q, u16* __restrict__ o, c
   auto q_ready = [&]() {
     asm volatile("cp.async.wait_all;" ::: "memory");
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    asm volatile("bar.sync %0, 128;" ::"r"(4 + wg) : "memory");
+    asm volatile("bar.sync %0, 128;" ::"r"(PTC_WS_QBAR + wg) : "memory");
   };
   u32 qb = 0;
   q_load(it, 0);
@@ -743,7 +752,7 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
         // the warpgroup's q copies landed and visible to wgmma
         asm volatile("cp.async.wait_all;" ::: "memory");
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-        asm volatile("bar.sync %0, 128;" ::"r"(4 + wg) : "memory");
+        asm volatile("bar.sync %0, 128;" ::"r"(PTC_WS_QBAR + wg) : "memory");
       }
       if (nt > 0) {
         // S(0) and its softmax
