@@ -352,6 +352,15 @@ PTC_D void ptc_ws_qk_ss(float* s, u64 dq, u64 dk, u32 bo) {
     ptc_wg_mma_ss<BF, BN>(s, dq + (u64)(((k >> 2) * 64 * 128 + (k & 3) * 32) >> 4),
                           d + (u64)(((k >> 2) * BN * 128 + (k & 3) * 32) >> 4), k > 0);
 }
+// S = q k^T with q from the warpgroup's shared tile (QS, descriptor dq)
+// or from registers (qa).
+template <bool BF, int D, int BN, bool QS>
+PTC_D void ptc_ws_qk_q(float* s, u64 dq, const u32 (&qa)[1][D / 16][4], u64 dk, u32 bo) {
+  if constexpr (QS)
+    ptc_ws_qk_ss<BF, D, BN>(s, dq, dk, bo);
+  else
+    ptc_ws_qk<BF, D, BN>(s, qa, dk, bo);
+}
 // LS: ls (m64 x n8) += P times the ones block (descriptor d1), the row
 // sums of P as the P v product takes them (rounded to the input type).
 template <bool BF, int D, int BN, bool LS>
@@ -453,11 +462,12 @@ PTC_D void ptc_tma_bcoord(const ptc_attn_args& a, i64 bi, int& c0, int& c1, int&
   c2 = (int)(bi / n0 / n1);
 }
 
-// Named barrier ids: 1 .. NWG the ping-pong turns (FL & 1), PTC_WS_QBAR + g
-// warpgroup g's q tile landed (QS); 0 is __syncthreads. (Session 19: the
-// q barriers were 4 + g, which with four consumer warpgroups is also the
-// last turn barrier; two uses of one id with different thread counts.)
-#define PTC_WS_QBAR 8
+// Named barrier ids: 1 .. NWG the ping-pong turns (FL & 1), PTC_WS_QBAR(NWG)
+// + g warpgroup g's q tile landed (QS), past the turns' ids; 0 is
+// __syncthreads. (Session 19: the q barriers were 4 + g for every NWG,
+// which with four consumer warpgroups is also the last turn barrier: one
+// id used with 256 and with 128 threads. 4 is kept for two and three.)
+#define PTC_WS_QBAR(NWG) ((NWG) < 4 ? 4 : (NWG) + 1)
 
 // Ping-pong turns of the consumer warpgroups (FL & 1): warpgroup w issues
 // its wgmma groups after named barrier 1 + w (its 128 threads plus the
@@ -472,20 +482,66 @@ PTC_D void ptc_ws_turn_pass(int wg) {
   if (FL & 1) asm volatile("bar.arrive %0, 256;" ::"r"(1 + (wg + 1) % NWG) : "memory");
 }
 
+// The last P v issued has landed: the accumulator (and LS row sums)
+// readable, P's registers free, the v buffer released (empty barrier ve).
+template <int D, int BN, bool LS>
+PTC_D void ptc_ws_pv_landed(float* acc, float (&ls)[4], u32 (&pa)[BN / 16][4], u32 ve) {
+  ptc_wg_wait<0>();
+  ptc_wg_hold<D / 2>(acc);
+  if (LS) ptc_wg_hold<4>(ls);
+  ptc_wg_hold_a<BN / 16>(pa);
+  ptc_mb_arrive(ve);
+}
+
+// One key step of a consumer warpgroup (the loop body of both consumer
+// forms): S of key tile gk (its k buffer, full barrier kf / empty ke) and
+// P v of tile gv (vf / ve) issued together, S's softmax (keys from n0)
+// while P v is in flight, then the rescale of the landed accumulator and
+// P packed for the next step. q from shared memory (QS, descriptor dq) or
+// registers (qa); turns when FL & 1.
+template <bool BF, int D, int BN, int NWG, int NS, bool CAUSAL, int EX, bool TMA, int FL>
+PTC_D void ptc_ws_step(u32 gk, u32 gv, u32 kf, u32 ke, u32 vf, u32 ve, u64 dq,
+                       u32 (&qa)[1][D / 16][4], u64 dk, u64 dv, u64 d1, float* s, float* acc,
+                       float (&ls)[4], u32 (&pa)[BN / 16][4], const ptc_attn_args& a, i64 n0, i64 w0,
+                       int qr, int qc, float (&mx)[2], float (&l)[2], float (&al)[2], int wg) {
+  constexpr int TILE = BN * D * 2;
+  constexpr bool LS = (FL & 4) != 0, QS = (FL & 8) != 0;
+  const u32 bk = gk % NS, bv = gv % NS;
+  ptc_ws_full<TMA>(kf + 8 * bk, (gk / NS) & 1);
+  ptc_ws_full<TMA>(vf + 8 * bv, (gv / NS) & 1);
+  ptc_ws_turn_wait<FL, NWG>(wg);
+  ptc_wg_fence();
+  ptc_ws_qk_q<BF, D, BN, QS>(s, dq, qa, dk, bk * TILE);
+  ptc_wg_commit();
+  ptc_ws_pv<BF, D, BN, LS>(acc, ls, pa, dv, bv * TILE, d1);
+  ptc_wg_commit();
+  ptc_ws_turn_pass<FL, NWG>(wg);
+  ptc_wg_wait<1>();
+  ptc_wg_hold<BN / 2>(s);
+  if constexpr (!QS) ptc_wg_hold_a<D / 16>(qa[0]);
+  ptc_mb_arrive(ke + 8 * bk);
+  ptc_ws_softmax<BN, CAUSAL, EX, LS>(s, a, n0, w0, qr, qc, mx, l, al);
+  ptc_ws_pv_landed<D, BN, LS>(acc, ls, pa, ve + 8 * bv);
+  ptc_ws_rescale<D, LS>(acc, ls, al);
+  ptc_ws_pack<BF, BN>(s, pa);
+}
+
 // The consumer warpgroups' loop with work items back to back (FL & 16,
 // q in shared memory, a.S > 0): S(0) of the next item is issued with the
 // last P v of the current one and its softmax runs while that P v is in
 // flight, so the tensor cores see no gap at an item's end; the output
 // store follows. q is double-buffered (tiles sqw and sqw + 64 * D * 2),
 // the next item's tile loaded by cp.async while the current item runs.
-template <bool BF, int D, int BN, int NWG, int NS, bool CAUSAL, int EX, bool TMA, bool LS, class FB,
+template <bool BF, int D, int BN, int NWG, int NS, bool CAUSAL, int EX, bool TMA, int FL, class FB,
           class FM>
 PTC_D void ptc_ws_consume_flat(const u16* __restrict__ q, u16* __restrict__ o, const ptc_attn_args& a,
                                i64 nitems, u32 tg, u32 sqw, u64 dk, u64 dv, u64 d1, FB item_bi,
                                FM item_m0) {
   constexpr int BM = 64 * NWG, TILE = BN * D * 2, QT = 64 * D * 2;
+  constexpr bool LS = (FL & 4) != 0;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int qr = lane >> 2, qc = (lane & 3) * 2, wg = warp >> 2;
+  u32 qa[1][D / 16][4];  // unused: q is read from shared memory
   i64 it = blockIdx.x, off[5];
   if (it >= nitems) return;
   const u32 base = (ptc_attn_smem(ptc_wg_sm) + 1023u) & ~1023u;
@@ -497,7 +553,7 @@ PTC_D void ptc_ws_consume_flat(const u16* __restrict__ q, u16* __restrict__ o, c
   auto q_ready = [&]() {
     asm volatile("cp.async.wait_all;" ::: "memory");
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    asm volatile("bar.sync %0, 128;" ::"r"(PTC_WS_QBAR + wg) : "memory");
+    asm volatile("bar.sync %0, 128;" ::"r"(PTC_WS_QBAR(NWG) + wg) : "memory");
   };
   u32 qb = 0;
   q_load(it, 0);
@@ -529,27 +585,10 @@ PTC_D void ptc_ws_consume_flat(const u16* __restrict__ q, u16* __restrict__ o, c
     const i64 nx = it + gridDim.x;
     if (nx < nitems) q_load(nx, qb ^ 1u);
     const u64 dq = ptc_wg_desc(sqw + qb * QT, 16, 1024);
-    for (int j = 0; j < nt - 1; j++) {
-      const u32 gk = tg + (u32)(j + 1), gv = tg + (u32)j, bk = gk % NS, bv = gv % NS;
-      ptc_ws_full<TMA>(bkf + 8 * bk, (gk / NS) & 1);
-      ptc_ws_full<TMA>(bvf + 8 * bv, (gv / NS) & 1);
-      ptc_wg_fence();
-      ptc_ws_qk_ss<BF, D, BN>(s, dq, dk, bk * TILE);
-      ptc_wg_commit();
-      ptc_ws_pv<BF, D, BN, LS>(acc, ls, pa, dv, bv * TILE, d1);
-      ptc_wg_commit();
-      ptc_wg_wait<1>();
-      ptc_wg_hold<BN / 2>(s);
-      ptc_mb_arrive(bke + 8 * bk);
-      ptc_ws_softmax<BN, CAUSAL, EX, LS>(s, a, (i64)(j + 1) * BN, w0, qr, qc, mx, l, al);
-      ptc_wg_wait<0>();
-      ptc_wg_hold<D / 2>(acc);
-      if (LS) ptc_wg_hold<4>(ls);
-      ptc_wg_hold_a<BN / 16>(pa);
-      ptc_mb_arrive(bve + 8 * bv);
-      ptc_ws_rescale<D, LS>(acc, ls, al);
-      ptc_ws_pack<BF, BN>(s, pa);
-    }
+    for (int j = 0; j < nt - 1; j++)
+      ptc_ws_step<BF, D, BN, NWG, NS, CAUSAL, EX, TMA, FL>(
+          tg + (u32)(j + 1), tg + (u32)j, bkf, bke, bvf, bve, dq, qa, dk, dv, d1, s, acc, ls, pa, a,
+          (i64)(j + 1) * BN, w0, qr, qc, mx, l, al, wg);
     const u32 gv = tg + (u32)(nt - 1), bv = gv % NS;
     tg += (u32)nt;
     if (nx >= nitems) {
@@ -558,11 +597,7 @@ PTC_D void ptc_ws_consume_flat(const u16* __restrict__ q, u16* __restrict__ o, c
       ptc_wg_fence();
       ptc_ws_pv<BF, D, BN, LS>(acc, ls, pa, dv, bv * TILE, d1);
       ptc_wg_commit();
-      ptc_wg_wait<0>();
-      ptc_wg_hold<D / 2>(acc);
-      if (LS) ptc_wg_hold<4>(ls);
-      ptc_wg_hold_a<BN / 16>(pa);
-      ptc_mb_arrive(bve + 8 * bv);
+      ptc_ws_pv_landed<D, BN, LS>(acc, ls, pa, bve + 8 * bv);
       ptc_ws_store<BF, D, LS>(ob, a, w0, qr, qc, acc, l, ls);
       return;
     }
@@ -583,11 +618,7 @@ PTC_D void ptc_ws_consume_flat(const u16* __restrict__ q, u16* __restrict__ o, c
     mx[0] = mx[1] = -PTC_INF_F;
     l[0] = l[1] = 0.f;
     ptc_ws_softmax<BN, CAUSAL, EX, LS>(s, a, 0, item_m0(nx) + warp * 16, qr, qc, mx, l, al);
-    ptc_wg_wait<0>();
-    ptc_wg_hold<D / 2>(acc);
-    if (LS) ptc_wg_hold<4>(ls);
-    ptc_wg_hold_a<BN / 16>(pa);
-    ptc_mb_arrive(bve + 8 * bv);
+    ptc_ws_pv_landed<D, BN, LS>(acc, ls, pa, bve + 8 * bv);
     ptc_ws_store<BF, D, LS>(ob, a, w0, qr, qc, acc, lo, ls);
 #pragma unroll
     for (int i = 0; i < D / 2; i++) acc[i] = 0.f;
@@ -720,7 +751,7 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
     const u32 sqw = sq + (u32)(wg * (FLAT ? 2 : 1) * 64 * D * 2);
     const u64 dq = ptc_wg_desc(sqw, 16, 1024);
     if constexpr (FLAT) {
-      ptc_ws_consume_flat<BF, D, BN, NWG, NS, CAUSAL, EX, TMA, LS>(q, o, a, nitems, tg, sqw, dk, dv, d1,
+      ptc_ws_consume_flat<BF, D, BN, NWG, NS, CAUSAL, EX, TMA, FL>(q, o, a, nitems, tg, sqw, dk, dv, d1,
                                                                item_bi, item_m0);
       return;
     }
@@ -752,7 +783,7 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
         // the warpgroup's q copies landed and visible to wgmma
         asm volatile("cp.async.wait_all;" ::: "memory");
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-        asm volatile("bar.sync %0, 128;" ::"r"(PTC_WS_QBAR + wg) : "memory");
+        asm volatile("bar.sync %0, 128;" ::"r"(PTC_WS_QBAR(NWG) + wg) : "memory");
       }
       if (nt > 0) {
         // S(0) and its softmax
@@ -760,10 +791,7 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
         ptc_ws_full<TMA>(kf + 8 * b0, (tg / NS) & 1);
         ptc_ws_turn_wait<FL, NWG>(wg);
         ptc_wg_fence();
-        if constexpr (QS)
-          ptc_ws_qk_ss<BF, D, BN>(s, dq, dk, b0 * TILE);
-        else
-          ptc_ws_qk<BF, D, BN>(s, qa, dk, b0 * TILE);
+        ptc_ws_qk_q<BF, D, BN, QS>(s, dq, qa, dk, b0 * TILE);
         ptc_wg_commit();
         ptc_ws_turn_pass<FL, NWG>(wg);
         ptc_wg_wait<0>();
@@ -772,33 +800,10 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
         ptc_mb_arrive(ke + 8 * b0);
         ptc_ws_softmax<BN, CAUSAL, EX, LS>(s, a, 0, w0, qr, qc, mx, l, al);
         ptc_ws_pack<BF, BN>(s, pa);
-        for (int j = 0; j < nt - 1; j++) {
-          const u32 gk = tg + (u32)(j + 1), gv = tg + (u32)j, bk = gk % NS, bv = gv % NS;
-          ptc_ws_full<TMA>(kf + 8 * bk, (gk / NS) & 1);
-          ptc_ws_full<TMA>(vf + 8 * bv, (gv / NS) & 1);
-          ptc_ws_turn_wait<FL, NWG>(wg);
-          ptc_wg_fence();
-          if constexpr (QS)
-            ptc_ws_qk_ss<BF, D, BN>(s, dq, dk, bk * TILE);
-          else
-            ptc_ws_qk<BF, D, BN>(s, qa, dk, bk * TILE);
-          ptc_wg_commit();
-          ptc_ws_pv<BF, D, BN, LS>(acc, ls, pa, dv, bv * TILE, d1);
-          ptc_wg_commit();
-          ptc_ws_turn_pass<FL, NWG>(wg);
-          ptc_wg_wait<1>();
-          ptc_wg_hold<BN / 2>(s);
-          if constexpr (!QS) ptc_wg_hold_a<D / 16>(qa[0]);
-          ptc_mb_arrive(ke + 8 * bk);
-          ptc_ws_softmax<BN, CAUSAL, EX, LS>(s, a, (i64)(j + 1) * BN, w0, qr, qc, mx, l, al);
-          ptc_wg_wait<0>();
-          ptc_wg_hold<D / 2>(acc);
-          if (LS) ptc_wg_hold<4>(ls);
-          ptc_wg_hold_a<BN / 16>(pa);
-          ptc_mb_arrive(ve + 8 * bv);
-          ptc_ws_rescale<D, LS>(acc, ls, al);
-          ptc_ws_pack<BF, BN>(s, pa);
-        }
+        for (int j = 0; j < nt - 1; j++)
+          ptc_ws_step<BF, D, BN, NWG, NS, CAUSAL, EX, TMA, FL>(
+              tg + (u32)(j + 1), tg + (u32)j, kf, ke, vf, ve, dq, qa, dk, dv, d1, s, acc, ls, pa, a,
+              (i64)(j + 1) * BN, w0, qr, qc, mx, l, al, wg);
         // the last P v, in flight while the next q loads
         const u32 gv = tg + (u32)(nt - 1), bv = gv % NS;
         ptc_ws_full<TMA>(vf + 8 * bv, (gv / NS) & 1);
