@@ -22,6 +22,9 @@
  *    take several (row tile, batch entry) items, as the b300 / b150 cases
  *    do) unless PTC_CUDA_ATTN_WG=0 or the grid is small (all of them with
  *    PTC_CUDA_ATTN_WG_CFG set).
+ *    On an H100 the wgmma cases then run again under each opt-in setting
+ *    of cuda_attn_wg.c (PTC_CUDA_ATTN_WG_CFG=4,64,3, PTC_CUDA_ATTN_WG_FOUR=1,
+ *    PTC_CUDA_ATTN_WG_FLAT=1), one summary line each.
  *  --wg-cases: only the default cases the Hopper wgmma kernel takes
  *    (cuda_attn_wg.c: f16/bf16, head dim 64/128, no mask tensor, unit last
  *    stride); run with each PTC_CUDA_ATTN_WG_CFG (a named shape takes every
@@ -419,6 +422,12 @@ static double time_case(const acase* c, bool fused) {
   return ok ? ms : -1;
 }
 
+/* Whether the Hopper wgmma kernel can take case c (cuda_attn_wg.c:
+ * f16/bf16, head dim 64/128, no mask tensor, unit last stride). */
+static bool wg_case(const acase* c) {
+  return c->dtype != PTC_F32 && !c->mask && c->E != 32 && c->transposed != 2;
+}
+
 int main(int argc, char** argv) {
   bool compile_check = false, bench = false, bench_fused = false, bench_small = false;
   bool bench_cold = false, wg_only = false, bench_wg = false;
@@ -616,8 +625,28 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     const acase* c = &cases[i];
     /* --wg-cases: only the cases the wgmma kernel takes */
-    if (wg_only && (c->dtype == PTC_F32 || c->mask || c->E == 32 || c->transposed == 2)) continue;
+    if (wg_only && !wg_case(c)) continue;
     check_case(c);
+  }
+  /* on an H100 (and without --wg-cases, whose caller names the settings):
+   * the wgmma cases again under each opt-in setting of cuda_attn_wg.c
+   * (the four-warpgroup shape named for every call and as the d64
+   * default, work items back to back), so that the shapes not yet on by
+   * default stay checked */
+  const cuda_device* dev = cuda_device_get();
+  if (!wg_only && dev->cc_major == 9 && dev->cc_minor == 0) {
+    static const char* const opt_in[][2] = {{"PTC_CUDA_ATTN_WG_CFG", "4,64,3"},
+                                            {"PTC_CUDA_ATTN_WG_FOUR", "1"},
+                                            {"PTC_CUDA_ATTN_WG_FLAT", "1"}};
+    for (size_t k = 0; k < sizeof opt_in / sizeof opt_in[0]; k++) {
+      setenv(opt_in[k][0], opt_in[k][1], 1);
+      int f0 = failed, p0 = passed;
+      for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        if (wg_case(&cases[i])) check_case(&cases[i]);
+      unsetenv(opt_in[k][0]);
+      printf("wgmma cases with %s=%s: %d passed, %d failed\n", opt_in[k][0], opt_in[k][1],
+             passed - p0, failed - f0);
+    }
   }
   printf("test_cuda_attn: %d passed, %d failed\n", passed, failed);
   ptc_context_release(ctx);
