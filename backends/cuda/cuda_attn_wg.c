@@ -123,7 +123,9 @@ static int wg_env_shape(int d, const cuda_device* dev) {
     for (int i = 0; i < WG_NCFG; i++)
       if (wg_cfgs[i].nwg == nwg && wg_cfgs[i].bn == bn && wg_cfgs[i].ns == ns && wg_cfgs[i].ex == ex) {
         if (nwg == 4 && d != 64) return -1; /* 112 registers a thread: head dim 64 only */
-        int fl = wg_flags(d == 128 ? 2 : 1, false, nwg); /* causal does not change the q tiles */
+        /* causal does not change the q tiles; back-to-back items are
+         * dropped where their second q tiles do not fit */
+        int fl = wg_flags(d == 128 ? 2 : 1, false, nwg) & ~16;
         return wg_smem_bytes(wg_cfgs[i], d, fl) <= dev->max_smem_optin ? i : -1;
       }
   return -1;
