@@ -76,7 +76,15 @@ static const int wg_default[3][2] = {{0, 0}, {7, 7}, {1, 0}}; /* [hi][causal] */
  * since fixed), so it is opt-in: PTC_CUDA_ATTN_WG_FOUR=1 makes it the d64
  * default where L rounded up to 256 is under 1.12 times L rounded up to
  * 128 (L = 512, 768, 1024), before the wide shape's rule. */
-#define WG_FOUR 16
+#define WG_FOUR_CFG 4, 64, 3, 0
+
+/* The row of the shape table (nwg, bn, ns, ex), or -1. */
+static int wg_find(int nwg, int bn, int ns, int ex) {
+  for (int i = 0; i < WG_NCFG; i++)
+    if (wg_cfgs[i].nwg == nwg && wg_cfgs[i].bn == bn && wg_cfgs[i].ns == ns && wg_cfgs[i].ex == ex)
+      return i;
+  return -1;
+}
 
 static bool wg_four_wanted(void) {
   const char* env = getenv("PTC_CUDA_ATTN_WG_FOUR");
@@ -90,7 +98,7 @@ static bool wg_four_wanted(void) {
  * else the table above. */
 static int wg_default_shape(int hi, bool causal, int64_t L) {
   int64_t r4 = (L + 255) / 256 * 256, r3 = (L + 191) / 192 * 192, r2 = (L + 127) / 128 * 128;
-  if (hi == 1 && !causal && wg_four_wanted() && r4 * 100 < r2 * 112) return WG_FOUR;
+  if (hi == 1 && !causal && wg_four_wanted() && r4 * 100 < r2 * 112) return wg_find(WG_FOUR_CFG);
   if (hi == 1 && !causal && r3 * 100 < r2 * 118) return WG_WIDE;
   return wg_default[hi][causal];
 }
@@ -119,16 +127,13 @@ static int wg_flags(int hi, bool causal, int nwg);
 static int wg_env_shape(int d, const cuda_device* dev) {
   const char* env = getenv("PTC_CUDA_ATTN_WG_CFG");
   int nwg, bn, ns, ex = 0;
-  if (env && sscanf(env, "%d,%d,%d,%d", &nwg, &bn, &ns, &ex) >= 3)
-    for (int i = 0; i < WG_NCFG; i++)
-      if (wg_cfgs[i].nwg == nwg && wg_cfgs[i].bn == bn && wg_cfgs[i].ns == ns && wg_cfgs[i].ex == ex) {
-        if (nwg == 4 && d != 64) return -1; /* 112 registers a thread: head dim 64 only */
-        /* causal does not change the q tiles; back-to-back items are
-         * dropped where their second q tiles do not fit */
-        int fl = wg_flags(d == 128 ? 2 : 1, false, nwg) & ~16;
-        return wg_smem_bytes(wg_cfgs[i], d, fl) <= dev->max_smem_optin ? i : -1;
-      }
-  return -1;
+  if (!env || sscanf(env, "%d,%d,%d,%d", &nwg, &bn, &ns, &ex) < 3) return -1;
+  int i = wg_find(nwg, bn, ns, ex);
+  if (i < 0 || (nwg == 4 && d != 64)) return -1; /* four: 112 registers a thread, head dim 64 only */
+  /* causal does not change the q tiles; back-to-back items are dropped
+   * where their second q tiles do not fit */
+  int fl = wg_flags(d == 128 ? 2 : 1, false, nwg) & ~16;
+  return wg_smem_bytes(wg_cfgs[i], d, fl) <= dev->max_smem_optin ? i : -1;
 }
 
 bool cuda_attn_wg_takes(const cuda_device* d, const cuda_attn_geom* g, int hi, bool vec) {
@@ -375,8 +380,13 @@ ptc_status cuda_attn_wg_check_compile(int arch) {
   /* the wide d64 shape and the four-warpgroup one with their default flags */
   snprintf(name, sizeof name, "ptc_attn_wg_%d", n++);
   wg_instance(&src, name, true, 64, wg_cfgs[WG_WIDE], false, true, wg_flags_default(1, false, 3));
+  int four = wg_find(WG_FOUR_CFG);
+  if (four < 0) {
+    ptc_sb_free(&src);
+    return PTC_ERR(INTERNAL, "cuda backend: the four-warpgroup attention shape is not in the table");
+  }
   snprintf(name, sizeof name, "ptc_attn_wg_%d", n++);
-  wg_instance(&src, name, false, 64, wg_cfgs[WG_FOUR], false, true, wg_flags_default(1, false, 4));
+  wg_instance(&src, name, false, 64, wg_cfgs[four], false, true, wg_flags_default(1, false, 4));
   if (src.oom) {
     ptc_sb_free(&src);
     return ptc_status_oom();
