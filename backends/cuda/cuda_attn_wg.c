@@ -70,12 +70,14 @@ static const int wg_default[3][2] = {{0, 0}, {7, 7}, {1, 0}}; /* [hi][causal] */
  * 19 (H100 bf16 b8 h16 s1024 d64, --bench-wg, two rounds of one run, ms):
  * 4,64,3 0.0798-0.0803, 4,64,4 0.0810-0.0811 (with items back to back
  * 0.0806-0.0807), 4,64,2 0.0847-0.0854, against the wide 3,128,2's
- * 0.0856-0.0863 and cuDNN's 0.080-0.085. Its GPU cases have not yet run
- * in the form of this tree (4,64,4 passed them with items back to back;
- * without, a d128 causal case, since excluded, hit a named-barrier clash,
- * since fixed), so it is opt-in: PTC_CUDA_ATTN_WG_FOUR=1 makes it the d64
- * default where L rounded up to 256 is under 1.12 times L rounded up to
- * 128 (L = 512, 768, 1024), before the wide shape's rule. */
+ * 0.0856-0.0863 and cuDNN's 0.080-0.085. Session 20: its GPU cases passed
+ * (29 of 29 named for every call, 29 of 29 as the d64 default; the q-tile
+ * barriers from PTC_WS_QBAR, head dim 128 refused) and it timed 0.0800 /
+ * 0.0808 against the wide shape's 0.0861 in the same run (causal d64
+ * 0.0727 against 2,128,4's 0.0715: causal keeps 2,128,4). So it is the
+ * d64 default without causal where L rounded up to 256 is under 1.12
+ * times L rounded up to 128 (L = 256, 512, 768, 1024, ...), before the
+ * wide shape's rule; PTC_CUDA_ATTN_WG_FOUR=0 turns it off. */
 #define WG_FOUR_CFG 4, 64, 3, 0
 
 /* The row of the shape table (nwg, bn, ns, ex), or -1. */
@@ -86,12 +88,14 @@ static int wg_find(int nwg, int bn, int ns, int ex) {
   return -1;
 }
 
+/* false when PTC_CUDA_ATTN_WG_FOUR=0 turns the four-warpgroup default off */
 static bool wg_four_wanted(void) {
   const char* env = getenv("PTC_CUDA_ATTN_WG_FOUR");
-  return env && strcmp(env, "1") == 0;
+  return !(env && strcmp(env, "0") == 0);
 }
 
-/* The default shape of a call: the wide shape for d64 without causal when
+/* The default shape of a call: for d64 without causal the four-warpgroup
+ * shape by its rule above, else the wide shape when
  * its padded rows (L rounded up to 192) are under 1.18 times the 2,128,4
  * shape's (L rounded up to 128; 1.18: its measured speed per row at
  * L = 1024, so short sequences such as 128 or 256 stay on 128-row items),
@@ -401,19 +405,23 @@ ptc_status cuda_attn_wg_check_compile(int arch) {
 
 ptc_status cuda_attn_wg_aot_sources(cuda_aot_src* out, size_t cap, size_t* n) {
   /* the default shapes of each dtype, head dim and causal flag (d64
-   * without causal: the 2,128,4 shape and the wide one) */
+   * without causal: the 2,128,4 shape, the wide one and the four-warpgroup
+   * one, each the default of some lengths) */
+  static const char* const kind[3] = {"", " wide", " four"};
+  const int four = wg_find(WG_FOUR_CFG);
+  if (four < 0) return PTC_ERR(INTERNAL, "cuda backend: the four-warpgroup attention shape is not in the table");
   for (int bf = 0; bf < 2; bf++)
     for (int hi = 1; hi <= 2; hi++)
       for (int causal = 0; causal < 2; causal++)
-        for (int wide = 0; wide <= (hi == 1 && !causal); wide++) {
+        for (int k = 0; k < (hi == 1 && !causal ? 3 : 1); k++) {
           if (*n >= cap) return PTC_ERR(INTERNAL, "cuda backend: too many ahead-of-time sources");
           cuda_aot_src* o = &out[*n];
-          int d = hi == 2 ? 128 : 64, sh = wide ? WG_WIDE : wg_default[hi][causal];
+          int d = hi == 2 ? 128 : 64, sh = k == 2 ? four : k == 1 ? WG_WIDE : wg_default[hi][causal];
           PTC_TRY(wg_module_source(&o->src, bf, d, causal, wg_cfgs[sh], wg_tma_default(hi, causal),
                                    wg_flags_default(hi, causal, wg_cfgs[sh].nwg)));
           o->arch = 90 | CUDA_ARCH_SPECIFIC;
           snprintf(o->label, sizeof o->label, "attention wgmma %s d%d%s%s sm_90a", bf ? "bf16" : "f16",
-                   d, causal ? " causal" : "", wide ? " wide" : "");
+                   d, causal ? " causal" : "", kind[k]);
           (*n)++;
         }
   return PTC_OK;

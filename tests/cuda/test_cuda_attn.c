@@ -22,9 +22,10 @@
  *    take several (row tile, batch entry) items, as the b300 / b150 cases
  *    do) unless PTC_CUDA_ATTN_WG=0 or the grid is small (all of them with
  *    PTC_CUDA_ATTN_WG_CFG set).
- *    On an H100 the wgmma cases then run again under each opt-in setting
- *    of cuda_attn_wg.c (PTC_CUDA_ATTN_WG_CFG=4,64,3, PTC_CUDA_ATTN_WG_FOUR=1,
- *    PTC_CUDA_ATTN_WG_FLAT=1), one summary line each.
+ *    On an H100 the wgmma cases then run again under each other setting
+ *    of cuda_attn_wg.c (PTC_CUDA_ATTN_WG_CFG=4,64,3 for every call,
+ *    PTC_CUDA_ATTN_WG_FOUR=0: the wide d64 default, PTC_CUDA_ATTN_WG_FLAT=1),
+ *    one summary line each.
  *  --wg-cases: only the default cases the Hopper wgmma kernel takes
  *    (cuda_attn_wg.c: f16/bf16, head dim 64/128, no mask tensor, unit last
  *    stride); run with each PTC_CUDA_ATTN_WG_CFG (a named shape takes every
@@ -629,14 +630,14 @@ int main(int argc, char** argv) {
     check_case(c);
   }
   /* on an H100 (and without --wg-cases, whose caller names the settings):
-   * the wgmma cases again under each opt-in setting of cuda_attn_wg.c
-   * (the four-warpgroup shape named for every call and as the d64
-   * default, work items back to back), so that the shapes not yet on by
-   * default stay checked */
+   * the wgmma cases again under each other setting of cuda_attn_wg.c (the
+   * four-warpgroup shape named for every call, the wide d64 default it
+   * replaced (PTC_CUDA_ATTN_WG_FOUR=0), work items back to back), so that
+   * the shapes off by default stay checked */
   const cuda_device* dev = cuda_device_get();
   if (!wg_only && dev->cc_major == 9 && dev->cc_minor == 0) {
     static const char* const opt_in[][2] = {{"PTC_CUDA_ATTN_WG_CFG", "4,64,3"},
-                                            {"PTC_CUDA_ATTN_WG_FOUR", "1"},
+                                            {"PTC_CUDA_ATTN_WG_FOUR", "0"},
                                             {"PTC_CUDA_ATTN_WG_FLAT", "1"}};
     for (size_t k = 0; k < sizeof opt_in / sizeof opt_in[0]; k++) {
       if (getenv(opt_in[k][0])) continue; /* the caller's setting ran above */
