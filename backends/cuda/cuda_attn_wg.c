@@ -94,17 +94,27 @@ static bool wg_four_wanted(void) {
   return !(env && strcmp(env, "0") == 0);
 }
 
+/* The SM count of a device (132 where unknown) */
+static int64_t wg_sms(const cuda_device* dev) { return dev->sm_count > 0 ? dev->sm_count : 132; }
+
 /* The default shape of a call: for d64 without causal the four-warpgroup
- * shape by its rule above, else the wide shape when
- * its padded rows (L rounded up to 192) are under 1.18 times the 2,128,4
- * shape's (L rounded up to 128; 1.18: its measured speed per row at
- * L = 1024, so short sequences such as 128 or 256 stay on 128-row items),
- * else the table above. */
-static int wg_default_shape(int hi, bool causal, int64_t L) {
+ * shape by its rule above where its grid has two items per SM or more
+ * (session 20, H100 bf16 b8 h16 d64, ms, default against
+ * PTC_CUDA_ATTN_WG_FOUR=0: L = 2048 0.2858 / 0.2877; at L = 512 its 256
+ * items fell below cuda_attn_wg_takes's two row tiles per SM, so the call
+ * left the wgmma kernel: 0.0416 against the wide shape's 0.0283), else
+ * the wide shape when its padded rows (L rounded up to 192) are under
+ * 1.18 times the 2,128,4 shape's (L rounded up to 128; 1.18: its measured
+ * speed per row at L = 1024, so short sequences such as 128 or 256 stay
+ * on 128-row items), else the table above. */
+static int wg_default_shape(int hi, const cuda_attn_geom* g, const cuda_device* dev) {
+  const int64_t L = g->L;
   int64_t r4 = (L + 255) / 256 * 256, r3 = (L + 191) / 192 * 192, r2 = (L + 127) / 128 * 128;
-  if (hi == 1 && !causal && wg_four_wanted() && r4 * 100 < r2 * 112) return wg_find(WG_FOUR_CFG);
-  if (hi == 1 && !causal && r3 * 100 < r2 * 118) return WG_WIDE;
-  return wg_default[hi][causal];
+  if (hi == 1 && !g->causal && wg_four_wanted() && r4 * 100 < r2 * 112 &&
+      r4 / 256 * g->nbatch >= 2 * wg_sms(dev))
+    return wg_find(WG_FOUR_CFG);
+  if (hi == 1 && !g->causal && r3 * 100 < r2 * 118) return WG_WIDE;
+  return wg_default[hi][g->causal != 0];
 }
 
 typedef struct wg_mod {
@@ -149,9 +159,9 @@ bool cuda_attn_wg_takes(const cuda_device* d, const cuda_attn_geom* g, int hi, b
   /* grids of fewer than two row tiles per SM at the default shape stay on
    * the mma.sync kernel (H100: b2 h3 L1000 S777 d64 0.019 ms there, 0.021
    * here; GPT-2's b8 h12 s256 causal 0.020 both) */
-  int64_t bm = 64 * wg_cfgs[wg_default_shape(hi, g->causal != 0, g->L)].nwg;
+  int64_t bm = 64 * wg_cfgs[wg_default_shape(hi, g, d)].nwg;
   int64_t blocks = (g->L + bm - 1) / bm * g->nbatch;
-  return blocks >= 2 * (int64_t)(d->sm_count > 0 ? d->sm_count : 132);
+  return blocks >= 2 * wg_sms(d);
 }
 
 /* Appends the instantiation `name` of (bf, d, shape c, causal; tma: k / v
@@ -319,7 +329,7 @@ ptc_status cuda_attn_wg_run(const cuda_ext_call* c, const cuda_attn_geom* g, boo
   const cuda_device* dev = c->plan->dev;
   int d = hi == 2 ? 128 : 64, sh = wg_env_shape(d, dev);
   bool causal = g->causal != 0;
-  if (sh < 0) sh = wg_default_shape(hi, causal, g->L);
+  if (sh < 0) sh = wg_default_shape(hi, g, dev);
   wg_cfg cfg = wg_cfgs[sh];
   /* k / v tiles by tensor copies where both maps can be built */
   wg_tmap tk, tv;
@@ -343,7 +353,7 @@ ptc_status cuda_attn_wg_run(const cuda_ext_call* c, const cuda_attn_geom* g, boo
   void* params[] = {&q, &k, &v, &pm, &o, &a, &tk, &tv}; /* the maps only for tma */
   /* persistent: one block per SM over the (row tile, batch entry) items */
   int64_t bm = 64 * cfg.nwg, items = (g->L + bm - 1) / bm * g->nbatch;
-  int64_t sms = dev->sm_count > 0 ? dev->sm_count : 132, gx = items < sms ? items : sms;
+  int64_t sms = wg_sms(dev), gx = items < sms ? items : sms;
   if (g->S > INT32_MAX)
     return PTC_ERR(UNIMPLEMENTED, "cuda backend: attention with too many keys");
   if (gx == 0) return PTC_OK;
