@@ -150,6 +150,19 @@ static int wg_env_shape(int d, const cuda_device* dev) {
   return wg_smem_bytes(wg_cfgs[i], d, fl) <= dev->max_smem_optin ? i : -1;
 }
 
+/* The shape index a call runs: PTC_CUDA_ATTN_WG_CFG's or the default. */
+static int wg_call_shape(const cuda_device* dev, const cuda_attn_geom* g, int hi) {
+  int sh = wg_env_shape(hi == 2 ? 128 : 64, dev);
+  return sh >= 0 ? sh : wg_default_shape(hi, g, dev);
+}
+
+bool cuda_attn_wg_shape(const cuda_device* d, const cuda_attn_geom* g, int hi, bool vec, int shape[4]) {
+  if (!cuda_attn_wg_takes(d, g, hi, vec)) return false;
+  wg_cfg c = wg_cfgs[wg_call_shape(d, g, hi)];
+  shape[0] = c.nwg, shape[1] = c.bn, shape[2] = c.ns, shape[3] = c.ex;
+  return true;
+}
+
 bool cuda_attn_wg_takes(const cuda_device* d, const cuda_attn_geom* g, int hi, bool vec) {
   const char* env = getenv("PTC_CUDA_ATTN_WG");
   if (env && strcmp(env, "0") == 0) return false;
@@ -327,9 +340,8 @@ static bool wg_tmap_make(wg_tmap* m, const cuda_attn_geom* g, cu_deviceptr p, in
 ptc_status cuda_attn_wg_run(const cuda_ext_call* c, const cuda_attn_geom* g, bool bf, int hi,
                             cu_deviceptr q, cu_deviceptr k, cu_deviceptr v, cu_deviceptr o) {
   const cuda_device* dev = c->plan->dev;
-  int d = hi == 2 ? 128 : 64, sh = wg_env_shape(d, dev);
+  int d = hi == 2 ? 128 : 64, sh = wg_call_shape(dev, g, hi);
   bool causal = g->causal != 0;
-  if (sh < 0) sh = wg_default_shape(hi, g, dev);
   wg_cfg cfg = wg_cfgs[sh];
   /* k / v tiles by tensor copies where both maps can be built */
   wg_tmap tk, tv;

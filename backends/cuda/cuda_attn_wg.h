@@ -18,6 +18,14 @@
  * environment; thread-safe. */
 bool cuda_attn_wg_takes(const cuda_device* d, const cuda_attn_geom* g, int hi, bool vec);
 
+/** The kernel shape the wgmma kernel would run this call with: false if it
+ * does not take the call (cuda_attn_wg_takes), else true with shape[] =
+ * {consumer warpgroups, key tile rows, k/v buffers, ex} of
+ * PTC_CUDA_ATTN_WG_CFG or the default (for tests: the default's rules need
+ * only the device's compute capability, SM count and shared memory, so a
+ * test may pass a made-up device). Reads the environment; thread-safe. */
+bool cuda_attn_wg_shape(const cuda_device* d, const cuda_attn_geom* g, int hi, bool vec, int shape[4]);
+
 /** Runs one sdpa call the wgmma kernel takes (cuda_attn_wg_takes true) on
  * c->stream: q, k, v, o device pointers of dtype bf16 (bf) or f16, geometry
  * g. Builds and loads the module the call needs on first use (one per
