@@ -19,6 +19,8 @@
 #               per-call host time of plain vs graph runs)), then the GPU
 #               runs of test_cuda_gemm / _attn / _attn_match / _split /
 #               _rows / _tune / _welford / _lowp / _trig / _conv / _conv_tma
+#               / _aot (test_cuda_attn's three extra wgmma passes as jobs of
+#               their own: attn_wg0..2)
 #   --py        the meson suite 'python' (pytest) on the GPU machine: the CPU
 #               tests and tests/python/test_cuda_tensors.py (CUDA tensors,
 #               torch's current stream, from_fx/backend on cuda, device
@@ -165,12 +167,17 @@ if [ "$C" = 1 ]; then
   # attention and its rewrite, split and row reductions, autotuning,
   # welford, f16/bf16 math, implicit-GEMM and Hopper TMA convolutions, the ahead-of-time
   # table), JOBS at a time beside test_cuda_gpu, one log for all in order
+  # (test_cuda_attn's extra wgmma passes, about 90 s each on the H100, run
+  # as jobs of their own, first, so that they are not the tail)
   ktests=()
-  for t in gemm attn attn_match split rows tune welford lowp trig conv conv_tma aot; do
-    [ -x "$BUILD/tests/cuda/test_cuda_$t" ] || continue
+  for t in attn:--wg-pass:0 attn:--wg-pass:1 attn:--wg-pass:2 attn:--no-wg-passes gemm \
+           attn_match split rows tune welford lowp trig conv conv_tma aot; do
+    IFS=: read -r bin a1 a2 <<<"$t"
+    [ -x "$BUILD/tests/cuda/test_cuda_$bin" ] || continue
+    name=$bin${a2:+_wg$a2}
     while [ "$(jobs -rp | grep -cv "^$gpu_pid\$")" -ge "$JOBS" ]; do wait -n; done
-    run_bg "$t" "$BUILD/tests/cuda/test_cuda_$t"
-    ktests+=("$t")
+    run_bg "$name" "$BUILD/tests/cuda/test_cuda_$bin" ${a1:+"$a1"} ${a2:+"$a2"}
+    ktests+=("$name")
   done
   wait
   cp /tmp/ptc-gpu-logs/k-gpu.log "$LOGS/gpu.log"

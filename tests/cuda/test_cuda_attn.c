@@ -23,9 +23,11 @@
  *    do) unless PTC_CUDA_ATTN_WG=0 or the grid is small (all of them with
  *    PTC_CUDA_ATTN_WG_CFG set).
  *    On an H100 the wgmma cases then run again under each other setting
- *    of cuda_attn_wg.c (PTC_CUDA_ATTN_WG_CFG=4,64,3 for every call,
- *    PTC_CUDA_ATTN_WG_FOUR=0: the wide d64 default, PTC_CUDA_ATTN_WG_FLAT=1),
- *    one summary line each.
+ *    of cuda_attn_wg.c (passes 0-2: PTC_CUDA_ATTN_WG_CFG=4,64,3 for every
+ *    call, PTC_CUDA_ATTN_WG_FOUR=0: the wide d64 default,
+ *    PTC_CUDA_ATTN_WG_FLAT=1), one summary line each; --no-wg-passes leaves
+ *    them out, --wg-pass K runs only pass K (so that scripts/gpu-check.sh
+ *    runs them beside the other tests; exit 77 on other devices).
  *  --wg-cases: only the default cases the Hopper wgmma kernel takes
  *    (cuda_attn_wg.c: f16/bf16, head dim 64/128, no mask tensor, unit last
  *    stride); run with each PTC_CUDA_ATTN_WG_CFG (a named shape takes every
@@ -431,9 +433,12 @@ static bool wg_case(const acase* c) {
 
 int main(int argc, char** argv) {
   bool compile_check = false, bench = false, bench_fused = false, bench_small = false;
-  bool bench_cold = false, wg_only = false, bench_wg = false;
+  bool bench_cold = false, wg_only = false, bench_wg = false, wg_passes = true;
+  int wg_pass = -1; /* --wg-pass K: only the K-th extra pass */
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--wg-cases")) wg_only = true;
+    if (!strcmp(argv[i], "--no-wg-passes")) wg_passes = false;
+    if (!strcmp(argv[i], "--wg-pass") && i + 1 < argc) wg_pass = atoi(argv[++i]);
     if (!strcmp(argv[i], "--compile-only")) compile_check = true;
     if (!strcmp(argv[i], "--bench")) bench = true;
     if (!strcmp(argv[i], "--bench-fused")) bench = bench_fused = true;
@@ -626,7 +631,7 @@ int main(int argc, char** argv) {
        * 132 blocks: some take three; ragged last row tile and key tile) */
       {PTC_BF16, 24, 4, 700, 650, 64, 0, 0, 0, 0},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0] && wg_pass < 0; i++) {
     const acase* c = &cases[i];
     /* --wg-cases: only the cases the wgmma kernel takes */
     if (wg_only && !wg_case(c)) continue;
@@ -638,11 +643,24 @@ int main(int argc, char** argv) {
    * replaced (PTC_CUDA_ATTN_WG_FOUR=0), work items back to back), so that
    * the shapes off by default stay checked */
   const cuda_device* dev = cuda_device_get();
-  if (!wg_only && dev->cc_major == 9 && dev->cc_minor == 0) {
+  const bool h100 = dev->cc_major == 9 && dev->cc_minor == 0;
+  if (wg_pass >= 0 && !h100) {
+    printf("test_cuda_attn --wg-pass: not an sm_90 device (skipped)\n");
+    ptc_context_release(ctx);
+    return 77;
+  }
+  if (!wg_only && wg_passes && h100) {
     static const char* const opt_in[][2] = {{"PTC_CUDA_ATTN_WG_CFG", "4,64,3"},
                                             {"PTC_CUDA_ATTN_WG_FOUR", "0"},
                                             {"PTC_CUDA_ATTN_WG_FLAT", "1"}};
-    for (size_t k = 0; k < sizeof opt_in / sizeof opt_in[0]; k++) {
+    const int npass = (int)(sizeof opt_in / sizeof opt_in[0]);
+    if (wg_pass >= npass) {
+      printf("test_cuda_attn --wg-pass %d: there are %d passes (0-%d)\n", wg_pass, npass, npass - 1);
+      ptc_context_release(ctx);
+      return 2;
+    }
+    for (int k = 0; k < npass; k++) {
+      if (wg_pass >= 0 && k != wg_pass) continue;
       if (getenv(opt_in[k][0])) continue; /* the caller's setting ran above */
       setenv(opt_in[k][0], opt_in[k][1], 1);
       int f0 = failed, p0 = passed;
