@@ -8,6 +8,10 @@
 #    separated), so a shape is checked before it is timed;
 #  - test_cuda_attn --bench-wg (bf16 b8 h16 s1024, d64 / d128, causal or
 #    not, best of 3) for the default and each argument;
+#  - with LENGTHS="512 1024 2048" (sequence lengths): the d64 row of
+#    --bench-wg at b8 h16 and each length, for the default and each
+#    argument (session 20's sweep found a length where a new default left
+#    the wgmma kernel);
 #  - torch's flash and cuDNN sdpa on the same shapes (the kernels to beat;
 #    torch 2.11's default sdpa takes cuDNN's on an H100), ms;
 #  - with --ncu: Nsight Compute on one d64 launch of the wgmma kernel, the
@@ -23,7 +27,7 @@
 # ncu.txt, probe.txt). Time limits per step: T_CASES (default 120 s), T_BENCH (60 s),
 # T_NCU (150 s).
 #
-#   bash bench/attn_wg_gpu.sh [--ncu] [--probe] [VAR=VALUE ...]
+#   [LENGTHS="512 1024"] bash bench/attn_wg_gpu.sh [--ncu] [--probe] [VAR=VALUE ...]
 set -uo pipefail
 B=${BUILD:-/tmp/ptc-gpu-build}
 O=${OUT:-/tmp/attn-wg-logs}
@@ -67,6 +71,18 @@ for v in "${settings[@]}"; do
   run_env "$v" timeout "${T_BENCH:-60}" "$T" --bench-wg >>"$O/bench.txt" 2>&1
 done
 echo "== bench-wg ($(el))"; grep -E "^####|bench-wg" "$O/bench.txt"
+
+if [ -n "${LENGTHS:-}" ]; then
+  for L in $LENGTHS; do
+    for v in "${settings[@]}"; do
+      echo "#### ${v:-default} L=$L" >>"$O/bench.txt"
+      run_env "$v" env PTC_TEST_WG_QUICK=1 PTC_TEST_WG_BHS="8,16,$L" timeout "${T_BENCH:-60}" "$T" --bench-wg \
+        >>"$O/bench.txt" 2>&1
+      echo "${v:-default}: $(grep bench-wg "$O/bench.txt" | tail -n 1)"
+    done
+  done
+  echo "== lengths ($(el))"
+fi
 
 timeout 60 "$PYT" - >"$O/flash.txt" 2>&1 <<'PYEOF'
 import torch, torch.nn.functional as F
