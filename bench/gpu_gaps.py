@@ -78,25 +78,22 @@ def main():
     failed = 0
     for name in [s for s in a.only.split(",") if s]:
         spec = W.build(name, "cuda", getattr(torch, a.dtype), False, "no")
-        for system in [s for s in a.systems.split(",") if s]:
-            try:
-                fn = P.make_system(system, spec, None)
-                with torch.no_grad():
-                    for _ in range(5):
-                        fn(*spec.inputs)
-                    wall, issue = wall_and_issue(fn, spec.inputs)
-                    g = kernel_gaps(fn, spec.inputs)
-                line = f"{name} {system}: wall {wall * 1e6:.1f} us/call, issue {issue * 1e6:.1f} us/call"
-                if g:
-                    per, busy, gmean, gmax, names = g
-                    line += (f"; {per:.1f} kernels/call of {busy:.1f} us on average, gaps {gmean:.2f} us "
-                             f"(max {gmax:.2f}); {names}")
-                print(line)
-            except Exception as e:  # one system failing must not hide the others
-                failed += 1
-                print(f"{name} {system}: FAILED {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
-            torch._dynamo.reset()
-            sys.stdout.flush()
+
+        def run(system):
+            fn = P.make_system(system, spec, None)
+            with torch.no_grad():
+                for _ in range(5):
+                    fn(*spec.inputs)
+                wall, issue = wall_and_issue(fn, spec.inputs)
+                g = kernel_gaps(fn, spec.inputs)
+            line = f"{name} {system}: wall {wall * 1e6:.1f} us/call, issue {issue * 1e6:.1f} us/call"
+            if g:
+                per, busy, gmean, gmax, names = g
+                line += (f"; {per:.1f} kernels/call of {busy:.1f} us on average, gaps {gmean:.2f} us "
+                         f"(max {gmax:.2f}); {names}")
+            print(line)
+
+        failed += P.each_system(a.systems, run, f"{name} ")
     return 1 if failed else 0
 
 

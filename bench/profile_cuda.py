@@ -107,6 +107,22 @@ def report(system, rows, calls, top):
         print(f"    {t / calls / 1000:8.4f} ms  x{n / calls:5.1f}  {name[:110]}")
 
 
+def each_system(systems, run, prefix=""):
+    """Calls run(system) for each name of the comma-separated `systems`; an
+    exception is printed as that system's FAILED line (prefix first) and does not
+    stop the others; Dynamo is reset after each. Returns the number that failed."""
+    failed = 0
+    for system in [s.strip() for s in systems.split(",") if s.strip()]:
+        try:
+            run(system)
+        except Exception as e:  # one system failing must not hide the others
+            failed += 1
+            print(f"{prefix}{system}: FAILED {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+        torch._dynamo.reset()
+        sys.stdout.flush()
+    return failed
+
+
 def main():
     a = parse_args()
     if not torch.cuda.is_available():
@@ -121,16 +137,12 @@ def main():
     for name in [s.strip() for s in a.only.split(",") if s.strip()]:
         spec = W.build(name, "cuda", dtype, a.quick, a.hf)
         print(f"== {name}: {spec.desc if hasattr(spec, 'desc') else ''} ({a.dtype})")
-        for system in [s.strip() for s in a.systems.split(",") if s.strip()]:
-            try:
-                fn = make_system(system, spec, a.mode)
-                rows = profile(fn, spec.inputs, a.calls)
-                report(system, rows, a.calls, a.top)
-            except Exception as e:  # one system failing must not hide the others
-                failed += 1
-                print(f"  {system}: FAILED {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
-            torch._dynamo.reset()
-        sys.stdout.flush()
+
+        def run(system):
+            fn = make_system(system, spec, a.mode)
+            report(system, profile(fn, spec.inputs, a.calls), a.calls, a.top)
+
+        failed += each_system(a.systems, run, "  ")
     return 1 if failed else 0
 
 
