@@ -6,7 +6,8 @@
 #  - bench/knob_sweep.py on float32 row_sum and var_mean with Inductor and
 #    the row-kernel knobs that change the grid, the block and the load hint
 #    (PTC_CUDA_GRID, PTC_CUDA_ROW_BLOCK, PTC_CUDA_ROW_LD, PTC_CUDA_ROW_UNROLL),
-#    interleaved, GPU time by events;
+#    interleaved, GPU time by events (ROW_LD=3 is an L2 evict_first policy,
+#    like the eviction_policy='evict_first' of Inductor's reduction loads);
 #  - with --ncu: Nsight Compute on the row_sum kernels of Inductor
 #    (`triton_red_*`, its autotuning launches included: each launch's grid
 #    and block say which config it is) and of ptc (`ptc_k*`): speed of
@@ -32,6 +33,7 @@ el() { echo "$(( $(date +%s) - t0 )) s"; }
 
 vars=(--var base: --var g8:PTC_CUDA_GRID=8 --var g64:PTC_CUDA_GRID=64
       --var b512:PTC_CUDA_ROW_BLOCK=512 --var ld0:PTC_CUDA_ROW_LD=0
+      --var ld1:PTC_CUDA_ROW_LD=1 --var ld3:PTC_CUDA_ROW_LD=3
       --var ld4:PTC_CUDA_ROW_LD=4 --var u2:PTC_CUDA_ROW_UNROLL=2)
 for v in "$@"; do vars+=(--var "$v"); done
 timeout "${T_SWEEP:-240}" "$PYT" bench/knob_sweep.py --only row_sum,var_mean --dtype float32 \
