@@ -12,7 +12,7 @@
 #    (`triton_red_*`, its autotuning launches included: each launch's grid
 #    and block say which config it is) and of ptc (`ptc_k*`): speed of
 #    light, memory workload, occupancy and launch statistics.
-# Extra VAR=VALUE,... arguments add knob_sweep variants (LABEL:K=V,...).
+# Extra arguments LABEL:K=V[,K=V...] add knob_sweep variants.
 # Logs go to $OUT (sweep.txt, ncu.txt). Time limits: T_SWEEP (default
 # 240 s), T_NCU (200 s).
 #
