@@ -12,7 +12,9 @@
 #    (`triton_red_*`, its autotuning launches included: each launch's grid
 #    and block say which config it is) and of ptc (`ptc_k*`): speed of
 #    light, memory workload, occupancy and launch statistics.
-# Extra arguments LABEL:K=V[,K=V...] add knob_sweep variants.
+# Extra arguments LABEL:K=V[,K=V...] add knob_sweep variants; ONLY=
+# (default row_sum,var_mean) and DTYPE= (default float32) pick the sweep's
+# workloads and dtype, BUILTIN=0 leaves out the built-in variants but base.
 # Logs go to $OUT (sweep.txt, ncu.txt). Time limits: T_SWEEP (default
 # 240 s), T_NCU (200 s).
 #
@@ -31,15 +33,16 @@ PYT=${PY:-/opt/torch/.venv/bin/python3}
 t0=$(date +%s)
 el() { echo "$(( $(date +%s) - t0 )) s"; }
 
-vars=(--var base: --var g8:PTC_CUDA_GRID=8 --var g64:PTC_CUDA_GRID=64
+vars=(--var base:)
+[ "${BUILTIN:-1}" = 0 ] || vars+=(--var g8:PTC_CUDA_GRID=8 --var g64:PTC_CUDA_GRID=64
       --var b512:PTC_CUDA_ROW_BLOCK=512 --var ld0:PTC_CUDA_ROW_LD=0
       --var ld1:PTC_CUDA_ROW_LD=1 --var ld3:PTC_CUDA_ROW_LD=3
       --var ld4:PTC_CUDA_ROW_LD=4 --var u2:PTC_CUDA_ROW_UNROLL=2)
 for v in "$@"; do vars+=(--var "$v"); done
-timeout "${T_SWEEP:-240}" "$PYT" bench/knob_sweep.py --only row_sum,var_mean --dtype float32 \
+timeout "${T_SWEEP:-240}" "$PYT" bench/knob_sweep.py --only "${ONLY:-row_sum,var_mean}" --dtype "${DTYPE:-float32}" \
   --inductor --rounds 11 --calls 40 "${vars[@]}" >"$O/sweep.txt" 2>&1
 echo "== sweep rc $? ($(el))"
-grep -E "^==|: " "$O/sweep.txt" | grep -v Warning | head -40
+grep -E "^==|: " "$O/sweep.txt" | grep -v Warning | head -120
 
 if [ "$NCU" = 1 ]; then
   NCUB=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)

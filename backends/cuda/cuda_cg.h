@@ -87,6 +87,7 @@
 #define CUDA_CG_PW_ST 0        /* vector pointwise store cache hint (PTC_CUDA_PW_ST) */
 #define CUDA_CG_PW_STREAM_MIB 64 /* from this traffic (MiB) vector pointwise kernels are big: 2 chunks, one pass (ld 2, st 1 for 1-2 byte elements) */
 #define CUDA_CG_PW_BIG_BLOCK 128 /* big vector pointwise kernels (>= PW_STREAM MiB): threads per block */
+#define CUDA_CG_ROW_GRID_4B 64 /* ROW kernels over 4-byte rows: grid cap in blocks an SM (PTC_CUDA_GRID overrides) */
 #define CUDA_CG_PW_WAVES 8     /* pointwise grid cap in waves (PTC_CUDA_PW_WAVES): -1 the tune default, 0 none */
 
 typedef enum cuda_layout { CUDA_LAYOUT_POINTWISE = 0, CUDA_LAYOUT_ROW, CUDA_LAYOUT_COL } cuda_layout;

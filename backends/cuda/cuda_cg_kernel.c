@@ -184,17 +184,21 @@ static bool moves_along_row(const cug* g, const cu_member* mb, const sym_expr* e
 }
 
 /* The widest element of the global buffers read or written along the rows
- * in reduction loops (4 when there are none). */
-static size_t widest_loop_elem(const cug* g) {
+ * in reduction loops (4 when there are none); with any_stage, along the
+ * rows anywhere in the kernel (rows held in registers load theirs before
+ * the loops), leaving out intermediates that live in registers only. */
+static size_t widest_row_elem(const cug* g, bool any_stage) {
   size_t w = 0;
   for (uint32_t m = 0; m < g->k->n_nodes; m++) {
     const cu_member* mb = &g->members[m];
     for (uint32_t i = 0; i < mb->node->body.n; i++) {
       const ir_op* op = &mb->node->body.ops[i];
-      if (!mb->live[i] || mb->stage[i] != CU_LOOP || mb->kind == CU_MEM_OUTER) continue;
+      if (!mb->live[i] || (!any_stage && mb->stage[i] != CU_LOOP) || mb->kind == CU_MEM_OUTER)
+        continue;
       if ((op->opcode != IR_LOAD && op->opcode != IR_STORE) ||
           g->s->buf_home[op->buf] == SCHED_HOME_LOCAL || !moves_along_row(g, mb, op->index))
         continue;
+      if (any_stage && g->no_store && g->no_store[op->buf]) continue; /* registers only */
       size_t es = ptc_dtype_size(ir_buf(g->p, op->buf)->dtype);
       if (es > w) w = es;
     }
@@ -296,7 +300,7 @@ static void choose_layout(cug* g, cuda_kernel_src* out) {
      * 51.2 -> 49.5 us, rms norm 52.8 -> 49.0 with 256 lanes; var_mean,
      * which only reads, 48.2 -> 49.0) */
     int64_t rb = r;
-    if (widest_loop_elem(g) < 4 &&
+    if (widest_row_elem(g, false) < 4 &&
         !(r > NARROW_FULL_LANES_MIN && r <= NARROW_FULL_LANES_MAX && stores_rows(g)))
       rb = (r + 1) / 2;
     g->lanes = rb <= 512 ? 32 : rb <= 2048 ? 128 : rb <= 8192 ? 256 : 512;
@@ -849,7 +853,7 @@ static int loop_unroll(const cug* g) {
   const char* e = getenv(own);
   /* H100: 4 cost 10% on f32 column sums, won nothing on rows */
   long dflt = g->layout == CUDA_LAYOUT_ROW && g->rvec > 1 && !g->persist && !g->split &&
-                      widest_loop_elem(g) < 4 && stores_rows(g)
+                      widest_row_elem(g, false) < 4 && stores_rows(g)
                   ? 2
                   : 1;
   return (int)env_knob(e && *e ? own : "PTC_CUDA_UNROLL", dflt, 1, 16);
@@ -1224,7 +1228,7 @@ static ptc_status persist_plan(cug* g, cuda_kernel_src* out) {
    * (layer norm: mean, variance, output) one dependent load step after
    * another, with few rows in flight (GPT-2/BERT: 2048 rows of 768); in
    * registers the row is loaded once, every load of a lane issued at once */
-  const bool short_narrow = r <= short_row_max() && widest_loop_elem(g) < 4;
+  const bool short_narrow = r <= short_row_max() && widest_row_elem(g, false) < 4;
   if (short_narrow && !getenv_set("PTC_CUDA_PERSIST") && max_pl < SHORT_ROW_PER_LANE)
     max_pl = SHORT_ROW_PER_LANE;
   uint32_t lanes = g->lanes;
@@ -1439,9 +1443,18 @@ static void emit_prefetch(cug* g, uint64_t bufs, const char* tile) {
  * kernels took 92 registers, 2 blocks of 256), 768 with prefetched rows
  * (their second row's registers); PTC_CUDA_OCC overrides (0 = no bound).
  * The grid of a reduction kernel is capped at grid_per_sm blocks per SM:
- * PTC_CUDA_GRID, else with prefetched rows the resident blocks
- * (min_blocks, or 2048 / threads without it), else the default cap
- * (cuda_tune.c). */
+ * PTC_CUDA_GRID (1..1024), else with prefetched rows the resident blocks
+ * (min_blocks, or 2048 / threads without it), else for rows of 4-byte
+ * elements CUDA_CG_ROW_GRID_4B, else the default cap (cuda_tune.c: 4 waves of
+ * 2048 / threads, 32 blocks of 256). CUDA_CG_ROW_GRID_4B: H100, GPU us a call
+ * (bench/row_gap_gpu.sh, 11 interleaved rounds, session 22), f32 16384x4096
+ * row_sum 88.68 -> 87.42 (32 -> 64 blocks an SM; 96, 128 and 1024 the same
+ * within 0.2), var_mean 89.39 -> 88.45, layer norm 8192x4096 93.03 ->
+ * 92.68, softmax and rms norm level; a 64 cap on 2-byte rows: row_sum,
+ * layer and rms norm 0.8-1.6% faster, but var_mean 50.28 -> 53.42 and
+ * softmax 48.94 -> 50.39, so they keep the default. Raising occupancy
+ * instead (PTC_CUDA_OCC=2048: 32 registers, 95% achieved against 61%)
+ * made f32 row_sum slower, 88.43 -> 90.80. */
 #define OCC_PERSIST 1024
 #define OCC_PREFETCH 768
 #define OCC_2PASS 2048 /* persist_2pass rows (rms norm): 8 blocks of 256 */
@@ -1469,11 +1482,13 @@ static void occupancy_plan(cug* g, cuda_kernel_src* out) {
                                         : 0;
   uint32_t mb = (uint32_t)(occ / threads);
   if (mb > 1) g->min_blocks = mb > 32 ? 32 : mb;
-  long grid = env_knob("PTC_CUDA_GRID", 0, 0, 64);
+  long grid = env_knob("PTC_CUDA_GRID", 0, 0, 1024);
   if (grid > 0)
     out->grid_per_sm = (uint32_t)grid;
   else if (pf)
     out->grid_per_sm = g->min_blocks ? g->min_blocks : 2048 / threads;
+  else if (g->layout == CUDA_LAYOUT_ROW && widest_row_elem(g, true) == 4)
+    out->grid_per_sm = CUDA_CG_ROW_GRID_4B;
 }
 
 /* ---- vector rows ------------------------------------------------------------------------

@@ -513,6 +513,7 @@ static int cpu_tests(void) {
       {"rms_norm", PTC_BF16, 8192, 4096},  {"rms_chain", PTC_BF16, 8192, 4096},
       {"var_mean", PTC_BF16, 16384, 4096},
       {"row_sum", PTC_BF16, 16384, 4096},  {"col_sum", PTC_BF16, 16384, 4096},
+      {"row_sum", PTC_F32, 16384, 4096},   {"var_mean", PTC_F32, 16384, 4096},
       {"col_sum", PTC_F32, 16384, 256},
   };
   ptc_strbuf tu;
@@ -558,6 +559,10 @@ static int cpu_tests(void) {
         /* looped bf16 rows of 4096: half the lanes of f32 rows when only
          * read (var_mean), the same when written (layer norm); rms norm's,
          * read in two loops, in registers with a bound for 8 blocks of 256 */
+        /* the grid: rows of 4-byte elements capped at CUDA_CG_ROW_GRID_4B
+         * blocks an SM, 2-byte rows and columns at the tune default */
+        bool col = !strcmp(w->op, "col_sum");
+        CHECK(ki.grid_per_sm == (w->dtype == PTC_F32 && !col ? CUDA_CG_ROW_GRID_4B : 0u));
         bool rms = !strncmp(w->op, "rms_", 4);
         if (w->dtype == PTC_BF16 && !sm && !sum)
           CHECK(ki.persist == (rms ? 1u : 0u) &&
