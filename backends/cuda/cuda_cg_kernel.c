@@ -1438,10 +1438,11 @@ static void emit_prefetch(cug* g, uint64_t bufs, const char* tile) {
  * the compiler fit min_blocks blocks: a target of resident threads per SM
  * divided by the block's threads. The bound is a cap, not a floor: a kernel
  * that needs few registers may get more under a low bound (fewer blocks),
- * so only persistent rows get one by default - 1024 threads per SM (H100,
+ * so by default only persistent rows get one - 1024 threads per SM (H100,
  * softmax 8192x4096: f32 0.1035 -> 0.0932 ms, bf16 0.0991 -> 0.0649; their
  * kernels took 92 registers, 2 blocks of 256), 768 with prefetched rows
- * (their second row's registers); PTC_CUDA_OCC overrides (0 = no bound).
+ * (their second row's registers) - and looped read-only 2-byte rows read
+ * twice (OCC_REREAD); PTC_CUDA_OCC overrides (0 = no bound).
  * The grid of a reduction kernel is capped at grid_per_sm blocks per SM:
  * PTC_CUDA_GRID (1..1024), else with prefetched rows the resident blocks
  * (min_blocks, or 2048 / threads without it), else for rows of 4-byte
@@ -1458,11 +1459,36 @@ static void emit_prefetch(cug* g, uint64_t bufs, const char* tile) {
 #define OCC_PERSIST 1024
 #define OCC_PREFETCH 768
 #define OCC_2PASS 2048 /* persist_2pass rows (rms norm): 8 blocks of 256 */
+/* looped 2-byte rows read in two or more loops and not written (var_mean:
+ * the mean, then the variance, the second loop reading the row back from
+ * the caches): 4 blocks of 256 (H100 GPU time, bf16 16384x4096 var_mean,
+ * two runs: 50.21 -> 47.31 and 50.55 -> 47.58 us; 768 and 1280 resident
+ * threads the same within 0.3; bf16 layer and rms norm, which write their
+ * rows, lost 6-9% under such a bound; row sums, one loop, gained 0.5%) */
+#define OCC_REREAD 1024
 /* more than OCC_WIDE_REGS row elements a lane in registers (short 2-byte
  * rows, 24-32 a buffer): a bound for OCC_WIDE threads, so 64 registers a
  * thread do not force spills */
 #define OCC_WIDE_REGS 32
 #define OCC_WIDE 512
+
+/* The kernel's row loops (loop groups of assign_groups: var_mean's mean
+ * loop, then its variance loop); 0 when that cannot be worked out. */
+static uint32_t row_loops(const cug* g) {
+  int32_t* gid = calloc(g->k->n_nodes ? g->k->n_nodes : 1, sizeof *gid);
+  if (!gid) return 0;
+  uint32_t n = 0;
+  ptc_status st = assign_groups(g, gid);
+  int32_t last = -1;
+  for (uint32_t m = 0; !st && m < g->k->n_nodes; m++)
+    if (gid[m] >= 0 && gid[m] != last) {
+      last = gid[m];
+      n++;
+    }
+  ptc_status_destroy(st);
+  free(gid);
+  return n;
+}
 
 static void occupancy_plan(cug* g, cuda_kernel_src* out) {
   g->min_blocks = 0;
@@ -1479,7 +1505,10 @@ static void occupancy_plan(cug* g, cuda_kernel_src* out) {
           : cached > OCC_WIDE_REGS      ? OCC_WIDE
           : g->persist && g->persist_2pass ? OCC_2PASS
           : g->persist                  ? OCC_PERSIST
-                                        : 0;
+          : g->layout == CUDA_LAYOUT_ROW && widest_row_elem(g, false) < 4 && !stores_rows(g) &&
+                  row_loops(g) >= 2
+              ? OCC_REREAD
+              : 0;
   uint32_t mb = (uint32_t)(occ / threads);
   if (mb > 1) g->min_blocks = mb > 32 ? 32 : mb;
   long grid = env_knob("PTC_CUDA_GRID", 0, 0, 1024);
