@@ -9,8 +9,10 @@
  *    tile (pf_b registers, a grid capped at the resident blocks) and carry
  *    an occupancy bound (__launch_bounds__ with a minimum block count) or
  *    split their rows over blocks - by default: persistent rows are
- *    bounded (and bf16 var_mean's looped rows, read twice), none prefetch (PREFETCH=-1: bf16 softmax rows of 4096 do), the looped bf16 rows and
- *    the sums are neither, a column sum over 256 columns splits and one over
+ *    bounded, and so are bf16 var_mean's looped rows (read twice), none
+ *    prefetch (PREFETCH=-1: bf16 softmax rows of 4096 do), the other looped
+ *    bf16 rows and the sums are neither, rows of 4-byte elements cap their
+ *    grid at CUDA_CG_ROW_GRID_4B blocks an SM, a column sum over 256 columns splits and one over
  *    4096 does not, and looped bf16 rows of 4096 take half the lanes of f32
  *    rows when only read (var_mean) and as many when written (layer / rms
  *    norm, with rms norm's eps a scalar the loop loads; those written rows
