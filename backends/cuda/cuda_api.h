@@ -56,6 +56,25 @@ enum { CU_POINTER_ATTR_MEMORY_TYPE = 2, CU_POINTER_ATTR_DEVICE_ORDINAL = 9 };
 /* CUmemorytype */
 enum { CU_MEMTYPE_HOST = 1, CU_MEMTYPE_DEVICE = 2, CU_MEMTYPE_UNIFIED = 4 };
 
+/* cuLaunchKernelEx's CUlaunchAttribute (an id, padding to 8, a 64-byte
+ * value union) and CUlaunchConfig, as the Driver API lays them out. */
+enum { CU_LAUNCH_ATTR_PROGRAMMATIC_STREAM_SERIALIZATION = 6 };
+typedef struct cu_launch_attr {
+  int id;
+  char pad[4];
+  union {
+    char raw[64];
+    long long align;
+    int programmatic_serialization; /* non-0: may overlap the previous kernel */
+  } value;
+} cu_launch_attr;
+typedef struct cu_launch_config {
+  unsigned grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes;
+  cu_stream stream;
+  cu_launch_attr* attrs;
+  unsigned n_attrs;
+} cu_launch_config;
+
 /* ---- NVRTC types ------------------------------------------------------------- */
 typedef int nvrtc_result;                  /* nvrtcResult: 0 = NVRTC_SUCCESS */
 typedef struct nvrtc_prog_st* nvrtc_program;
@@ -138,6 +157,11 @@ typedef struct cu_api {
                                     const uint64_t* dims, const uint64_t* strides,
                                     const unsigned* box, const unsigned* estrides, int interleave,
                                     int swizzle, int l2promo, int oobfill);
+  /* ---- optional entry (programmatic dependent launch of generated kernels,
+   * cuda_launch.c): cuLaunchKernelEx (CUDA 12.0+); NULL when absent, and
+   * kernels are then launched with cuLaunchKernel. */
+  cu_result (*LaunchKernelEx)(const cu_launch_config* cfg, cu_function f, void** params,
+                              void** extra);
 } cu_api;
 
 /** The NVRTC entry points. */

@@ -2382,7 +2382,7 @@ static ptc_status assemble(cug* g, cuda_kernel_src* out) {
       ptc_sb_printf(&src, "extern \"C\" __global__ void __launch_bounds__(%u) %s_i%d(", threads,
                     out->name, w ? 64 : 32);
     emit_params(g, out, &src);
-    ptc_sb_append(&src, ") {\n");
+    ptc_sb_append(&src, ") {\n  ptc_pdl_enter();\n");
     const char* it = w ? "i64" : "i32";
     if (g->rvec > 1 || g->cvec > 1) {
       /* the vector body when the row length (the columns) and the

@@ -1,13 +1,15 @@
 /* cuda_device.c - the device the cuda backend runs on (device 0, as the
  * process sees it after CUDA_VISIBLE_DEVICES), initialised once: cuInit,
  * its primary context (retained for the life of the process), compute
- * capability, multiprocessor count and shared-memory limit; the
+ * capability, multiprocessor count, shared-memory limit and whether
+ * generated kernels use programmatic dependent launch; the
  * availability reason; making the primary context current for a call
  * (and restoring the caller's afterwards); driver errors as statuses. */
 #include "cuda_rt.h"
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static cuda_device device;
@@ -63,6 +65,7 @@ static void init_device(void) {
     return;
   }
   if (d->sm_count < 1) d->sm_count = 1;
+  d->pdl = cuda_pdl_wanted(d->cc_major, L->cu.LaunchKernelEx != NULL, getenv("PTC_CUDA_PDL"));
   device_ok = true;
 }
 

@@ -72,6 +72,7 @@ static const sym_row cu_optional_rows[] = {
     CU_ROW(MemAllocHost, "cuMemAllocHost_v2"),
     CU_ROW(MemFreeHost, "cuMemFreeHost"),
     CU_ROW(TensorMapEncodeTiled, "cuTensorMapEncodeTiled"),
+    CU_ROW(LaunchKernelEx, "cuLaunchKernelEx"),
 };
 
 #define NV_ROW(field, name) {name, offsetof(nvrtc_api, field)}

@@ -45,6 +45,20 @@ PTC_D void ptc_fail(ptc_kerr* k, i32 code, i32 node, i64 v, i64 b) {
   }
 }
 
+// ---- programmatic dependent launch (sm_90+) ------------------------------
+// Every generated kernel starts with this: it lets the next kernel on the
+// stream be placed on the GPU as this one's blocks drain (the host launches
+// it with programmatic stream serialization, cuda_launch.c), and waits until
+// the kernels before this one have ended and their writes are visible,
+// before any global memory is touched. Without that launch attribute, or on
+// older GPUs, it does nothing.
+PTC_D void ptc_pdl_enter() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 // ---- half / bfloat16 storage ---------------------------------------------
 PTC_D float ptc_h2f(u16 h) {
   float f;

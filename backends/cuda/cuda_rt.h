@@ -40,6 +40,8 @@ typedef struct cuda_device {
   int cc_major, cc_minor;
   int sm_count;
   int max_smem_optin;  /* bytes of shared memory a block may opt into */
+  bool pdl;            /* generated kernels launch with programmatic dependent
+                        * launch (sm_90+, cuLaunchKernelEx, PTC_CUDA_PDL not 0) */
   char name[128];
 } cuda_device;
 
@@ -55,6 +57,21 @@ const char* cuda_unavailable_reason(void);
  * that was current in *prev, for cuda_ctx_leave to restore. */
 ptc_status cuda_ctx_enter(const cuda_device* d, cu_context* prev);
 void cuda_ctx_leave(const cuda_device* d, cu_context prev);
+
+/** Whether generated kernels should use programmatic dependent launch: a
+ * device of compute capability 9 or more (griddepcontrol is sm_90 PTX), a
+ * driver with cuLaunchKernelEx, and env (PTC_CUDA_PDL's value, may be
+ * NULL) not "0". Pure; thread-safe. */
+bool cuda_pdl_wanted(int cc_major, bool have_launch_ex, const char* env);
+/** Launches generated kernel fn (one whose source starts with
+ * ptc_pdl_enter(), cuda_prelude.cuh) as a 1-D grid of `blocks` blocks of
+ * bx x by threads on stream s with params. On a device with d->pdl set it
+ * goes through cuLaunchKernelEx with programmatic stream serialization, so
+ * it may be placed while the previous kernel on the stream drains (its own
+ * first statement waits for that kernel's end); else cuLaunchKernel. The
+ * driver's result; thread-safe as the Driver API. */
+cu_result cuda_launch_generated(const cuda_device* d, cu_function fn, unsigned blocks, unsigned bx,
+                                unsigned by, cu_stream s, void** params);
 
 /** A status for a failed driver call: "<what>: CUDA_ERROR_X (text)";
  * OUT_OF_MEMORY maps to RESOURCE_EXHAUSTED, others to INTERNAL. */

@@ -246,14 +246,14 @@ static void ev_load(void) {
 static ptc_status time_one(const cuda_plan* plan, const cuda_step* st, cu_function fn, void** args,
                            int64_t xn, const cuda_launch_cfg* c, cu_stream stream, cu_event e0,
                            cu_event e1, float* ms) {
-  const cu_api* cu = &cuda_libs_get()->cu;
   unsigned blocks = (unsigned)cuda_tune_blocks(st, c, plan->dev->sm_count, xn);
   char what[96];
   snprintf(what, sizeof what, "timing kernel %s", st->name);
-  CUDA_TRY(cu->LaunchKernel(fn, blocks, 1, 1, c->block_x, c->block_y, 1, 0, stream, args, NULL), what);
+  /* launched as runs launch them (cuda_launch.c), so the times compare */
+  CUDA_TRY(cuda_launch_generated(plan->dev, fn, blocks, c->block_x, c->block_y, stream, args), what);
   CUDA_TRY(ev.Record(e0, stream), what);
   for (int r = 0; r < TUNE_REPS; r++)
-    CUDA_TRY(cu->LaunchKernel(fn, blocks, 1, 1, c->block_x, c->block_y, 1, 0, stream, args, NULL), what);
+    CUDA_TRY(cuda_launch_generated(plan->dev, fn, blocks, c->block_x, c->block_y, stream, args), what);
   CUDA_TRY(ev.Record(e1, stream), what);
   CUDA_TRY(ev.Synchronize(e1), what);
   float t = 0;

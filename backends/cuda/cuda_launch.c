@@ -1,0 +1,32 @@
+/* cuda_launch.c - how generated kernels are launched. On sm_90+ they go
+ * through cuLaunchKernelEx with programmatic stream serialization
+ * (programmatic dependent launch): the driver may place a kernel's blocks
+ * while the previous kernel on the stream drains, which hides the launch
+ * gap between back-to-back kernels (about 1.7 us a kernel on an H100,
+ * bench/pdl_probe.cu). It is safe because every generated kernel starts
+ * with ptc_pdl_enter() (cuda_prelude.cuh), whose griddepcontrol.wait holds
+ * it until the kernels before it have ended and their writes are visible;
+ * hand-written kernels (attention, GEMM, convolution) lack that wait and
+ * keep plain launches. PTC_CUDA_PDL=0 turns it off. */
+#include "cuda_rt.h"
+
+#include <string.h>
+
+bool cuda_pdl_wanted(int cc_major, bool have_launch_ex, const char* env) {
+  if (env && strcmp(env, "0") == 0) return false;
+  return cc_major >= 9 && have_launch_ex;
+}
+
+cu_result cuda_launch_generated(const cuda_device* d, cu_function fn, unsigned blocks, unsigned bx,
+                                unsigned by, cu_stream s, void** params) {
+  const cu_api* cu = &cuda_libs_get()->cu;
+  if (!d || !d->pdl) return cu->LaunchKernel(fn, blocks, 1, 1, bx, by, 1, 0, s, params, NULL);
+  cu_launch_attr attr;
+  memset(&attr, 0, sizeof attr);
+  attr.id = CU_LAUNCH_ATTR_PROGRAMMATIC_STREAM_SERIALIZATION;
+  attr.value.programmatic_serialization = 1;
+  cu_launch_config cfg = {.grid_x = blocks, .grid_y = 1, .grid_z = 1, .block_x = bx,
+                          .block_y = by, .block_z = 1, .shared_bytes = 0, .stream = s,
+                          .attrs = &attr, .n_attrs = 1};
+  return cu->LaunchKernelEx(&cfg, fn, params, NULL);
+}
