@@ -2340,6 +2340,16 @@ static ptc_status collect_syms(cug* g, cuda_kernel_src* out) {
   return PTC_OK;
 }
 
+/* Which ptc_pdl_enter variant (cuda_prelude.cuh) generated kernels open
+ * with: PTC_CUDA_PDL_TRIGGER=first (trigger, then wait) or exit (wait only;
+ * the trigger is the kernel's end); by default wait, then trigger. */
+static const char* pdl_entry_suffix(void) {
+  const char* e = getenv("PTC_CUDA_PDL_TRIGGER");
+  if (e && strcmp(e, "first") == 0) return "_first";
+  if (e && strcmp(e, "exit") == 0) return "_wait";
+  return "";
+}
+
 static ptc_status assemble(cug* g, cuda_kernel_src* out) {
   ptc_strbuf src;
   ptc_sb_init(&src);
@@ -2382,7 +2392,7 @@ static ptc_status assemble(cug* g, cuda_kernel_src* out) {
       ptc_sb_printf(&src, "extern \"C\" __global__ void __launch_bounds__(%u) %s_i%d(", threads,
                     out->name, w ? 64 : 32);
     emit_params(g, out, &src);
-    ptc_sb_append(&src, ") {\n  ptc_pdl_enter();\n");
+    ptc_sb_printf(&src, ") {\n  ptc_pdl_enter%s();\n", pdl_entry_suffix());
     const char* it = w ? "i64" : "i32";
     if (g->rvec > 1 || g->cvec > 1) {
       /* the vector body when the row length (the columns) and the

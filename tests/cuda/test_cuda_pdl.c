@@ -83,7 +83,7 @@ static bool entries_wait_first(const char* src, int* n_entries) {
   for (const char* p = strstr(src, "extern \"C\" __global__"); p;
        p = strstr(p + 1, "extern \"C\" __global__")) {
     const char* open = strstr(p, ") {\n");
-    if (!open || strncmp(open + 4, "  ptc_pdl_enter();\n", 19) != 0) return false;
+    if (!open || strncmp(open + 4, "  ptc_pdl_enter", 15) != 0) return false;
     (*n_entries)++;
   }
   return *n_entries > 0;
