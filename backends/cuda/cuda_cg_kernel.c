@@ -2341,12 +2341,13 @@ static ptc_status collect_syms(cug* g, cuda_kernel_src* out) {
 }
 
 /* Which ptc_pdl_enter variant (cuda_prelude.cuh) generated kernels open
- * with: PTC_CUDA_PDL_TRIGGER=first (trigger, then wait) or exit (wait only;
- * the trigger is the kernel's end); by default wait, then trigger. */
+ * with: PTC_CUDA_PDL_TRIGGER=after (wait, then trigger the next launch) or
+ * first (trigger, then wait); by default only the wait (the trigger is each
+ * block's exit). */
 static const char* pdl_entry_suffix(void) {
   const char* e = getenv("PTC_CUDA_PDL_TRIGGER");
   if (e && strcmp(e, "first") == 0) return "_first";
-  if (e && strcmp(e, "exit") == 0) return "_wait";
+  if (e && strcmp(e, "after") == 0) return "_after";
   return "";
 }
 

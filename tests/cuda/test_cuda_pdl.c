@@ -8,9 +8,10 @@
  *    48); the prelude waits with griddepcontrol only on sm_90+; and every
  *    entry point of the kernels of two dependent chains (a split variance:
  *    the mean kernel, then the squared deviations reading it; column means
- *    then rows of squared deviations from them) starts with ptc_pdl_enter(),
- *    before any global access. With NVRTC the kernels compile for sm_80 and
- *    sm_90.
+ *    then rows of squared deviations from them) starts with ptc_pdl_enter()
+ *    (or the variant PTC_CUDA_PDL_TRIGGER names: after, first), before any
+ *    global access, and every variant waits. With NVRTC the kernels of all
+ *    three compile for sm_80 and sm_90.
  *  default (GPU; exit 77 without one): says whether the device launches with
  *    PDL (it must on sm_90+ unless PTC_CUDA_PDL=0); runs both chains 16
  *    times back to back on one stream without waiting in between, inputs
@@ -77,13 +78,14 @@ static ptc_status build(ptc_context* ctx, int chain, ptc_graph** out) {
   return PTC_OK;
 }
 
-/* Every `extern "C" __global__` entry of src opens with ptc_pdl_enter(). */
-static bool entries_wait_first(const char* src, int* n_entries) {
+/* Every `extern "C" __global__` entry of src opens with `first` (a
+ * ptc_pdl_enter variant's call statement). */
+static bool entries_wait_first(const char* src, const char* first, int* n_entries) {
   *n_entries = 0;
   for (const char* p = strstr(src, "extern \"C\" __global__"); p;
        p = strstr(p + 1, "extern \"C\" __global__")) {
     const char* open = strstr(p, ") {\n");
-    if (!open || strncmp(open + 4, "  ptc_pdl_enter", 15) != 0) return false;
+    if (!open || strncmp(open + 4, first, strlen(first)) != 0) return false;
     (*n_entries)++;
   }
   return *n_entries > 0;
@@ -103,14 +105,19 @@ static int chain_kernels(ptc_context* ctx, int chain, ptc_strbuf* tu) {
     if (s->kernels[k].is_extern) continue;
     cuda_kernel_src src;
     char name[40];
-    snprintf(name, sizeof name, "pdl%d_k%u", chain, k);
+    static unsigned serial; /* names stay unique in the one translation unit */
+    snprintf(name, sizeof name, "pdl%d_k%u_%u", chain, k, serial++);
     st = cuda_codegen_kernel_named(p, s, k, name, &src);
     if (st) break;
     n++;
     int entries = 0;
-    CHECK(entries_wait_first(src.source, &entries));
-    printf("chain %d kernel %u (%s): %d entry points, each opening with ptc_pdl_enter()\n", chain,
-           k, s->kernels[k].name, entries);
+    const char* tr = getenv("PTC_CUDA_PDL_TRIGGER");
+    const char* first = tr && strcmp(tr, "after") == 0 ? "  ptc_pdl_enter_after();\n"
+                        : tr && strcmp(tr, "first") == 0 ? "  ptc_pdl_enter_first();\n"
+                                                         : "  ptc_pdl_enter();\n";
+    CHECK(entries_wait_first(src.source, first, &entries));
+    printf("chain %d kernel %u (%s): %d entry points, each opening with %.*s\n", chain, k,
+           s->kernels[k].name, entries, (int)strlen(first) - 3, first + 2);
     const char* body = strstr(src.source, "\n// kernel ");
     ptc_sb_append(tu, body ? body : src.source);
     cuda_kernel_src_free(&src);
@@ -141,15 +148,27 @@ static int cpu_tests(void) {
   const char* wait = fn ? strstr(fn, "griddepcontrol.wait;") : NULL;
   const char* endif = guard ? strstr(guard, "#endif") : NULL;
   CHECK(fn && guard && wait && endif && guard < wait && wait < endif);
+  for (const char* v = pre; (v = strstr(v, "PTC_D void ptc_pdl_enter")) != NULL; v++) {
+    const char* w = strstr(v, "griddepcontrol.wait;");
+    const char* end = strstr(v, "\n}\n");
+    CHECK(w && end && w < end); /* every variant waits */
+  }
   ptc_context* ctx;
   if (ptc_context_create(NULL, &ctx)) return 1;
   ptc_strbuf tu;
   ptc_sb_init(&tu);
-  for (int c = 0; c < 2; c++) {
-    int n = chain_kernels(ctx, c, &tu);
-    printf("chain %d: %d generated kernels\n", c, n);
-    CHECK(n >= 2); /* a producer and a consumer */
+  /* the default entry, then the two trigger variants (PTC_CUDA_PDL_TRIGGER) */
+  const char* triggers[3] = {NULL, "after", "first"};
+  for (int t = 0; t < 3; t++) {
+    if (triggers[t])
+      setenv("PTC_CUDA_PDL_TRIGGER", triggers[t], 1);
+    for (int c = 0; c < 2; c++) {
+      int n = chain_kernels(ctx, c, &tu);
+      printf("chain %d: %d generated kernels\n", c, n);
+      CHECK(n >= 2); /* a producer and a consumer */
+    }
   }
+  unsetenv("PTC_CUDA_PDL_TRIGGER");
   const char* why = cuda_nvrtc_unavailable();
   if (why) {
     printf("NVRTC not available (%s): kernels not compiled\n", why);
