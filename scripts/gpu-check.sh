@@ -18,7 +18,7 @@
 #               graph cap, streams, output buffers, the error flag, and the
 #               per-call host time of plain vs graph runs)), then the GPU
 #               runs of test_cuda_gemm / _attn / _attn_match / _split /
-#               _rows / _tune / _welford / _lowp / _trig / _conv / _conv_tma
+#               _rows / _tune / _welford / _lowp / _trig / _conv / _conv_tma / _pdl
 #               / _aot (test_cuda_attn's three extra wgmma passes as jobs of
 #               their own: attn_wg0..2)
 #   --py        the meson suite 'python' (pytest) on the GPU machine: the CPU
@@ -171,7 +171,7 @@ if [ "$C" = 1 ]; then
   # as jobs of their own, first, so that they are not the tail)
   ktests=()
   for t in attn:--wg-pass:0 attn:--wg-pass:1 attn:--wg-pass:2 attn:--no-wg-passes gemm \
-           attn_match split rows tune welford lowp trig conv conv_tma aot; do
+           attn_match split rows tune welford lowp trig conv conv_tma aot pdl; do
     IFS=: read -r bin a1 a2 <<<"$t"
     [ -x "$BUILD/tests/cuda/test_cuda_$bin" ] || continue
     name=$bin${a2:+_wg$a2}
