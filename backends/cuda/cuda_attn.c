@@ -366,9 +366,8 @@ ptc_status cuda_attn_run(const cuda_ext_call* c) {
   int64_t bm = 64 * cfg.mt, gx = (g->L + bm - 1) / bm, gy = g->nbatch < 65535 ? g->nbatch : 65535;
   if (gx > INT32_MAX || g->S > INT32_MAX)
     return PTC_ERR(UNIMPLEMENTED, "cuda backend: attention with too many queries or keys");
-  CUDA_TRY(cuda_libs_get()->cu.LaunchKernel(fn, (unsigned)gx, (unsigned)gy, 1, 128, 1, 1,
-                                            (unsigned)attn_smem_bytes(cfg, attn_dims[hi]),
-                                            c->stream, params, NULL),
+  CUDA_TRY(cuda_launch_pdl(cuda_device_get(), fn, (unsigned)gx, (unsigned)gy, 128, 1,
+                           (unsigned)attn_smem_bytes(cfg, attn_dims[hi]), c->stream, params),
            "launching the attention kernel");
   return PTC_OK;
 }

@@ -584,6 +584,7 @@ PTC_D void ptc_attn_body(const u16* __restrict__ q, const u16* __restrict__ k,
 #define PTC_ATTN_KERNEL(name, BF, D, BN, MT, QREG, MASK, PIPE)                              \
   extern "C" __global__ void __launch_bounds__(128)                                         \
       name(const u16* q, const u16* k, const u16* v, const u16* m, u16* o, ptc_attn_args a) { \
+    ptc_pdl_enter();                                                                        \
     ptc_attn_body<BF, D, BN, MT, QREG, MASK, PIPE>(q, k, v, m, o, a);                       \
   }
 // The host appends one instantiation per module (cuda_attn.c), e.g.

@@ -220,8 +220,8 @@ ptc_status cuda_attn_f32_run(const cuda_ext_call* c) {
   int64_t gx = (g->L + A32_BM - 1) / A32_BM, gy = g->nbatch < 65535 ? g->nbatch : 65535;
   if (gx > INT32_MAX)
     return PTC_ERR(UNIMPLEMENTED, "cuda backend: attention with too many queries");
-  CUDA_TRY(cuda_libs_get()->cu.LaunchKernel(fn, (unsigned)gx, (unsigned)gy, 1, 128, 1, 1,
-                                            (unsigned)a32_smem(cfg, a32_dims[hi]), c->stream, params, NULL),
+  CUDA_TRY(cuda_launch_pdl(cuda_device_get(), fn, (unsigned)gx, (unsigned)gy, 128, 1,
+                           (unsigned)a32_smem(cfg, a32_dims[hi]), c->stream, params),
            "launching the float32 attention kernel");
   return PTC_OK;
 }

@@ -420,6 +420,7 @@ PTC_D void ptc_attn32_body(const float* __restrict__ q, const float* __restrict_
   extern "C" __global__ void __launch_bounds__(128, MINB)                                     \
       name(const float* q, const float* k, const float* v, const void* m, float* o,           \
            ptc_attn32_args a) {                                                               \
+    ptc_pdl_enter();                                                                          \
     ptc_attn32_body<D, BN, MASK, PIPE, ROLL>(q, k, v, m, o, a);                               \
   }
 // The host appends one instantiation per module (cuda_attn_f32.c): name,

@@ -369,9 +369,8 @@ ptc_status cuda_attn_wg_run(const cuda_ext_call* c, const cuda_attn_geom* g, boo
   if (g->S > INT32_MAX)
     return PTC_ERR(UNIMPLEMENTED, "cuda backend: attention with too many keys");
   if (gx == 0) return PTC_OK;
-  CUDA_TRY(cuda_libs_get()->cu.LaunchKernel(fn, (unsigned)gx, 1, 1, 128u * (unsigned)(cfg.nwg + 1), 1,
-                                            1, (unsigned)wg_smem_bytes(cfg, d, fl), c->stream, params,
-                                            NULL),
+  CUDA_TRY(cuda_launch_pdl(cuda_device_get(), fn, (unsigned)gx, 1, 128u * (unsigned)(cfg.nwg + 1), 1,
+                           (unsigned)wg_smem_bytes(cfg, d, fl), c->stream, params),
            "launching the wgmma attention kernel");
   return PTC_OK;
 }

@@ -833,6 +833,7 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
   extern "C" __global__ void __launch_bounds__(128 * (NWG + 1), 1)                           \
       name(const u16* q, const u16* k, const u16* v, const u16* m, u16* o, ptc_attn_args a) { \
     (void)m;                                                                                  \
+    ptc_pdl_enter();                                                                          \
     ptc_attn_ws_body<BF, D, BN, NWG, NS, CAUSAL, EX, false, FL>(q, k, v, o, a, nullptr, nullptr); \
   }
 
@@ -843,6 +844,7 @@ PTC_D void ptc_attn_ws_body(const u16* __restrict__ q, const u16* __restrict__ k
       name(const u16* q, const u16* k, const u16* v, const u16* m, u16* o, ptc_attn_args a,  \
            const __grid_constant__ ptc_tmap tk, const __grid_constant__ ptc_tmap tv) {        \
     (void)m;                                                                                  \
+    ptc_pdl_enter();                                                                          \
     ptc_attn_ws_body<BF, D, BN, NWG, NS, CAUSAL, EX, true, FL>(q, k, v, o, a, &tk, &tv);      \
   }
 

@@ -1,4 +1,5 @@
-/* cuda_launch.c - how generated kernels are launched. On sm_90+ they go
+/* cuda_launch.c - how generated and attention kernels are launched. On
+ * sm_90+ they go
  * through cuLaunchKernelEx with programmatic stream serialization
  * (programmatic dependent launch): the driver may start a kernel before the
  * previous kernel on the stream has fully ended, which shortens the gap
@@ -7,8 +8,8 @@
  * a kernel). It is safe because every generated kernel starts with
  * ptc_pdl_enter() (cuda_prelude.cuh), whose griddepcontrol.wait holds it
  * until the kernels before it have ended and their writes are visible;
- * hand-written kernels (attention, GEMM, convolution) lack that wait and
- * keep plain launches. PTC_CUDA_PDL=0 turns it off. */
+ * the attention kernels open with it too; the other hand-written kernels
+ * (GEMM, convolution, welford) lack that wait and keep plain launches. PTC_CUDA_PDL=0 turns it off. */
 #include "cuda_rt.h"
 
 #include <string.h>
@@ -18,16 +19,16 @@ bool cuda_pdl_wanted(int cc_major, bool have_launch_ex, const char* env) {
   return cc_major >= 9 && have_launch_ex;
 }
 
-cu_result cuda_launch_generated(const cuda_device* d, cu_function fn, unsigned blocks, unsigned bx,
-                                unsigned by, cu_stream s, void** params) {
+cu_result cuda_launch_pdl(const cuda_device* d, cu_function fn, unsigned gx, unsigned gy,
+                          unsigned bx, unsigned by, unsigned shmem, cu_stream s, void** params) {
   const cu_api* cu = &cuda_libs_get()->cu;
-  if (!d || !d->pdl) return cu->LaunchKernel(fn, blocks, 1, 1, bx, by, 1, 0, s, params, NULL);
+  if (!d || !d->pdl) return cu->LaunchKernel(fn, gx, gy, 1, bx, by, 1, shmem, s, params, NULL);
   cu_launch_attr attr;
   memset(&attr, 0, sizeof attr);
   attr.id = CU_LAUNCH_ATTR_PROGRAMMATIC_STREAM_SERIALIZATION;
   attr.value.programmatic_serialization = 1;
-  cu_launch_config cfg = {.grid_x = blocks, .grid_y = 1, .grid_z = 1, .block_x = bx,
-                          .block_y = by, .block_z = 1, .shared_bytes = 0, .stream = s,
-                          .attrs = &attr, .n_attrs = 1};
+  cu_launch_config cfg = {.grid_x = gx, .grid_y = gy, .grid_z = 1, .block_x = bx, .block_y = by,
+                          .block_z = 1, .shared_bytes = shmem, .stream = s, .attrs = &attr,
+                          .n_attrs = 1};
   return cu->LaunchKernelEx(&cfg, fn, params, NULL);
 }

@@ -403,8 +403,8 @@ static ptc_status launch_split(const cuda_plan* plan, cu_function fn, int64_t bl
   cu_result r = CU_SUCCESS;
   if (!capturing && o->used && o->last != f->stream) r = cu->CtxSynchronize();
   if (r == CU_SUCCESS)
-    r = cuda_launch_generated(plan->dev, fn, (unsigned)blocks, cfg->block_x, cfg->block_y,
-                              f->stream, params);
+    r = cuda_launch_pdl(plan->dev, fn, (unsigned)blocks, 1, cfg->block_x, cfg->block_y, 0,
+                        f->stream, params);
   if (r == CU_SUCCESS && !capturing) {
     o->last = f->stream;
     o->used = true;
@@ -462,8 +462,8 @@ static ptc_status run_kernel(run_frame* f, const cuda_step* st) {
   }
   if (st->split > 1 && plan->split_order)
     return launch_split(plan, fn, blocks, &cfg, f, small, st->name);
-  cu_result r = cuda_launch_generated(plan->dev, fn, (unsigned)blocks, cfg.block_x, cfg.block_y,
-                                      f->stream, small);
+  cu_result r = cuda_launch_pdl(plan->dev, fn, (unsigned)blocks, 1, cfg.block_x, cfg.block_y, 0,
+                                f->stream, small);
   return r == CU_SUCCESS ? PTC_OK : launch_error(r, st->name);
 }
 

@@ -63,15 +63,17 @@ void cuda_ctx_leave(const cuda_device* d, cu_context prev);
  * driver with cuLaunchKernelEx, and env (PTC_CUDA_PDL's value, may be
  * NULL) not "0". Pure; thread-safe. */
 bool cuda_pdl_wanted(int cc_major, bool have_launch_ex, const char* env);
-/** Launches generated kernel fn (one whose source starts with
- * ptc_pdl_enter(), cuda_prelude.cuh) as a 1-D grid of `blocks` blocks of
- * bx x by threads on stream s with params. On a device with d->pdl set it
- * goes through cuLaunchKernelEx with programmatic stream serialization, so
- * it may be placed while the previous kernel on the stream drains (its own
- * first statement waits for that kernel's end); else cuLaunchKernel. The
- * driver's result; thread-safe as the Driver API. */
-cu_result cuda_launch_generated(const cuda_device* d, cu_function fn, unsigned blocks, unsigned bx,
-                                unsigned by, cu_stream s, void** params);
+/** Launches kernel fn, whose every entry starts with a ptc_pdl_enter
+ * variant (cuda_prelude.cuh: generated kernels, the attention kernels), as
+ * a gx x gy grid of bx x by blocks with shmem bytes of dynamic shared
+ * memory on stream s with params. On a device with d->pdl set it goes
+ * through cuLaunchKernelEx with programmatic stream serialization, so it
+ * may start before the previous kernel on the stream has fully ended (its
+ * first statement waits for that kernel's end); else cuLaunchKernel. A
+ * kernel without that wait must never come here. d may be NULL (plain
+ * launch). The driver's result; thread-safe as the Driver API. */
+cu_result cuda_launch_pdl(const cuda_device* d, cu_function fn, unsigned gx, unsigned gy,
+                          unsigned bx, unsigned by, unsigned shmem, cu_stream s, void** params);
 
 /** A status for a failed driver call: "<what>: CUDA_ERROR_X (text)";
  * OUT_OF_MEMORY maps to RESOURCE_EXHAUSTED, others to INTERNAL. */

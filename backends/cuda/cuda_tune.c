@@ -250,10 +250,12 @@ static ptc_status time_one(const cuda_plan* plan, const cuda_step* st, cu_functi
   char what[96];
   snprintf(what, sizeof what, "timing kernel %s", st->name);
   /* launched as runs launch them (cuda_launch.c), so the times compare */
-  CUDA_TRY(cuda_launch_generated(plan->dev, fn, blocks, c->block_x, c->block_y, stream, args), what);
+  CUDA_TRY(cuda_launch_pdl(plan->dev, fn, blocks, 1, c->block_x, c->block_y, 0, stream, args),
+           what);
   CUDA_TRY(ev.Record(e0, stream), what);
   for (int r = 0; r < TUNE_REPS; r++)
-    CUDA_TRY(cuda_launch_generated(plan->dev, fn, blocks, c->block_x, c->block_y, stream, args), what);
+    CUDA_TRY(cuda_launch_pdl(plan->dev, fn, blocks, 1, c->block_x, c->block_y, 0, stream, args),
+             what);
   CUDA_TRY(ev.Record(e1, stream), what);
   CUDA_TRY(ev.Synchronize(e1), what);
   float t = 0;

@@ -10,8 +10,9 @@
  *    the mean kernel, then the squared deviations reading it; column means
  *    then rows of squared deviations from them) starts with ptc_pdl_enter()
  *    (or the variant PTC_CUDA_PDL_TRIGGER names: after, first), before any
- *    global access, and every variant waits. With NVRTC the kernels of all
- *    three compile for sm_80 and sm_90.
+ *    global access, and every variant waits; so do the entries of the
+ *    attention modules (cuda_attn*.cuh), also launched with PDL. With NVRTC
+ *    the generated kernels of all three entries compile for sm_80 and sm_90.
  *  default (GPU; exit 77 without one): says whether the device launches with
  *    PDL (it must on sm_90+ unless PTC_CUDA_PDL=0); runs both chains 16
  *    times back to back on one stream without waiting in between, inputs
@@ -131,6 +132,23 @@ static int chain_kernels(ptc_context* ctx, int chain, ptc_strbuf* tu) {
   return st ? -1 : n;
 }
 
+extern const char ptc_cuda_attn_text[], ptc_cuda_attn_f32_text[], ptc_cuda_attn_wg_text[];
+
+/* The kernel macros of a hand-written module text (launched with PDL too,
+ * cuda_attn*.c): each calls ptc_pdl_enter() before its body. */
+static void check_module_entries(const char* text, const char* what) {
+  int n = 0;
+  for (const char* p = strstr(text, "extern \"C\" __global__"); p;
+       p = strstr(p + 1, "extern \"C\" __global__")) {
+    const char* enter = strstr(p, "ptc_pdl_enter();");
+    const char* body = strstr(p, "_body<");
+    CHECK(enter && body && enter < body);
+    n++;
+  }
+  printf("%s: %d kernel entries, each waiting first\n", what, n);
+  CHECK(n > 0);
+}
+
 static int cpu_tests(void) {
   setenv("PTC_CUDA_WELFORD", "0", 1); /* var as mean + squared deviations */
   CHECK(cuda_pdl_wanted(9, true, NULL));
@@ -153,6 +171,9 @@ static int cpu_tests(void) {
     const char* end = strstr(v, "\n}\n");
     CHECK(w && end && w < end); /* every variant waits */
   }
+  check_module_entries(ptc_cuda_attn_text, "attention (cuda_attn.cuh)");
+  check_module_entries(ptc_cuda_attn_f32_text, "float32 attention (cuda_attn_f32.cuh)");
+  check_module_entries(ptc_cuda_attn_wg_text, "wgmma attention (cuda_attn_wg.cuh)");
   ptc_context* ctx;
   if (ptc_context_create(NULL, &ctx)) return 1;
   ptc_strbuf tu;
