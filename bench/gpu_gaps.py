@@ -5,12 +5,15 @@ the host's issue time per call (the same calls before the final
 synchronise), and from torch.profiler over 40 calls the kernels per call,
 their mean GPU time and the mean / largest idle gap between consecutive
 kernels. A system whose wall time is its kernel time plus small gaps is GPU
-bound; one whose issue time reaches its wall time is host bound.
+bound; one whose issue time reaches its wall time is host bound. With
+--start, also what a batch of n calls costs after a device sync (as
+vs_torch's samples start), fitted as start + n * per-call, and the host
+time of the first call after the sync.
 
 Usage (on the GPU machine):
     PTC_PYTHONPATH=build/python python3 bench/gpu_gaps.py \
         [--only sdpa,attention] [--systems eager,inductor,ptc-fx,ptc-backend] \
-        [--dtype bfloat16|float32]
+        [--dtype bfloat16|float32] [--start]
 Exit status: 0 when every system ran, 77 without a CUDA device.
 """
 import argparse
@@ -43,6 +46,32 @@ def wall_and_issue(fn, inputs, calls=300):
     return best, issue
 
 
+def sample_start(fn, inputs, sizes=(1, 4, 16, 64, 137), reps=15):
+    """What a batch of n calls costs after a device sync, as vs_torch's samples
+    are taken: the median seconds of each batch size, fitted as start + n *
+    per_call (least squares); also the median host time of the first call
+    after the sync. Returns (start us, per-call us, first-call host us)."""
+    pts, first = [], []
+    for n in sizes:
+        ts = []
+        for _ in range(reps):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            fn(*inputs)
+            first.append(time.perf_counter() - t0)
+            for _ in range(n - 1):
+                fn(*inputs)
+            torch.cuda.synchronize()
+            ts.append(time.perf_counter() - t0)
+        ts.sort()
+        pts.append((n, ts[len(ts) // 2]))
+    mx = sum(n for n, _ in pts) / len(pts)
+    my = sum(t for _, t in pts) / len(pts)
+    b = sum((n - mx) * (t - my) for n, t in pts) / sum((n - mx) ** 2 for n, _ in pts)
+    first.sort()
+    return (my - b * mx) * 1e6, b * 1e6, first[len(first) // 2] * 1e6
+
+
 def kernel_gaps(fn, inputs, calls=40):
     """Kernels of the profiled calls (the first quarter dropped): count per
     call, mean duration, mean and largest gap between them, in us."""
@@ -68,6 +97,8 @@ def main():
     p.add_argument("--only", default="sdpa,attention")
     p.add_argument("--systems", default="eager,inductor,ptc-fx,ptc-backend")
     p.add_argument("--dtype", choices=["float32", "bfloat16"], default="bfloat16")
+    p.add_argument("--start", action="store_true",
+                   help="also fit the cost of a batch of calls after a sync as start + n * per-call")
     a = p.parse_args()
     if not torch.cuda.is_available():
         print("gpu_gaps: no CUDA device")
@@ -91,6 +122,11 @@ def main():
                 per, busy, gmean, gmax, names = g
                 line += (f"; {per:.1f} kernels/call of {busy:.1f} us on average, gaps {gmean:.2f} us "
                          f"(max {gmax:.2f}); {names}")
+            if a.start:
+                with torch.no_grad():
+                    st, per, first = sample_start(fn, spec.inputs)
+                line += (f"\n  after a sync: start {st:.1f} us + {per:.2f} us a call; the first "
+                         f"call's host time {first:.1f} us")
             print(line)
 
         failed += P.each_system(a.systems, run, f"{name} ")
