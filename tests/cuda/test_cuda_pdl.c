@@ -51,7 +51,7 @@ static int failures, passes;
 static ptc_status build(ptc_context* ctx, int chain, ptc_graph** out) {
   ptc_graph* g;
   PTC_TRY(ptc_graph_create(ctx, &g));
-  ptc_value x, m, d, q, y;
+  ptc_value x, m = 0, d = 0, q = 0, y = 0;
   ptc_status s;
   if (chain == 0) {
     ptc_dim sh[1] = {{VAR_N, 0, 0}};
