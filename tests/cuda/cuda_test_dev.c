@@ -157,3 +157,22 @@ bool ctd_gpu_enter(void) {
   printf("device: %s (sm_%d%d, %d SMs)\n", dev->name, dev->cc_major, dev->cc_minor, dev->sm_count);
   return true;
 }
+
+bool ctd_nvrtc_check(const char* tu) {
+  const char* why = cuda_nvrtc_unavailable();
+  if (why) {
+    printf("NVRTC not available (%s): kernels not compiled\n", why);
+    return true;
+  }
+  const int archs[2] = {80, 90};
+  cuda_check_stats stats;
+  memset(&stats, 0, sizeof stats);
+  ptc_status s = cuda_check_compile(tu ? tu : "", archs, 2, &stats);
+  if (s) {
+    const char* log = ptc_status_detail(s, "compiler_log");
+    printf("NVRTC: %s\n%.4000s\n", ptc_status_message(s), log ? log : "");
+  }
+  bool ok = !s;
+  ptc_status_destroy(s);
+  return ok;
+}

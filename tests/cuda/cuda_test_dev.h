@@ -1,7 +1,8 @@
 /* cuda_test_dev.h - device tensors for the cuda kernel tests (attention,
  * the attention rewrite, welford, GEMM, convolution): a graph input filled on the host by the
  * test's own value generator, copied to the device and seen as a CUDA
- * ptc_tensor; the element reader and the compile call those tests share.
+ * ptc_tensor; the element reader, the compile call and the NVRTC check of
+ * generated kernels those tests share.
  * Test code only: not thread-safe (uses the NULL stream synchronously). */
 #ifndef PTC_TESTS_CUDA_TEST_DEV_H
 #define PTC_TESTS_CUDA_TEST_DEV_H
@@ -54,6 +55,12 @@ double ctd_act_ref(int act, double x);
  * and returns false; else makes the primary context current, prints the
  * device ("device: name (sm_XY, N SMs)") and returns true. */
 bool ctd_gpu_enter(void);
+
+/* Compiles translation unit tu (kernel sources, NULL = none) with NVRTC for
+ * sm_80 and sm_90 (cuda_check_compile). Without NVRTC prints why and
+ * returns true (nothing to check here); on a failure prints the status and
+ * the start of the compiler log and returns false. */
+bool ctd_nvrtc_check(const char* tu);
 
 /* The float32 whose bits are u, and the bits of f. */
 float ctd_f32_from_bits(uint32_t u);

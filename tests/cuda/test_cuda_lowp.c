@@ -432,20 +432,10 @@ static int cpu_tests(void) {
     ptc_sb_free(&one);
   }
   unsetenv("PTC_CUDA_LOWP_MATH");
-  const char* why = cuda_nvrtc_unavailable();
-  if (why) {
-    printf("NVRTC not available (%s): kernels not compiled\n", why);
-  } else {
-    const int archs[2] = {80, 90};
-    cuda_check_stats st;
-    memset(&st, 0, sizeof st);
-    ptc_status s = cuda_check_compile(tu.data, archs, 2, &st);
-    if (s) printf("FAIL nvrtc: %s\n%.4000s\n", ptc_status_message(s),
-                  ptc_status_detail(s, "compiler_log") ? ptc_status_detail(s, "compiler_log") : "");
-    CHECK(!s);
-    ptc_status_destroy(s);
+  bool compiled = ctd_nvrtc_check(tu.data);
+  CHECK(compiled);
+  if (compiled && !cuda_nvrtc_unavailable())
     printf("cuda chain kernels (bf16, f16, f32; bf16 poly and precise) compiled for sm_80 and sm_90\n");
-  }
   ptc_sb_free(&tu);
   free(bits);
   free(out);

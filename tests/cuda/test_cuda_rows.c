@@ -34,6 +34,7 @@
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/cuda_cg.h"
 #include "backends/cuda/cuda_plan.h"
+#include "cuda_test_dev.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -578,19 +579,7 @@ static int cpu_tests(void) {
     }
   }
   short_row_checks(ctx, &tu);
-  const char* why = cuda_nvrtc_unavailable();
-  if (why) {
-    printf("NVRTC not available (%s): kernels not compiled\n", why);
-  } else {
-    int archs[2] = {80, 90};
-    cuda_check_stats stats;
-    memset(&stats, 0, sizeof stats);
-    ptc_status st = cuda_check_compile(tu.data ? tu.data : "", archs, 2, &stats);
-    if (st) printf("NVRTC: %s\n%.4000s\n", ptc_status_message(st),
-                   ptc_status_detail(st, "compiler_log") ? ptc_status_detail(st, "compiler_log") : "");
-    CHECK(!st);
-    ptc_status_destroy(st);
-  }
+  CHECK(ctd_nvrtc_check(tu.data));
   ptc_sb_free(&tu);
   ptc_context_release(ctx);
   printf("test_cuda_rows --cpu: %d passed, %d failed\n", passes, failures);

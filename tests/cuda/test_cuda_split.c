@@ -16,6 +16,7 @@
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/cuda_cg.h"
 #include "backends/cuda/cuda_plan.h"
+#include "cuda_test_dev.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -137,18 +138,7 @@ static int cpu_tests(void) {
   CHECK(count_split(ctx, &rows[0].s, &nk, &ns, &none) && nk >= 1 && ns == 0);
   unsetenv("PTC_CUDA_SPLIT");
   ptc_sb_free(&none);
-  const char* why = cuda_nvrtc_unavailable();
-  if (why) {
-    printf("NVRTC not available (%s): split kernels not compiled\n", why);
-  } else {
-    int archs[2] = {80, 90};
-    cuda_check_stats stats;
-    memset(&stats, 0, sizeof stats);
-    ptc_status st = cuda_check_compile(tu.data ? tu.data : "", archs, 2, &stats);
-    if (st) printf("NVRTC: %s\n", ptc_status_message(st));
-    CHECK(!st);
-    ptc_status_destroy(st);
-  }
+  CHECK(ctd_nvrtc_check(tu.data));
   ptc_sb_free(&tu);
   ptc_context_release(ctx);
   printf("test_cuda_split --cpu: %d passed, %d failed\n", passes, failures);
