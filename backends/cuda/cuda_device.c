@@ -66,6 +66,8 @@ static void init_device(void) {
   }
   if (d->sm_count < 1) d->sm_count = 1;
   d->pdl = cuda_pdl_wanted(d->cc_major, L->cu.LaunchKernelEx != NULL, getenv("PTC_CUDA_PDL"));
+  int drv = 0;
+  d->pdl_capture = d->pdl && L->cu.DriverGetVersion(&drv) == CU_SUCCESS && cuda_pdl_capture_ok(drv);
   device_ok = true;
 }
 

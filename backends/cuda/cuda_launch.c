@@ -19,10 +19,17 @@ bool cuda_pdl_wanted(int cc_major, bool have_launch_ex, const char* env) {
   return cc_major >= 9 && have_launch_ex;
 }
 
+bool cuda_pdl_capture_ok(int driver_version) { return driver_version >= 12030; }
+
 cu_result cuda_launch_pdl(const cuda_device* d, cu_function fn, unsigned gx, unsigned gy,
                           unsigned bx, unsigned by, unsigned shmem, cu_stream s, void** params) {
   const cu_api* cu = &cuda_libs_get()->cu;
-  if (!d || !d->pdl) return cu->LaunchKernel(fn, gx, gy, 1, bx, by, 1, shmem, s, params, NULL);
+  bool pdl = d && d->pdl;
+  int capturing = CU_CAPTURE_STATUS_NONE;
+  if (pdl && !d->pdl_capture && cu->StreamIsCapturing &&
+      cu->StreamIsCapturing(s, &capturing) == CU_SUCCESS && capturing != CU_CAPTURE_STATUS_NONE)
+    pdl = false;
+  if (!pdl) return cu->LaunchKernel(fn, gx, gy, 1, bx, by, 1, shmem, s, params, NULL);
   cu_launch_attr attr;
   memset(&attr, 0, sizeof attr);
   attr.id = CU_LAUNCH_ATTR_PROGRAMMATIC_STREAM_SERIALIZATION;
@@ -30,5 +37,8 @@ cu_result cuda_launch_pdl(const cuda_device* d, cu_function fn, unsigned gx, uns
   cu_launch_config cfg = {.grid_x = gx, .grid_y = gy, .grid_z = 1, .block_x = bx, .block_y = by,
                           .block_z = 1, .shared_bytes = shmem, .stream = s, .attrs = &attr,
                           .n_attrs = 1};
-  return cu->LaunchKernelEx(&cfg, fn, params, NULL);
+  cu_result r = cu->LaunchKernelEx(&cfg, fn, params, NULL);
+  if (r == CU_ERROR_NOT_SUPPORTED) /* the attribute refused here: launch plainly */
+    r = cu->LaunchKernel(fn, gx, gy, 1, bx, by, 1, shmem, s, params, NULL);
+  return r;
 }

@@ -42,6 +42,7 @@ typedef struct cuda_device {
   int max_smem_optin;  /* bytes of shared memory a block may opt into */
   bool pdl;            /* generated kernels launch with programmatic dependent
                         * launch (sm_90+, cuLaunchKernelEx, PTC_CUDA_PDL not 0) */
+  bool pdl_capture;    /* ... also into streams being captured (driver 12.3+) */
   char name[128];
 } cuda_device;
 
@@ -63,13 +64,19 @@ void cuda_ctx_leave(const cuda_device* d, cu_context prev);
  * driver with cuLaunchKernelEx, and env (PTC_CUDA_PDL's value, may be
  * NULL) not "0". Pure; thread-safe. */
 bool cuda_pdl_wanted(int cc_major, bool have_launch_ex, const char* env);
+/** Whether a driver of version v (cuDriverGetVersion: 1000 * major + 10 *
+ * minor) records such launches into CUDA graphs by stream capture (12.3+);
+ * older ones get plain launches while a stream is captured. Pure. */
+bool cuda_pdl_capture_ok(int driver_version);
 /** Launches kernel fn, whose every entry starts with a ptc_pdl_enter
  * variant (cuda_prelude.cuh: generated kernels, the attention kernels), as
  * a gx x gy grid of bx x by blocks with shmem bytes of dynamic shared
  * memory on stream s with params. On a device with d->pdl set it goes
  * through cuLaunchKernelEx with programmatic stream serialization, so it
  * may start before the previous kernel on the stream has fully ended (its
- * first statement waits for that kernel's end); else cuLaunchKernel. A
+ * first statement waits for that kernel's end); else cuLaunchKernel, also
+ * while s is being captured on a driver older than 12.3, and as a retry
+ * when the driver answers the attribute with CUDA_ERROR_NOT_SUPPORTED. A
  * kernel without that wait must never come here. d may be NULL (plain
  * launch). The driver's result; thread-safe as the Driver API. */
 cu_result cuda_launch_pdl(const cuda_device* d, cu_function fn, unsigned gx, unsigned gy,

@@ -2,7 +2,8 @@
  * (backends/cuda/cuda_launch.c, ptc_pdl_enter in cuda_prelude.cuh).
  *
  *  --cpu (no GPU needed): when it is wanted (compute capability 9+, a driver
- *    with cuLaunchKernelEx, PTC_CUDA_PDL not "0"); the launch structs have
+ *    with cuLaunchKernelEx, PTC_CUDA_PDL not "0") and when also under
+ *    stream capture (drivers 12.3+); the launch structs have
  *    the Driver API's layout (CUlaunchAttribute 72 bytes, its value at 8;
  *    CUlaunchConfig 56 bytes, stream at 32, attributes at 40, their count at
  *    48); the prelude waits with griddepcontrol only on sm_90+; and every
@@ -14,7 +15,8 @@
  *    attention modules (cuda_attn*.cuh), also launched with PDL. With NVRTC
  *    the generated kernels of all three entries compile for sm_80 and sm_90.
  *  default (GPU; exit 77 without one): says whether the device launches with
- *    PDL (it must on sm_90+ unless PTC_CUDA_PDL=0); runs both chains 16
+ *    PDL (it must on sm_90+ unless PTC_CUDA_PDL=0; under capture as its
+ *    driver allows); runs both chains 16
  *    times back to back on one stream without waiting in between, inputs
  *    alternating between x and x + 1000 (the same variance, means 1000
  *    apart: a consumer kernel that read its producer's output before the
@@ -158,6 +160,7 @@ static int cpu_tests(void) {
   CHECK(!cuda_pdl_wanted(8, true, NULL));
   CHECK(!cuda_pdl_wanted(9, false, NULL));
   CHECK(!cuda_pdl_wanted(9, true, "0"));
+  CHECK(cuda_pdl_capture_ok(12030) && cuda_pdl_capture_ok(13000) && !cuda_pdl_capture_ok(12020));
   CHECK(sizeof(cu_launch_attr) == 72 && offsetof(cu_launch_attr, value) == 8);
   CHECK(sizeof(cu_launch_config) == 56 && offsetof(cu_launch_config, stream) == 32 &&
         offsetof(cu_launch_config, attrs) == 40 && offsetof(cu_launch_config, n_attrs) == 48);
@@ -280,9 +283,13 @@ static int gpu_tests(void) {
   setenv("PTC_CUDA_WELFORD", "0", 1);
   const cuda_device* d = cuda_device_get();
   const char* env = getenv("PTC_CUDA_PDL");
-  printf("device %s (sm_%d%d): programmatic dependent launch %s\n", d->name, d->cc_major,
-         d->cc_minor, d->pdl ? "on" : "off");
+  int drv = 0;
+  cuda_libs_get()->cu.DriverGetVersion(&drv);
+  printf("device %s (sm_%d%d, driver %d): programmatic dependent launch %s%s\n", d->name,
+         d->cc_major, d->cc_minor, drv, d->pdl ? "on" : "off",
+         d->pdl_capture ? ", also under stream capture" : "");
   CHECK(d->pdl == cuda_pdl_wanted(d->cc_major, cuda_libs_get()->cu.LaunchKernelEx != NULL, env));
+  CHECK(d->pdl_capture == (d->pdl && cuda_pdl_capture_ok(drv)));
   ptc_context* ctx;
   if (ptc_context_create(NULL, &ctx)) return 1;
   cu_context prev;
