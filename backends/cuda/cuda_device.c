@@ -2,7 +2,7 @@
  * process sees it after CUDA_VISIBLE_DEVICES), initialised once: cuInit,
  * its primary context (retained for the life of the process), compute
  * capability, multiprocessor count, shared-memory limit and whether
- * generated kernels use programmatic dependent launch; the
+ * generated and attention kernels use programmatic dependent launch; the
  * availability reason; making the primary context current for a call
  * (and restoring the caller's afterwards); driver errors as statuses. */
 #include "cuda_rt.h"

@@ -1,15 +1,15 @@
 /* cuda_launch.c - how generated and attention kernels are launched. On
- * sm_90+ they go
- * through cuLaunchKernelEx with programmatic stream serialization
- * (programmatic dependent launch): the driver may start a kernel before the
- * previous kernel on the stream has fully ended, which shortens the gap
- * between back-to-back kernels (H100, vs_torch --quick: f32 row sum 86.9 ->
- * 85.4 us, bf16 softmax 47.4 -> 45.7; bench/pdl_probe.cu shows up to 1.7 us
- * a kernel). It is safe because every generated kernel starts with
- * ptc_pdl_enter() (cuda_prelude.cuh), whose griddepcontrol.wait holds it
- * until the kernels before it have ended and their writes are visible;
- * the attention kernels open with it too; the other hand-written kernels
- * (GEMM, convolution, welford) lack that wait and keep plain launches. PTC_CUDA_PDL=0 turns it off. */
+ * sm_90+ they go through cuLaunchKernelEx with programmatic stream
+ * serialization (programmatic dependent launch): the driver may start a
+ * kernel before the previous kernel on the stream has fully ended, which
+ * shortens the gap between back-to-back kernels (H100, vs_torch --quick:
+ * f32 row sum 86.9 -> 85.4 us, bf16 softmax 47.4 -> 45.7; bench/
+ * pdl_probe.cu shows up to 1.7 us a kernel). It is safe because each of
+ * these kernels starts with ptc_pdl_enter() (cuda_prelude.cuh), whose
+ * griddepcontrol.wait holds it until the kernels before it have ended and
+ * their writes are visible; the other hand-written kernels (GEMM,
+ * convolution, welford) lack that wait and keep plain launches.
+ * PTC_CUDA_PDL=0 turns it off. */
 #include "cuda_rt.h"
 
 #include <string.h>
